@@ -1,0 +1,284 @@
+// eager.cpp — the "eager" backend: a reference interpreter over the Graph that calls, per node,
+// the very Python callable the user's code called (so results match eager NumPy bit for bit).
+#include <Python.h>
+
+#include "frontend/backends/program.h"
+#include "frontend/numpy_abi.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+PyObject* module_attr(const char* module, const std::string& name) {  // new ref or null
+  OwnedRef mod = OwnedRef::steal(PyImport_ImportModule(module));
+  if (!mod) return nullptr;
+  return PyObject_GetAttrString(mod.get(), name.c_str());
+}
+
+// An argument as the interpreter materializes it: a graph value, a constant, or a container
+// holding graph values (built per call).
+struct ArgRef {
+  enum class Kind : uint8_t { Value, Const, Tuple, List } kind = Kind::Const;
+  int index = -1;
+  OwnedRef constant;
+  std::vector<ArgRef> items;
+};
+
+struct Instr {
+  enum class Kind : uint8_t { Call, Method, SymSize } kind = Kind::Call;
+  OwnedRef callable;     // Call: the function; Method: the method name (str)
+  std::vector<ArgRef> args;  // positional, then keyword values
+  OwnedRef kwnames;      // tuple of str, or null
+  int out = -1;          // value index written
+  int dim = 0;           // SymSize
+  std::vector<int> release;  // values whose last use is this instruction
+};
+
+bool has_value(const jit::Arg& a) {
+  bool found = false;
+  a.for_each_node([&](int) { found = true; });
+  return found;
+}
+
+class EagerProgram final : public Program {
+public:
+  std::vector<int> input_values;  // value index of each placeholder
+  std::vector<Instr> instrs;
+  std::vector<ArgRef> outputs;
+  int num_values = 0;
+
+  bool run(PyObject* const* inputs, PyObject** out) override {
+    constexpr int kStack = 64;
+    PyObject* stack_vals[kStack];
+    std::vector<PyObject*> heap_vals;
+    PyObject** vals = stack_vals;
+    if (num_values > kStack) {
+      heap_vals.resize(num_values);
+      vals = heap_vals.data();
+    }
+    for (int i = 0; i < num_values; ++i) vals[i] = nullptr;
+    for (size_t i = 0; i < input_values.size(); ++i) {
+      Py_INCREF(inputs[i]);
+      vals[input_values[i]] = inputs[i];  // new ref held by vals
+    }
+    bool ok = true;
+    for (const Instr& in : instrs) {
+      PyObject* r = execute(in, vals);  // new ref
+      if (!r) {
+        ok = false;
+        break;
+      }
+      vals[in.out] = r;
+      for (int v : in.release) Py_CLEAR(vals[v]);
+    }
+    if (ok) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        PyObject* o = materialize(outputs[i], vals);  // new ref
+        if (!o) {
+          for (size_t j = 0; j < i; ++j) Py_CLEAR(out[j]);
+          ok = false;
+          break;
+        }
+        out[i] = o;
+      }
+    }
+    for (int i = 0; i < num_values; ++i) Py_XDECREF(vals[i]);
+    return ok;
+  }
+
+private:
+  static PyObject* materialize(const ArgRef& a, PyObject** vals) {  // new ref
+    switch (a.kind) {
+      case ArgRef::Kind::Value: Py_XINCREF(vals[a.index]); return vals[a.index];
+      case ArgRef::Kind::Const: Py_INCREF(a.constant.get()); return a.constant.get();
+      case ArgRef::Kind::Tuple:
+      case ArgRef::Kind::List: {
+        bool tuple = a.kind == ArgRef::Kind::Tuple;
+        PyObject* r = tuple ? PyTuple_New(a.items.size()) : PyList_New(a.items.size());
+        if (!r) return nullptr;
+        for (size_t i = 0; i < a.items.size(); ++i) {
+          PyObject* x = materialize(a.items[i], vals);
+          if (!x) {
+            Py_DECREF(r);
+            return nullptr;
+          }
+          if (tuple)
+            PyTuple_SET_ITEM(r, i, x);  // steals x
+          else
+            PyList_SET_ITEM(r, i, x);  // steals x
+        }
+        return r;
+      }
+    }
+    return nullptr;
+  }
+
+  static PyObject* execute(const Instr& in, PyObject** vals) {  // new ref or null
+    if (in.kind == Instr::Kind::SymSize) {
+      PyObject* x = vals[in.args[0].index];
+      return PyLong_FromSsize_t(as_ndarray(x)->dimensions[in.dim]);
+    }
+    constexpr int kMaxArgs = 16;
+    // Slot 0 is scratch so calls may use PY_VECTORCALL_ARGUMENTS_OFFSET.
+    PyObject* argv[kMaxArgs + 1];
+    PyObject* owned[kMaxArgs];  // containers built for this call
+    int nowned = 0;
+    size_t n = in.args.size();
+    for (size_t i = 0; i < n; ++i) {
+      const ArgRef& a = in.args[i];
+      if (a.kind == ArgRef::Kind::Value) {
+        argv[i + 1] = vals[a.index];
+      } else if (a.kind == ArgRef::Kind::Const) {
+        argv[i + 1] = a.constant.get();
+      } else {
+        PyObject* c = materialize(a, vals);
+        if (!c) {
+          for (int k = 0; k < nowned; ++k) Py_DECREF(owned[k]);
+          return nullptr;
+        }
+        owned[nowned++] = c;
+        argv[i + 1] = c;
+      }
+    }
+    size_t nkw = in.kwnames ? PyTuple_GET_SIZE(in.kwnames.get()) : 0;
+    size_t npos = n - nkw;
+    PyObject* r;
+    if (in.kind == Instr::Kind::Method) {
+      argv[0] = in.callable.get();  // PyObject_VectorcallMethod wants the name in args[-1] slot
+      r = PyObject_VectorcallMethod(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                    in.kwnames.get());
+    } else {
+      r = PyObject_Vectorcall(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, in.kwnames.get());
+    }
+    for (int k = 0; k < nowned; ++k) Py_DECREF(owned[k]);
+    return r;
+  }
+};
+
+Status to_argref(const jit::Arg& a, ArgRef& out) {
+  if (a.kind == jit::Arg::Kind::Node) {
+    out.kind = ArgRef::Kind::Value;
+    out.index = static_cast<int>(a.i);
+    return Status::ok();
+  }
+  if ((a.kind == jit::Arg::Kind::Tuple || a.kind == jit::Arg::Kind::List) && has_value(a)) {
+    out.kind = a.kind == jit::Arg::Kind::Tuple ? ArgRef::Kind::Tuple : ArgRef::Kind::List;
+    for (const jit::Arg& x : a.items) {
+      out.items.emplace_back();
+      FJ_PROPAGATE(to_argref(x, out.items.back()));
+    }
+    return Status::ok();
+  }
+  if (has_value(a)) return Status::unsupported("a slice holding run-time values");
+  out.kind = ArgRef::Kind::Const;
+  out.constant = const_arg_to_python(a);
+  if (!out.constant) return Status::internal("cannot convert a constant argument: " + fetch_error_text());
+  return Status::ok();
+}
+
+}  // namespace
+
+OwnedRef const_arg_to_python(const jit::Arg& a) {
+  using K = jit::Arg::Kind;
+  switch (a.kind) {
+    case K::None: return OwnedRef::borrow(Py_None);
+    case K::Ellipsis: return OwnedRef::borrow(Py_Ellipsis);
+    case K::Int: return OwnedRef::steal(PyLong_FromLongLong(a.i));
+    case K::Float: return OwnedRef::steal(PyFloat_FromDouble(a.f));
+    case K::Bool: return OwnedRef::borrow(a.i ? Py_True : Py_False);
+    case K::Str: return OwnedRef::steal(PyUnicode_FromStringAndSize(a.s.data(), a.s.size()));
+    case K::DType: {
+      const NumPyHandles* np = numpy_handles();
+      return np ? OwnedRef::borrow(np->dtypes[a.i]) : OwnedRef();
+    }
+    case K::Tuple:
+    case K::List: {
+      OwnedRef r = OwnedRef::steal(a.kind == K::Tuple ? PyTuple_New(a.items.size()) : PyList_New(a.items.size()));
+      for (size_t i = 0; i < a.items.size(); ++i) {
+        OwnedRef x = const_arg_to_python(a.items[i]);
+        if (!x) return {};
+        if (a.kind == K::Tuple)
+          PyTuple_SET_ITEM(r.get(), i, x.release());
+        else
+          PyList_SET_ITEM(r.get(), i, x.release());
+      }
+      return r;
+    }
+    case K::Slice: {
+      OwnedRef s = const_arg_to_python(a.items[0]), e = const_arg_to_python(a.items[1]),
+               st = const_arg_to_python(a.items[2]);
+      if (!s || !e || !st) return {};
+      return OwnedRef::steal(PySlice_New(s.get(), e.get(), st.get()));
+    }
+    case K::Node: break;
+  }
+  return {};
+}
+
+Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) {
+  auto p = std::make_unique<EagerProgram>();
+  const auto& nodes = graph.nodes();
+  p->num_values = static_cast<int>(nodes.size());
+  std::vector<int> last_use(nodes.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const jit::Node& n = nodes[i];
+    if (n.kind == jit::NodeKind::Placeholder) {
+      p->input_values.push_back(static_cast<int>(i));
+      continue;
+    }
+    if (n.kind == jit::NodeKind::Output) {
+      for (const jit::Arg& a : n.args.empty() ? std::vector<jit::Arg>{} : n.args[0].items) {
+        p->outputs.emplace_back();
+        FJ_PROPAGATE(to_argref(a, p->outputs.back()));
+      }
+      continue;
+    }
+    Instr in;
+    in.out = static_cast<int>(i);
+    const std::string& t = n.target;
+    if (t == "sym_size") {
+      in.kind = Instr::Kind::SymSize;
+      in.dim = static_cast<int>(n.args.at(1).i);
+      in.args.emplace_back();
+      FJ_PROPAGATE(to_argref(n.args.at(0), in.args.back()));
+    } else {
+      if (t.rfind("method.", 0) == 0) {
+        in.kind = Instr::Kind::Method;
+        in.callable = OwnedRef::steal(PyUnicode_FromString(t.c_str() + 7));
+      } else if (t == "getitem") {
+        in.callable = OwnedRef::steal(module_attr("operator", "getitem"));
+      } else {
+        size_t dot = t.rfind('.');
+        if (dot == std::string::npos) return Status::internal("unknown target " + t);
+        in.callable = OwnedRef::steal(module_attr(t.substr(0, dot).c_str(), t.substr(dot + 1)));
+      }
+      if (!in.callable) return Status::internal("cannot resolve target " + t + ": " + fetch_error_text());
+      for (const jit::Arg& a : n.args) {
+        in.args.emplace_back();
+        FJ_PROPAGATE(to_argref(a, in.args.back()));
+      }
+      if (!n.kwargs.empty()) {
+        in.kwnames = OwnedRef::steal(PyTuple_New(n.kwargs.size()));
+        for (size_t k = 0; k < n.kwargs.size(); ++k) {
+          PyTuple_SET_ITEM(in.kwnames.get(), k, PyUnicode_FromString(n.kwargs[k].first.c_str()));
+          in.args.emplace_back();
+          FJ_PROPAGATE(to_argref(n.kwargs[k].second, in.args.back()));
+        }
+      }
+      if (in.args.size() > 16) return Status::unsupported("a call with more than 16 arguments");
+    }
+    size_t instr_index = p->instrs.size();
+    for (const jit::Arg& a : n.args) a.for_each_node([&](int v) { last_use[v] = static_cast<int>(instr_index); });
+    for (auto& kw : n.kwargs) kw.second.for_each_node([&](int v) { last_use[v] = static_cast<int>(instr_index); });
+    p->instrs.push_back(std::move(in));
+  }
+  // Values die after their last use, as they would in eager Python (outputs are kept).
+  std::vector<bool> is_output(nodes.size(), false);
+  for (const jit::Arg& a : graph.outputs()) a.for_each_node([&](int v) { is_output[v] = true; });
+  for (size_t v = 0; v < nodes.size(); ++v)
+    if (last_use[v] >= 0 && !is_output[v]) p->instrs[last_use[v]].release.push_back(static_cast<int>(v));
+  p->set_counts(static_cast<int>(p->input_values.size()), static_cast<int>(p->outputs.size()));
+  return std::unique_ptr<Program>(std::move(p));
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,121 @@
+// module.cpp — framejit._C: the Python boundary. Converts arguments, validates them with clear
+// errors, and exposes the hook, explain, stats and settings to the thin Python package.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "frontend/cache.h"
+#include "frontend/compile.h"
+#include "frontend/config.h"
+#include "frontend/hook/eval_frame.h"
+#include "runtime/log.h"
+
+namespace py = pybind11;
+using namespace framejit::frontend;
+
+namespace {
+
+std::shared_ptr<CompileConfig> make_config(py::object backend, bool fullgraph, py::object dynamic) {
+  if (py::isinstance<py::str>(backend)) {
+    std::string name = backend.cast<std::string>();
+    if (name != "jit" && name != "eager")
+      throw py::value_error("framejit: unknown backend '" + name + "' (expected 'jit', 'eager' or a callable)");
+    // One interned object per name, so entries made by different wrappers with the same backend
+    // are shared (the cache compares backend identity).
+    backend = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(name.c_str()));
+  } else if (!PyCallable_Check(backend.ptr())) {
+    throw py::type_error("framejit: backend must be 'jit', 'eager' or a callable backend(graph, example_inputs)");
+  }
+  if (!dynamic.is_none() && !PyBool_Check(dynamic.ptr()))
+    throw py::type_error("framejit: dynamic must be None, True or False");
+  auto cfg = std::make_shared<CompileConfig>();
+  cfg->backend = OwnedRef::borrow(backend.ptr());
+  cfg->fullgraph = fullgraph;
+  cfg->dynamic = dynamic.is_none() || dynamic.ptr() == Py_True;
+  return cfg;
+}
+
+py::dict stats_dict() {
+  const Stats& s = stats();
+  py::dict d;
+  d["frames"] = s.frames;
+  d["captured"] = s.captured;
+  d["cache_hits"] = s.cache_hits;
+  d["cache_misses"] = s.cache_misses;
+  d["recompiles"] = s.recompiles;
+  d["graph_breaks"] = s.graph_breaks;
+  d["unsupported_frames"] = s.unsupported_frames;
+  d["compile_ms"] = s.compile_ms;
+  d["trace_ms"] = s.trace_ms;
+  d["ops"] = s.ops;
+  d["cache_entries"] = count_cache_entries();
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "framejit's C++ core (use the framejit package, not this module)";
+
+  static PyObject* unsupported =
+      PyErr_NewExceptionWithDoc("framejit.Unsupported",
+                                "Raised with fullgraph=True when a function cannot be captured as one graph.",
+                                PyExc_RuntimeError, nullptr);
+  unsupported_error() = unsupported;
+  m.attr("Unsupported") = py::handle(unsupported);
+  if (!init_hook_types(m.ptr())) throw py::error_already_set();
+
+  m.def(
+      "compile",
+      [](py::object fn, py::object backend, bool fullgraph, py::object dynamic) {
+        if (!PyCallable_Check(fn.ptr())) throw py::type_error("framejit.compile: expected a callable");
+        PyObject* r = make_compiled_function(fn.ptr(), make_config(backend, fullgraph, dynamic));
+        if (!r) throw py::error_already_set();
+        return py::reinterpret_steal<py::object>(r);
+      },
+      py::arg("fn"), py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none());
+
+  m.def("disable", [](py::object fn) {
+    if (!PyCallable_Check(fn.ptr())) throw py::type_error("framejit.disable: expected a callable");
+    PyObject* r = make_disabled_function(fn.ptr());
+    if (!r) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(r);
+  });
+
+  m.def(
+      "install",
+      [](py::object backend, bool fullgraph, py::object dynamic) {
+        install(make_config(backend, fullgraph, dynamic));
+      },
+      py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none());
+  m.def("uninstall", &uninstall);
+  m.def("installed", &installed);
+
+  m.def("explain", [](py::object fn, py::tuple args, py::dict kwargs) {
+    ExplainRecord rec;
+    auto cfg = make_config(py::str("eager"), false, py::none());
+    if (PyFunction_Check(fn.ptr())) cfg->root_code = PyFunction_GET_CODE(fn.ptr());
+    cfg->explain = &rec;
+    PyObject* r = call_with_config(fn.ptr(), args.ptr(), kwargs.ptr(), cfg.get());
+    if (!r) throw py::error_already_set();
+    py::dict d;
+    d["result"] = py::reinterpret_steal<py::object>(r);
+    d["graphs"] = rec.graphs;
+    d["break_reasons"] = rec.break_reasons;
+    d["guards"] = rec.guards;
+    d["op_count"] = rec.op_count;
+    return d;
+  });
+
+  m.def("stats", &stats_dict);
+  m.def("reset", [] {
+    reset_all_code_states();
+    stats() = Stats{};
+  });
+  m.def("set_recompile_limit", [](int n) {
+    if (n < 0) throw py::value_error("framejit.config.recompile_limit must be >= 0");
+    settings().recompile_limit = n;
+  });
+  m.def("get_recompile_limit", [] { return settings().recompile_limit; });
+  m.def("set_logs", [](const std::string& spec) { framejit::rt::set_log_spec(spec); },
+        "Overrides FRAMEJIT_LOGS for this process.");
+}

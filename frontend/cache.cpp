@@ -1,0 +1,100 @@
+// cache.cpp — CodeState on co_extra, the registry of live states, and the library-code test.
+#include "frontend/cache.h"
+
+#include <string>
+#include <unordered_set>
+
+namespace framejit::frontend {
+
+namespace {
+
+std::unordered_set<CodeState*>& live_states() {
+  static auto* s = new std::unordered_set<CodeState*>();  // NB: immortal; freed states unregister
+  return *s;
+}
+
+void free_code_state(void* p) {  // called by CPython when the code object dies (GIL held)
+  auto* cs = static_cast<CodeState*>(p);
+  live_states().erase(cs);
+  delete cs;
+}
+
+Py_ssize_t extra_index() {
+  static Py_ssize_t index = _PyEval_RequestCodeExtraIndex(free_code_state);
+  return index;
+}
+
+std::vector<std::string> library_prefixes() {
+  std::vector<std::string> out;
+  OwnedRef sysconfig = OwnedRef::steal(PyImport_ImportModule("sysconfig"));
+  if (sysconfig) {
+    for (const char* key : {"stdlib", "platstdlib", "purelib", "platlib"}) {
+      OwnedRef p = OwnedRef::steal(PyObject_CallMethod(sysconfig.get(), "get_path", "s", key));
+      if (p && PyUnicode_Check(p.get())) out.push_back(PyUnicode_AsUTF8(p.get()));
+    }
+  }
+  // framejit's own Python layer never needs tracing.
+  OwnedRef fj = OwnedRef::steal(PyImport_ImportModule("framejit"));
+  if (fj) {
+    OwnedRef f = OwnedRef::steal(PyObject_GetAttrString(fj.get(), "__file__"));
+    if (f && PyUnicode_Check(f.get())) {
+      std::string s = PyUnicode_AsUTF8(f.get());
+      out.push_back(s.substr(0, s.rfind('/') + 1));
+    }
+  }
+  PyErr_Clear();
+  return out;
+}
+
+}  // namespace
+
+bool is_library_code(PyCodeObject* code) {
+  static const std::vector<std::string> prefixes = library_prefixes();
+  const char* f = PyUnicode_AsUTF8(code->co_filename);
+  if (!f) {
+    PyErr_Clear();
+    return true;
+  }
+  std::string file = f;
+  if (file.rfind("<frozen", 0) == 0) return true;
+  if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
+    return true;
+  for (const std::string& p : prefixes)
+    if (!p.empty() && file.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+CodeState* code_state(PyCodeObject* code) {
+  Py_ssize_t index = extra_index();
+  if (index < 0) return nullptr;
+  void* p = nullptr;
+  if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), index, &p) < 0) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  if (p) return static_cast<CodeState*>(p);
+  auto* cs = new CodeState();
+  if (_PyCode_SetExtra(reinterpret_cast<PyObject*>(code), index, cs) < 0) {
+    PyErr_Clear();
+    delete cs;
+    return nullptr;
+  }
+  live_states().insert(cs);
+  return cs;
+}
+
+void reset_all_code_states() {
+  for (CodeState* cs : live_states()) {
+    cs->entries.clear();
+    cs->failed = false;
+    cs->limit_reported = false;
+  }
+}
+
+long long count_cache_entries() {
+  long long n = 0;
+  for (CodeState* cs : live_states()) n += static_cast<long long>(cs->entries.size());
+  return n;
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,50 @@
+// cache.h — per-code-object state stored on co_extra: the cache entries (most recently hit first),
+// the skip flag and what was already reported.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/backends/program.h"
+#include "frontend/guards.h"
+#include "frontend/output_graph.h"
+
+namespace framejit::frontend {
+
+struct CompileConfig;
+
+/// One compiled version of a code object, valid while its guards pass.
+struct CacheEntry {
+  GuardSet guards;
+  std::unique_ptr<Program> program;  // null: the trace broke; the frame runs in CPython
+  OutputSpec output;
+  std::vector<int> input_slots;      // guard slot of each graph input
+  const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
+  OwnedRef backend_ref;              // keeps backend_key's object alive
+  std::string break_reason;
+};
+
+/// Everything framejit keeps for one code object (owned by the code object's co_extra slot).
+struct CodeState {
+  std::vector<std::unique_ptr<CacheEntry>> entries;
+  bool skip_known = false;
+  bool skip = false;          // library code: never traced (cached)
+  bool failed = false;        // an internal error: never traced again until reset()
+  bool limit_reported = false;
+  std::string name;           // "fn (file.py:12)"
+};
+
+/// The state of `code`, created on first use; nullptr if co_extra is unavailable.
+CodeState* code_state(PyCodeObject* code);
+/// Drops every cache entry and flag of every live code object.
+void reset_all_code_states();
+/// Number of live cache entries (for tests and stats).
+long long count_cache_entries();
+
+/// Whether a code object belongs to the standard library, site-/dist-packages or framejit itself.
+bool is_library_code(PyCodeObject* code);
+
+}  // namespace framejit::frontend

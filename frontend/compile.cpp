@@ -1,0 +1,208 @@
+// compile.cpp — the cold path of one frame: trace → graph passes → backend → cache entry.
+#include "frontend/compile.h"
+
+#include <chrono>
+#include <exception>
+
+#include "frontend/trace/tracer.h"
+#include "jit/pipeline.h"
+#include "runtime/log.h"
+
+namespace framejit::frontend {
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+PyObject*& unsupported_error() {
+  static PyObject* type = nullptr;
+  return type;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Placeholders are discovered while tracing (an attribute read after some arithmetic); the graph
+// contract wants them first, so move them up and renumber.
+void hoist_placeholders(OutputGraph& og) {
+  const auto& nodes = og.graph.nodes();
+  std::vector<int> order;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].kind == jit::NodeKind::Placeholder) order.push_back(static_cast<int>(i));
+  bool already = true;
+  for (size_t i = 0; i < order.size(); ++i) already &= order[i] == static_cast<int>(i);
+  if (already) return;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].kind != jit::NodeKind::Placeholder) order.push_back(static_cast<int>(i));
+  std::vector<int> remap(nodes.size(), -1);
+  std::vector<jit::Node> reordered;
+  for (size_t k = 0; k < order.size(); ++k) {
+    remap[order[k]] = static_cast<int>(k);
+    reordered.push_back(nodes[order[k]]);
+  }
+  for (GraphInput& in : og.inputs) in.node = remap[in.node];
+  og.graph.rebuild(std::move(reordered), remap);
+}
+
+std::string text_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += "  " + l + "\n";
+  return s;
+}
+
+void warn(const std::string& msg) {
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+}
+
+Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const OutputGraph& og,
+                                               const FrameView& view) {
+  if (cfg.is_callable_backend()) {
+    std::vector<PyObject*> examples;
+    for (const GraphInput& in : og.inputs) examples.push_back(fetch_source(*in.source, view));
+    return build_callable_program(cfg.backend.get(), og.graph, examples);
+  }
+  // "jit" runs the reference interpreter until the x86 backend lands (see the x86 issue).
+  return build_eager_program(og.graph);
+}
+
+}  // namespace
+
+std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
+                                          CodeState& state) {
+  auto t0 = Clock::now();
+  bool had_entries = false;
+  for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
+  std::string recompile_reason;
+  if (had_entries && rt::log_enabled(rt::LogTopic::Recompiles)) {
+    for (auto& e : state.entries)
+      if (e->backend_key == cfg.backend.get()) {
+        recompile_reason = e->guards.check_verbose(view);
+        break;
+      }
+  }
+
+  auto entry = std::make_unique<CacheEntry>();
+  entry->backend_key = cfg.backend.get();
+  entry->backend_ref = cfg.backend;
+  OutputGraph og;
+  Status st;
+  try {
+    TraceConfig tcfg;
+    tcfg.dynamic = cfg.dynamic;
+    Tracer tracer(og, view, fn, tcfg);
+    st = tracer.run();
+    stats().trace_ms += ms_since(t0);
+    if (st.is_ok()) {
+      hoist_placeholders(og);
+      auto report = jit::run_graph_passes(og.graph);
+      if (!report) st = report.error();
+    }
+    if (st.is_ok()) {
+      auto program = run_backend(cfg, og, view);
+      if (!program) {
+        st = program.error();
+      } else {
+        entry->program = std::move(*program);
+      }
+    }
+  } catch (const std::exception& ex) {
+    st = Status::internal(std::string("C++ exception: ") + ex.what());
+  } catch (const GraphBreak& b) {
+    st = Status::unsupported(b.reason);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+
+  if (st.code() == StatusCode::Internal || st.code() == StatusCode::InvalidArgument) {
+    warn("framejit: internal error compiling " + state.name + ": " + st.message() +
+         "; it runs in CPython from now on");
+    stats().compile_ms += ms_since(t0);
+    return nullptr;
+  }
+  entry->guards = std::move(og.guards);
+  if (st.code() == StatusCode::Unsupported) {
+    ++stats().graph_breaks;
+    entry->break_reason = st.message();
+    if (rt::log_enabled(rt::LogTopic::Breaks)) rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
+    if (cfg.explain) cfg.explain->break_reasons.push_back(st.message());
+    if (cfg.fullgraph) {
+      stats().compile_ms += ms_since(t0);
+      PyErr_Format(unsupported_error() ? unsupported_error() : PyExc_RuntimeError,
+                   "framejit could not capture %s in one graph (fullgraph=True): %s", state.name.c_str(),
+                   st.message().c_str());
+      return nullptr;
+    }
+  } else {
+    ++stats().captured;
+    stats().ops += og.graph.num_calls();
+    entry->output = std::move(og.output);
+    for (const GraphInput& in : og.inputs) entry->input_slots.push_back(in.slot);
+    if (rt::log_enabled(rt::LogTopic::Graph))
+      rt::log_write(rt::LogTopic::Graph, state.name + "\n" + og.graph.to_string());
+    if (cfg.explain) {
+      cfg.explain->graphs.push_back(og.graph.to_string());
+      cfg.explain->op_count += og.graph.num_calls();
+    }
+  }
+  std::vector<std::string> guard_lines = entry->guards.describe();
+  for (size_t i = 0; i < og.symbol_names.size(); ++i)
+    guard_lines.insert(guard_lines.begin() + i, "s" + std::to_string(i) + " = " + og.symbol_names[i]);
+  if (rt::log_enabled(rt::LogTopic::Guards))
+    rt::log_write(rt::LogTopic::Guards, state.name + "\n" + text_lines(guard_lines));
+  if (cfg.explain)
+    for (auto& g : guard_lines) cfg.explain->guards.push_back(g);
+  if (had_entries && !cfg.explain) {
+    ++stats().recompiles;
+    if (rt::log_enabled(rt::LogTopic::Recompiles))
+      rt::log_write(rt::LogTopic::Recompiles, "recompiling " + state.name + ": " + recompile_reason);
+  }
+  stats().compile_ms += ms_since(t0);
+  return entry;
+}
+
+PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots) {
+  switch (spec.kind) {
+    case OutputSpec::Kind::Value: return outputs[spec.index];  // steals the program's reference
+    case OutputSpec::Kind::Slot: Py_INCREF(slots[spec.index]); return slots[spec.index];
+    case OutputSpec::Kind::Const: Py_INCREF(spec.value.get()); return spec.value.get();
+    case OutputSpec::Kind::Tuple:
+    case OutputSpec::Kind::List: {
+      bool tuple = spec.kind == OutputSpec::Kind::Tuple;
+      PyObject* r = tuple ? PyTuple_New(spec.items.size()) : PyList_New(spec.items.size());
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        PyObject* x = build_return(spec.items[i], outputs, slots);
+        if (!r) {
+          Py_XDECREF(x);
+          continue;
+        }
+        if (tuple)
+          PyTuple_SET_ITEM(r, i, x);  // steals x
+        else
+          PyList_SET_ITEM(r, i, x);  // steals x
+      }
+      return r;
+    }
+    case OutputSpec::Kind::Dict: {
+      PyObject* r = PyDict_New();
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        PyObject* x = build_return(spec.items[i], outputs, slots);
+        if (r && PyDict_SetItem(r, spec.keys[i].get(), x) < 0) Py_CLEAR(r);
+        Py_XDECREF(x);
+      }
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,28 @@
+// compile.h — the cold path of one frame: trace, run the graph passes, hand the graph to the
+// backend, and make the cache entry (or a graph-break entry).
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+
+#include "frontend/cache.h"
+#include "frontend/config.h"
+#include "frontend/source.h"
+
+namespace framejit::frontend {
+
+/// Compiles the frame of `fn` as it is now. Returns the new entry; a trace that broke gives an
+/// entry without a program. Null with a Python exception set when fullgraph=True forbids the
+/// break (framejit.Unsupported) — and null without an exception for an internal failure, after
+/// warning once (the caller runs the frame in CPython and stops compiling it).
+std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
+                                          CodeState& state);
+
+/// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
+PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);
+
+/// The framejit.Unsupported exception type (borrowed); created by the bindings.
+PyObject*& unsupported_error();
+
+}  // namespace framejit::frontend

@@ -1,0 +1,390 @@
+// guards.cpp — building, checking and explaining a GuardSet.
+#include "frontend/guards.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "frontend/numpy_abi.h"
+
+namespace framejit::frontend {
+
+enum class LeafKind : uint8_t { Type, Identity, Equals, Tensor, Length, DictKeys, Range };
+
+struct GuardLeaf {
+  LeafKind kind;
+  OwnedRef obj;  // the type, object, constant or keys tuple; also keeps TensorGuard::type alive
+  TensorGuard tensor;
+  Py_ssize_t length = 0;
+  RangeGuard range;
+};
+
+// Note [Guard tree]
+//
+//   GuardSet
+//    ├─ GuardNode L['x']        leaves: TENSOR(float32, rank 2, (s0, 4))   slot 0
+//    ├─ GuardNode G['np']       leaves: ID(<module numpy>)
+//    │    └─ GuardNode .exp     leaves: ID(<ufunc exp>)
+//    └─ GuardNode L['self']     leaves: TYPE(Model)
+//         └─ GuardNode .w       leaves: TENSOR(...)                     slot 1
+//
+// Each node fetches its value from its parent's (never running user code: dict lookups, MRO
+// lookups, tuple items) and runs its leaves before its children, so a child can rely on the
+// parent's type having been checked. A node with a slot hands its value to the compiled program,
+// which is how graph inputs are read without a second lookup.
+struct GuardNode {
+  SourcePtr src;
+  std::vector<GuardLeaf> leaves;
+  std::vector<std::unique_ptr<GuardNode>> children;
+  int slot = -1;
+};
+
+namespace {
+
+int64_t eval_sym(const jit::SymInt& e, const int64_t* syms) {
+  using K = jit::SymInt::Kind;
+  switch (e.kind()) {
+    case K::Const: return e.const_value();
+    case K::Symbol: return syms[e.symbol_id()];
+    case K::Add: return eval_sym(e.lhs(), syms) + eval_sym(e.rhs(), syms);
+    case K::Mul: return eval_sym(e.lhs(), syms) * eval_sym(e.rhs(), syms);
+    case K::FloorDiv: {
+      int64_t b = eval_sym(e.rhs(), syms);
+      return b == 0 ? 0 : jit::py_floordiv(eval_sym(e.lhs(), syms), b);
+    }
+    case K::Mod: {
+      int64_t b = eval_sym(e.rhs(), syms);
+      return b == 0 ? 0 : jit::py_mod(eval_sym(e.lhs(), syms), b);
+    }
+  }
+  return 0;
+}
+
+bool compare(int64_t a, CmpOp op, int64_t b) {
+  switch (op) {
+    case CmpOp::Eq: return a == b;
+    case CmpOp::Ne: return a != b;
+    case CmpOp::Lt: return a < b;
+    case CmpOp::Le: return a <= b;
+    case CmpOp::Gt: return a > b;
+    case CmpOp::Ge: return a >= b;
+  }
+  return false;
+}
+
+const char* op_text(CmpOp op) {
+  static const char* kText[] = {"==", "!=", "<", "<=", ">", ">="};
+  return kText[static_cast<int>(op)];
+}
+
+std::string repr_of(PyObject* o) {
+  PyObject* r = PyObject_Repr(o);  // new ref
+  if (!r) {
+    PyErr_Clear();
+    return "<?>";
+  }
+  const char* s = PyUnicode_AsUTF8(r);
+  std::string out = s ? s : "<?>";
+  Py_DECREF(r);
+  if (out.size() > 80) out = out.substr(0, 77) + "...";
+  return out;
+}
+
+bool equals(PyObject* v, PyObject* expected) {
+  if (v == expected) return true;
+  if (Py_TYPE(v) != Py_TYPE(expected)) return false;
+  // Only immutable builtin types reach here, so comparing runs no user code.
+  int eq = PyObject_RichCompareBool(v, expected, Py_EQ);
+  if (eq < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  return eq == 1;
+}
+
+// Returns "" when the tensor matches, else why not. `syms` may be null (verbose mode).
+template <bool kVerbose>
+bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string* why) {
+  if (Py_TYPE(v) != g.type) {
+    if (kVerbose) *why = std::string("type is ") + Py_TYPE(v)->tp_name + ", expected " + g.type->tp_name;
+    return false;
+  }
+  const NumPyHandles* np = numpy_handles();
+  if (g.type != np->ndarray) return true;  // a NumPy scalar: its exact type pins the dtype
+  NdArrayFields* a = as_ndarray(v);
+  auto* d = reinterpret_cast<DescrFields*>(a->descr);
+  if (d->type_num != g.type_num || d->byteorder == '>') {
+    if (kVerbose) *why = "dtype changed (type number " + std::to_string(d->type_num) +
+                         ", expected " + std::to_string(g.type_num) + ")";
+    return false;
+  }
+  if (a->nd != g.ndim) {
+    if (kVerbose) *why = "rank is " + std::to_string(a->nd) + ", expected " + std::to_string(g.ndim);
+    return false;
+  }
+  for (int i = 0; i < g.ndim; ++i) {
+    int64_t n = a->dimensions[i];
+    if (g.sizes[i] >= 0 ? n != g.sizes[i] : n < 2) {
+      if (kVerbose)
+        *why = "size of dim " + std::to_string(i) + " is " + std::to_string(n) + ", expected " +
+               (g.sizes[i] >= 0 ? std::to_string(g.sizes[i]) : std::string(">= 2"));
+      return false;
+    }
+    if (g.symbols[i] >= 0 && syms) syms[g.symbols[i]] = n;
+  }
+  bool c = (a->flags & kNpyCContiguous) != 0;
+  if (c != g.c_contiguous) {
+    if (kVerbose) *why = c ? "became C-contiguous" : "is no longer C-contiguous";
+    return false;
+  }
+  return true;
+}
+
+template <bool kVerbose>
+bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* why) {
+  switch (leaf.kind) {
+    case LeafKind::Type:
+      if (Py_TYPE(v) == reinterpret_cast<PyTypeObject*>(leaf.obj.get())) return true;
+      if (kVerbose) *why = std::string("type is ") + Py_TYPE(v)->tp_name + ", expected " +
+                           reinterpret_cast<PyTypeObject*>(leaf.obj.get())->tp_name;
+      return false;
+    case LeafKind::Identity:
+      if (v == leaf.obj.get()) return true;
+      if (kVerbose) *why = "is a different object than " + repr_of(leaf.obj.get());
+      return false;
+    case LeafKind::Equals:
+      if (equals(v, leaf.obj.get())) return true;
+      if (kVerbose) *why = "is " + repr_of(v) + ", expected " + repr_of(leaf.obj.get());
+      return false;
+    case LeafKind::Tensor: return check_tensor<kVerbose>(leaf.tensor, v, syms, why);
+    case LeafKind::Length: {
+      Py_ssize_t n = PyList_Check(v) ? PyList_GET_SIZE(v)
+                     : PyTuple_Check(v) ? PyTuple_GET_SIZE(v)
+                     : PyDict_Check(v)  ? PyDict_GET_SIZE(v)
+                                        : -1;
+      if (n == leaf.length) return true;
+      if (kVerbose) *why = "length is " + std::to_string(n) + ", expected " + std::to_string(leaf.length);
+      return false;
+    }
+    case LeafKind::Range: {
+      const RangeGuard& r = leaf.range;
+      bool ok;
+      if (r.is_float) {
+        double x = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : NAN;
+        ok = PyFloat_Check(v) && (std::isfinite(x) ? (x > r.flo && x < r.fhi) : r.nonfinite_ok);
+      } else {
+        int overflow = 0;
+        long long x = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+        ok = PyLong_Check(v) && !overflow && x >= r.ilo && x <= r.ihi;
+      }
+      if (!ok && kVerbose) *why = "value " + repr_of(v) + " changes NumPy's result type";
+      return ok;
+    }
+    case LeafKind::DictKeys: {
+      PyObject* keys = leaf.obj.get();
+      bool ok = PyDict_CheckExact(v) && PyDict_GET_SIZE(v) == PyTuple_GET_SIZE(keys);
+      Py_ssize_t pos = 0, i = 0;
+      PyObject *k, *val;
+      while (ok && PyDict_Next(v, &pos, &k, &val)) ok = equals(k, PyTuple_GET_ITEM(keys, i++));
+      if (!ok && kVerbose) *why = "dict keys changed, expected " + repr_of(keys);
+      return ok;
+    }
+  }
+  return false;
+}
+
+bool check_node(const GuardNode& node, const FrameView& frame, PyObject* base, PyObject** slots,
+                int64_t* syms) {
+  PyObject* v = fetch_step(*node.src, frame, base);  // borrowed
+  if (!v) return false;
+  for (const GuardLeaf& leaf : node.leaves)
+    if (!check_leaf<false>(leaf, v, syms, nullptr)) return false;
+  if (node.slot >= 0) slots[node.slot] = v;
+  for (const auto& child : node.children)
+    if (!check_node(*child, frame, v, slots, syms)) return false;
+  return true;
+}
+
+std::string verbose_node(const GuardNode& node, const FrameView& frame, PyObject* base,
+                         int64_t* syms) {
+  PyObject* v = fetch_step(*node.src, frame, base);
+  if (!v) return node.src->to_string() + " is missing";
+  std::string why;
+  for (const GuardLeaf& leaf : node.leaves)
+    if (!check_leaf<true>(leaf, v, syms, &why)) return node.src->to_string() + ": " + why;
+  for (const auto& child : node.children) {
+    std::string r = verbose_node(*child, frame, v, syms);
+    if (!r.empty()) return r;
+  }
+  return "";
+}
+
+std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
+  switch (leaf.kind) {
+    case LeafKind::Type:
+      return "type(" + what + ") is " + reinterpret_cast<PyTypeObject*>(leaf.obj.get())->tp_name;
+    case LeafKind::Identity: return what + " is " + repr_of(leaf.obj.get());
+    case LeafKind::Equals: return what + " == " + repr_of(leaf.obj.get());
+    case LeafKind::Length: return "len(" + what + ") == " + std::to_string(leaf.length);
+    case LeafKind::Range:
+      if (leaf.range.is_float)
+        return number_text(leaf.range.flo) + " < " + what + " < " + number_text(leaf.range.fhi) +
+               (leaf.range.nonfinite_ok ? " or not finite" : "") + "  # NumPy value-based casting";
+      return std::to_string(leaf.range.ilo) + " <= " + what + " <= " + std::to_string(leaf.range.ihi) +
+             "  # NumPy value-based casting";
+    case LeafKind::DictKeys: return "tuple(" + what + ".keys()) == " + repr_of(leaf.obj.get());
+    case LeafKind::Tensor: {
+      const TensorGuard& g = leaf.tensor;
+      std::string s = what + ": " + g.type->tp_name;
+      if (g.type_num >= 0) {
+        auto dt = dtype_from_type_num(g.type_num);
+        s += " " + std::string(dt ? rt::dtype_name(*dt) : "?") + " shape (";
+        for (int i = 0; i < g.ndim; ++i) {
+          if (i) s += ", ";
+          s += g.sizes[i] >= 0 ? std::to_string(g.sizes[i]) : "s" + std::to_string(g.symbols[i]) + ">=2";
+        }
+        s += g.ndim == 1 ? ",)" : ")";
+        s += g.c_contiguous ? " C-contiguous" : " strided";
+      }
+      return s;
+    }
+  }
+  return what;
+}
+
+void describe_node(const GuardNode& node, std::vector<std::string>& out) {
+  std::string what = node.src->to_string();
+  for (const GuardLeaf& leaf : node.leaves) out.push_back(describe_leaf(leaf, what));
+  for (const auto& child : node.children) describe_node(*child, out);
+}
+
+}  // namespace
+
+GuardSet::GuardSet() = default;
+GuardSet::~GuardSet() = default;
+GuardSet::GuardSet(GuardSet&&) noexcept = default;
+GuardSet& GuardSet::operator=(GuardSet&&) noexcept = default;
+
+GuardNode* GuardSet::node_for(const SourcePtr& src) {
+  std::vector<std::unique_ptr<GuardNode>>* level = &roots_;
+  if (src->base) level = &node_for(src->base)->children;
+  for (auto& n : *level)
+    if (n->src->same_step(*src)) return n.get();
+  level->push_back(std::make_unique<GuardNode>());
+  level->back()->src = src;
+  return level->back().get();
+}
+
+void GuardSet::add_type(const SourcePtr& src, PyTypeObject* type) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Type && l.obj.get() == reinterpret_cast<PyObject*>(type)) return;
+  n->leaves.push_back({LeafKind::Type, OwnedRef::borrow(reinterpret_cast<PyObject*>(type)), {}, 0});
+}
+
+void GuardSet::add_identity(const SourcePtr& src, PyObject* obj) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Identity) return;
+  n->leaves.push_back({LeafKind::Identity, OwnedRef::borrow(obj), {}, 0});
+}
+
+void GuardSet::add_equals(const SourcePtr& src, PyObject* value) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Equals) return;
+  n->leaves.push_back({LeafKind::Equals, OwnedRef::borrow(value), {}, 0});
+}
+
+void GuardSet::add_tensor(const SourcePtr& src, TensorGuard g) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Tensor) return;
+  OwnedRef keep = OwnedRef::borrow(reinterpret_cast<PyObject*>(g.type));
+  n->leaves.push_back({LeafKind::Tensor, std::move(keep), std::move(g), 0});
+}
+
+void GuardSet::add_range(const SourcePtr& src, RangeGuard r) {
+  GuardNode* n = node_for(src);
+  for (GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Range) {  // intersect: both results must stay as traced
+      if (r.is_float) {
+        l.range.flo = std::max(l.range.flo, r.flo);
+        l.range.fhi = std::min(l.range.fhi, r.fhi);
+        l.range.nonfinite_ok &= r.nonfinite_ok;
+      } else {
+        l.range.ilo = std::max(l.range.ilo, r.ilo);
+        l.range.ihi = std::min(l.range.ihi, r.ihi);
+      }
+      return;
+    }
+  GuardLeaf leaf{LeafKind::Range, {}, {}, 0, r};
+  n->leaves.push_back(std::move(leaf));
+}
+
+void GuardSet::add_length(const SourcePtr& src, Py_ssize_t len) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::Length) return;
+  n->leaves.push_back({LeafKind::Length, {}, {}, len});
+}
+
+void GuardSet::add_dict_keys(const SourcePtr& src, PyObject* keys_tuple) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::DictKeys) return;
+  n->leaves.push_back({LeafKind::DictKeys, OwnedRef::borrow(keys_tuple), {}, 0});
+}
+
+void GuardSet::add_shape(ShapeGuard g) {
+  for (const ShapeGuard& s : shape_guards_)
+    if (s.op == g.op && s.rhs == g.rhs && s.lhs.same_as(g.lhs)) return;
+  shape_guards_.push_back(std::move(g));
+}
+
+int GuardSet::slot_for(const SourcePtr& src) {
+  GuardNode* n = node_for(src);
+  if (n->slot < 0) n->slot = num_slots_++;
+  return n->slot;
+}
+
+bool GuardSet::check(const FrameView& frame, PyObject** slots, int64_t* syms) const noexcept {
+  for (const auto& root : roots_)
+    if (!check_node(*root, frame, nullptr, slots, syms)) return false;
+  for (const ShapeGuard& g : shape_guards_)
+    if (!compare(eval_sym(g.lhs, syms), g.op, g.rhs)) return false;
+  return true;
+}
+
+std::string GuardSet::check_verbose(const FrameView& frame) const {
+  std::vector<int64_t> syms(num_symbols_ + 1, 0);
+  for (const auto& root : roots_) {
+    std::string r = verbose_node(*root, frame, nullptr, syms.data());
+    if (!r.empty()) return r;
+  }
+  for (const ShapeGuard& g : shape_guards_) {
+    int64_t v = eval_sym(g.lhs, syms.data());
+    if (!compare(v, g.op, g.rhs))
+      return g.lhs.to_string() + " " + op_text(g.op) + " " + std::to_string(g.rhs) + " failed (" +
+             g.lhs.to_string() + " = " + std::to_string(v) + (g.why.empty() ? "" : "; " + g.why) + ")";
+  }
+  return "";
+}
+
+std::vector<std::string> GuardSet::describe() const {
+  std::vector<std::string> out;
+  for (const auto& root : roots_) describe_node(*root, out);
+  for (const ShapeGuard& g : shape_guards_)
+    out.push_back(g.lhs.to_string() + " " + op_text(g.op) + " " + std::to_string(g.rhs) +
+                  (g.why.empty() ? "" : "  # " + g.why));
+  return out;
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,320 @@
+// eval_frame.cpp — the PEP 523 frame evaluator (CPython 3.11 frame layout), the cache lookup on
+// the hot path, and the wrapper types that switch it on for a call.
+#include "frontend/hook/eval_frame.h"
+
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+#include <algorithm>
+#include <string>
+
+#include "frontend/cache.h"
+#include "frontend/compile.h"
+#include "runtime/log.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+// Which config governs frames on this thread: the innermost framejit.compile wrapper's, else
+// install()'s. `tls_busy` is set while framejit itself runs Python (tracing, probes, backends,
+// compiled programs, @disable'd functions): those frames always run in CPython.
+thread_local CompileConfig* tls_config = nullptr;
+thread_local bool tls_busy = false;
+std::shared_ptr<CompileConfig> g_installed;
+int g_hook_users = 0;  // wrappers in flight + install(); guarded by the GIL
+
+constexpr int kMaxSlots = 256;
+constexpr int kMaxSymbols = 256;
+constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
+
+PyObject* eval_default(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  return _PyEval_EvalFrameDefault(ts, frame, throwflag);
+}
+
+PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e, PyObject** slots) {
+  // A graph-break entry: CPython runs the frame; its callees still come through this hook.
+  if (!e.program) return eval_default(ts, frame, 0);
+  constexpr int kMaxIO = 64;
+  PyObject* inputs[kMaxIO];
+  PyObject* outputs[kMaxIO];
+  const size_t nin = e.input_slots.size();
+  for (size_t i = 0; i < nin; ++i) inputs[i] = slots[e.input_slots[i]];
+  bool saved = tls_busy;
+  tls_busy = true;
+  bool ok = e.program->run(inputs, outputs);
+  tls_busy = saved;
+  if (!ok) return nullptr;  // the exception the program raised, as eager code would
+  // The frame never ran: returning here is the whole call. _PyEval_Vector pops and clears it.
+  return build_return(e.output, outputs, slots);
+}
+
+void report_limit(CodeState& cs) {
+  if (cs.limit_reported) return;
+  cs.limit_reported = true;
+  std::string msg = "framejit: " + cs.name + " hit config.recompile_limit (" +
+                    std::to_string(settings().recompile_limit) + "); it runs in CPython from now on";
+  if (rt::log_enabled(rt::LogTopic::Recompiles)) rt::log_write(rt::LogTopic::Recompiles, msg);
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+}
+
+std::string describe_code(PyCodeObject* code) {
+  const char* name = PyUnicode_AsUTF8(code->co_qualname);
+  const char* file = PyUnicode_AsUTF8(code->co_filename);
+  if (!name || !file) PyErr_Clear();
+  return std::string(name ? name : "?") + " (" + (file ? file : "?") + ":" + std::to_string(code->co_firstlineno) + ")";
+}
+
+PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs,
+                          const FrameView& view) {
+  tls_busy = true;
+  std::unique_ptr<CacheEntry> entry = compile_frame(*cfg, frame->f_func, view, *cs);
+  tls_busy = false;
+  if (!entry) {
+    if (PyErr_Occurred()) return nullptr;  // fullgraph=True: framejit.Unsupported
+    cs->failed = true;                      // an internal error: never again for this code
+    return eval_default(ts, frame, 0);
+  }
+  PyObject* slots[kMaxSlots];
+  int64_t syms[kMaxSymbols];
+  bool usable = entry->guards.num_slots() <= kMaxSlots && entry->guards.num_symbols() <= kMaxSymbols &&
+                entry->input_slots.size() <= 64 && (!entry->program || entry->program->num_outputs() <= 64);
+  if (usable && !entry->guards.check(view, slots, syms)) {
+    // The guards must hold for the very frame they were made from; if not, framejit is wrong.
+    std::string msg = "framejit: guards of " + cs->name + " fail on the frame that made them: " +
+                      entry->guards.check_verbose(view) + "; running it in CPython";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+    usable = false;
+  }
+  if (!usable) {
+    cs->failed = true;
+    return eval_default(ts, frame, 0);
+  }
+  if (cfg->explain) {
+    // explain(): run once, keep nothing.
+    return run_entry(ts, frame, *entry, slots);
+  }
+  cs->entries.insert(cs->entries.begin(), std::move(entry));
+  return run_entry(ts, frame, *cs->entries.front(), slots);
+}
+
+PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  CompileConfig* cfg = tls_config ? tls_config : g_installed.get();
+  if (!cfg || tls_busy || throwflag || frame->owner != FRAME_OWNED_BY_THREAD)
+    return eval_default(ts, frame, throwflag);
+  PyCodeObject* code = frame->f_code;
+  // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
+  if ((code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED)) return eval_default(ts, frame, 0);
+  CodeState* cs = code_state(code);
+  if (!cs) return eval_default(ts, frame, 0);
+  if (!cs->skip_known) {
+    tls_busy = true;
+    cs->skip = is_library_code(code);
+    cs->name = describe_code(code);
+    cs->skip_known = true;
+    tls_busy = false;
+  }
+  if (cs->failed || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
+    return eval_default(ts, frame, 0);
+
+  ++stats().frames;
+  FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, frame->f_func->func_closure};
+  if (!cfg->explain) {
+    auto& entries = cs->entries;
+    const void* key = cfg->backend.get();
+    int same_backend = 0;
+    PyObject* slots[kMaxSlots];
+    int64_t syms[kMaxSymbols];
+    for (size_t i = 0; i < entries.size(); ++i) {
+      CacheEntry* e = entries[i].get();
+      if (e->backend_key != key) continue;
+      ++same_backend;
+      if (!e->guards.check(view, slots, syms)) continue;
+      if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);  // most recent first
+      ++stats().cache_hits;
+      return run_entry(ts, frame, *e, slots);
+    }
+    ++stats().cache_misses;
+    if (same_backend >= settings().recompile_limit) {
+      ++stats().unsupported_frames;
+      report_limit(*cs);
+      return eval_default(ts, frame, 0);
+    }
+  }
+  return compile_and_run(ts, frame, cfg, cs, view);
+}
+
+void hook_acquire() {
+  if (g_hook_users++ == 0) _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), callback);
+}
+
+void hook_release() {
+  // Without a custom evaluator CPython 3.11 inlines Python-to-Python calls; give that back as soon
+  // as nothing needs the hook.
+  if (--g_hook_users == 0) _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), _PyEval_EvalFrameDefault);
+}
+
+// ---- framejit.compile wrapper ---------------------------------------------------------------
+
+struct CompiledFunction {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* fn;     // strong
+  PyObject* dict;   // strong, may be null: __name__, __wrapped__ ... from functools.update_wrapper
+  std::shared_ptr<CompileConfig>* cfg;  // owned
+  bool disabled;    // a @framejit.disable wrapper instead
+};
+
+PyObject* compiled_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* cf = reinterpret_cast<CompiledFunction*>(self);
+  if (cf->disabled) {
+    bool saved = tls_busy;
+    tls_busy = true;
+    PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+    tls_busy = saved;
+    return r;
+  }
+  CompileConfig* saved = tls_config;
+  tls_config = cf->cfg->get();
+  hook_acquire();
+  PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
+  hook_release();
+  tls_config = saved;
+  return r;
+}
+
+void compiled_dealloc(PyObject* self) {
+  auto* cf = reinterpret_cast<CompiledFunction*>(self);
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(cf->fn);
+  Py_CLEAR(cf->dict);
+  delete cf->cfg;
+  cf->cfg = nullptr;
+  Py_TYPE(self)->tp_free(self);
+}
+
+int compiled_traverse(PyObject* self, visitproc visit, void* arg) {
+  auto* cf = reinterpret_cast<CompiledFunction*>(self);
+  Py_VISIT(cf->fn);
+  Py_VISIT(cf->dict);
+  if (cf->cfg && *cf->cfg) Py_VISIT((*cf->cfg)->backend.get());
+  return 0;
+}
+
+int compiled_clear(PyObject* self) {
+  auto* cf = reinterpret_cast<CompiledFunction*>(self);
+  Py_CLEAR(cf->fn);
+  Py_CLEAR(cf->dict);
+  return 0;
+}
+
+PyObject* compiled_descr_get(PyObject* self, PyObject* obj, PyObject*) {
+  // Used as a method decorator: bind like a function does.
+  if (!obj || obj == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, obj);
+}
+
+PyObject* compiled_repr(PyObject* self) {
+  auto* cf = reinterpret_cast<CompiledFunction*>(self);
+  return PyUnicode_FromFormat(cf->disabled ? "<framejit.disable of %R>" : "<framejit.compile of %R>", cf->fn);
+}
+
+PyObject* compiled_get_fn(PyObject* self, void*) {
+  PyObject* fn = reinterpret_cast<CompiledFunction*>(self)->fn;
+  Py_INCREF(fn);
+  return fn;
+}
+
+PyGetSetDef compiled_getset[] = {
+    {"_framejit_fn", compiled_get_fn, nullptr, "the wrapped callable", nullptr},
+    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+PyTypeObject CompiledFunctionType = [] {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = "framejit.CompiledFunction";
+  t.tp_basicsize = sizeof(CompiledFunction);
+  t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+  t.tp_vectorcall_offset = offsetof(CompiledFunction, vectorcall);
+  t.tp_call = PyVectorcall_Call;
+  t.tp_dealloc = compiled_dealloc;
+  t.tp_traverse = compiled_traverse;
+  t.tp_clear = compiled_clear;
+  t.tp_descr_get = compiled_descr_get;
+  t.tp_repr = compiled_repr;
+  t.tp_getset = compiled_getset;
+  t.tp_dictoffset = offsetof(CompiledFunction, dict);
+  t.tp_doc = "A function compiled by framejit.compile (or exempted by framejit.disable).";
+  return t;
+}();
+
+PyObject* make_wrapper(PyObject* fn, std::shared_ptr<CompileConfig> cfg, bool disabled) {
+  auto* cf = PyObject_GC_New(CompiledFunction, &CompiledFunctionType);
+  if (!cf) return nullptr;
+  cf->vectorcall = compiled_vectorcall;
+  Py_INCREF(fn);
+  cf->fn = fn;
+  cf->dict = nullptr;
+  cf->cfg = new std::shared_ptr<CompileConfig>(std::move(cfg));
+  cf->disabled = disabled;
+  PyObject_GC_Track(cf);
+  return reinterpret_cast<PyObject*>(cf);
+}
+
+}  // namespace
+
+PyObject* make_compiled_function(PyObject* fn, std::shared_ptr<CompileConfig> cfg) {
+  if (PyFunction_Check(fn)) cfg->root_code = PyFunction_GET_CODE(fn);
+  return make_wrapper(fn, std::move(cfg), false);
+}
+
+PyObject* make_disabled_function(PyObject* fn) {
+  if (PyFunction_Check(fn)) {
+    if (CodeState* cs = code_state(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn)))) {
+      cs->skip = true;  // also when reached directly, not through the wrapper
+      cs->skip_known = true;
+    }
+  }
+  return make_wrapper(fn, nullptr, true);
+}
+
+bool is_disabled_function(PyObject* obj) {
+  return Py_TYPE(obj) == &CompiledFunctionType && reinterpret_cast<CompiledFunction*>(obj)->disabled;
+}
+
+void install(std::shared_ptr<CompileConfig> cfg) {
+  bool was = static_cast<bool>(g_installed);
+  g_installed = std::move(cfg);
+  if (!was) hook_acquire();
+}
+
+void uninstall() {
+  if (!g_installed) return;
+  g_installed.reset();
+  hook_release();
+}
+
+bool installed() { return static_cast<bool>(g_installed); }
+
+PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, CompileConfig* cfg) {
+  CompileConfig* saved = tls_config;
+  tls_config = cfg;
+  hook_acquire();
+  PyObject* r = PyObject_Call(fn, args, kwargs);
+  hook_release();
+  tls_config = saved;
+  return r;
+}
+
+bool init_hook_types(PyObject* module) {
+  if (PyType_Ready(&CompiledFunctionType) < 0) return false;
+  Py_INCREF(&CompiledFunctionType);
+  return PyModule_AddObject(module, "CompiledFunction", reinterpret_cast<PyObject*>(&CompiledFunctionType)) == 0;
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,66 @@
+// numpy_abi.cpp — importing NumPy once and mapping its type numbers to framejit's DType.
+#include "frontend/numpy_abi.h"
+
+#include <cstdlib>
+
+namespace framejit::frontend {
+
+using rt::DType;
+
+std::optional<DType> dtype_from_type_num(int type_num) {
+  // NumPy's NPY_TYPES numbering; LONG and LONGLONG are both 64-bit on LP64 Linux.
+  switch (type_num) {
+    case 0: return DType::Bool;
+    case 1: return DType::Int8;
+    case 2: return DType::UInt8;
+    case 3: return DType::Int16;
+    case 4: return DType::UInt16;
+    case 5: return DType::Int32;
+    case 6: return DType::UInt32;
+    case 7: return sizeof(long) == 8 ? DType::Int64 : DType::Int32;
+    case 8: return sizeof(long) == 8 ? DType::UInt64 : DType::UInt32;
+    case 9: return DType::Int64;
+    case 10: return DType::UInt64;
+    case 11: return DType::Float32;
+    case 12: return DType::Float64;
+    case 14: return DType::Complex64;
+    case 15: return DType::Complex128;
+    case 23: return DType::Float16;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<DType> dtype_from_descr(PyObject* descr) {
+  auto* d = reinterpret_cast<DescrFields*>(descr);
+  if (d->byteorder == '>') return std::nullopt;  // NumPy spells native order '=' or '|'
+  return dtype_from_type_num(d->type_num);
+}
+
+const NumPyHandles* numpy_handles() {
+  static NumPyHandles* handles = [] () -> NumPyHandles* {
+    PyObject* np = PyImport_ImportModule("numpy");  // new ref, kept forever
+    if (!np) {
+      PyErr_Clear();
+      return nullptr;
+    }
+    auto* h = new NumPyHandles();  // NB: intentionally immortal, like the module itself
+    h->module = np;
+    h->ndarray = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "ndarray"));
+    h->generic = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "generic"));
+    h->dtype_fn = PyObject_GetAttrString(np, "dtype");
+    h->empty = PyObject_GetAttrString(np, "empty");
+    for (int i = 0; i < rt::kNumDTypes; ++i) {
+      std::string_view name = rt::dtype_name(static_cast<DType>(i));
+      h->dtypes[i] = PyObject_CallFunction(h->dtype_fn, "s#", name.data(), (Py_ssize_t)name.size());
+    }
+    if (PyObject* v = PyObject_GetAttrString(np, "__version__")) {
+      if (const char* s = PyUnicode_AsUTF8(v)) h->major = std::atoi(s);
+      Py_DECREF(v);
+    }
+    if (PyErr_Occurred()) PyErr_Clear();
+    return h;
+  }();
+  return handles;
+}
+
+}  // namespace framejit::frontend

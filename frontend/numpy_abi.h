@@ -1,0 +1,71 @@
+// numpy_abi.h — NumPy's stable ndarray/dtype struct layout and process-wide NumPy handles.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "runtime/dtype.h"
+
+namespace framejit::frontend {
+
+// Note [NumPy without its headers]
+// framejit builds for interpreters that have no NumPy (pyenv's 3.12/3.13) and runs against both
+// NumPy 1.x and 2.x, so it does not compile against NumPy's C API. The leading fields of
+// PyArrayObject and the first fields of PyArray_Descr up to type_num are the same in NumPy 1 and 2
+// (NumPy documents them as ABI-stable); the guard fast path reads them directly. Everything else is
+// asked of NumPy through Python calls, at trace time only.
+
+struct NdArrayFields {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  intptr_t* dimensions;
+  intptr_t* strides;
+  PyObject* base;
+  PyObject* descr;
+  int flags;
+};
+
+struct DescrFields {
+  PyObject_HEAD
+  PyTypeObject* typeobj;
+  char kind;
+  char type;
+  char byteorder;
+  char flags_or_unused;
+  int type_num;
+};
+
+constexpr int kNpyCContiguous = 0x0001;
+constexpr int kNpyFContiguous = 0x0002;
+constexpr int kNpyAligned = 0x0100;
+constexpr int kNpyWriteable = 0x0400;
+
+inline NdArrayFields* as_ndarray(PyObject* o) { return reinterpret_cast<NdArrayFields*>(o); }
+inline DescrFields* descr_of(PyObject* o) {
+  return reinterpret_cast<DescrFields*>(as_ndarray(o)->descr);
+}
+
+/// Handles to NumPy objects, imported once (new refs held for the life of the process).
+struct NumPyHandles {
+  PyObject* module = nullptr;       // numpy
+  PyTypeObject* ndarray = nullptr;  // numpy.ndarray
+  PyTypeObject* generic = nullptr;  // numpy.generic (base of NumPy scalar types)
+  PyObject* dtype_fn = nullptr;     // numpy.dtype
+  PyObject* empty = nullptr;        // numpy.empty (trace-time probes)
+  PyObject* dtypes[rt::kNumDTypes] = {};  // numpy.dtype('<name>')
+  int major = 0;                    // numpy.__version__'s major number
+};
+
+/// NumPy's handles, or nullptr when NumPy cannot be imported (then arrays never reach the tracer).
+/// Must be called with the GIL held.
+const NumPyHandles* numpy_handles();
+
+/// Our DType for a NumPy type number, if framejit knows it.
+std::optional<rt::DType> dtype_from_type_num(int type_num);
+/// Our DType for a numpy.dtype object (native byte order only).
+std::optional<rt::DType> dtype_from_descr(PyObject* descr);  // borrowed
+
+}  // namespace framejit::frontend

@@ -1,0 +1,246 @@
+// common.cpp — dtype probes, broadcasting, axes, shapes and argument binding for the op families.
+#include "frontend/ops/common.h"
+
+#include <algorithm>
+
+#include "frontend/numpy_abi.h"
+
+namespace framejit::frontend::ops {
+
+PyObject* numpy_attr(const char* name) {
+  const NumPyHandles* np = numpy_handles();
+  if (!np) return nullptr;
+  PyObject* r = PyObject_GetAttrString(np->module, name);  // new ref; numpy keeps it alive
+  if (!r) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  Py_DECREF(r);
+  return r;
+}
+
+jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool numpy_scalar) {
+  jit::TensorMeta m;
+  m.dtype = dtype;
+  m.shape = std::move(shape);
+  m.numpy_scalar = numpy_scalar;
+  return m;
+}
+
+namespace {
+
+PyObject* probe_fn() {  // borrowed: framejit._probe.result_type
+  static PyObject* fn = [] {
+    PyObject* mod = PyImport_ImportModule("framejit._probe");  // new ref, kept
+    PyObject* f = mod ? PyObject_GetAttrString(mod, "result_type") : nullptr;
+    if (!f) PyErr_Clear();
+    return f;
+  }();
+  return fn;
+}
+
+OwnedRef make_spec(Tracer& tx, const VarPtr& v) {
+  switch (v->kind) {
+    case VarKind::Tensor: {
+      const jit::TensorMeta& m = tx.meta(v);
+      std::string_view name = rt::dtype_name(m.dtype);
+      return OwnedRef::steal(Py_BuildValue("(ss#iO)", "t", name.data(), (Py_ssize_t)name.size(), m.rank(),
+                                           m.numpy_scalar ? Py_True : Py_False));
+    }
+    case VarKind::Scalar:
+      return OwnedRef::steal(Py_BuildValue("(sO)", "s", as<ScalarVar>(v)->hint.get()));
+    case VarKind::Tuple:
+    case VarKind::List: {
+      bool any_tensor = false;
+      for (auto& x : as<SeqVar>(v)->items) any_tensor |= x->kind == VarKind::Tensor;
+      if (any_tensor) {
+        OwnedRef items = OwnedRef::steal(PyList_New(0));
+        for (auto& x : as<SeqVar>(v)->items) PyList_Append(items.get(), make_spec(tx, x).get());
+        return OwnedRef::steal(Py_BuildValue("(sO)", "l", items.get()));
+      }
+      break;
+    }
+    default: break;
+  }
+  OwnedRef c = tx.python_value(v, "argument of a NumPy call");
+  return OwnedRef::steal(Py_BuildValue("(sO)", "c", c.get()));
+}
+
+}  // namespace
+
+DTypeAnswer probe_dtype(Tracer& tx, PyObject* fn, const std::vector<VarPtr>& args,
+                        const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
+  PyObject* probe = probe_fn();
+  BREAK_IF(!probe, "framejit._probe is missing");
+  OwnedRef specs = OwnedRef::steal(PyList_New(0));
+  for (auto& a : args) PyList_Append(specs.get(), make_spec(tx, a).get());
+  OwnedRef kw = OwnedRef::steal(PyDict_New());
+  for (auto& [k, v] : kwargs) PyDict_SetItemString(kw.get(), k.c_str(), tx.python_value(v, "keyword argument").get());
+  OwnedRef r = OwnedRef::steal(PyObject_CallFunctionObjArgs(probe, fn, specs.get(), kw.get(), nullptr));
+  if (!r) graph_break("NumPy raised " + fetch_error_text());
+  PyObject* name = PyTuple_GET_ITEM(r.get(), 0);
+  BREAK_IF(name == Py_None, "the NumPy call does not return an array");
+  auto dt = rt::dtype_from_name(PyUnicode_AsUTF8(name));
+  BREAK_IF(!dt, std::string("result dtype ") + PyUnicode_AsUTF8(name) + " is not supported");
+  PyObject* dependent = PyTuple_GET_ITEM(r.get(), 2);
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dependent); ++i) {
+    PyObject* d = PyTuple_GET_ITEM(dependent, i);
+    const VarPtr& v = args[PyLong_AsLong(PyTuple_GET_ITEM(d, 0))];
+    BREAK_IF(v->kind == VarKind::Tensor || PyTuple_GET_SIZE(d) < 5,
+             "the result dtype depends on the value of a 0-d array (NumPy value-based casting)");
+    if (v->kind != VarKind::Scalar) continue;  // a constant: nothing can change
+    auto* s = as<ScalarVar>(v);
+    if (!s->source) {
+      tx.python_value(v, "NumPy's result dtype depends on this value");
+      continue;
+    }
+    // Guard the interval of values with the same result type, not the value itself: a new
+    // learning rate does not recompile, a value NumPy 1.x would promote does.
+    RangeGuard g;
+    g.is_float = PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(d, 1), "f") == 0;
+    if (g.is_float) {
+      g.flo = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 2));
+      g.fhi = PyFloat_AsDouble(PyTuple_GET_ITEM(d, 3));
+      g.nonfinite_ok = PyTuple_GET_ITEM(d, 4) == Py_True;
+    } else {
+      int overflow = 0;
+      long long lo = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(d, 2), &overflow);
+      g.ilo = overflow ? INT64_MIN : lo + 1;
+      long long hi = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(d, 3), &overflow);
+      g.ihi = overflow ? INT64_MAX : hi - 1;
+    }
+    if (PyErr_Occurred()) graph_break("internal: bad probe answer " + fetch_error_text());
+    tx.out().guards.add_range(s->source, g);
+  }
+  return {*dt, PyTuple_GET_ITEM(r.get(), 1) == Py_True};
+}
+
+Shape shape_of(Tracer& tx, const VarPtr& v) {
+  if (v->kind == VarKind::Tensor) return tx.meta(v).shape;
+  return {};
+}
+
+SymInt numel(const Shape& s) {
+  SymInt n(1);
+  for (const SymInt& d : s) n = n * d;
+  return n;
+}
+
+Shape broadcast_shapes(Tracer& tx, const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (auto& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, SymInt(1));
+  for (auto& s : shapes) {
+    size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      SymInt& o = out[off + i];
+      const SymInt& d = s[i];
+      if (d.is_const() && d.const_value() == 1) continue;
+      if (o.is_const() && o.const_value() == 1) {
+        o = d;
+        continue;
+      }
+      BREAK_IF(!tx.out().sizes_equal(o, d, "broadcast at " + tx.location()),
+               "operands could not be broadcast together");
+    }
+  }
+  return out;
+}
+
+int normalize_axis(Tracer& tx, int64_t axis, int rank) {
+  (void)tx;
+  BREAK_IF(axis < -rank || axis >= rank, "axis " + std::to_string(axis) + " is out of bounds for array of dimension " +
+                                              std::to_string(rank));
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+std::optional<std::vector<int>> normalize_axes(Tracer& tx, const VarPtr& axis, int rank) {
+  if (!axis) return std::nullopt;
+  OwnedRef a = tx.python_value(axis, "axis");
+  if (a.get() == Py_None) return std::nullopt;
+  std::vector<int> out;
+  if (PyTuple_Check(a.get()) || PyList_Check(a.get())) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a.get()); ++i) {
+      PyObject* x = PySequence_Fast_GET_ITEM(a.get(), i);
+      BREAK_IF(!PyLong_Check(x), "axis must be an integer");
+      out.push_back(normalize_axis(tx, PyLong_AsLongLong(x), rank));
+    }
+  } else {
+    BREAK_IF(!PyLong_Check(a.get()) && !PyIndex_Check(a.get()), "axis must be an integer");
+    out.push_back(normalize_axis(tx, PyNumber_AsSsize_t(a.get(), nullptr), rank));
+  }
+  std::vector<int> sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  BREAK_IF(std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end(), "repeated axis");
+  return out;
+}
+
+Shape parse_shape(Tracer& tx, const VarPtr& v) {
+  Shape out;
+  if (auto s = tx.as_sym(v)) return {*s};
+  std::vector<VarPtr> items = tx.unpack(v, "shape");
+  for (auto& x : items) {
+    auto s = tx.as_sym(x);
+    BREAK_IF(!s, "a shape must hold integers");
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Shape parse_shape_args(Tracer& tx, const std::vector<VarPtr>& args) {
+  if (args.size() == 1) return parse_shape(tx, args[0]);
+  Shape out;
+  for (auto& a : args) {
+    auto s = tx.as_sym(a);
+    BREAK_IF(!s, "a shape must hold integers");
+    out.push_back(*s);
+  }
+  return out;
+}
+
+std::map<std::string, VarPtr> bind_args(const std::string& fn_name, const std::vector<std::string>& params,
+                                        const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  std::map<std::string, VarPtr> out;
+  size_t pos = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    BREAK_IF(pos >= params.size() || params[pos] == "*",
+             fn_name + "() takes at most " + std::to_string(pos) + " positional arguments");
+    out[params[pos++]] = args[i];
+  }
+  for (auto& [k, v] : kwargs) {
+    BREAK_IF(std::find(params.begin(), params.end(), k) == params.end(),
+             fn_name + "() got an unexpected keyword argument '" + k + "'");
+    BREAK_IF(out.count(k), fn_name + "() got multiple values for argument '" + k + "'");
+    out[k] = v;
+  }
+  return out;
+}
+
+bool is_absent(const std::map<std::string, VarPtr>& bound, const std::string& name) {
+  auto it = bound.find(name);
+  return it == bound.end() || (it->second->kind == VarKind::Const && const_value(it->second) == Py_None);
+}
+
+std::vector<jit::Arg> to_args(Tracer& tx, const std::vector<VarPtr>& args) {
+  std::vector<jit::Arg> out;
+  for (auto& a : args) out.push_back(tx.to_arg(a));
+  return out;
+}
+
+std::vector<std::pair<std::string, jit::Arg>> to_kwargs(Tracer& tx, const KwArgs& kwargs) {
+  std::vector<std::pair<std::string, jit::Arg>> out;
+  for (auto& [k, v] : kwargs) out.emplace_back(k, tx.to_arg(v));
+  return out;
+}
+
+rt::DType dtype_of(Tracer& tx, const VarPtr& v) {
+  const NumPyHandles* np = numpy_handles();
+  OwnedRef o = tx.python_value(v, "dtype");
+  OwnedRef d = OwnedRef::steal(PyObject_CallOneArg(np->dtype_fn, o.get()));
+  if (!d) graph_break("not a dtype: " + fetch_error_text());
+  auto dt = dtype_from_descr(d.get());
+  BREAK_IF(!dt, "dtype is not supported");
+  return *dt;
+}
+
+}  // namespace framejit::frontend::ops

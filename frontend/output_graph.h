@@ -1,0 +1,61 @@
+// output_graph.h — what one trace produces: the Graph, its inputs (each with a Source and a guard
+// slot), the guards, the symbolic sizes and how to rebuild the function's return value.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/guards.h"
+#include "frontend/pyref.h"
+#include "frontend/source.h"
+#include "jit/ir/graph.h"
+
+namespace framejit::frontend {
+
+/// How to build the Python return value from the compiled program's outputs.
+struct OutputSpec {
+  enum class Kind : uint8_t {
+    Value,  // the graph's output number `index`
+    Slot,   // an input object, returned as the very same object (guard slot `index`)
+    Const,  // a constant
+    Tuple,
+    List,
+    Dict,
+  };
+  Kind kind = Kind::Const;
+  int index = -1;
+  OwnedRef value;                // Const
+  std::vector<OutputSpec> items;  // Tuple/List/Dict values
+  std::vector<OwnedRef> keys;     // Dict keys
+};
+
+struct GraphInput {
+  SourcePtr source;
+  int slot = -1;  // where GuardSet::check leaves the value
+  int node = -1;  // the placeholder
+};
+
+class OutputGraph {
+public:
+  jit::Graph graph;
+  GuardSet guards;
+  std::vector<GraphInput> inputs;  // in placeholder order
+  std::vector<int64_t> symbol_hints;
+  std::vector<std::string> symbol_names;  // "L['x'].shape[0]"
+  OutputSpec output;
+
+  /// Adds a placeholder fed from `src` (its guard slot is assigned here).
+  int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);
+  int new_symbol(int placeholder, int dim, int64_t hint, std::string description);
+
+  int64_t hint(const jit::SymInt& e) const { return e.evaluate(symbol_hints); }
+  /// Decides `e op rhs` from the hints and guards the outcome (nothing to guard for constants).
+  bool decide(const jit::SymInt& e, CmpOp op, int64_t rhs, const std::string& why);
+  /// Pins `e` to its hint with a guard and returns it.
+  int64_t specialize(const jit::SymInt& e, const std::string& why);
+  /// Whether a and b are the same size, guarding the answer when it is not structural.
+  bool sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why);
+};
+
+}  // namespace framejit::frontend

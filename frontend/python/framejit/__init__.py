@@ -1,0 +1,119 @@
+"""framejit: a runtime JIT for Python array programs.
+
+framejit sits under Python as its frame evaluator (PEP 523). When a function runs, it executes
+the function's bytecode symbolically, captures the array operations as a graph, records the
+guards under which the graph is valid, compiles it, and caches it per guard set.
+
+    import framejit
+
+    @framejit.compile
+    def f(x, a):
+        return np.tanh(x * a + 1.0)
+
+    framejit.explain(f)(x, 0.5)   # graphs, graph breaks and their reasons, guards
+    framejit.stats()              # counters
+"""
+
+import functools as _functools
+
+from . import _C
+from ._C import Unsupported
+from ._explain import ExplainOutput
+
+__all__ = [
+    "compile",
+    "install",
+    "uninstall",
+    "disable",
+    "explain",
+    "stats",
+    "reset",
+    "config",
+    "Unsupported",
+    "ExplainOutput",
+]
+
+
+def compile(fn=None, *, backend="jit", fullgraph=False, dynamic=None):
+    """Compile `fn` with framejit; usable as @compile or @compile(backend=..., ...).
+
+    backend: "jit" (default), "eager" (reference interpreter over the graph), or a callable
+        backend(graph, example_inputs) -> callable taking the graph inputs and returning a
+        tuple/list of outputs.
+    fullgraph: raise framejit.Unsupported instead of running a frame in CPython when it cannot
+        be captured as one graph.
+    dynamic: None/True keep sizes other than 0 and 1 symbolic (a new batch size does not
+        recompile); False specializes every size and every Python number.
+    Functions called from inside `fn` are compiled too.
+    """
+    if fn is None:
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    wrapper = _C.compile(fn, backend, fullgraph, dynamic)
+    try:
+        _functools.update_wrapper(wrapper, fn)
+    except AttributeError:
+        pass  # callables without __name__ etc.
+    return wrapper
+
+
+def install(backend="jit", *, fullgraph=False, dynamic=None):
+    """Make framejit the frame evaluator of this process. The standard library, site-packages
+    and framejit itself are never traced."""
+    _C.install(backend, fullgraph, dynamic)
+
+
+def uninstall():
+    """Undo install(); compiled code stays cached."""
+    _C.uninstall()
+
+
+def disable(fn):
+    """Never trace `fn`: it (and what it calls) runs in CPython."""
+    wrapper = _C.disable(fn)
+    try:
+        _functools.update_wrapper(wrapper, fn)
+    except AttributeError:
+        pass
+    return wrapper
+
+
+def explain(fn):
+    """explain(fn)(*args, **kwargs) runs fn once under framejit and reports what it captured."""
+
+    def run(*args, **kwargs):
+        raw = _C.explain(fn, args, kwargs)
+        return ExplainOutput(raw)
+
+    return run
+
+
+def stats():
+    """Counters: frames, captured, cache_hits, cache_misses, recompiles, graph_breaks,
+    compile_ms (cumulative) and more."""
+    return _C.stats()
+
+
+def reset():
+    """Drop every cached graph and zero the counters."""
+    _C.reset()
+
+
+class _Config:
+    """framejit.config: process-wide settings."""
+
+    @property
+    def recompile_limit(self):
+        """Compiled versions kept per function (8); past it the function runs in CPython."""
+        return _C.get_recompile_limit()
+
+    @recompile_limit.setter
+    def recompile_limit(self, n):
+        _C.set_recompile_limit(int(n))
+
+    def __setattr__(self, name, value):
+        if not hasattr(type(self), name):
+            raise AttributeError(f"framejit.config has no setting {name!r}")
+        object.__setattr__(self, name, value)
+
+
+config = _Config()

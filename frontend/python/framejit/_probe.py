@@ -1,0 +1,194 @@
+"""Trace-time dtype resolution: ask the installed NumPy what a call returns.
+
+framejit never copies NumPy's promotion tables. For each traced call it runs the same NumPy
+function on tiny stand-in arrays (same dtypes and ranks, every dim 1) and reads the result's
+dtype. Python scalars and 0-d arrays are re-run with extreme values: if the answer changes,
+the dtype depends on the value (NumPy 1.x value-based casting) and the tracer pins that value
+with a guard (or gives up for 0-d arrays, whose value it cannot know).
+"""
+
+import math
+import struct
+
+import numpy as np
+
+_INT_PROBES = (0, -1, 255, 65535, 2**31, 2**62, -(2**62))
+_FLOAT_PROBES = (0.0, 1e300, -1e300, 1e-300)
+_cache = {}
+
+
+def _stand_in(spec):
+    kind = spec[0]
+    if kind == "t":  # ("t", dtype name, rank, numpy scalar?)
+        _, dt, rank, is_scalar = spec
+        if is_scalar:
+            return np.dtype(dt).type(0)
+        return np.zeros((1,) * rank, dtype=dt)
+    if kind == "l":  # ("l", [specs]) a list of arrays (concatenate, stack)
+        return [_stand_in(s) for s in spec[1]]
+    return spec[1]  # ("s", python number) or ("c", constant)
+
+
+def _probes(spec):
+    kind = spec[0]
+    if kind == "s":
+        v = spec[1]
+        if isinstance(v, bool):
+            return ()
+        return _INT_PROBES if isinstance(v, int) else _FLOAT_PROBES
+    if kind == "t" and spec[2] == 0:
+        dt = np.dtype(spec[1])
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            vals = (info.max, info.min)
+        elif dt.kind == "f":
+            info = np.finfo(dt)
+            vals = (info.max, info.tiny)
+        else:
+            return ()
+        if spec[3]:
+            return tuple(dt.type(v) for v in vals)
+        return tuple(np.array(v, dtype=dt) for v in vals)
+    return ()
+
+
+def _describe(r):
+    if isinstance(r, np.ndarray):
+        return (r.dtype.name, False)
+    if isinstance(r, np.generic):
+        return (r.dtype.name, True)
+    return (None, False)
+
+
+def _key_of(spec):
+    if spec[0] == "s":
+        return ("s", type(spec[1]))
+    if spec[0] == "l":
+        return ("l", tuple(_key_of(s) for s in spec[1]))
+    if spec[0] == "c":
+        v = spec[1]
+        try:
+            hash(v)
+        except TypeError:
+            return None
+        return ("c", type(v), v)
+    return spec
+
+
+def _bits(x):
+    # Doubles ordered as integers: negative values map below positive ones.
+    b = struct.unpack("<q", struct.pack("<d", x))[0]
+    return b if b >= 0 else -(b & 0x7FFFFFFFFFFFFFFF)
+
+
+def _from_bits(b):
+    if b < 0:
+        b = (-b) | -0x8000000000000000
+    return struct.unpack("<d", struct.pack("<q", b))[0]
+
+
+def _nearest_change(answer, start, direction, limit):
+    """The first key from `start` towards `limit` whose answer differs, or None.
+
+    Steps double (so buckets that grow geometrically, like NumPy's, are not jumped over), then
+    bisect between the last equal key and the first different one.
+    """
+    here = answer(start)
+    same, step = start, 1
+    while True:
+        k = same + direction * step
+        if (k - limit) * direction >= 0:
+            k = limit
+        if answer(k) != here:
+            break
+        if k == limit:
+            return None
+        same, step = k, step * 2
+    while abs(k - same) > 1:
+        mid = (k + same) // 2
+        if answer(mid) == here:
+            same = mid
+        else:
+            k = mid
+    return k
+
+
+def _value_range(fn, base, i, kwargs):
+    """The interval of values for operand i that give the same result type as base[i].
+
+    NumPy 1.x picks result types from the value of Python scalars (value-based casting). The
+    answer is piecewise constant in the value, so the tracer guards the interval around the traced
+    value (lo < value < hi) instead of the exact value.
+    """
+    v = base[i]
+
+    def answer(x):
+        args = list(base)
+        args[i] = x
+        try:
+            return _describe(fn(*args, **kwargs))
+        except Exception:
+            return None
+
+    if isinstance(v, float):
+        top = _bits(1.7976931348623157e308)
+        keyed = lambda k: answer(_from_bits(k))  # noqa: E731
+        up = _nearest_change(keyed, _bits(v), 1, top)
+        down = _nearest_change(keyed, _bits(v), -1, -top)
+        here = answer(v)
+        nonfinite_ok = all(answer(x) == here for x in (math.inf, -math.inf, math.nan))
+        return ("f", -math.inf if down is None else _from_bits(down), math.inf if up is None else _from_bits(up),
+                nonfinite_ok)
+    up = _nearest_change(answer, v, 1, 2**64)
+    down = _nearest_change(answer, v, -1, -(2**63) - 1)
+    lo = -(2**63) - 1 if down is None else max(down, -(2**63) - 1)
+    hi = 2**63 if up is None else min(up, 2**63)
+    return ("i", lo, hi, False)
+
+
+def result_type(fn, specs, kwargs):
+    """Returns (dtype name or None, numpy scalar result?, value dependences).
+
+    A value dependence is (operand index, "t") for a 0-d array (its value is unknown at trace
+    time), or (operand index, kind, lo, hi, nonfinite_ok) for a Python number: the result type
+    stays the same for lo < value < hi (and for inf/nan when nonfinite_ok).
+    """
+    parts = tuple(_key_of(s) for s in specs)
+    key = None
+    if None not in parts:
+        try:
+            key = (fn, parts, tuple(sorted(kwargs.items())) if kwargs else ())
+            hash(key)
+        except TypeError:
+            key = None
+    if key is not None:
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+        # Answers that depend on values are cached per value bucket (NumPy's own classes).
+        key = (key, tuple((np.min_scalar_type(s[1]).char, s[1] < 0) for s in specs if s[0] == "s"))
+        hit = _cache.get(key)
+        if hit is not None:
+            return hit
+    with np.errstate(all="ignore"):
+        base = [_stand_in(s) for s in specs]
+        first = _describe(fn(*base, **kwargs))
+        dependent = []
+        for i, spec in enumerate(specs):
+            for p in _probes(spec):
+                args = list(base)
+                args[i] = p
+                try:
+                    same = _describe(fn(*args, **kwargs)) == first
+                except Exception:
+                    same = False
+                if not same:
+                    if spec[0] == "s":
+                        dependent.append((i,) + _value_range(fn, base, i, kwargs))
+                    else:
+                        dependent.append((i, "t"))
+                    break
+    out = (first[0], first[1], tuple(dependent))
+    if key is not None:
+        _cache[key if dependent else key[0]] = out
+    return out

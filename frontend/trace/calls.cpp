@@ -1,0 +1,592 @@
+// calls.cpp — calls while tracing: inlining user functions, methods and __call__, Python builtins,
+// attribute loads and subscripts.
+#include <Python.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "frontend/numpy_abi.h"
+#include "frontend/ops/registry.h"
+#include "frontend/trace/python_ops.h"
+#include "frontend/trace/tracer.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+std::string str_of(PyObject* o) {
+  const char* s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : nullptr;
+  if (!s) {
+    PyErr_Clear();
+    return "?";
+  }
+  return s;
+}
+
+PyObject* builtin(const char* name) {  // borrowed from the builtins module
+  static PyObject* mod = PyImport_ImportModule("builtins");
+  PyObject* r = PyObject_GetAttrString(mod, name);  // new ref
+  Py_XDECREF(r);  // builtins keeps it alive
+  return r;
+}
+
+bool is_const_kind(const VarPtr& v) { return v->kind == VarKind::Const; }
+
+// The module a builtin function belongs to, e.g. "math" for math.sqrt ("" if none).
+std::string module_of(PyObject* fn) {
+  if (!PyCFunction_Check(fn)) return "";
+  PyObject* self = PyCFunction_GET_SELF(fn);  // borrowed: the module for module functions
+  if (self && PyModule_Check(self)) {
+    const char* n = PyModule_GetName(self);
+    if (n) return n;
+    PyErr_Clear();
+  }
+  return "";
+}
+
+}  // namespace
+
+VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
+  switch (fn->kind) {
+    case VarKind::Function: return inline_function(fn, std::move(args), std::move(kwargs));
+    case VarKind::Method: {
+      auto* m = as<MethodVar>(fn);
+      args.insert(args.begin(), m->self);
+      return call(m->fn, std::move(args), std::move(kwargs));
+    }
+    case VarKind::AttrMethod: {
+      auto* m = as<AttrMethodVar>(fn);
+      const VarPtr& self = m->self;
+      if (self->kind == VarKind::Tensor) return ops::call_method(*this, self, m->name, std::move(args), std::move(kwargs));
+      if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
+                                           m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
+        BREAK_IF(self->source, "mutating a list the function received (a side effect)");
+        BREAK_IF(!kwargs.empty(), "keyword arguments to list." + m->name);
+        auto& items = as<SeqVar>(self)->items;
+        if (m->name == "append" && args.size() == 1) {
+          items.push_back(args[0]);
+          return wrap_const(Py_None);
+        }
+        if (m->name == "extend" && args.size() == 1) {
+          for (auto& x : unpack(args[0], "list.extend")) items.push_back(x);
+          return wrap_const(Py_None);
+        }
+        if (m->name == "pop" && args.size() <= 1) {
+          BREAK_IF(items.empty(), "pop from empty list");
+          int64_t i = args.empty() ? -1 : to_int(args[0], "list.pop index");
+          int64_t n = static_cast<int64_t>(items.size());
+          if (i < 0) i += n;
+          BREAK_IF(i < 0 || i >= n, "pop index out of range");
+          VarPtr r = items[i];
+          items.erase(items.begin() + i);
+          return r;
+        }
+        if (m->name == "insert" && args.size() == 2) {
+          int64_t i = to_int(args[0], "list.insert index");
+          int64_t n = static_cast<int64_t>(items.size());
+          if (i < 0) i = std::max<int64_t>(0, i + n);
+          i = std::min(i, n);
+          items.insert(items.begin() + i, args[1]);
+          return wrap_const(Py_None);
+        }
+        if (m->name == "clear" && args.empty()) {
+          items.clear();
+          return wrap_const(Py_None);
+        }
+        if (m->name == "reverse" && args.empty()) {
+          std::reverse(items.begin(), items.end());
+          return wrap_const(Py_None);
+        }
+      }
+      if (self->kind == VarKind::Dict && kwargs.empty()) {
+        auto* d = as<DictVar>(self);
+        if (m->name == "items" || m->name == "keys" || m->name == "values") {
+          std::vector<VarPtr> out;
+          for (auto& [k, v] : d->items) {
+            VarPtr kv = wrap_const(k.get());
+            if (m->name == "items")
+              out.push_back(std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{kv, v}));
+            else
+              out.push_back(m->name == "keys" ? kv : v);
+          }
+          return std::make_shared<SeqVar>(VarKind::List, std::move(out));
+        }
+        if (m->name == "get" && (args.size() == 1 || args.size() == 2)) {
+          OwnedRef key = python_value(args[0], "dict key");
+          for (auto& [k, v] : d->items) {
+            int eq = PyObject_RichCompareBool(k.get(), key.get(), Py_EQ);
+            if (eq < 0) PyErr_Clear();
+            if (eq == 1) return v;
+          }
+          return args.size() == 2 ? args[1] : wrap_const(Py_None);
+        }
+      }
+      if (self->kind == VarKind::Const || is_seq(self)) {
+        // Methods of immutable builtin values (str.format, tuple.index ...) run for real.
+        OwnedRef obj = python_value(self, "method call");
+        BREAK_IF(!PyUnicode_CheckExact(obj.get()) && !PyTuple_CheckExact(obj.get()) &&
+                     !PyLong_CheckExact(obj.get()) && !PyFloat_CheckExact(obj.get()) &&
+                     !(PyList_CheckExact(obj.get()) && (m->name == "index" || m->name == "count")),
+                 "calling " + m->name + " on " + Py_TYPE(obj.get())->tp_name);
+        OwnedRef meth = OwnedRef::steal(PyObject_GetAttrString(obj.get(), m->name.c_str()));
+        BREAK_IF(!meth, fetch_error_text());
+        OwnedRef pargs = OwnedRef::steal(PyTuple_New(args.size()));
+        for (size_t i = 0; i < args.size(); ++i)
+          PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "method argument").release());
+        OwnedRef pkw = OwnedRef::steal(PyDict_New());
+        for (auto& [k, v] : kwargs) PyDict_SetItemString(pkw.get(), k.c_str(), python_value(v, "method argument").get());
+        OwnedRef r = OwnedRef::steal(PyObject_Call(meth.get(), pargs.get(), pkw.get()));
+        if (!r) graph_break("Python raised " + fetch_error_text() + " in " + m->name + "()");
+        return wrap_const(r.get());
+      }
+      graph_break("calling method " + m->name + " of " + var_kind_name(self->kind));
+    }
+    case VarKind::Builtin: return call_builtin(fn, std::move(args), std::move(kwargs));
+    case VarKind::Object: {
+      // obj(...) runs type(obj).__call__(obj, ...)
+      PyObject* obj = as<ObjectVar>(fn)->obj.get();
+      OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__call__"));
+      PyObject* call_fn = _PyType_Lookup(Py_TYPE(obj), name.get());  // borrowed
+      BREAK_IF(!call_fn || !PyFunction_Check(call_fn),
+               std::string("calling a ") + Py_TYPE(obj)->tp_name + " object without a Python __call__");
+      VarPtr fvar = wrap(call_fn, child_source(SourceKind::TypeAttr, fn->source, name.get()));
+      args.insert(args.begin(), fn);
+      return call(fvar, std::move(args), std::move(kwargs));
+    }
+    case VarKind::Class:
+      graph_break(std::string("constructing a ") +
+                  reinterpret_cast<PyTypeObject*>(as<ObjectVar>(fn)->obj.get())->tp_name +
+                  " object inside the traced function");
+    default: break;
+  }
+  graph_break(std::string("calling ") + var_kind_name(fn->kind));
+}
+
+VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs kwargs) {
+  auto* fn = as<FunctionVar>(fnv);
+  auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
+  std::string name = str_of(fn->qualname.get());
+  BREAK_IF(depth_ >= cfg_.max_inline_depth, "call depth limit reached inlining " + name);
+  BREAK_IF(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE),
+           "calling generator or coroutine function " + name);
+
+  TraceFrame f;
+  f.code = code;
+  f.globals = fn->globals;
+  f.builtins = fn->real ? OwnedRef::borrow(reinterpret_cast<PyFunctionObject*>(fn->real.get())->func_builtins)
+                        : (current_ ? current_->builtins : OwnedRef());
+  f.globals_base = fn->real ? fn->source : fn->globals_base;
+  f.locals.resize(code->co_nlocalsplus);
+
+  // Python's argument binding: positionals, keywords, *args, **kwargs, then defaults.
+  int argcount = code->co_argcount, posonly = code->co_posonlyargcount;
+  int kwonly = code->co_kwonlyargcount;
+  bool has_varargs = code->co_flags & CO_VARARGS, has_varkw = code->co_flags & CO_VARKEYWORDS;
+  int nparams = argcount + kwonly;
+  int slot_varargs = has_varargs ? nparams : -1;
+  int slot_varkw = has_varkw ? nparams + (has_varargs ? 1 : 0) : -1;
+
+  size_t npos = std::min<size_t>(args.size(), argcount);
+  for (size_t i = 0; i < npos; ++i) f.locals[i] = args[i];
+  if (args.size() > static_cast<size_t>(argcount)) {
+    BREAK_IF(!has_varargs, name + "() takes " + std::to_string(argcount) + " positional arguments but " +
+                                std::to_string(args.size()) + " were given");
+    f.locals[slot_varargs] = std::make_shared<SeqVar>(
+        VarKind::Tuple, std::vector<VarPtr>(args.begin() + argcount, args.end()));
+  } else if (has_varargs) {
+    f.locals[slot_varargs] = std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{});
+  }
+  std::shared_ptr<DictVar> extra_kw;
+  if (has_varkw) {
+    extra_kw = std::make_shared<DictVar>();
+    f.locals[slot_varkw] = extra_kw;
+  }
+  for (auto& [k, v] : kwargs) {
+    int found = -1;
+    for (int i = posonly; i < nparams; ++i)
+      if (str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) == k) found = i;
+    if (found >= 0) {
+      BREAK_IF(f.locals[found] != nullptr, name + "() got multiple values for argument '" + k + "'");
+      f.locals[found] = v;
+    } else {
+      BREAK_IF(!extra_kw, name + "() got an unexpected keyword argument '" + k + "'");
+      OwnedRef key = OwnedRef::steal(PyUnicode_FromString(k.c_str()));
+      extra_kw->items.emplace_back(key, v);
+    }
+  }
+  // Defaults: for a real function, read from its __defaults__/__kwdefaults__ through its source.
+  PyObject* real = fn->real.get();
+  PyObject* real_defaults = real ? PyFunction_GET_DEFAULTS(real) : nullptr;
+  PyObject* real_kwdefaults = real ? PyFunction_GET_KW_DEFAULTS(real) : nullptr;
+  int ndefaults = real ? (real_defaults ? static_cast<int>(PyTuple_GET_SIZE(real_defaults)) : 0)
+                       : static_cast<int>(fn->defaults.size());
+  for (int i = 0; i < argcount; ++i) {
+    if (f.locals[i]) continue;
+    int d = i - (argcount - ndefaults);
+    BREAK_IF(d < 0, name + "() missing required argument '" +
+                        str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) + "'");
+    if (!real) {
+      f.locals[i] = fn->defaults[d];
+    } else if (fnv->source) {
+      f.locals[i] = wrap(PyTuple_GET_ITEM(real_defaults, d), child_source(SourceKind::FuncDefault, fnv->source, d));
+    } else {
+      f.locals[i] = wrap_const(PyTuple_GET_ITEM(real_defaults, d));
+    }
+  }
+  for (int i = argcount; i < nparams; ++i) {
+    if (f.locals[i]) continue;
+    PyObject* pname = PyTuple_GET_ITEM(code->co_localsplusnames, i);
+    VarPtr v;
+    if (!real) {
+      for (auto& [k, dv] : fn->kwdefaults) {
+        int eq = PyObject_RichCompareBool(k.get(), pname, Py_EQ);
+        if (eq == 1) v = dv;
+      }
+    } else if (real_kwdefaults) {
+      PyObject* dv = PyDict_GetItemWithError(real_kwdefaults, pname);  // borrowed
+      if (dv) v = fnv->source ? wrap(dv, child_source(SourceKind::FuncKwDefault, fnv->source, pname)) : wrap_const(dv);
+    }
+    BREAK_IF(!v, name + "() missing required keyword-only argument '" + str_of(pname) + "'");
+    f.locals[i] = v;
+  }
+  // Free variables: the last co_nfreevars slots are the function's closure cells.
+  int nfree = code->co_nfreevars;
+  if (nfree > 0) {
+    int first = code->co_nlocalsplus - nfree;
+    if (real) {
+      BREAK_IF(!fnv->source, "calling a closure whose cells cannot be guarded");
+      for (int i = 0; i < nfree; ++i) {
+        auto cell = std::make_shared<CellVar>();
+        cell->source = child_source(SourceKind::FuncCell, fnv->source, i);
+        f.locals[first + i] = cell;
+      }
+    } else {
+      BREAK_IF(static_cast<int>(fn->closure.size()) != nfree, "internal: closure size mismatch");
+      for (int i = 0; i < nfree; ++i) f.locals[first + i] = fn->closure[i];
+    }
+  }
+
+  ++depth_;
+  VarPtr r;
+  try {
+    r = run_frame(f);
+  } catch (...) {
+    --depth_;
+    throw;
+  }
+  --depth_;
+  return r;
+}
+
+VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs kwargs) {
+  PyObject* fn = as<BuiltinVar>(fnv)->obj.get();
+  if (ops::is_registered(fn)) return ops::call_function(*this, fn, std::move(args), std::move(kwargs));
+
+  auto is = [&](const char* name) { return fn == builtin(name); };
+  auto nargs = args.size();
+  if (is("len") && nargs == 1 && kwargs.empty()) {
+    const VarPtr& a = args[0];
+    if (a->kind == VarKind::Tensor) {
+      const jit::TensorMeta& m = meta(a);
+      BREAK_IF(m.rank() == 0, "len() of a 0-d array");
+      return sym_value(m.shape[0]);
+    }
+    if (is_seq(a)) return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<SeqVar>(a)->items.size())).get());
+    if (a->kind == VarKind::Dict)
+      return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<DictVar>(a)->items.size())).get());
+  }
+  if (is("isinstance") && nargs == 2 && kwargs.empty()) {
+    OwnedRef cls = python_value(args[1], "isinstance class");
+    const VarPtr& a = args[0];
+    PyObject* probe = nullptr;  // an object of the same type as the traced value
+    OwnedRef holder;
+    switch (a->kind) {
+      case VarKind::Tensor: {
+        const jit::TensorMeta& m = meta(a);
+        if (const NumPyHandles* np = numpy_handles()) {
+          holder = m.numpy_scalar ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
+                                  : OwnedRef::steal(PyObject_CallFunction(np->empty, "(i)", 0));
+        }
+        probe = holder.get();
+        break;
+      }
+      case VarKind::Scalar: probe = as<ScalarVar>(a)->hint.get(); break;
+      case VarKind::Tuple: holder = OwnedRef::steal(PyTuple_New(0)); probe = holder.get(); break;
+      case VarKind::List: holder = OwnedRef::steal(PyList_New(0)); probe = holder.get(); break;
+      case VarKind::Dict: holder = OwnedRef::steal(PyDict_New()); probe = holder.get(); break;
+      default: holder = python_value(a, "isinstance"); probe = holder.get(); break;
+    }
+    BREAK_IF(!probe, "isinstance on " + std::string(var_kind_name(a->kind)));
+    int r = PyObject_IsInstance(probe, cls.get());
+    if (r < 0) graph_break("isinstance raised " + fetch_error_text());
+    return wrap_const(r ? Py_True : Py_False);
+  }
+  if ((is("getattr") && (nargs == 2 || nargs == 3)) || (is("hasattr") && nargs == 2)) {
+    OwnedRef name = python_value(args[1], "attribute name");
+    BREAK_IF(!PyUnicode_Check(name.get()), "attribute name must be a string");
+    try {
+      VarPtr r = load_attr(args[0], name.get());
+      return is("hasattr") ? wrap_const(Py_True) : r;
+    } catch (const GraphBreak& b) {
+      // A missing attribute on a value we can see is a fact we can decide; anything else is not.
+      if (b.reason.find("has no attribute") == std::string::npos) throw;
+      if (is("hasattr")) return wrap_const(Py_False);
+      if (nargs == 3) return args[2];
+      throw;
+    }
+  }
+  if (is("range") || is("zip") || is("enumerate") || is("tuple") || is("list")) {
+    BREAK_IF(!kwargs.empty() && !is("enumerate"), "keyword arguments to a builtin");
+    if (is("range")) {
+      OwnedRef pargs = OwnedRef::steal(PyTuple_New(nargs));
+      for (size_t i = 0; i < nargs; ++i)
+        PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "range() bound").release());
+      OwnedRef r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), nullptr));
+      if (!r) graph_break("range() raised " + fetch_error_text());
+      return wrap_const(r.get());
+    }
+    if (is("tuple") || is("list")) {
+      std::vector<VarPtr> items = nargs ? unpack(args[0], std::string(is("tuple") ? "tuple" : "list") + "()")
+                                        : std::vector<VarPtr>{};
+      return std::make_shared<SeqVar>(is("tuple") ? VarKind::Tuple : VarKind::List, std::move(items));
+    }
+    if (is("zip")) {
+      std::vector<std::vector<VarPtr>> cols;
+      size_t n = SIZE_MAX;
+      for (auto& a : args) {
+        cols.push_back(unpack(a, "zip()"));
+        n = std::min(n, cols.back().size());
+      }
+      if (args.empty()) n = 0;
+      std::vector<VarPtr> rows;
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<VarPtr> row;
+        for (auto& c : cols) row.push_back(c[i]);
+        rows.push_back(std::make_shared<SeqVar>(VarKind::Tuple, std::move(row)));
+      }
+      return std::make_shared<IteratorVar>(std::move(rows));
+    }
+    // enumerate(iterable, start=0)
+    BREAK_IF(nargs < 1 || nargs > 2, "enumerate() arguments");
+    int64_t start = nargs == 2 ? to_int(args[1], "enumerate start") : 0;
+    for (auto& [k, v] : kwargs) {
+      BREAK_IF(k != "start", "enumerate() keyword " + k);
+      start = to_int(v, "enumerate start");
+    }
+    std::vector<VarPtr> rows;
+    int64_t i = start;
+    for (auto& x : unpack(args[0], "enumerate()")) {
+      OwnedRef idx = OwnedRef::steal(PyLong_FromLongLong(i++));
+      rows.push_back(std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{wrap_const(idx.get()), x}));
+    }
+    return std::make_shared<IteratorVar>(std::move(rows));
+  }
+  if ((is("min") || is("max") || is("sum")) && kwargs.empty()) {
+    std::vector<VarPtr> items = nargs == 1 ? unpack(args[0], "min/max/sum") : args;
+    bool any_tensor = false;
+    for (auto& x : items) any_tensor |= x->kind == VarKind::Tensor;
+    if (is("sum") && (any_tensor || nargs == 1)) {
+      // sum(xs) is 0 + xs[0] + xs[1] + ..., whatever the items are.
+      VarPtr acc = nargs == 2 ? args[1] : wrap_const(OwnedRef::steal(PyLong_FromLong(0)).get());
+      if (nargs == 2) items = unpack(args[0], "sum()");
+      for (auto& x : items) acc = binary_op(*this, 0 /* NB_ADD */, acc, x);
+      return acc;
+    }
+    BREAK_IF(any_tensor, "builtin min/max over arrays (the truth value of an array comparison)");
+    // Sizes keep their symbols when the answer is decidable from guards.
+    bool all_sym = !items.empty();
+    for (auto& x : items) all_sym &= as_sym(x).has_value();
+    if (all_sym && items.size() >= 1) {
+      VarPtr best = items[0];
+      for (size_t i = 1; i < items.size(); ++i) {
+        VarPtr better = compare_op(*this, is("min") ? Py_LT : Py_GT, items[i], best);
+        if (truth(better, "min/max")) best = items[i];
+      }
+      return best;
+    }
+  }
+  // Pure builtins on constants (abs, int, float, bool, round, divmod, pow, math.*): run them.
+  std::string mod = module_of(fn);
+  bool pure = mod == "math" || is("abs") || is("int") || is("float") || is("bool") || is("round") ||
+              is("divmod") || is("pow") || is("min") || is("max") || is("str") || is("sum") ||
+              is("sorted") || is("reversed") || is("repr") || is("type") || is("callable") ||
+              is("slice") || is("dict") || is("any") || is("all");
+  BREAK_IF(!pure, std::string("calling builtin ") +
+                      (PyCFunction_Check(fn) ? reinterpret_cast<PyCFunctionObject*>(fn)->m_ml->ml_name
+                                             : Py_TYPE(fn)->tp_name));
+  if (is("type") && nargs == 1) {
+    if (args[0]->kind == VarKind::Object) return wrap_const(reinterpret_cast<PyObject*>(Py_TYPE(as<ObjectVar>(args[0])->obj.get())));
+  }
+  if ((is("abs") || is("float") || is("int") || is("bool")) && nargs == 1 && kwargs.empty()) {
+    if (args[0]->kind == VarKind::Tensor) {
+      BREAK_IF(!is("abs"), "converting an array to a Python number needs its data");
+      return ops::unary(*this, "abs", args[0]);
+    }
+    if (args[0]->kind == VarKind::Scalar && is("abs") && as_sym(args[0]))
+      ;  // falls through to specialization below: abs of a size is rare
+  }
+  if (is("dict") && nargs == 0) {
+    auto d = std::make_shared<DictVar>();
+    for (auto& [k, v] : kwargs) d->items.emplace_back(OwnedRef::steal(PyUnicode_FromString(k.c_str())), v);
+    return d;
+  }
+  if (is("reversed") && nargs == 1) {
+    std::vector<VarPtr> items = unpack(args[0], "reversed()");
+    std::reverse(items.begin(), items.end());
+    return std::make_shared<IteratorVar>(std::move(items));
+  }
+  // Float scalars that only feed array math stay run-time values through float()/abs().
+  if ((is("float") || is("abs")) && nargs == 1 && args[0]->kind == VarKind::Scalar &&
+      PyFloat_CheckExact(as<ScalarVar>(args[0])->hint.get()) && kwargs.empty()) {
+    auto* s = as<ScalarVar>(args[0]);
+    OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(fn, s->hint.get()));
+    if (!r) graph_break(fetch_error_text());
+    auto deps = s->source ? std::vector<std::shared_ptr<ScalarVar>>{std::static_pointer_cast<ScalarVar>(args[0])} : s->deps;
+    return add_scalar(is("float") ? "builtins.float" : "builtins.abs", {to_arg(args[0])}, r.get(), std::nullopt, deps);
+  }
+  OwnedRef pargs = OwnedRef::steal(PyTuple_New(nargs));
+  for (size_t i = 0; i < nargs; ++i) {
+    BREAK_IF(args[i]->kind == VarKind::Tensor, "passing an array to a Python builtin");
+    PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "builtin argument").release());
+  }
+  OwnedRef pkw;
+  if (!kwargs.empty()) {
+    pkw = OwnedRef::steal(PyDict_New());
+    for (auto& [k, v] : kwargs) PyDict_SetItemString(pkw.get(), k.c_str(), python_value(v, "builtin argument").get());
+  }
+  OwnedRef r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), pkw.get()));
+  if (!r) graph_break("Python raised " + fetch_error_text());
+  if (PyIter_Check(r.get()) && !PyUnicode_Check(r.get())) {
+    std::vector<VarPtr> items;
+    while (OwnedRef x = OwnedRef::steal(PyIter_Next(r.get()))) items.push_back(wrap_const(x.get()));
+    return std::make_shared<IteratorVar>(std::move(items));
+  }
+  return wrap_const(r.get());
+}
+
+VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
+  std::string n = str_of(name);
+  switch (obj->kind) {
+    case VarKind::Tensor: return ops::tensor_attr(*this, obj, n);
+    case VarKind::Module: {
+      PyObject* mod = as<ModuleVar>(obj)->module.get();
+      PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(mod), name);  // borrowed
+      if (!v) {
+        PyErr_Clear();
+        graph_break("module '" + std::string(PyModule_GetName(mod) ? PyModule_GetName(mod) : "?") +
+                    "' has no attribute '" + n + "' in its __dict__");
+      }
+      return wrap(v, child_source(SourceKind::ModuleAttr, obj->source, name));
+    }
+    case VarKind::Object: {
+      PyObject* o = as<ObjectVar>(obj)->obj.get();
+      PyObject* type_attr = _PyType_Lookup(Py_TYPE(o), name);  // borrowed
+      // Data descriptors (properties, __slots__) take precedence and run code: not traced yet.
+      BREAK_IF(type_attr && Py_TYPE(type_attr)->tp_descr_set,
+               "attribute '" + n + "' is a property or slot of " + Py_TYPE(o)->tp_name);
+      PyObject** dictptr = _PyObject_GetDictPtr(o);
+      if (dictptr && *dictptr) {
+        PyObject* v = PyDict_GetItemWithError(*dictptr, name);  // borrowed
+        if (v) return wrap(v, child_source(SourceKind::InstanceAttr, obj->source, name));
+        PyErr_Clear();
+      }
+      if (type_attr) {
+        SourcePtr src = child_source(SourceKind::TypeAttr, obj->source, name);
+        if (PyFunction_Check(type_attr)) return std::make_shared<MethodVar>(obj, wrap(type_attr, src));
+        BREAK_IF(Py_TYPE(type_attr)->tp_descr_get && !PyType_Check(type_attr) &&
+                     Py_TYPE(type_attr) != &PyStaticMethod_Type,
+                 "attribute '" + n + "' of " + Py_TYPE(o)->tp_name + " is a descriptor");
+        if (Py_TYPE(type_attr) == &PyStaticMethod_Type) {
+          PyObject* f = PyObject_GetAttrString(type_attr, "__func__");  // new ref
+          add_identity_guard(src, type_attr);
+          VarPtr fv = wrap_function_unsourced(f);
+          Py_XDECREF(f);
+          return fv;
+        }
+        return wrap(type_attr, src);
+      }
+      graph_break(std::string("'") + Py_TYPE(o)->tp_name + "' object has no attribute '" + n + "'");
+    }
+    case VarKind::Class: {
+      PyObject* cls = as<ObjectVar>(obj)->obj.get();
+      PyObject* v = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(cls), name);  // borrowed
+      BREAK_IF(!v, std::string("type object '") + reinterpret_cast<PyTypeObject*>(cls)->tp_name +
+                       "' has no attribute '" + n + "'");
+      BREAK_IF(Py_TYPE(v)->tp_descr_get && !PyFunction_Check(v) && !PyType_Check(v),
+               "class attribute '" + n + "' is a descriptor");
+      return wrap(v, child_source(SourceKind::TypeAttr, obj->source, name));
+    }
+    case VarKind::Tuple:
+    case VarKind::List:
+    case VarKind::Dict: return std::make_shared<AttrMethodVar>(obj, n);
+    case VarKind::Const: {
+      PyObject* c = const_value(obj);
+      OwnedRef v = OwnedRef::steal(PyObject_GetAttr(c, name));
+      if (!v) graph_break("'" + std::string(Py_TYPE(c)->tp_name) + "' object has no attribute '" + n + "'");
+      if (PyCFunction_Check(v.get()) || Py_TYPE(v.get()) == &PyMethodDescr_Type ||
+          PyObject_HasAttrString(v.get(), "__self__") == 1)
+        return std::make_shared<AttrMethodVar>(obj, n);
+      return wrap_const(v.get());
+    }
+    case VarKind::Builtin: {
+      // e.g. numpy.float32.__name__ or a ufunc's attributes: read-only facts of a guarded object
+      PyObject* b = as<BuiltinVar>(obj)->obj.get();
+      OwnedRef v = OwnedRef::steal(PyObject_GetAttr(b, name));
+      if (!v) graph_break("'" + std::string(Py_TYPE(b)->tp_name) + "' object has no attribute '" + n + "'");
+      BREAK_IF(PyCallable_Check(v.get()), "calling attribute " + n + " of a builtin");
+      return wrap_const(v.get());
+    }
+    case VarKind::Scalar: {
+      PyObject* h = as<ScalarVar>(obj)->hint.get();
+      if (n == "real" && !PyFloat_Check(h)) return obj;
+      if (n == "real") return obj;
+      break;
+    }
+    default: break;
+  }
+  graph_break("attribute '" + n + "' of " + var_kind_name(obj->kind));
+}
+
+VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
+  switch (obj->kind) {
+    case VarKind::Tensor: return ops::getitem(*this, obj, index);
+    case VarKind::Tuple:
+    case VarKind::List: {
+      auto& items = as<SeqVar>(obj)->items;
+      OwnedRef idx = python_value(index, "sequence index");
+      if (PySlice_Check(idx.get())) {
+        Py_ssize_t start, stop, step, len;
+        if (PySlice_GetIndicesEx(idx.get(), items.size(), &start, &stop, &step, &len) < 0)
+          graph_break(fetch_error_text());
+        std::vector<VarPtr> out;
+        for (Py_ssize_t i = 0, j = start; i < len; ++i, j += step) out.push_back(items[j]);
+        return std::make_shared<SeqVar>(obj->kind, std::move(out));
+      }
+      Py_ssize_t i = PyNumber_AsSsize_t(idx.get(), PyExc_IndexError);
+      if (i == -1 && PyErr_Occurred()) graph_break(fetch_error_text());
+      Py_ssize_t n = static_cast<Py_ssize_t>(items.size());
+      if (i < 0) i += n;
+      BREAK_IF(i < 0 || i >= n, std::string(obj->kind == VarKind::Tuple ? "tuple" : "list") + " index out of range");
+      return items[i];
+    }
+    case VarKind::Dict: {
+      OwnedRef key = python_value(index, "dict key");
+      for (auto& [k, v] : as<DictVar>(obj)->items) {
+        int eq = PyObject_RichCompareBool(k.get(), key.get(), Py_EQ);
+        if (eq < 0) PyErr_Clear();
+        if (eq == 1) return v;
+      }
+      graph_break("KeyError in a dict lookup");
+    }
+    case VarKind::Const: {
+      OwnedRef key = python_value(index, "index");
+      OwnedRef r = OwnedRef::steal(PyObject_GetItem(const_value(obj), key.get()));
+      if (!r) graph_break("indexing a constant raised " + fetch_error_text());
+      return wrap_const(r.get());
+    }
+    default: break;
+  }
+  graph_break(std::string("indexing ") + var_kind_name(obj->kind));
+}
+
+}  // namespace framejit::frontend

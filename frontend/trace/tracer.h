@@ -1,0 +1,131 @@
+// tracer.h — the symbolic bytecode interpreter (InstructionTranslator): state of a trace, the frame
+// being interpreted, and the helpers the op registry and the builder use.
+#pragma once
+
+#include <Python.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "framejit/status.h"
+#include "frontend/output_graph.h"
+#include "frontend/variables.h"
+
+namespace framejit::frontend {
+
+/// Thrown inside the tracer for anything it does not support; caught at the top of the trace and
+/// turned into Status::unsupported with the instruction's file:line.
+struct GraphBreak {
+  std::string reason;
+  bool located = false;  // the innermost frame appended its file:line
+};
+
+[[noreturn]] inline void graph_break(std::string reason) { throw GraphBreak{std::move(reason)}; }
+#define BREAK_IF(cond, reason)                          \
+  do {                                                  \
+    if (cond) ::framejit::frontend::graph_break(reason); \
+  } while (0)
+
+struct TraceConfig {
+  bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
+  int max_inline_depth = 24;  // nested user-function calls inlined before giving up
+  int max_instructions = 200000;  // an unrolled loop that runs away is a graph break, not a hang
+};
+
+using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
+
+/// One code object being interpreted: the root frame or an inlined call.
+struct TraceFrame {
+  PyCodeObject* code = nullptr;  // borrowed: kept alive by the function or the frame
+  OwnedRef code_bytes;           // co_code without quickening (PyCode_GetCode)
+  const uint16_t* instrs = nullptr;
+  int num_instrs = 0;
+  std::vector<VarPtr> locals;  // co_nlocalsplus slots: locals, cells, free vars
+  std::vector<VarPtr> stack;
+  OwnedRef globals;
+  OwnedRef builtins;
+  SourcePtr globals_base;  // see FunctionVar::globals_base
+  std::vector<bool> lazy_args;  // root only: argument slots not yet wrapped (wrapped on first read)
+  bool is_root = false;
+  VarPtr kw_names;
+  int ip = 0;          // index of the next code unit
+  int cur_offset = 0;  // code unit index of the instruction being run
+  VarPtr result;       // set by RETURN_VALUE
+  TraceFrame* parent = nullptr;
+};
+
+class Tracer {
+public:
+  Tracer(OutputGraph& out, const FrameView& view, PyFunctionObject* fn, TraceConfig cfg);
+
+  /// Traces the root frame to its RETURN_VALUE. Unsupported: a graph break (message has file:line).
+  Status run();
+
+  OutputGraph& out() { return out_; }
+  const TraceConfig& config() const { return cfg_; }
+  const FrameView& view() const { return view_; }
+
+  // -- builder (frontend/builder.cpp) --
+  /// Wraps a real value read from `src`, installing the guards it needs.
+  VarPtr wrap(PyObject* value, const SourcePtr& src);  // value borrowed
+  /// Wraps a constant that the traced code made (LOAD_CONST, results on constants). No guards.
+  VarPtr wrap_const(PyObject* value);                   // borrowed
+  /// A real Python function reached without a source (a staticmethod's __func__, guarded by the
+  /// identity of its holder): inlined with constant defaults only.
+  VarPtr wrap_function_unsourced(PyObject* fn);        // borrowed
+  void add_identity_guard(const SourcePtr& src, PyObject* obj) {
+    if (src) out_.guards.add_identity(src, obj);
+  }
+
+  // -- calls (frontend/trace/calls.cpp) --
+  VarPtr call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
+  VarPtr call_builtin(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
+  VarPtr inline_function(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
+  VarPtr load_attr(const VarPtr& obj, PyObject* name);  // name borrowed
+  VarPtr get_item(const VarPtr& obj, const VarPtr& index);
+
+  // -- Python-level values --
+  /// The trace-time Python value of a Const or Scalar (specializing a Scalar with a guard).
+  OwnedRef python_value(const VarPtr& v, const std::string& why);
+  int64_t to_int(const VarPtr& v, const std::string& why);
+  bool truth(const VarPtr& v, const std::string& why);
+  /// Unpacks anything iterable at trace time into its items (tuple, list, dict keys, range ...).
+  std::vector<VarPtr> unpack(const VarPtr& v, const std::string& why);
+
+  // -- graph helpers (used by the op registry) --
+  const jit::TensorMeta& meta(const VarPtr& v) const;
+  jit::Arg to_arg(const VarPtr& v);
+  VarPtr add_tensor(const std::string& target, std::vector<jit::Arg> args, jit::TensorMeta meta,
+                    std::vector<std::pair<std::string, jit::Arg>> kwargs = {});
+  /// A scalar graph value; `sym` is set for integer expressions over sizes.
+  VarPtr add_scalar(const std::string& target, std::vector<jit::Arg> args, PyObject* hint,
+                    std::optional<jit::SymInt> sym, std::vector<std::shared_ptr<ScalarVar>> deps);
+  /// A SymInt as a trace value: a constant, or a scalar computed in the graph from input sizes.
+  VarPtr sym_value(const jit::SymInt& e);
+  /// The SymInt a value stands for (constants and size-derived scalars), if any.
+  std::optional<jit::SymInt> as_sym(const VarPtr& v);
+
+  /// "file.py:12 in fn" for the instruction being traced.
+  std::string location() const;
+
+private:
+  friend struct Interpreter;
+  VarPtr run_frame(TraceFrame& f);
+  void build_output(const VarPtr& ret);
+  OutputSpec output_spec(const VarPtr& v, std::vector<jit::Arg>& outs);
+
+  OutputGraph& out_;
+  FrameView view_;
+  PyFunctionObject* fn_;  // borrowed: the frame holds it
+  TraceConfig cfg_;
+  TraceFrame* current_ = nullptr;
+  int depth_ = 0;
+  int instructions_run_ = 0;
+  std::vector<std::pair<jit::SymInt, int>> sym_nodes_;  // memo: SymInt already in the graph
+  std::unordered_map<std::string, VarPtr> wrapped_;     // by source text: one Var per source
+};
+
+}  // namespace framejit::frontend

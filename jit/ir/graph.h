@@ -1,0 +1,150 @@
+// graph.h — the Graph IR: placeholder / call / output nodes in topological order, with TensorMeta.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "framejit/status.h"
+#include "jit/ir/sym.h"
+#include "runtime/dtype.h"
+
+namespace framejit::jit {
+
+using rt::Device;
+using rt::DType;
+
+/// What a graph value is. Tensors are arrays; Scalars are Python numbers (int/float/bool) that
+/// flow through the graph as run-time values (a learning rate, a size).
+enum class ValueKind : uint8_t { Tensor, Scalar };
+
+/// Layout classes the guards distinguish. Actual strides are read at run time.
+enum class Layout : uint8_t { Contiguous, Strided };
+
+/// Metadata of one graph value. For a Scalar, `dtype` is Int64/Float64/Bool and `shape` is empty.
+struct TensorMeta {
+  ValueKind kind = ValueKind::Tensor;
+  DType dtype = DType::Float32;
+  std::vector<SymInt> shape;
+  Layout layout = Layout::Contiguous;
+  Device device;
+  /// NumPy returns a NumPy scalar (not a 0-d array) from full reductions and integer indexing;
+  /// backends must hand back the same kind of object.
+  bool numpy_scalar = false;
+
+  int rank() const { return static_cast<int>(shape.size()); }
+  /// "f32[s0, 4]" for tensors, "int"/"float"/"bool" for scalars.
+  std::string to_string() const;
+};
+
+/// An argument of a call: a reference to an earlier node, a constant, or a container of them.
+struct Arg {
+  enum class Kind : uint8_t { None, Node, Int, Float, Bool, Str, DType, Tuple, List, Slice, Ellipsis };
+  Kind kind = Kind::None;
+  int64_t i = 0;           // Node: node index; Int/Bool: value; DType: static_cast<int>(DType)
+  double f = 0.0;          // Float
+  std::string s;           // Str
+  std::vector<Arg> items;  // Tuple, List; Slice: exactly {start, stop, step}
+
+  static Arg none() { return {}; }
+  static Arg node(int index);
+  static Arg integer(int64_t v);
+  static Arg real(double v);
+  static Arg boolean(bool v);
+  static Arg str(std::string v);
+  static Arg dtype(DType t);
+  static Arg tuple(std::vector<Arg> items);
+  static Arg list(std::vector<Arg> items);
+  static Arg slice(Arg start, Arg stop, Arg step);
+  static Arg ellipsis();
+
+  bool is_node() const { return kind == Kind::Node; }
+  bool operator==(const Arg& o) const;
+  /// Calls fn(node_index) for every node reference, recursively.
+  template <typename Fn>
+  void for_each_node(Fn&& fn) const {
+    if (kind == Kind::Node) fn(static_cast<int>(i));
+    for (const Arg& a : items) a.for_each_node(fn);
+  }
+  /// Rewrites every node reference with fn(old_index) -> new_index.
+  template <typename Fn>
+  void remap_nodes(Fn&& fn) {
+    if (kind == Kind::Node) i = fn(static_cast<int>(i));
+    for (Arg& a : items) a.remap_nodes(fn);
+  }
+};
+
+enum class NodeKind : uint8_t { Placeholder, Call, Output };
+
+/// One node. `target` names the Python-level callable a call node stands for, fully qualified:
+/// "numpy.add", "operator.mul" (operator forms keep their own semantics, e.g. `x ** 2`),
+/// "method.sum" (a method of the first argument), "getitem", "sym_size". Backends dispatch on it.
+struct Node {
+  NodeKind kind = NodeKind::Call;
+  std::string name;    // unique within the graph; the printer uses it
+  std::string target;  // empty for placeholders and the output
+  std::vector<Arg> args;
+  std::vector<std::pair<std::string, Arg>> kwargs;
+  TensorMeta meta;  // unused for the output node
+};
+
+/// What a symbol stands for and the value it had when traced.
+struct SymbolInfo {
+  int placeholder = -1;  // node index of the graph input whose size it is
+  int dim = -1;
+  int64_t hint = 0;
+};
+
+/// A graph: nodes in topological order, the last one being the Output whose args[0] is a Tuple of
+/// the returned values (node refs or constants).
+class Graph {
+public:
+  int add_placeholder(const std::string& name, TensorMeta meta);
+  int add_call(const std::string& target, std::vector<Arg> args,
+               std::vector<std::pair<std::string, Arg>> kwargs, TensorMeta meta);
+  void set_output(std::vector<Arg> values);
+  int add_symbol(int placeholder, int dim, int64_t hint);
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<Node>& nodes() { return nodes_; }
+  const Node& node(int i) const { return nodes_[i]; }
+  const std::vector<SymbolInfo>& symbols() const { return symbols_; }
+  /// Indices of placeholder nodes, in order (the graph's inputs).
+  std::vector<int> placeholders() const;
+  /// The output node's values; empty if no output was set.
+  const std::vector<Arg>& outputs() const;
+  int num_calls() const;
+
+  /// Number of uses of each node (by later nodes' args/kwargs and by the output).
+  std::vector<int> use_counts() const;
+
+  /// FX-style Python-like text: `def graph(x: "f32[s0, 4]"): ... return (add,)`.
+  std::string to_string() const;
+  /// Checks topological order, unique names, valid references, one trailing output.
+  Status verify() const;
+
+  /// Replaces the node list (used by passes); `remap[i]` is the new index of old node i or -1.
+  /// The args and kwargs of `nodes` still refer to OLD indices: rebuild rewrites every reference
+  /// through `remap` (a reference to a dropped node becomes -1, which verify() reports), and
+  /// moves SymbolInfo::placeholder the same way.
+  void rebuild(std::vector<Node> nodes, const std::vector<int>& remap);
+
+  /// One argument as the printer writes it (node refs by name), for messages and logs.
+  std::string arg_to_string(const Arg& arg) const;
+
+private:
+  std::string unique_name(const std::string& base);
+  void claim_name(const std::string& name);
+  std::vector<Node> nodes_;
+  std::vector<SymbolInfo> symbols_;
+  std::vector<std::string> used_names_;
+  // Lookup side of used_names_, and the next suffix to try per base name, so that naming stays
+  // linear in graphs with thousands of "add" nodes.
+  std::unordered_set<std::string> name_set_;
+  std::unordered_map<std::string, int> next_suffix_;
+};
+
+}  // namespace framejit::jit

@@ -1,0 +1,118 @@
+// cse.cpp — common subexpression elimination: merge calls with equal target, args and kwargs.
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "jit/passes/passes.h"
+
+namespace framejit::jit {
+namespace {
+
+// A call's identity as a string: target, args and kwargs (sorted by name, since Python does not
+// care about keyword order), with node references as indices. Floats go in by their bits, so
+// 0.0 and -0.0 stay apart (see Arg::operator==).
+void append_key(const Arg& a, std::string& key) {
+  key += static_cast<char>('A' + static_cast<int>(a.kind));
+  switch (a.kind) {
+    case Arg::Kind::None:
+    case Arg::Kind::Ellipsis:
+      break;
+    case Arg::Kind::Node:
+    case Arg::Kind::Int:
+    case Arg::Kind::Bool:
+    case Arg::Kind::DType:
+      key += std::to_string(a.i);
+      break;
+    case Arg::Kind::Float: {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &a.f, sizeof(bits));
+      key += std::to_string(bits);
+      break;
+    }
+    case Arg::Kind::Str:
+      key += std::to_string(a.s.size()) + ":" + a.s;
+      break;
+    case Arg::Kind::Tuple:
+    case Arg::Kind::List:
+    case Arg::Kind::Slice:
+      key += '(';
+      for (const Arg& item : a.items) {
+        append_key(item, key);
+        key += ',';
+      }
+      key += ')';
+      break;
+  }
+  key += ';';
+}
+
+std::string call_key(const Node& node) {
+  std::string key = node.target + "(";
+  for (const Arg& a : node.args) append_key(a, key);
+  std::vector<const std::pair<std::string, Arg>*> kwargs;
+  for (const auto& kw : node.kwargs) kwargs.push_back(&kw);
+  std::sort(kwargs.begin(), kwargs.end(),
+            [](const auto* x, const auto* y) { return x->first < y->first; });
+  for (const auto* kw : kwargs) {
+    key += "|" + kw->first + "=";
+    append_key(kw->second, key);
+  }
+  return key + ")";
+}
+
+bool never_merges(const Node& node) {
+  // Fresh uninitialized buffers are distinct objects the program will fill separately.
+  return node.target == "numpy.empty" || node.target == "numpy.empty_like" ||
+         has_side_effects(node);
+}
+
+}  // namespace
+
+int common_subexpression_elimination(Graph& graph) {
+  std::vector<Node>& nodes = graph.nodes();
+  const int n = static_cast<int>(nodes.size());
+  std::vector<int> replacement(n);
+  for (int i = 0; i < n; ++i) replacement[i] = i;
+  auto resolve = [&](int ref) { return ref >= 0 && ref < n ? replacement[ref] : ref; };
+
+  // Nodes whose value the graph returns; grows as merged nodes hand their slot to the survivor.
+  std::unordered_set<int> returned;
+  for (const Arg& a : graph.outputs()) a.for_each_node([&](int ref) { returned.insert(ref); });
+
+  std::unordered_map<std::string, int> seen;
+  int merged = 0;
+  for (int i = 0; i < n; ++i) {
+    Node& node = nodes[i];
+    for (Arg& a : node.args) a.remap_nodes(resolve);
+    for (auto& kw : node.kwargs) kw.second.remap_nodes(resolve);
+    if (node.kind != NodeKind::Call) continue;
+    if (never_merges(node)) {
+      // NB: a mutation may change what an earlier expression would compute now
+      // (`a = x*2; x += 1; b = x*2`), so nothing before it may stand in for anything after it.
+      if (has_side_effects(node)) seen.clear();
+      continue;
+    }
+    auto [it, inserted] = seen.try_emplace(call_key(node), i);
+    if (inserted) continue;
+    int survivor = it->second;
+    if (returned.count(survivor) && returned.count(i)) continue;
+    if (returned.count(i)) returned.insert(survivor);
+    replacement[i] = survivor;
+    ++merged;
+  }
+  if (merged == 0) return 0;
+
+  std::vector<int> remap(n, -1);
+  std::vector<Node> kept;
+  kept.reserve(n - merged);
+  for (int i = 0; i < n; ++i) {
+    if (replacement[i] != i) continue;
+    remap[i] = static_cast<int>(kept.size());
+    kept.push_back(std::move(nodes[i]));
+  }
+  graph.rebuild(std::move(kept), remap);
+  return merged;
+}
+
+}  // namespace framejit::jit

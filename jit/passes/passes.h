@@ -1,0 +1,26 @@
+// passes.h — graph-to-graph passes run before lowering. Each returns how many nodes it changed.
+#pragma once
+
+#include "jit/ir/graph.h"
+
+namespace framejit::jit {
+
+/// True for calls that change state other than their result: in-place operators
+/// ("operator.iadd"...), `out=`, setitem, "numpy.copyto", in-place methods ("method.fill"...),
+/// "numpy.random.*" (the generator's state). Passes neither remove nor merge them. Defined in dce.cpp.
+bool has_side_effects(const Node& node);
+
+/// Removes call nodes whose values nothing uses. Placeholders and the output always stay.
+int dead_code_elimination(Graph& graph);
+
+/// Merges call nodes with the same target, args and kwargs into the first of them. Targets that
+/// produce fresh uninitialized memory ("numpy.empty", "numpy.empty_like") never merge, and two
+/// nodes that are both returned never merge (the caller must get two distinct arrays, as in NumPy).
+int common_subexpression_elimination(Graph& graph);
+
+/// Folds scalar arithmetic on constants ("operator.add/sub/mul/floordiv/mod/truediv/neg" on Int and
+/// Float constants, with Python semantics) and "sym_size" of a dim whose size is static, replacing
+/// every use by the constant.
+int constant_fold(Graph& graph);
+
+}  // namespace framejit::jit
