@@ -103,9 +103,15 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
       tg.ndim = a->nd;
       tg.c_contiguous = (a->flags & kNpyCContiguous) != 0;
       m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
+      // Arrays the caller passes in get symbolic sizes; arrays held by objects, globals and
+      // closures (weights) keep their sizes: they do not change from call to call, and static
+      // sizes spare guards and let kernels specialize.
+      bool from_args = true;
+      for (const Source* s = src.get(); s; s = s->base.get())
+        from_args &= s->kind == SourceKind::Local || s->kind == SourceKind::SeqItem || s->kind == SourceKind::DictItem;
       for (int d = 0; d < a->nd; ++d) {
         int64_t n = a->dimensions[d];
-        if (!cfg_.dynamic || n == 0 || n == 1) {
+        if (!cfg_.dynamic || !from_args || n == 0 || n == 1) {
           tg.sizes.push_back(n);
           tg.symbols.push_back(-1);
           m.shape.emplace_back(n);

@@ -87,6 +87,7 @@ void reset_all_code_states() {
   for (CodeState* cs : live_states()) {
     cs->entries.clear();
     cs->failed = false;
+    cs->no_arrays = false;
     cs->limit_reported = false;
   }
 }

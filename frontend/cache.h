@@ -33,6 +33,7 @@ struct CodeState {
   bool skip_known = false;
   bool skip = false;          // library code: never traced (cached)
   bool failed = false;        // an internal error: never traced again until reset()
+  bool no_arrays = false;     // its trace touched no arrays: runs in CPython until reset()
   bool limit_reported = false;
   std::string name;           // "fn (file.py:12)"
 };

@@ -123,6 +123,16 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   }
   if (PyErr_Occurred()) PyErr_Clear();
 
+  if (!og.saw_tensor && !cfg.explain && !cfg.fullgraph) {
+    // Plain Python (no arrays in or out, none made): nothing to compile. Stop looking at it, so
+    // install() costs such code one co_extra lookup per call.
+    state.no_arrays = true;
+    ++stats().skipped_codes;
+    stats().compile_ms += ms_since(t0);
+    entry->break_reason = "no array operations";
+    entry->program.reset();  // run in CPython
+    return entry;
+  }
   if (st.code() == StatusCode::Internal || st.code() == StatusCode::InvalidArgument) {
     warn("framejit: internal error compiling " + state.name + ": " + st.message() +
          "; it runs in CPython from now on");

@@ -43,6 +43,7 @@ struct Stats {
   long long recompiles = 0;    // compiles of a code object that already had an entry
   long long graph_breaks = 0;
   long long unsupported_frames = 0;  // frames that ran in CPython past the recompile limit
+  long long skipped_codes = 0;  // code objects that touched no arrays: never traced again
   double compile_ms = 0;       // cumulative: trace + passes + backend
   double trace_ms = 0;
   long long ops = 0;           // call nodes in compiled graphs

@@ -4,6 +4,7 @@
 namespace framejit::frontend {
 
 int OutputGraph::add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta) {
+  saw_tensor |= meta.kind == jit::ValueKind::Tensor;
   int node = graph.add_placeholder(name, std::move(meta));
   inputs.push_back({src, guards.slot_for(src), node});
   return node;
@@ -29,7 +30,13 @@ static CmpOp negate(CmpOp op) {
   return op;
 }
 
-bool OutputGraph::decide(const jit::SymInt& e, CmpOp op, int64_t rhs, const std::string& why) {
+bool OutputGraph::decide(const jit::SymInt& expr, CmpOp op, int64_t rhs, const std::string& why) {
+  // `s0 + -4 > 0` reads (and settles below) better as `s0 > 4`: constants move to the right.
+  jit::SymInt e = expr;
+  while (e.kind() == jit::SymInt::Kind::Add && e.rhs().is_const()) {
+    rhs -= e.rhs().const_value();
+    e = e.lhs();
+  }
   int64_t v = hint(e);
   bool r = false;
   switch (op) {

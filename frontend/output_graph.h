@@ -44,6 +44,7 @@ public:
   std::vector<int64_t> symbol_hints;
   std::vector<std::string> symbol_names;  // "L['x'].shape[0]"
   OutputSpec output;
+  bool saw_tensor = false;  // any array input or array op: otherwise the frame is not worth a graph
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).
   int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);

@@ -44,6 +44,7 @@ py::dict stats_dict() {
   d["recompiles"] = s.recompiles;
   d["graph_breaks"] = s.graph_breaks;
   d["unsupported_frames"] = s.unsupported_frames;
+  d["skipped_codes"] = s.skipped_codes;
   d["compile_ms"] = s.compile_ms;
   d["trace_ms"] = s.trace_ms;
   d["ops"] = s.ops;

@@ -91,8 +91,8 @@ PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, Compile
     cs->failed = true;
     return eval_default(ts, frame, 0);
   }
-  if (cfg->explain) {
-    // explain(): run once, keep nothing.
+  if (cfg->explain || cs->no_arrays) {
+    // explain(): run once, keep nothing. No arrays: nothing worth keeping.
     return run_entry(ts, frame, *entry, slots);
   }
   cs->entries.insert(cs->entries.begin(), std::move(entry));
@@ -115,7 +115,7 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
     cs->skip_known = true;
     tls_busy = false;
   }
-  if (cs->failed || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
+  if (cs->failed || cs->no_arrays || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
     return eval_default(ts, frame, 0);
 
   ++stats().frames;

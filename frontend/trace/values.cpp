@@ -203,6 +203,7 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
 
 VarPtr Tracer::add_tensor(const std::string& target, std::vector<jit::Arg> args, jit::TensorMeta m,
                           std::vector<std::pair<std::string, jit::Arg>> kwargs) {
+  out_.saw_tensor = true;
   int node = out_.graph.add_call(target, std::move(args), std::move(kwargs), std::move(m));
   return std::make_shared<TensorVar>(node);
 }
