@@ -48,6 +48,8 @@ std::vector<std::string> library_prefixes() {
 
 }  // namespace
 
+Py_ssize_t code_extra_index() { return extra_index(); }
+
 bool is_library_code(PyCodeObject* code) {
   static const std::vector<std::string> prefixes = library_prefixes();
   const char* f = PyUnicode_AsUTF8(code->co_filename);

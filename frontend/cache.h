@@ -40,6 +40,8 @@ struct CodeState {
 
 /// The state of `code`, created on first use; nullptr if co_extra is unavailable.
 CodeState* code_state(PyCodeObject* code);
+/// framejit's co_extra slot (the hook reads it directly on the hot path).
+Py_ssize_t code_extra_index();
 /// Drops every cache entry and flag of every live code object.
 void reset_all_code_states();
 /// Number of live cache entries (for tests and stats).

@@ -273,6 +273,7 @@ GuardSet::GuardSet(GuardSet&&) noexcept = default;
 GuardSet& GuardSet::operator=(GuardSet&&) noexcept = default;
 
 GuardNode* GuardSet::node_for(const SourcePtr& src) {
+  if (src->kind == SourceKind::Local) max_local_ = std::max(max_local_, src->index);
   std::vector<std::unique_ptr<GuardNode>>* level = &roots_;
   if (src->base) level = &node_for(src->base)->children;
   for (auto& n : *level)

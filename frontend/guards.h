@@ -73,6 +73,8 @@ public:
   void set_num_symbols(int n) { num_symbols_ = n; }
 
   int num_slots() const { return num_slots_; }
+  /// The largest fast-local index any guard reads (-1: none).
+  int max_local() const { return max_local_; }
   int num_symbols() const { return num_symbols_; }
 
   // -- checking (every call) --
@@ -89,6 +91,7 @@ private:
   std::vector<std::unique_ptr<GuardNode>> roots_;
   std::vector<ShapeGuard> shape_guards_;
   int num_slots_ = 0;
+  int max_local_ = -1;
   int num_symbols_ = 0;
 };
 

@@ -25,6 +25,12 @@ thread_local bool tls_busy = false;
 std::shared_ptr<CompileConfig> g_installed;
 int g_hook_users = 0;  // wrappers in flight + install(); guarded by the GIL
 
+// CPython 3.11 keeps co_extra as this struct (Objects/codeobject.c; not in any header).
+struct CodeExtra {
+  Py_ssize_t ce_size;
+  void* ce_extras[1];
+};
+
 constexpr int kMaxSlots = 256;
 constexpr int kMaxSymbols = 256;
 constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
@@ -99,6 +105,23 @@ PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, Compile
   return run_entry(ts, frame, *cs->entries.front(), slots);
 }
 
+// The most recently used entry of `cfg`'s backend whose guards pass (moved to the front), or null.
+CacheEntry* lookup(CodeState& cs, const CompileConfig* cfg, const FrameView& view, PyObject** slots,
+                   int* same_backend) {
+  auto& entries = cs.entries;
+  const void* key = cfg->backend.get();
+  int64_t syms[kMaxSymbols];
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CacheEntry* e = entries[i].get();
+    if (e->backend_key != key) continue;
+    ++*same_backend;
+    if (!e->guards.check(view, slots, syms)) continue;
+    if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);  // most recent first
+    return e;
+  }
+  return nullptr;
+}
+
 PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   CompileConfig* cfg = tls_config ? tls_config : g_installed.get();
   if (!cfg || tls_busy || throwflag || frame->owner != FRAME_OWNED_BY_THREAD)
@@ -106,7 +129,11 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
   PyCodeObject* code = frame->f_code;
   // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
   if ((code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED)) return eval_default(ts, frame, 0);
-  CodeState* cs = code_state(code);
+  // co_extra read directly (what _PyCode_GetExtra does, minus the call and checks).
+  static const Py_ssize_t extra = code_extra_index();
+  auto* ex = static_cast<CodeExtra*>(code->co_extra);
+  CodeState* cs = ex && extra < ex->ce_size && ex->ce_extras[extra] ? static_cast<CodeState*>(ex->ce_extras[extra])
+                                                                     : code_state(code);
   if (!cs) return eval_default(ts, frame, 0);
   if (!cs->skip_known) {
     tls_busy = true;
@@ -121,17 +148,9 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
   ++stats().frames;
   FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, frame->f_func->func_closure};
   if (!cfg->explain) {
-    auto& entries = cs->entries;
-    const void* key = cfg->backend.get();
-    int same_backend = 0;
     PyObject* slots[kMaxSlots];
-    int64_t syms[kMaxSymbols];
-    for (size_t i = 0; i < entries.size(); ++i) {
-      CacheEntry* e = entries[i].get();
-      if (e->backend_key != key) continue;
-      ++same_backend;
-      if (!e->guards.check(view, slots, syms)) continue;
-      if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);  // most recent first
+    int same_backend = 0;
+    if (CacheEntry* e = lookup(*cs, cfg, view, slots, &same_backend)) {
       ++stats().cache_hits;
       return run_entry(ts, frame, *e, slots);
     }
@@ -157,6 +176,43 @@ void hook_release() {
 
 // ---- framejit.compile wrapper ---------------------------------------------------------------
 
+// Note [Cache hits without a frame]
+// When the wrapped function is called with exactly its positional parameters (no keywords,
+// defaults, *args or cells), the arguments array already is what the frame's fast locals would
+// start as. The guards then run on it directly and a hit returns without CPython ever pushing a
+// frame. Anything else — a miss, a graph-break entry, another call shape — takes the normal path.
+bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, size_t nargsf, PyObject* kwnames,
+                       PyObject** result) {
+  if (kwnames || !PyFunction_Check(fn)) return false;
+  auto* func = reinterpret_cast<PyFunctionObject*>(fn);
+  auto* code = reinterpret_cast<PyCodeObject*>(func->func_code);
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs != code->co_argcount || code->co_kwonlyargcount || code->co_ncellvars || code->co_nfreevars ||
+      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | kUntraceable)))
+    return false;
+  static const Py_ssize_t extra = code_extra_index();
+  auto* ex = static_cast<CodeExtra*>(code->co_extra);
+  if (!ex || extra >= ex->ce_size || !ex->ce_extras[extra]) return false;
+  auto* cs = static_cast<CodeState*>(ex->ce_extras[extra]);
+  if (cs->failed || cs->no_arrays || cs->entries.empty()) return false;
+  FrameView view{const_cast<PyObject**>(args), func->func_globals, func->func_builtins, func->func_closure};
+  PyObject* slots[kMaxSlots];
+  int same_backend = 0;
+  CacheEntry* e = lookup(*cs, cfg, view, slots, &same_backend);
+  if (!e || !e->program || e->guards.max_local() >= nargs) return false;
+  ++stats().frames;
+  ++stats().cache_hits;
+  constexpr int kMaxIO = 64;
+  PyObject* inputs[kMaxIO];
+  PyObject* outputs[kMaxIO];
+  for (size_t i = 0; i < e->input_slots.size(); ++i) inputs[i] = slots[e->input_slots[i]];
+  tls_busy = true;
+  bool ok = e->program->run(inputs, outputs);
+  tls_busy = false;
+  *result = ok ? build_return(e->output, outputs, slots) : nullptr;
+  return true;
+}
+
 struct CompiledFunction {
   PyObject_HEAD
   vectorcallfunc vectorcall;
@@ -175,8 +231,10 @@ PyObject* compiled_vectorcall(PyObject* self, PyObject* const* args, size_t narg
     tls_busy = saved;
     return r;
   }
+  CompileConfig* cfg = cf->cfg->get();
+  if (PyObject* r = nullptr; !tls_busy && try_without_frame(cf->fn, cfg, args, nargsf, kwnames, &r)) return r;
   CompileConfig* saved = tls_config;
-  tls_config = cf->cfg->get();
+  tls_config = cfg;
   hook_acquire();
   PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
   hook_release();
