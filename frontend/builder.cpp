@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include "frontend/hook/eval_frame.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
 #include "frontend/trace/tracer.h"
@@ -177,6 +178,12 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
       d->items.emplace_back(OwnedRef::borrow(kk), wrap(vv, child_source(SourceKind::DictItem, src, kk)));
     }
     return d;
+  } else if (is_disabled_function(value)) {
+    graph_break("calling a @framejit.disable function (" + key + ")");
+  } else if (PyObject* inner = compiled_function_target(value)) {
+    // A framejit.compile'd function called from traced code is traced into, like any function.
+    g.add_identity(src, value);
+    v = wrap_function_unsourced(inner);
   } else if (PyModule_Check(value)) {
     g.add_identity(src, value);
     v = std::make_shared<ModuleVar>(OwnedRef::borrow(value));

@@ -345,6 +345,12 @@ bool is_disabled_function(PyObject* obj) {
   return Py_TYPE(obj) == &CompiledFunctionType && reinterpret_cast<CompiledFunction*>(obj)->disabled;
 }
 
+PyObject* compiled_function_target(PyObject* obj) {
+  if (Py_TYPE(obj) != &CompiledFunctionType) return nullptr;
+  auto* cf = reinterpret_cast<CompiledFunction*>(obj);
+  return !cf->disabled && PyFunction_Check(cf->fn) ? cf->fn : nullptr;
+}
+
 void install(std::shared_ptr<CompileConfig> cfg) {
   bool was = static_cast<bool>(g_installed);
   g_installed = std::move(cfg);

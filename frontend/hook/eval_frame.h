@@ -16,6 +16,8 @@ PyObject* make_compiled_function(PyObject* fn, std::shared_ptr<CompileConfig> cf
 PyObject* make_disabled_function(PyObject* fn);
 /// Whether `obj` is a framejit.disable wrapper (the tracer refuses to inline those).
 bool is_disabled_function(PyObject* obj);
+/// The Python function a framejit.compile wrapper wraps (borrowed), or null for anything else.
+PyObject* compiled_function_target(PyObject* obj);
 
 /// framejit.install()/uninstall(): the process-wide default config (null: none).
 void install(std::shared_ptr<CompileConfig> cfg);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "frontend/cache.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
 #include "frontend/trace/python_ops.h"
@@ -167,6 +168,14 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
   std::string name = str_of(fn->qualname.get());
   BREAK_IF(depth_ >= cfg_.max_inline_depth, "call depth limit reached inlining " + name);
+  // Library functions (NumPy's Python layer, the standard library, site-packages) are not traced
+  // into: either the op registry knows them or they run in CPython.
+  if (fn->real) {
+    PyObject* mod = PyFunction_GET_MODULE(fn->real.get());  // borrowed, may be null
+    std::string module = mod && PyUnicode_Check(mod) ? str_of(mod) : "";
+    BREAK_IF(is_library_code(code) || module == "numpy" || module.rfind("numpy.", 0) == 0,
+             (module.empty() ? "" : module + ".") + name + " is not supported by framejit yet");
+  }
   BREAK_IF(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE),
            "calling generator or coroutine function " + name);
 

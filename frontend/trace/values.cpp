@@ -196,6 +196,18 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
       }
       graph_break(std::string("cannot pass a ") + Py_TYPE(c)->tp_name + " constant into the graph");
     }
+    case VarKind::Builtin: {
+      // Python's own types stand for dtypes in NumPy calls (astype(float), zeros(n, int)).
+      PyObject* o = as<BuiltinVar>(v)->obj.get();
+      const NumPyHandles* np = numpy_handles();
+      if (PyType_Check(o) && np) {
+        OwnedRef d = OwnedRef::steal(PyObject_CallOneArg(np->dtype_fn, o));
+        if (d)
+          if (auto dt = dtype_from_descr(d.get())) return jit::Arg::dtype(*dt);
+        PyErr_Clear();
+      }
+      break;
+    }
     default: break;
   }
   graph_break(std::string("cannot pass ") + var_kind_name(v->kind) + " into the graph");
