@@ -90,6 +90,7 @@ void reset_all_code_states() {
     cs->entries.clear();
     cs->failed = false;
     cs->no_arrays = false;
+    cs->update_never();
     cs->limit_reported = false;
   }
 }

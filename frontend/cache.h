@@ -35,6 +35,9 @@ struct CodeState {
   bool failed = false;        // an internal error: never traced again until reset()
   bool no_arrays = false;     // its trace touched no arrays: runs in CPython until reset()
   bool limit_reported = false;
+  /// skip || failed || no_arrays, kept in one flag for the hook's first test.
+  bool never = false;
+  void update_never() { never = skip || failed || no_arrays; }
   std::string name;           // "fn (file.py:12)"
 };
 

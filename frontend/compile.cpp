@@ -127,6 +127,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     // Plain Python (no arrays in or out, none made): nothing to compile. Stop looking at it, so
     // install() costs such code one co_extra lookup per call.
     state.no_arrays = true;
+    state.update_never();
     ++stats().skipped_codes;
     stats().compile_ms += ms_since(t0);
     entry->break_reason = "no array operations";

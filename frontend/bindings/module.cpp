@@ -90,6 +90,8 @@ PYBIND11_MODULE(_C, m) {
       py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none());
   m.def("uninstall", &uninstall);
   m.def("installed", &installed);
+  m.def("_bare_evaluator", &set_bare_evaluator,
+        "Benchmark reference: a PEP 523 evaluator that does nothing but call CPython's.");
 
   m.def("explain", [](py::object fn, py::tuple args, py::dict kwargs) {
     ExplainRecord rec;

@@ -18,11 +18,19 @@ namespace framejit::frontend {
 namespace {
 
 // Which config governs frames on this thread: the innermost framejit.compile wrapper's, else
-// install()'s. `tls_busy` is set while framejit itself runs Python (tracing, probes, backends,
+// install()'s. `busy` is set while framejit itself runs Python (tracing, probes, backends,
 // compiled programs, @disable'd functions): those frames always run in CPython.
-thread_local CompileConfig* tls_config = nullptr;
-thread_local bool tls_busy = false;
+// NB: one thread_local struct, read once per frame: in a shared library every thread_local access
+// is a __tls_get_addr call, which is most of what a frame that framejit ignores costs.
+struct ThreadState {
+  CompileConfig* config = nullptr;
+  bool busy = false;
+};
+// initial-exec: the module is loaded at import, with static TLS room to spare; this turns each
+// access into one %fs-relative load instead of a call.
+thread_local ThreadState tls __attribute__((tls_model("initial-exec")));
 std::shared_ptr<CompileConfig> g_installed;
+CompileConfig* g_installed_raw = nullptr;  // g_installed.get(), read on every frame
 int g_hook_users = 0;  // wrappers in flight + install(); guarded by the GIL
 
 // CPython 3.11 keeps co_extra as this struct (Objects/codeobject.c; not in any header).
@@ -47,10 +55,10 @@ PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e
   PyObject* outputs[kMaxIO];
   const size_t nin = e.input_slots.size();
   for (size_t i = 0; i < nin; ++i) inputs[i] = slots[e.input_slots[i]];
-  bool saved = tls_busy;
-  tls_busy = true;
+  bool saved = tls.busy;
+  tls.busy = true;
   bool ok = e.program->run(inputs, outputs);
-  tls_busy = saved;
+  tls.busy = saved;
   if (!ok) return nullptr;  // the exception the program raised, as eager code would
   // The frame never ran: returning here is the whole call. _PyEval_Vector pops and clears it.
   return build_return(e.output, outputs, slots);
@@ -74,12 +82,13 @@ std::string describe_code(PyCodeObject* code) {
 
 PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs,
                           const FrameView& view) {
-  tls_busy = true;
+  tls.busy = true;
   std::unique_ptr<CacheEntry> entry = compile_frame(*cfg, frame->f_func, view, *cs);
-  tls_busy = false;
+  tls.busy = false;
   if (!entry) {
     if (PyErr_Occurred()) return nullptr;  // fullgraph=True: framejit.Unsupported
     cs->failed = true;                      // an internal error: never again for this code
+    cs->update_never();
     return eval_default(ts, frame, 0);
   }
   PyObject* slots[kMaxSlots];
@@ -95,6 +104,7 @@ PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, Compile
   }
   if (!usable) {
     cs->failed = true;
+    cs->update_never();
     return eval_default(ts, frame, 0);
   }
   if (cfg->explain || cs->no_arrays) {
@@ -122,25 +132,43 @@ CacheEntry* lookup(CodeState& cs, const CompileConfig* cfg, const FrameView& vie
   return nullptr;
 }
 
-PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
-  CompileConfig* cfg = tls_config ? tls_config : g_installed.get();
-  if (!cfg || tls_busy || throwflag || frame->owner != FRAME_OWNED_BY_THREAD)
-    return eval_default(ts, frame, throwflag);
-  PyCodeObject* code = frame->f_code;
-  // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
-  if ((code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED)) return eval_default(ts, frame, 0);
-  // co_extra read directly (what _PyCode_GetExtra does, minus the call and checks).
-  static const Py_ssize_t extra = code_extra_index();
+Py_ssize_t g_extra_index = -1;  // framejit's co_extra slot, set when the hook is first enabled
+
+inline CodeState* fast_code_state(PyCodeObject* code) {
+  // co_extra read directly: what _PyCode_GetExtra does, minus the call and the checks.
   auto* ex = static_cast<CodeExtra*>(code->co_extra);
-  CodeState* cs = ex && extra < ex->ce_size && ex->ce_extras[extra] ? static_cast<CodeState*>(ex->ce_extras[extra])
-                                                                     : code_state(code);
+  return ex && g_extra_index < ex->ce_size ? static_cast<CodeState*>(ex->ce_extras[g_extra_index]) : nullptr;
+}
+
+PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs);
+
+PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  ThreadState& t = tls;
+  CompileConfig* cfg = t.config ? t.config : g_installed_raw;
+  if (!cfg || t.busy || throwflag) return eval_default(ts, frame, throwflag);
+  PyCodeObject* code = frame->f_code;
+  CodeState* cs = fast_code_state(code);
+  // The common case under install(): code framejit has already decided to leave alone.
+  if (cs && cs->never && reinterpret_cast<PyObject*>(code) != cfg->root_code) return eval_default(ts, frame, 0);
+  // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
+  if (frame->owner != FRAME_OWNED_BY_THREAD || (code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED))
+    return eval_default(ts, frame, 0);
+  return callback_slow(ts, frame, cfg, cs);
+}
+
+// Everything past the first tests: kept out of line so the fast exit above has no stack frame.
+__attribute__((noinline)) PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg,
+                                                  CodeState* cs) {
+  PyCodeObject* code = frame->f_code;
+  if (!cs) cs = code_state(code);
   if (!cs) return eval_default(ts, frame, 0);
   if (!cs->skip_known) {
-    tls_busy = true;
+    tls.busy = true;
     cs->skip = is_library_code(code);
     cs->name = describe_code(code);
     cs->skip_known = true;
-    tls_busy = false;
+    cs->update_never();
+    tls.busy = false;
   }
   if (cs->failed || cs->no_arrays || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
     return eval_default(ts, frame, 0);
@@ -165,6 +193,7 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
 }
 
 void hook_acquire() {
+  if (g_extra_index < 0) g_extra_index = code_extra_index();
   if (g_hook_users++ == 0) _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), callback);
 }
 
@@ -190,11 +219,8 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   if (nargs != code->co_argcount || code->co_kwonlyargcount || code->co_ncellvars || code->co_nfreevars ||
       (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | kUntraceable)))
     return false;
-  static const Py_ssize_t extra = code_extra_index();
-  auto* ex = static_cast<CodeExtra*>(code->co_extra);
-  if (!ex || extra >= ex->ce_size || !ex->ce_extras[extra]) return false;
-  auto* cs = static_cast<CodeState*>(ex->ce_extras[extra]);
-  if (cs->failed || cs->no_arrays || cs->entries.empty()) return false;
+  CodeState* cs = fast_code_state(code);
+  if (!cs || cs->failed || cs->no_arrays || cs->entries.empty()) return false;
   FrameView view{const_cast<PyObject**>(args), func->func_globals, func->func_builtins, func->func_closure};
   PyObject* slots[kMaxSlots];
   int same_backend = 0;
@@ -206,9 +232,9 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   PyObject* inputs[kMaxIO];
   PyObject* outputs[kMaxIO];
   for (size_t i = 0; i < e->input_slots.size(); ++i) inputs[i] = slots[e->input_slots[i]];
-  tls_busy = true;
+  tls.busy = true;
   bool ok = e->program->run(inputs, outputs);
-  tls_busy = false;
+  tls.busy = false;
   *result = ok ? build_return(e->output, outputs, slots) : nullptr;
   return true;
 }
@@ -225,20 +251,20 @@ struct CompiledFunction {
 PyObject* compiled_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* cf = reinterpret_cast<CompiledFunction*>(self);
   if (cf->disabled) {
-    bool saved = tls_busy;
-    tls_busy = true;
+    bool saved = tls.busy;
+    tls.busy = true;
     PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
-    tls_busy = saved;
+    tls.busy = saved;
     return r;
   }
   CompileConfig* cfg = cf->cfg->get();
-  if (PyObject* r = nullptr; !tls_busy && try_without_frame(cf->fn, cfg, args, nargsf, kwnames, &r)) return r;
-  CompileConfig* saved = tls_config;
-  tls_config = cfg;
+  if (PyObject* r = nullptr; !tls.busy && try_without_frame(cf->fn, cfg, args, nargsf, kwnames, &r)) return r;
+  CompileConfig* saved = tls.config;
+  tls.config = cfg;
   hook_acquire();
   PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
   hook_release();
-  tls_config = saved;
+  tls.config = saved;
   return r;
 }
 
@@ -336,6 +362,7 @@ PyObject* make_disabled_function(PyObject* fn) {
     if (CodeState* cs = code_state(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn)))) {
       cs->skip = true;  // also when reached directly, not through the wrapper
       cs->skip_known = true;
+      cs->update_never();
     }
   }
   return make_wrapper(fn, nullptr, true);
@@ -354,24 +381,38 @@ PyObject* compiled_function_target(PyObject* obj) {
 void install(std::shared_ptr<CompileConfig> cfg) {
   bool was = static_cast<bool>(g_installed);
   g_installed = std::move(cfg);
+  g_installed_raw = g_installed.get();
   if (!was) hook_acquire();
 }
 
 void uninstall() {
   if (!g_installed) return;
   g_installed.reset();
+  g_installed_raw = nullptr;
   hook_release();
 }
 
 bool installed() { return static_cast<bool>(g_installed); }
 
+namespace {
+PyObject* bare_evaluator(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  return _PyEval_EvalFrameDefault(ts, frame, throwflag);
+}
+}  // namespace
+
+bool set_bare_evaluator(bool on) {
+  if (g_hook_users) return false;  // framejit's own evaluator is in use
+  _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), on ? bare_evaluator : _PyEval_EvalFrameDefault);
+  return true;
+}
+
 PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, CompileConfig* cfg) {
-  CompileConfig* saved = tls_config;
-  tls_config = cfg;
+  CompileConfig* saved = tls.config;
+  tls.config = cfg;
   hook_acquire();
   PyObject* r = PyObject_Call(fn, args, kwargs);
   hook_release();
-  tls_config = saved;
+  tls.config = saved;
   return r;
 }
 

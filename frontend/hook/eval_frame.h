@@ -24,6 +24,10 @@ void install(std::shared_ptr<CompileConfig> cfg);
 void uninstall();
 bool installed();
 
+/// Benchmark reference: installs (or removes) a frame evaluator that only calls CPython's own, to
+/// measure what any PEP 523 evaluator costs. False (nothing done) while framejit's hook is active.
+bool set_bare_evaluator(bool on);
+
 /// Runs `fn(*args, **kwargs)` with `cfg` active on this thread (used by explain()). New ref.
 PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, CompileConfig* cfg);
 

@@ -85,6 +85,9 @@ def assert_same(expected, actual, exact=True, path="result"):
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
         e = np.ascontiguousarray(expected)
         a = np.ascontiguousarray(actual)
+        if expected.dtype.kind == "O":
+            assert e.tolist() == a.tolist(), f"{path}: {actual!r} != {expected!r}"
+            return
         if exact or expected.dtype.kind not in "fc":
             assert e.tobytes() == a.tobytes(), (
                 f"{path}: values differ (bitwise)\n actual={actual!r}\n expected={expected!r}"
@@ -148,3 +151,28 @@ def no_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
+
+
+def check_sequence(fn, calls, backend="eager", fullgraph=False, **opts):
+    """Compile `fn` once and call it with each argument tuple in `calls` (each twice), comparing
+    with eager CPython every time. If CPython raises, the compiled call must raise the same
+    exception type with the same message."""
+    exact = backend == "eager"
+    compiled = framejit.compile(fn, backend=backend, fullgraph=fullgraph, **opts)
+    for args in calls:
+        eager_args = _copy_args(args)
+        try:
+            expected, expected_exc = fn(*eager_args), None
+        except Exception as e:  # noqa: BLE001
+            expected, expected_exc = None, e
+        for call in ("first", "second"):
+            run_args = _copy_args(args)
+            if expected_exc is not None:
+                with pytest.raises(type(expected_exc)) as info:
+                    compiled(*run_args)
+                assert str(info.value) == str(expected_exc)
+                continue
+            actual = compiled(*run_args)
+            assert_same(expected, actual, exact, path=f"{call} call with {args!r}")
+            assert_same(eager_args, run_args, exact, path="arguments afterwards")
+    return compiled

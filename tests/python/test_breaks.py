@@ -1,0 +1,291 @@
+"""Graph breaks: unsupported code still gives the eager result, with a reason naming file:line."""
+
+import inspect
+import os
+import statistics
+
+import numpy as np
+import pytest
+
+import framejit
+from conftest import BACKENDS, check, randn
+
+THIS_FILE = os.path.basename(__file__)
+X = np.eye(3) + randn(3, 3, seed=1) * 0.1
+
+
+def line_of(fn, marker):
+    """Absolute line number of the line of `fn`'s source holding `marker`."""
+    lines, start = inspect.getsourcelines(fn)
+    hits = [start + i for i, text in enumerate(lines) if marker in text]
+    assert len(hits) == 1, (marker, hits)
+    return hits[0]
+
+
+def helper(x):
+    return np.tanh(x) * 2
+
+
+def f_print(x):
+    y = helper(x)
+    print("value", 1)  # BREAK
+    return helper(y) + 1
+
+
+def f_setitem_input(x):
+    x[...] = 3.0  # BREAK
+    return helper(x)
+
+
+def f_setitem_slice_input(x):
+    x[0, 1:] = -1.0  # BREAK
+    return x * 2
+
+
+def f_iadd_input(x):
+    x += 1  # BREAK
+    return helper(x)
+
+
+def f_unknown_numpy_function(x):
+    y = np.linalg.inv(x)  # BREAK
+    return y + helper(x)
+
+
+def f_unknown_c_function(x):
+    y = np.cumsum(x, axis=0)  # BREAK
+    return y * helper(x)
+
+
+def f_stdlib_function(x):
+    m = statistics.fmean(x.ravel())  # BREAK
+    return x - m
+
+
+def f_array_truth(x):
+    if x.sum() > 0:  # BREAK
+        return helper(x)
+    return -x
+
+
+def f_array_truth_any(x):
+    if (x > 2).any():  # BREAK
+        return x - 1
+    return x + 1
+
+
+def f_float_of_array(x):
+    s = float(x.max())  # BREAK
+    return x / s if s > 0 else x
+
+
+def f_iteration_over_array(x):
+    total = 0.0
+    for row in x:  # BREAK
+        total = total + row.sum()
+    return total
+
+
+def f_item(x):
+    return x * x[0, 0].item()  # BREAK
+
+
+BREAKING = [
+    f_print,
+    f_setitem_input,
+    f_setitem_slice_input,
+    f_iadd_input,
+    f_unknown_numpy_function,
+    f_unknown_c_function,
+    f_stdlib_function,
+    f_array_truth,
+    f_array_truth_any,
+    f_float_of_array,
+    f_item,
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", BREAKING + [f_iteration_over_array], ids=lambda f: f.__name__)
+def test_graph_break_gives_eager_result(fn, backend, capsys):
+    for x in (X, -X):
+        capsys.readouterr()
+        fn(x.copy())
+        eager_out = capsys.readouterr().out
+        framejit.reset()
+        check(fn, x, backend=backend, fullgraph=False)
+        compiled_out = capsys.readouterr().out
+        # side effects (prints) happen exactly as often as in CPython: check() makes one eager
+        # call and two compiled calls
+        assert compiled_out == eager_out * 3
+
+
+@pytest.mark.parametrize("fn", BREAKING, ids=lambda f: f.__name__)
+def test_explain_reports_break_with_file_and_line(fn):
+    e = framejit.explain(fn)(X.copy())
+    assert e.graph_break_count >= 1, str(e)
+    assert len(e.break_reasons) == e.graph_break_count
+    line = line_of(fn, "# BREAK")
+    where = f"{THIS_FILE}:{line}"
+    assert any(where in r for r in e.break_reasons), (where, e.break_reasons)
+    assert "Graph break count" in str(e) or "break" in str(e).lower()
+
+
+@pytest.mark.parametrize("fn", BREAKING, ids=lambda f: f.__name__)
+def test_explain_result_is_eager_result(fn):
+    e = framejit.explain(fn)(X.copy())
+    expected = fn(X.copy())
+    np.testing.assert_array_equal(e.result, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", BREAKING, ids=lambda f: f.__name__)
+def test_fullgraph_raises_unsupported(fn, backend, capsys):
+    x = X.copy()
+    with pytest.raises(framejit.Unsupported) as info:
+        framejit.compile(fn, backend=backend, fullgraph=True)(x)
+    msg = str(info.value)
+    assert f"{THIS_FILE}:{line_of(fn, '# BREAK')}" in msg, msg
+    assert issubclass(framejit.Unsupported, Exception)
+
+
+def test_unsupported_error_does_not_run_side_effects_twice(capsys):
+    with pytest.raises(framejit.Unsupported):
+        framejit.compile(f_print, fullgraph=True)(X.copy())
+    assert capsys.readouterr().out.count("value 1") <= 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_callees_of_broken_function_are_compiled(backend, capsys):
+    check(f_print, X, backend=backend, fullgraph=False)
+    s = framejit.stats()
+    assert s["graph_breaks"] >= 1, s
+    assert s["captured"] >= 1, s  # helper() was captured on its own
+    assert s["cache_hits"] >= 1, s  # ... and hit on a later call
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_break_in_nested_callee_still_correct(backend, capsys):
+    def inner(x):
+        print("inner")
+        return x * 3
+
+    def middle(x):
+        return inner(x + 1) - 1
+
+    def outer(x, y):
+        return middle(x) @ y, helper(y)
+
+    check(outer, X, X.T, backend=backend, fullgraph=False)
+    assert framejit.stats()["captured"] >= 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_break_inside_loop_still_correct(backend, capsys):
+    def f(x):
+        for i in range(3):
+            x = x * 2
+            if i == 1:
+                print("mid", i)
+            x = x - 1
+        return x
+
+    check(f, X, backend=backend, fullgraph=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mutation_inside_helper_is_visible(backend):
+    def scale_(a):
+        a *= 2
+        return a
+
+    def f(x, y):
+        scale_(x)
+        return x + y
+
+    check(f, X, X, backend=backend, fullgraph=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_argument_mutation_is_visible(backend):
+    def f(x, log):
+        log.append("called")
+        log.append(x * 2)
+        return x + 1
+
+    check(f, X, [], backend=backend, fullgraph=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_object_attribute_mutation_is_visible(backend):
+    class State:
+        def __init__(self):
+            self.count = 0
+            self.last = None
+
+    def f(x, st):
+        st.count = st.count + 1
+        st.last = x * 2
+        return st.last + 1
+
+    check(f, X, State(), backend=backend, fullgraph=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_global_mutation_is_visible(backend):
+    g = {}
+
+    def f(x):
+        g["seen"] = g.get("seen", 0) + 1
+        return x + 1
+
+    compiled = framejit.compile(f, backend=backend)
+    np.testing.assert_array_equal(compiled(X), X + 1)
+    np.testing.assert_array_equal(compiled(X), X + 1)
+    assert g["seen"] == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exceptions_propagate_like_cpython(backend):
+    def bad_shapes(x, y):
+        return x + y
+
+    def bad_assert(x):
+        assert x.ndim == 3, "need rank 3"
+        return x
+
+    def bad_raise(x):
+        if x.shape[0] == 3:
+            raise KeyError("three")
+        return x
+
+    def bad_key(x, d):
+        return x * d["missing"]
+
+    for fn, args, exc in (
+        (bad_shapes, (X, np.ones(4)), ValueError),
+        (bad_assert, (X,), AssertionError),
+        (bad_raise, (X,), KeyError),
+        (bad_key, (X, {"a": 1}), KeyError),
+    ):
+        with pytest.raises(exc) as eager_info:
+            fn(*args)
+        compiled = framejit.compile(fn, backend=backend)
+        for _ in range(2):
+            with pytest.raises(exc) as info:
+                compiled(*args)
+            assert str(info.value) == str(eager_info.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_generator_function_runs_in_cpython(backend):
+    def gen(x):
+        for i in range(3):
+            yield x * i
+
+    compiled = framejit.compile(gen, backend=backend)
+    out = list(compiled(X))
+    expected = list(gen(X))
+    assert len(out) == 3
+    for a, b in zip(out, expected):
+        np.testing.assert_array_equal(a, b)

@@ -1,0 +1,344 @@
+"""Guards and the per-code cache: hits, what must not recompile, what must, recompile_limit."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import framejit
+from conftest import BACKENDS, assert_same, randn
+
+
+class Runner:
+    """Compile `fn` once; each run(...) compares with eager on fresh copies and reports how the
+    counters moved."""
+
+    def __init__(self, fn, backend, **opts):
+        self.fn = fn
+        self.exact = backend == "eager"
+        self.compiled = framejit.compile(fn, backend=backend, **opts)
+
+    def run(self, *args):
+        expected = self.fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        before = framejit.stats()
+        actual = self.compiled(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        after = framejit.stats()
+        assert_same(expected, actual, self.exact)
+        return {k: after[k] - before[k] for k in ("captured", "cache_hits", "cache_misses", "recompiles")}
+
+
+def f_affine(x, a):
+    return np.tanh(x * a + 1.0).sum(axis=-1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_second_call_is_cache_hit(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    x = randn(4, 3)
+    d = r.run(x, 0.5)
+    assert d["captured"] == 1 and d["cache_misses"] == 1 and d["cache_hits"] == 0
+    d = r.run(x, 0.5)
+    assert d == {"captured": 0, "cache_hits": 1, "cache_misses": 0, "recompiles": 0}
+    d = r.run(x + 1, 0.5)  # new values, same kinds
+    assert d == {"captured": 0, "cache_hits": 1, "cache_misses": 0, "recompiles": 0}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_batch_size_does_not_recompile(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    r.run(randn(4, 3), 0.5)
+    for n in (7, 2, 16, 5):
+        d = r.run(randn(n, 3, seed=n), 0.5)
+        assert d["captured"] == 0 and d["recompiles"] == 0 and d["cache_hits"] == 1, (n, d)
+    # the inner dimension too: it is not used by Python logic either
+    d = r.run(randn(5, 9), 0.5)
+    assert d["recompiles"] == 0 and d["cache_hits"] == 1, d
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_batch_size_through_matmul_and_reshape_does_not_recompile(backend):
+    w = randn(6, 4, seed=3)
+
+    def f(x):
+        h = x.reshape(x.shape[0], -1) @ w
+        return h - h.mean(axis=0), h.shape
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(3, 2, 3))
+    for n in (5, 8):
+        d = r.run(randn(n, 2, 3, seed=n))
+        assert d["recompiles"] == 0 and d["captured"] == 0, (n, d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_float_scalar_value_does_not_recompile(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    x = randn(4, 3)
+    r.run(x, 0.5)
+    for a in (0.25, -3.0, 1e10, 0.0, float("inf")):
+        d = r.run(x, a)
+        assert d["captured"] == 0 and d["recompiles"] == 0 and d["cache_hits"] == 1, (a, d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_new_int_scalar_on_float_array_does_not_recompile(backend):
+    def f(x, n):
+        return x * n + n
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(3), 2)
+    for n in (3, -7, 1000, 0):
+        d = r.run(randn(3), n)
+        assert d["captured"] == 0 and d["recompiles"] == 0, (n, d)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dtype_change_recompiles(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    r.run(randn(4, 3), 0.5)
+    d = r.run(randn(4, 3, dtype=np.float32), 0.5)
+    assert d["captured"] == 1 and d["recompiles"] == 1, d
+    d = r.run(np.arange(12, dtype=np.int32).reshape(4, 3), 0.5)
+    assert d["captured"] == 1 and d["recompiles"] == 1, d
+    # the old entries are still there
+    d = r.run(randn(4, 3, dtype=np.float32), 0.5)
+    assert d["cache_hits"] == 1 and d["captured"] == 0, d
+    d = r.run(randn(4, 3), 0.5)
+    assert d["cache_hits"] == 1 and d["captured"] == 0, d
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rank_change_recompiles(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    r.run(randn(4, 3), 0.5)
+    d = r.run(randn(2, 4, 3), 0.5)
+    assert d["captured"] == 1 and d["recompiles"] == 1, d
+    d = r.run(randn(3), 0.5)
+    assert d["captured"] == 1 and d["recompiles"] == 1, d
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scalar_type_change(backend):
+    # A 0-d array next to a float32 array makes the result dtype value-dependent under NumPy
+    # 1.x casting, which may graph-break by design: only correctness is required here.
+    r = Runner(f_affine, backend)
+    x = randn(4, 3, dtype=np.float32)
+    r.run(x, 0.5)
+    r.run(x, 2)  # python int instead of float
+    r.run(x, np.float64(0.5))  # numpy scalar
+    r.run(x, np.array(0.5))  # 0-d array
+    r.run(x, True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_size_one_and_zero_dims_are_correct(backend):
+    def f(x, y):
+        return x + y, (x * y).sum(axis=0)
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(3, 4), randn(3, 4, seed=1))
+    r.run(randn(3, 4), randn(1, 4, seed=1))  # broadcast along dim 0 now
+    r.run(randn(1, 4), randn(3, 4, seed=1))
+    r.run(randn(3, 1), randn(3, 4, seed=1))
+    r.run(randn(3, 4), randn(3, 4, seed=1))
+    r.run(np.zeros((0, 4)), np.zeros((0, 4)))
+    r.run(np.zeros((0, 4)), np.zeros((1, 4)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_noncontiguous_after_contiguous(backend):
+    def f(x):
+        return x * 2 + 1, x.T @ x
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(4, 4))
+    base = randn(8, 8, seed=2)
+    for v in (base[::2, ::2], base[:4, :4], base.T[1:5, 2:6], np.asfortranarray(randn(4, 4, seed=3))):
+        expected = f(v)
+        assert_same(expected, r.compiled(v), r.exact)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shape_branch_guard_records_condition(backend):
+    def f(x):
+        if x.shape[0] > 4:
+            return x[:4] * 2
+        return x + 1
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(6, 3))
+    d = r.run(randn(9, 3))  # same side of the condition
+    assert d["recompiles"] == 0 and d["cache_hits"] == 1, d
+    d = r.run(randn(3, 3))  # other side: must not reuse the first graph
+    assert d["captured"] == 1, d
+    d = r.run(randn(2, 3))
+    assert d["recompiles"] == 0 and d["cache_hits"] == 1, d
+    d = r.run(randn(5, 3))
+    assert d["cache_hits"] == 1 and d["captured"] == 0, d
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_size_used_as_python_value_is_specialized(backend):
+    def f(x):
+        out = x[0]
+        for i in range(1, x.shape[0]):
+            out = out + x[i] * i
+        return out / math.sqrt(x.shape[1])
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(3, 4))
+    r.run(randn(3, 4, seed=1))
+    r.run(randn(5, 4))
+    r.run(randn(3, 9))
+    r.run(randn(3, 4, seed=2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_number_steering_control_flow(backend):
+    def f(x, s):
+        if s > 0:
+            return x * s
+        return x - s
+
+    r = Runner(f, backend, fullgraph=True)
+    for s in (1.5, 2.5, -1.0, 0.0, 3.0, -2.0):
+        r.run(randn(3), s)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_int_argument_used_as_shape(backend):
+    def f(x, n):
+        return x.reshape(n, -1) + np.arange(n).reshape(n, 1), np.zeros(n)
+
+    r = Runner(f, backend, fullgraph=True)
+    r.run(randn(12), 3)
+    r.run(randn(12), 4)
+    r.run(randn(12), 3)
+    r.run(randn(8), 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dynamic_false_specializes_sizes_and_numbers(backend):
+    r = Runner(f_affine, backend, fullgraph=True, dynamic=False)
+    r.run(randn(4, 3), 0.5)
+    d = r.run(randn(5, 3), 0.5)
+    assert d["captured"] == 1, d
+    d = r.run(randn(5, 3), 0.75)
+    assert d["captured"] == 1, d
+    d = r.run(randn(4, 3), 0.5)
+    assert d["cache_hits"] == 1 and d["captured"] == 0, d
+
+
+GLOBAL_SCALE = 2.0
+GLOBAL_W = randn(3, 3, seed=4)
+
+
+def f_globals(x):
+    return x @ GLOBAL_W * GLOBAL_SCALE
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_global_changes_are_seen(backend):
+    global GLOBAL_SCALE, GLOBAL_W
+    old = GLOBAL_SCALE, GLOBAL_W
+    try:
+        r = Runner(f_globals, backend, fullgraph=True)
+        x = randn(2, 3)
+        r.run(x)
+        GLOBAL_SCALE = -1.0
+        r.run(x)
+        GLOBAL_W = randn(3, 3, seed=5)
+        r.run(x)
+        GLOBAL_W[0, 0] = 50.0
+        r.run(x)
+        GLOBAL_W = randn(3, 3, seed=6).astype(np.float32)
+        r.run(x)
+    finally:
+        GLOBAL_SCALE, GLOBAL_W = old
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_closure_cell_changes_are_seen(backend):
+    k = 2.0
+    table = {"a": 1.0}
+
+    def f(x):
+        return x * k + table["a"]
+
+    r = Runner(f, backend, fullgraph=True)
+    x = randn(3)
+    r.run(x)
+    k = 5.0  # noqa: F841 (read through the cell)
+    r.run(x)
+    table["a"] = -4.0
+    r.run(x)
+    table["b"] = 1.0
+    r.run(x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_and_dict_argument_structure_changes(backend):
+    def f(xs, opts):
+        out = xs[0]
+        for v in xs[1:]:
+            out = out + v
+        if "scale" in opts:
+            out = out * opts["scale"]
+        return out
+
+    r = Runner(f, backend, fullgraph=True)
+    a, b, c = randn(3), randn(3, seed=1), randn(3, seed=2)
+    r.run([a, b], {"scale": 2.0})
+    r.run([a, b, c], {"scale": 2.0})
+    r.run([a], {})
+    r.run((a, b), {"scale": 3.0})
+    r.run([a, b], {"other": 1.0})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recompile_limit(backend):
+    framejit.config.recompile_limit = 3
+    assert framejit.config.recompile_limit == 3
+
+    def f(x):
+        return x * 2 + 1
+
+    r = Runner(f, backend)
+    kinds = [np.float64, np.float32, np.int64, np.int32, np.int16, np.uint8, np.int8]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for dt in kinds:
+            r.run(np.arange(6).astype(dt))
+        for dt in kinds:  # again, and with new ranks
+            r.run(np.arange(6).astype(dt))
+            r.run(np.arange(6).astype(dt).reshape(2, 3))
+    s = framejit.stats()
+    assert s["captured"] <= 3, s
+    limit_warnings = [x for x in w if issubclass(x.category, RuntimeWarning) and "recompile_limit" in str(x.message)]
+    assert len(limit_warnings) == 1, [str(x.message) for x in w]
+    frames = s["frames"]
+    # still runs (in CPython), still correct
+    r.run(np.arange(4, dtype=np.uint16))
+    assert framejit.stats()["captured"] <= 3
+    assert framejit.stats()["frames"] >= frames
+
+
+def test_recompile_limit_default_is_8():
+    assert framejit.config.recompile_limit == 8
+
+
+def test_config_rejects_unknown_setting():
+    with pytest.raises(AttributeError):
+        framejit.config.no_such_setting = 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reset_drops_cache(backend):
+    r = Runner(f_affine, backend, fullgraph=True)
+    x = randn(2, 3)
+    r.run(x, 1.0)
+    framejit.reset()
+    assert framejit.stats()["cache_hits"] == 0 and framejit.stats()["captured"] == 0
+    d = r.run(x, 1.0)
+    assert d["captured"] == 1 and d["cache_hits"] == 0, d
