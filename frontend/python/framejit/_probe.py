@@ -114,6 +114,61 @@ def _nearest_change(answer, start, direction, limit):
     return k
 
 
+def _value_range_bisect(answer, v):
+    """The interval around v with the same answer, found by search (any NumPy version)."""
+    if isinstance(v, float):
+        top = _bits(1.7976931348623157e308)
+        keyed = lambda k: answer(_from_bits(k))  # noqa: E731
+        up = _nearest_change(keyed, _bits(v), 1, top)
+        down = _nearest_change(keyed, _bits(v), -1, -top)
+        here = answer(v)
+        nonfinite_ok = all(answer(x) == here for x in (math.inf, -math.inf, math.nan))
+        return ("f", -math.inf if down is None else _from_bits(down), math.inf if up is None else _from_bits(up),
+                nonfinite_ok)
+    up = _nearest_change(answer, v, 1, 2**64)
+    down = _nearest_change(answer, v, -1, -(2**63) - 1)
+    lo = -(2**63) - 1 if down is None else max(down, -(2**63) - 1)
+    hi = 2**63 if up is None else min(up, 2**63)
+    return ("i", lo, hi, False)
+
+
+_classes = {}
+
+
+def _scalar_classes(kind):
+    """Intervals of Python numbers on which NumPy 1.x's value-based casting cannot change its
+    answer: [(lo, hi, representative)] in value order.
+
+    Value-based casting looks at a Python scalar through np.min_scalar_type and through whether
+    it fits each integer type, so the cut points are where either changes. Found once per process.
+    """
+    if kind in _classes:
+        return _classes[kind]
+    if kind == "f":
+        top = _bits(1.7976931348623157e308)
+        keyed = lambda k: np.min_scalar_type(_from_bits(k)).char  # noqa: E731
+        cuts = {float(np.finfo(np.float16).max), float(np.finfo(np.float32).max)}
+        k = 0
+        while True:
+            c = _nearest_change(keyed, k, 1, top)
+            if c is None:
+                break
+            cuts.add(_from_bits(c))
+            k = c
+        edges = [0.0] + sorted(cuts) + [math.inf]
+        # magnitude classes [edge, next edge), mirrored for negative values
+        pos = [(edges[j], math.nextafter(edges[j + 1], 0.0)) for j in range(len(edges) - 1)]
+        spans = [(-hi, -lo) for lo, hi in reversed(pos[1:])] + [(-pos[0][1], pos[0][1])] + pos[1:]
+        out = [(lo, hi, (lo + hi) / 2 if math.isfinite(lo) and math.isfinite(hi) else (lo if math.isfinite(lo) else hi))
+               for lo, hi in spans]
+    else:
+        cuts = sorted({0} | {s * 2**b for b in (7, 8, 15, 16, 31, 32, 63, 64) for s in (1, -1) if -(2**63) <= s * 2**b})
+        edges = [-(2**63)] + [c for c in cuts if c > -(2**63)] + [2**64]
+        out = [(edges[j], edges[j + 1] - 1, edges[j]) for j in range(len(edges) - 1)]
+    _classes[kind] = out
+    return out
+
+
 def _value_range(fn, base, i, kwargs):
     """The interval of values for operand i that give the same result type as base[i].
 
@@ -131,20 +186,32 @@ def _value_range(fn, base, i, kwargs):
         except Exception:
             return None
 
-    if isinstance(v, float):
-        top = _bits(1.7976931348623157e308)
-        keyed = lambda k: answer(_from_bits(k))  # noqa: E731
-        up = _nearest_change(keyed, _bits(v), 1, top)
-        down = _nearest_change(keyed, _bits(v), -1, -top)
-        here = answer(v)
+    if _NUMPY_MAJOR >= 2 or not (type(v) is float or type(v) is int):
+        return _value_range_bisect(answer, v)
+    kind = "f" if type(v) is float else "i"
+    classes = _scalar_classes(kind)
+    if kind == "f" and not math.isfinite(v):
+        return _value_range_bisect(answer, v)
+    here = answer(v)
+    j = next((k for k, (lo, hi, _) in enumerate(classes) if lo <= v <= hi), None)
+    if j is None:  # beyond the classes (ints past 64 bits): pin the value
+        return (kind, v - 1 if kind == "i" else math.nextafter(v, -math.inf),
+                v + 1 if kind == "i" else math.nextafter(v, math.inf), False)
+    a = j
+    while a > 0 and answer(classes[a - 1][2]) == here:
+        a -= 1
+    b = j
+    while b + 1 < len(classes) and answer(classes[b + 1][2]) == here:
+        b += 1
+    lo, hi = classes[a][0], classes[b][1]
+    if kind == "f":
         nonfinite_ok = all(answer(x) == here for x in (math.inf, -math.inf, math.nan))
-        return ("f", -math.inf if down is None else _from_bits(down), math.inf if up is None else _from_bits(up),
-                nonfinite_ok)
-    up = _nearest_change(answer, v, 1, 2**64)
-    down = _nearest_change(answer, v, -1, -(2**63) - 1)
-    lo = -(2**63) - 1 if down is None else max(down, -(2**63) - 1)
-    hi = 2**63 if up is None else min(up, 2**63)
-    return ("i", lo, hi, False)
+        return ("f", math.nextafter(lo, -math.inf) if math.isfinite(lo) else -math.inf,
+                math.nextafter(hi, math.inf) if math.isfinite(hi) else math.inf, nonfinite_ok)
+    return ("i", max(lo - 1, -(2**63) - 1), min(hi + 1, 2**63), False)
+
+
+_NUMPY_MAJOR = int(np.__version__.split(".")[0])
 
 
 def result_type(fn, specs, kwargs):
