@@ -21,6 +21,7 @@ const char* var_kind_name(VarKind k) {
     case VarKind::Class: return "a class";
     case VarKind::Cell: return "a cell";
     case VarKind::Iterator: return "an iterator";
+    case VarKind::Slice: return "a slice";
   }
   return "?";
 }

@@ -34,6 +34,7 @@ enum class VarKind : uint8_t {
   Class,     // a user class
   Cell,      // a closure cell made during the trace
   Iterator,  // a trace-time iterator over known items (range, list, zip, enumerate ...)
+  Slice,     // a slice with a size-derived bound (x[:x.shape[0] - 1]); constant slices are Consts
 };
 
 struct Var {
@@ -132,6 +133,11 @@ struct IteratorVar : Var {
   explicit IteratorVar(std::vector<VarPtr> xs) : Var(VarKind::Iterator), items(std::move(xs)) {}
   std::vector<VarPtr> items;
   size_t pos = 0;
+};
+
+struct SliceVar : Var {
+  SliceVar(VarPtr a, VarPtr b, VarPtr c) : Var(VarKind::Slice), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
+  VarPtr start, stop, step;  // each a Const (int or None) or a size-derived Scalar
 };
 
 template <typename T>

@@ -18,7 +18,7 @@ PyObject* module_attr(const char* module, const std::string& name) {  // new ref
 // An argument as the interpreter materializes it: a graph value, a constant, or a container
 // holding graph values (built per call).
 struct ArgRef {
-  enum class Kind : uint8_t { Value, Const, Tuple, List } kind = Kind::Const;
+  enum class Kind : uint8_t { Value, Const, Tuple, List, Slice } kind = Kind::Const;
   int index = -1;
   OwnedRef constant;
   std::vector<ArgRef> items;
@@ -91,6 +91,13 @@ private:
     switch (a.kind) {
       case ArgRef::Kind::Value: Py_XINCREF(vals[a.index]); return vals[a.index];
       case ArgRef::Kind::Const: Py_INCREF(a.constant.get()); return a.constant.get();
+      case ArgRef::Kind::Slice: {
+        PyObject* parts[3];
+        for (int i = 0; i < 3; ++i) parts[i] = materialize(a.items[i], vals);  // new refs (or null)
+        PyObject* r = parts[0] && parts[1] && parts[2] ? PySlice_New(parts[0], parts[1], parts[2]) : nullptr;
+        for (PyObject* p : parts) Py_XDECREF(p);
+        return r;
+      }
       case ArgRef::Kind::Tuple:
       case ArgRef::Kind::List: {
         bool tuple = a.kind == ArgRef::Kind::Tuple;
@@ -169,7 +176,14 @@ Status to_argref(const jit::Arg& a, ArgRef& out) {
     }
     return Status::ok();
   }
-  if (has_value(a)) return Status::unsupported("a slice holding run-time values");
+  if (a.kind == jit::Arg::Kind::Slice && has_value(a)) {
+    out.kind = ArgRef::Kind::Slice;
+    for (const jit::Arg& x : a.items) {
+      out.items.emplace_back();
+      FJ_PROPAGATE(to_argref(x, out.items.back()));
+    }
+    return Status::ok();
+  }
   out.kind = ArgRef::Kind::Const;
   out.constant = const_arg_to_python(a);
   if (!out.constant) return Status::internal("cannot convert a constant argument: " + fetch_error_text());

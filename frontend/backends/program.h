@@ -34,6 +34,10 @@ protected:
 /// The reference backend: calls the same Python callable per node that the user's code called.
 Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph);
 
+/// The "jit" backend: fused pointwise groups run as generated machine code (jit::compile_graph);
+/// every other node runs as in the eager backend.
+Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph);
+
 /// A user backend: `backend(graph_view, example_inputs) -> callable`; the callable takes the graph
 /// inputs positionally and returns a tuple or list of the outputs. `backend` borrowed.
 Expected<std::unique_ptr<Program>> build_callable_program(PyObject* backend, const jit::Graph& graph,

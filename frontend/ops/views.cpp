@@ -1,6 +1,7 @@
 // views.cpp — reshape transpose swapaxes expand_dims squeeze broadcast_to ravel/flatten astype copy
 // split and basic indexing: shape bookkeeping on symbolic sizes.
 #include <algorithm>
+#include <optional>
 
 #include "frontend/ops/families.h"
 
@@ -250,8 +251,12 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
       for (int d = 0; d < axis; ++d)
         index_items.push_back(tx.wrap_const(OwnedRef::steal(PySlice_New(nullptr, nullptr, nullptr)).get()));
       VarPtr lo_v = tx.sym_value(lo), hi_v = tx.sym_value(hi);
-      OwnedRef lo_o = tx.python_value(lo_v, "split bound"), hi_o = tx.python_value(hi_v, "split bound");
-      index_items.push_back(tx.wrap_const(OwnedRef::steal(PySlice_New(lo_o.get(), hi_o.get(), nullptr)).get()));
+      if (lo.is_const() && hi.is_const()) {
+        OwnedRef lo_o = tx.python_value(lo_v, "split bound"), hi_o = tx.python_value(hi_v, "split bound");
+        index_items.push_back(tx.wrap_const(OwnedRef::steal(PySlice_New(lo_o.get(), hi_o.get(), nullptr)).get()));
+      } else {
+        index_items.push_back(std::make_shared<SliceVar>(lo_v, hi_v, tx.wrap_const(Py_None)));
+      }
       VarPtr index = std::make_shared<SeqVar>(VarKind::Tuple, index_items);
       pieces.push_back(basic_index(tx, self, index));
     }
@@ -273,17 +278,23 @@ SymInt smax(Tracer& tx, const SymInt& a, const SymInt& b) {
 }
 
 // Length of x[start:stop:step] along a dim of size n (Python's slice.indices, symbolically).
-SymInt slice_length(Tracer& tx, const SymInt& n, PyObject* start_o, PyObject* stop_o, int64_t step) {
-  auto bound = [&](PyObject* o, bool is_start) -> SymInt {
-    if (o == Py_None) {
+// A missing bound is nullopt; bounds may be symbolic (decided against the hints, with guards).
+SymInt slice_length(Tracer& tx, const SymInt& n, const std::optional<SymInt>& start_b,
+                    const std::optional<SymInt>& stop_b, int64_t step) {
+  const std::string why = "slice bound at " + tx.location();
+  auto non_negative = [&](const SymInt& v) {
+    return v.is_const() ? v.const_value() >= 0 : tx.out().decide(v, CmpOp::Ge, 0, why);
+  };
+  auto bound = [&](const std::optional<SymInt>& b, bool is_start) -> SymInt {
+    if (!b) {
       if (step > 0) return is_start ? SymInt(0) : n;
       return is_start ? n - SymInt(1) : SymInt(-1);
     }
-    int64_t v = PyLong_AsLongLong(o);
-    if (step > 0) return v >= 0 ? smin(tx, SymInt(v), n) : smax(tx, n + SymInt(v), SymInt(0));
-    return v >= 0 ? smin(tx, SymInt(v), n - SymInt(1)) : smax(tx, n + SymInt(v), SymInt(-1));
+    const SymInt& v = *b;
+    if (step > 0) return non_negative(v) ? smin(tx, v, n) : smax(tx, n + v, SymInt(0));
+    return non_negative(v) ? smin(tx, v, n - SymInt(1)) : smax(tx, n + v, SymInt(-1));
   };
-  SymInt start = bound(start_o, true), stop = bound(stop_o, false);
+  SymInt start = bound(start_b, true), stop = bound(stop_b, false);
   SymInt len = step > 0 ? floordiv(stop - start + SymInt(step - 1), SymInt(step))
                         : floordiv(start - stop + SymInt(-step - 1), SymInt(-step));
   return smax(tx, len, SymInt(0));
@@ -302,9 +313,17 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
     items = {index};
   }
   std::vector<OwnedRef> values;
+  std::vector<VarPtr> sym_slices;  // per item: the SliceVar when its bounds are symbolic
   int consuming = 0;
   bool has_ellipsis = false;
   for (auto& it : items) {
+    if (it->kind == VarKind::Slice) {
+      sym_slices.push_back(it);
+      values.push_back(OwnedRef::borrow(Py_None));  // placeholder; the SliceVar is used below
+      ++consuming;
+      continue;
+    }
+    sym_slices.push_back(nullptr);
     BREAK_IF(it->kind == VarKind::Tensor || it->kind == VarKind::List ||
                  (is_const(it) && (PyList_Check(const_value(it)) || PyTuple_Check(const_value(it)))),
              "advanced (array) indexing is not captured yet");
@@ -326,8 +345,22 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
   Shape out;
   std::vector<jit::Arg> index_args;
   int dim = 0;
-  for (auto& v : values) {
-    PyObject* o = v.get();
+  for (size_t k = 0; k < values.size(); ++k) {
+    PyObject* o = values[k].get();
+    if (sym_slices[k]) {
+      auto* sl = as<SliceVar>(sym_slices[k]);
+      auto bound_of = [&](const VarPtr& b) -> std::optional<SymInt> {
+        if (b->kind == VarKind::Const && const_value(b) == Py_None) return std::nullopt;
+        auto s = tx.as_sym(b);
+        BREAK_IF(!s, "slice bounds must be integers");
+        return s;
+      };
+      int64_t step = sl->step->kind == VarKind::Const && const_value(sl->step) == Py_None ? 1 : tx.to_int(sl->step, "slice step");
+      BREAK_IF(step == 0, "slice step cannot be zero");
+      out.push_back(slice_length(tx, m.shape[dim++], bound_of(sl->start), bound_of(sl->stop), step));
+      index_args.push_back(tx.to_arg(sym_slices[k]));
+      continue;
+    }
     if (o == Py_None) {
       out.emplace_back(1);
       index_args.push_back(jit::Arg::none());
@@ -340,7 +373,11 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
         BREAK_IF(part != Py_None && !PyLong_Check(part), "slice bounds must be integers");
       int64_t step = s->step == Py_None ? 1 : PyLong_AsLongLong(s->step);
       BREAK_IF(step == 0, "slice step cannot be zero");
-      out.push_back(slice_length(tx, m.shape[dim++], s->start, s->stop, step));
+      auto bound_of = [](PyObject* b) -> std::optional<SymInt> {
+        if (b == Py_None) return std::nullopt;
+        return SymInt(PyLong_AsLongLong(b));
+      };
+      out.push_back(slice_length(tx, m.shape[dim++], bound_of(s->start), bound_of(s->stop), step));
       auto part = [](PyObject* p) { return p == Py_None ? jit::Arg::none() : jit::Arg::integer(PyLong_AsLongLong(p)); };
       index_args.push_back(jit::Arg::slice(part(s->start), part(s->stop), part(s->step)));
     } else {

@@ -338,6 +338,15 @@ struct Interpreter {
         }
         case BUILD_SLICE: {  // (start, stop[, step] -- slice)
           std::vector<VarPtr> parts = pop_n(arg);
+          if (arg == 2) parts.push_back(tx.wrap_const(Py_None));
+          bool symbolic = false;
+          for (auto& p : parts)
+            symbolic |= p->kind == VarKind::Scalar && as<ScalarVar>(p)->sym && !as<ScalarVar>(p)->sym->is_const();
+          if (symbolic && !(parts[2]->kind == VarKind::Scalar)) {
+            // Bounds computed from sizes stay symbolic: a new batch size reuses the graph.
+            push(std::make_shared<SliceVar>(parts[0], parts[1], parts[2]));
+            break;
+          }
           OwnedRef start = tx.python_value(parts[0], "slice bound");
           OwnedRef stop = tx.python_value(parts[1], "slice bound");
           OwnedRef step = arg == 3 ? tx.python_value(parts[2], "slice step") : OwnedRef::borrow(Py_None);

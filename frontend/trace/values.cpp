@@ -43,6 +43,11 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
       }
       return r;
     }
+    case VarKind::Slice: {
+      auto* sl = as<SliceVar>(v);
+      OwnedRef a = python_value(sl->start, why), b = python_value(sl->stop, why), c = python_value(sl->step, why);
+      return OwnedRef::steal(PySlice_New(a.get(), b.get(), c.get()));
+    }
     case VarKind::Builtin: return as<BuiltinVar>(v)->obj;
     case VarKind::Module: return as<ModuleVar>(v)->module;
     case VarKind::Object:
@@ -195,6 +200,10 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
         PyErr_Clear();
       }
       graph_break(std::string("cannot pass a ") + Py_TYPE(c)->tp_name + " constant into the graph");
+    }
+    case VarKind::Slice: {
+      auto* sl = as<SliceVar>(v);
+      return jit::Arg::slice(to_arg(sl->start), to_arg(sl->stop), to_arg(sl->step));
     }
     case VarKind::Builtin: {
       // Python's own types stand for dtypes in NumPy calls (astype(float), zeros(n, int)).

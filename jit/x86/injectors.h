@@ -28,6 +28,10 @@ enum class MathFn : uint8_t {
 constexpr int kNumMathFns = 14;
 const char* math_fn_name(MathFn fn);
 bool math_fn_is_binary(MathFn fn);
+/// Whether MathInjector implements `fn` for `dtype` (every MathFn, for Float32 and Float64).
+inline bool math_injector_supports(MathFn, rt::DType dtype) {
+  return dtype == rt::DType::Float32 || dtype == rt::DType::Float64;
+}
 
 /// Emits math functions into a kernel being built with an asmjit x86::Compiler.
 ///

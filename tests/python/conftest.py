@@ -80,6 +80,8 @@ def assert_same(expected, actual, exact=True, path="result"):
         for k in expected:
             assert_same(expected[k], actual[k], exact, f"{path}[{k!r}]")
         return
+    if isinstance(expected, np.ma.MaskedArray):
+        assert_same(np.ma.getmaskarray(expected), np.ma.getmaskarray(actual), exact, f"{path}.mask")
     if isinstance(expected, (np.ndarray, np.generic)):
         assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
         assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"

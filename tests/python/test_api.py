@@ -463,3 +463,217 @@ def test_graph_code_is_readable_text():
     explained = str(framejit.explain(f_explained)(X, W))
     for line in code.strip().splitlines():
         assert line.strip() in explained, (line, explained)
+
+
+# ---------------------------------------------------------------- processes, threads, logs
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+PYTHONPATH = os.path.dirname(os.path.dirname(framejit.__file__))
+
+
+def run_python(code, timeout=20, env=None):
+    e = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    e.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout, env=e
+    )
+
+
+@pytest.mark.xfail(
+    reason="framejit bug: two threads making the first compiled call of a process deadlock", strict=True
+)
+def test_first_calls_from_two_threads_do_not_deadlock():
+    """Two threads making the first compiled call of a fresh process at the same time."""
+    code = """
+        import threading, numpy as np, framejit
+        c = framejit.compile(lambda x: x * 2, backend="eager")
+        out = [None, None]
+        def work(i):
+            out[i] = c(np.ones(3))
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        assert all((o == 2).all() for o in out), out
+        print("ok")
+    """
+    for _ in range(3):  # the hang is timing dependent; it showed up in most runs
+        try:
+            r = run_python(code, timeout=8)
+        except subprocess.TimeoutExpired:
+            pytest.fail("deadlock: two threads calling a compiled function for the first time hung")
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_many_threads_after_warmup_are_correct():
+    import threading
+
+    def f(x, s):
+        return np.tanh(x * s) + x.sum(axis=-1, keepdims=True)
+
+    c = framejit.compile(f, backend="eager")
+    c(np.ones((2, 3)), 1.0)  # warm up (see the deadlock test for cold first calls)
+    errors = []
+
+    def worker(k):
+        r = np.random.default_rng(k)
+        for i in range(60):
+            dt = [np.float32, np.float64, np.int16][(i + k) % 3]
+            x = (r.standard_normal((1 + i % 5, 3)) * 10).astype(dt)
+            s = float(i % 7) - 3
+            e, a = f(x, s), c(x, s)
+            if a.dtype != e.dtype or a.shape != e.shape or a.tobytes() != e.tobytes():
+                errors.append((k, i))
+
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in ts), "threads hung"
+    assert errors == []
+
+
+def test_framejit_logs_environment_variable():
+    code = """
+        import numpy as np, framejit
+        f = framejit.compile(lambda x: np.tanh(x) * 2, backend="eager")
+        f(np.ones(2)); f(np.ones(2, np.float32))
+        def g(x):
+            y = x * 2
+            print("", end="")
+            return y + 1
+        framejit.compile(g)(np.ones(2))
+        print("done")
+    """
+    r = run_python(code, env={"FRAMEJIT_LOGS": "graph,guards,recompiles,breaks"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "done"
+    logs = r.stderr + r.stdout
+    for kind in ("graph", "guards", "recompiles", "breaks"):
+        assert f"framejit:{kind}" in logs or kind in logs.lower(), (kind, logs)
+    assert "tanh" in logs and "print" in logs
+    r = run_python(code)  # no logs when the variable is not set
+    assert r.returncode == 0 and "tanh" not in r.stderr, r.stderr
+
+
+INSTALL_WORKLOAD = """
+import asyncio, contextlib, dataclasses, functools, itertools
+import numpy as np
+
+@dataclasses.dataclass
+class Pt:
+    x: float
+    y: float
+    def norm(self):
+        return (self.x ** 2 + self.y ** 2) ** 0.5
+
+def gen(n):
+    for i in range(n):
+        yield i * i
+    return "done"
+
+def deleg(n):
+    r = yield from gen(n)
+    yield r
+
+async def co(n):
+    await asyncio.sleep(0)
+    return n * 2
+
+@contextlib.contextmanager
+def ctx(log):
+    log.append("enter")
+    yield 5
+    log.append("exit")
+
+class K:
+    def __init__(self, v):
+        self.v = v
+    @property
+    def double(self):
+        return self.v * 2
+    def __add__(self, o):
+        return K(self.v + o.v)
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+@functools.lru_cache(None)
+def fibc(n):
+    return n if n < 2 else fibc(n - 1) + fibc(n - 2)
+
+def raiser(k):
+    try:
+        if k % 3 == 0:
+            raise ValueError(k)
+        return k
+    except ValueError as e:
+        return -int(str(e))
+    finally:
+        pass
+
+def arr_fn(x, k):
+    if x.sum() > 0:
+        x = x * k
+    return (np.tanh(x) + x.mean()).tolist()
+
+def arr_clean(x, w):
+    return np.maximum(x @ w, 0) / 2
+
+def main():
+    out = [[Pt(i, i + 1).norm() for i in range(5)], list(gen(5)), list(deleg(3)), asyncio.run(co(21))]
+    log = []
+    with ctx(log) as v:
+        out.append(v)
+    out += [log, (K(1) + K(2)).double, fib(12), fibc(40), [raiser(k) for k in range(7)]]
+    out.append(sorted([3, 1, 2], key=lambda v: -v))
+    out.append(dict(itertools.zip_longest("ab", [1])))
+    g = (i for i in range(3))
+    out += [next(g), list(g)]
+    try:
+        def deep(n):
+            return deep(n + 1)
+        deep(0)
+    except RecursionError:
+        out.append("recursion")
+    x = np.arange(6.0).reshape(2, 3)
+    for k in (0.5, 2.0):
+        out += [arr_fn(x, k), arr_fn(-x, k), arr_clean(x, np.ones((3, 2)) * k).tolist()]
+    return out
+"""
+
+
+def test_install_runs_ordinary_python_unchanged():
+    ns = {"__name__": "workload_under_test"}
+    exec(compile(INSTALL_WORKLOAD, os.path.join(os.path.dirname(__file__), "_workload.py"), "exec"), ns)
+    plain = ns["main"]()
+    framejit.install(backend="eager")
+    try:
+        first = ns["main"]()
+        second = ns["main"]()
+    finally:
+        framejit.uninstall()
+    assert first == plain
+    assert second == plain
+    s = framejit.stats()
+    assert s["captured"] >= 1, s  # arr_clean (and arr_fn's callees) were captured
+
+
+@pytest.mark.xfail(
+    reason="framejit bug: explain() of a @framejit.compile-decorated function reports no graph/guards/ops",
+    strict=True,
+)
+def test_explain_on_a_decorated_function():
+    """The natural workflow: decorate with @framejit.compile, then explain it."""
+
+    @framejit.compile(backend="eager")
+    def g(a):
+        return np.tanh(a) * 3
+
+    e = framejit.explain(g)(X)
+    assert_same(np.tanh(X) * 3, e.result)
+    assert e.graph_count == 1, str(e)
+    assert e.op_count >= 2 and e.guards, str(e)

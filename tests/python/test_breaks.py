@@ -289,3 +289,154 @@ def test_generator_function_runs_in_cpython(backend):
     assert len(out) == 3
     for a, b in zip(out, expected):
         np.testing.assert_array_equal(a, b)
+
+
+# ---------------------------------------------------------------- aliasing and in-place writes
+
+def alias_same_name(x):
+    y = x
+    y += 1
+    return y
+
+
+def alias_row_view(x):
+    y = x[0]
+    y += 1
+    return x
+
+
+def alias_transpose(x):
+    y = x.T
+    y *= 2
+    return y
+
+
+def alias_reshape(x):
+    y = x.reshape(-1)
+    y -= 1
+    return x.sum()
+
+
+def alias_second_name_of_temp(x):
+    y = x * 2
+    z = y
+    y += 1
+    return z
+
+
+def alias_temp_in_list(x):
+    y = x * 2
+    lst = [y]
+    y += 1
+    return lst
+
+
+def alias_view_of_temp_taken_before_write(x):
+    y = x * 2
+    v = y[0]
+    y += 1
+    return v
+
+
+def alias_astype_no_copy(x):
+    y = x.astype(np.float64, copy=False)
+    y += 1
+    return y
+
+
+def alias_asarray(x):
+    y = np.asarray(x)
+    y += 1
+    return y
+
+
+def alias_out_argument_input(x):
+    np.add(x, 1, out=x)
+    return x
+
+
+def alias_out_argument_temp(x):
+    y = np.zeros_like(x)
+    np.multiply(x, 2, out=y)
+    return y
+
+
+def alias_setitem_on_temp(x):
+    y = np.zeros_like(x)
+    y[0] = x[0]
+    y[1, 1:] = 5
+    return y
+
+
+def alias_augmented_setitem_on_temp(x):
+    y = x * 1
+    y[:, 0] += 10
+    return y
+
+
+def alias_copy_is_independent(x):
+    y = x.copy()
+    y += 1
+    return x, y
+
+
+def alias_transpose_of_temp_written(x):
+    y = x * 2
+    y2 = y.T
+    y2 += 1
+    return y
+
+
+def alias_ravel_setitem(x):
+    y = x.ravel()
+    y[0] = 100.0
+    return x
+
+
+def alias_loop_over_row_views(x):
+    for r in (x[0], x[1]):
+        r += 1
+    return x
+
+
+ALIASING = [v for k, v in list(globals().items()) if k.startswith("alias_")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", ALIASING, ids=lambda f: f.__name__)
+def test_aliasing_and_inplace_writes_match_cpython(fn, backend):
+    # check() also compares the arguments afterwards: writes through to inputs must happen
+    check(fn, np.arange(6.0).reshape(2, 3), backend=backend, fullgraph=False)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_container_argument_inplace(backend):
+    def f(x, d, lst):
+        d["x"] += 1
+        lst[0] *= 2
+        return d, lst[0]
+
+    check(f, X, {"x": X.copy()}, [X.copy()], backend=backend, fullgraph=False)
+
+
+def _level2(x):
+    return np.tanh(x) + float(x[0, 0])  # NESTED-BREAK
+
+
+def _level1(x):
+    return _level2(x * 2) - 1
+
+
+def f_nested_break(x):
+    return _level1(x) * 3
+
+
+def test_break_in_nested_user_callee_names_its_line():
+    where = f"{THIS_FILE}:{line_of(_level2, '# NESTED-BREAK')}"
+    e = framejit.explain(f_nested_break)(X.copy())
+    assert e.graph_break_count >= 1
+    assert any(where in r for r in e.break_reasons), (where, e.break_reasons)
+    with pytest.raises(framejit.Unsupported) as info:
+        framejit.compile(f_nested_break, fullgraph=True)(X.copy())
+    assert where in str(info.value), str(info.value)
+    check(f_nested_break, X, fullgraph=False)

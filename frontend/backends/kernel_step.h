@@ -1,0 +1,27 @@
+// kernel_step.h — running one fused kernel inside a program: NumPy arrays in, new NumPy arrays out.
+#pragma once
+
+#include <Python.h>
+
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "runtime/kernel_cache.h"
+
+namespace framejit::frontend {
+
+struct KernelStep {
+  rt::KernelPtr kernel;
+  std::vector<int> inputs;   // program values read as kernel inputs (arrays)
+  std::vector<int> params;   // program values read as kernel parameters (Python numbers)
+  std::vector<rt::DType> param_dtypes;  // Float64 or Int64
+  std::vector<int> outputs;  // program values the kernel produces
+  std::vector<rt::DType> output_dtypes;
+};
+
+/// Broadcasts the inputs, allocates the outputs as NumPy arrays and runs the kernel (without the
+/// GIL when the work is large). Stores new references into vals[outputs[j]]. False with a Python
+/// exception set on failure (MemoryError from the allocation, or a broadcasting error).
+bool run_kernel_step(const KernelStep& step, PyObject** vals);
+
+}  // namespace framejit::frontend

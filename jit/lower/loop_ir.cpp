@@ -1,0 +1,57 @@
+// loop_ir.cpp — names, printing and cache keys of loop-level kernels.
+#include "jit/lower/loop_ir.h"
+
+#include <cstdio>
+
+namespace framejit::jit {
+
+namespace {
+struct OpInfo {
+  const char* name;
+  int arity;
+};
+constexpr OpInfo kOps[] = {
+    {"load", 0},  {"param", 0}, {"const", 0}, {"cast", 1},    {"neg", 1},   {"abs", 1},
+    {"sqrt", 1},  {"square", 1}, {"reciprocal", 1}, {"exp", 1}, {"log", 1}, {"log1p", 1},
+    {"expm1", 1}, {"tanh", 1},  {"sigmoid", 1}, {"sin", 1},   {"cos", 1},   {"tan", 1},
+    {"atan", 1},  {"floor", 1}, {"ceil", 1},  {"add", 2},     {"sub", 2},   {"mul", 2},
+    {"div", 2},   {"max", 2},   {"min", 2},   {"pow", 2},     {"atan2", 2},
+};
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<int>(ScalarOp::Atan2) + 1);
+}  // namespace
+
+const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
+int scalar_op_arity(ScalarOp op) { return kOps[static_cast<int>(op)].arity; }
+
+std::string PointwiseKernelIR::to_string() const {
+  std::string s = "pointwise(";
+  for (size_t i = 0; i < input_dtypes.size(); ++i)
+    s += (i ? ", in" : "in") + std::to_string(i) + ": " + std::string(rt::dtype_short_name(input_dtypes[i]));
+  for (size_t i = 0; i < param_dtypes.size(); ++i)
+    s += ", p" + std::to_string(i) + ": " + std::string(rt::dtype_short_name(param_dtypes[i]));
+  s += "):\n";
+  for (size_t i = 0; i < body.size(); ++i) {
+    const ScalarExpr& e = body[i];
+    s += "  t" + std::to_string(i) + " = " + scalar_op_name(e.op) + "(";
+    if (e.op == ScalarOp::Load) s += "in" + std::to_string(e.input);
+    if (e.op == ScalarOp::Param) s += "p" + std::to_string(e.input);
+    if (e.op == ScalarOp::Const) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", e.fconst);
+      s += buf;
+    }
+    if (e.a >= 0) s += "t" + std::to_string(e.a);
+    if (e.b >= 0) s += ", t" + std::to_string(e.b);
+    s += ") : " + std::string(rt::dtype_short_name(e.dtype)) + "\n";
+  }
+  for (size_t j = 0; j < outputs.size(); ++j)
+    s += "  out" + std::to_string(j) + " = t" + std::to_string(outputs[j]) + "\n";
+  return s;
+}
+
+std::string PointwiseKernelIR::key() const {
+  // The printed form names every operation, operand, dtype and constant (17 digits round-trip).
+  return to_string();
+}
+
+}  // namespace framejit::jit

@@ -1,0 +1,75 @@
+// loop_ir.h — the backend-neutral loop-level IR that GraphLowering produces and code generators
+// (x86 today, PTX later) consume: fused pointwise kernels as SSA bodies over element values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/dtype.h"
+
+namespace framejit::jit {
+
+using rt::DType;
+
+/// One element-level operation of a kernel body.
+enum class ScalarOp : uint8_t {
+  Load,   // element of kernel input `input`
+  Param,  // run-time scalar parameter `input` (a Python number that feeds the graph)
+  Const,  // constant `fconst`
+  Cast,   // a -> dtype
+  Neg,
+  Abs,
+  Sqrt,
+  Square,
+  Reciprocal,
+  Exp,
+  Log,
+  Log1p,
+  Expm1,
+  Tanh,
+  Sigmoid,
+  Sin,
+  Cos,
+  Tan,
+  Atan,
+  Floor,
+  Ceil,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,  // NumPy maximum: NaN propagates
+  Min,  // NumPy minimum: NaN propagates
+  Pow,
+  Atan2,
+};
+const char* scalar_op_name(ScalarOp op);
+int scalar_op_arity(ScalarOp op);  // 0 for Load/Param/Const
+
+struct ScalarExpr {
+  ScalarOp op;
+  DType dtype;
+  int a = -1, b = -1;  // operand expression indices (earlier in the body)
+  int input = -1;      // Load: kernel input index; Param: parameter index
+  double fconst = 0;   // Const
+};
+
+/// A fused pointwise kernel: out_j[i] = body(in_0[i], ..., in_k[i], params) for every index i of
+/// the iteration space. The iteration space (shape) and every operand's strides are run-time
+/// arguments: one kernel serves every batch size and every layout (broadcast operands have
+/// stride 0).
+struct PointwiseKernelIR {
+  std::vector<DType> input_dtypes;
+  std::vector<DType> param_dtypes;  // Float64 or Int64: how the parameter arrives
+  std::vector<ScalarExpr> body;     // SSA, in order
+  std::vector<int> outputs;         // body indices stored to output j
+  std::vector<DType> output_dtypes;
+
+  /// Readable text (FRAMEJIT_LOGS=kernels): `t3 = add(t1, t2) : f32` ...
+  std::string to_string() const;
+  /// A string that identifies the kernel's code (the kernel cache key, with the ISA).
+  std::string key() const;
+};
+
+}  // namespace framejit::jit

@@ -1,0 +1,32 @@
+// lowering.h — GraphLowering: which graph nodes are pointwise element operations the code
+// generators can fuse, and their operands as loop-IR terms.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "jit/ir/graph.h"
+#include "jit/lower/loop_ir.h"
+
+namespace framejit::jit {
+
+/// One operand of a pointwise node.
+struct PointwiseOperand {
+  enum class Kind : uint8_t { Tensor, Scalar, Const } kind;
+  int node = -1;     // Tensor/Scalar: the graph value
+  double value = 0;  // Const
+};
+
+/// A graph node seen as an element operation: out[i] = op(operands[i]...).
+struct PointwiseNode {
+  ScalarOp op;
+  DType dtype;  // the computation and result type
+  std::vector<PointwiseOperand> operands;
+};
+
+/// The node as a pointwise operation, if code generation supports it: float32/float64 results,
+/// operands that are tensors of the result dtype, run-time scalars or constants, and a target
+/// whose NumPy semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
+std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node);
+
+}  // namespace framejit::jit

@@ -1,0 +1,44 @@
+// executor.h — runs compiled kernels over strided buffers: collapses dimensions, splits the work
+// into rows, and spreads rows over the thread pool.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/kernel_cache.h"
+
+namespace framejit::rt {
+
+constexpr int kMaxKernelOperands = 16;
+constexpr int kMaxKernelParams = 16;
+
+union ParamValue {
+  double f;
+  int64_t i;
+};
+
+/// What a pointwise kernel receives for one row of its iteration space (see Note [Pointwise
+/// kernel ABI] in jit/x86/pointwise_codegen.cpp). Operands are the kernel's inputs, then outputs.
+struct PointwiseCall {
+  int64_t n = 0;           // elements in the row
+  int64_t contiguous = 0;  // 1 when every stride is 0 or the operand's element size
+  char* ptr[kMaxKernelOperands] = {};
+  int64_t stride[kMaxKernelOperands] = {};  // bytes between consecutive elements of the row
+  ParamValue params[kMaxKernelParams] = {};
+};
+using PointwiseFn = void (*)(const PointwiseCall*);
+
+/// One operand of a pointwise launch: a strided view already broadcast to the iteration shape
+/// (stride 0 along broadcast dimensions).
+struct Operand {
+  char* data = nullptr;
+  const int64_t* strides = nullptr;  // bytes, one per iteration dimension
+  int itemsize = 0;
+};
+
+/// Runs `kernel` over the iteration space `shape` (rank dims). Dimensions are collapsed where
+/// every operand allows it, the innermost one becomes the kernel's row, and rows (or pieces of a
+/// long single row) are spread over the thread pool when there is enough work.
+void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
+                   const ParamValue* params, int num_params);
+
+}  // namespace framejit::rt
