@@ -22,11 +22,25 @@ using KernelPtr = std::shared_ptr<const Kernel>;
 
 /// Returns the cached kernel for `key` (a content description: same key, same code), or builds it
 /// with `build` (which returns null on failure; failures are not cached). Thread-safe.
+///
+/// `build` runs without the cache's lock held, once per key at a time: threads asking for a key
+/// that another thread is building wait for that build and share its result (null if it failed,
+/// with the next call building again). An exception from `build` propagates to its caller; the
+/// threads waiting on it get null. `build` may itself call kernel_cache_get for other keys; for
+/// its own key it gets an uncached build of its own.
 KernelPtr kernel_cache_get(const std::string& key, const std::function<KernelPtr()>& build);
 /// Drops the cache's references (framejit.reset()); kernels still used by live programs stay alive
 /// until those programs are freed.
 void kernel_cache_clear();
+/// Number of kernels cached (builds in progress not counted).
 size_t kernel_cache_size();
+
+struct KernelCacheStats {
+  size_t hits = 0;      // served from the cache, or by waiting for another thread's build
+  size_t builds = 0;    // calls of a `build` function
+  size_t failures = 0;  // builds that returned null or threw
+};
+KernelCacheStats kernel_cache_stats();
 
 /// 64-bit FNV-1a of a string, for keys and file names.
 uint64_t content_hash(const std::string& s);

@@ -16,6 +16,21 @@ void set_num_threads(int n);
 /// num_threads() threads (the caller takes part). Small problems (n <= grain) run inline on the
 /// caller with no synchronization. Blocks until every chunk is done. fn must not throw.
 /// Nested calls from inside fn run inline.
+///
+/// Details (see Note [parallel_for protocol] in threads.cpp):
+/// - n <= 0 calls fn not at all; grain < 1 counts as 1.
+/// - At most num_threads() chunks, of sizes differing by at most one item, each >= grain; fn sees
+///   each index exactly once. Which thread runs which chunk is not fixed (the caller steals chunks
+///   no worker has picked up yet), but with warm workers chunk i tends to stay on the same thread
+///   from call to call.
+/// - Only one parallel_for uses the pool at a time: a call made while another thread's call is
+///   running runs inline on its caller instead of queueing.
+/// - An exception escaping fn prints its message and calls std::terminate().
+/// - Workers start on first use, are re-created lazily in a fork() child, and are stopped at exit.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
+
+/// True on a pool worker and on a caller while it runs its chunks: where parallel_for would run
+/// inline. Kernels use it to skip parallel set-up work that cannot pay off.
+bool in_parallel_region();
 
 }  // namespace framejit::rt
