@@ -7,6 +7,7 @@
 #include "frontend/hook/eval_frame.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
+#include "frontend/python_env.h"
 #include "frontend/trace/tracer.h"
 
 namespace framejit::frontend {
@@ -37,7 +38,7 @@ bool is_builtin_type(PyObject* o) {
   static const char* kNames[] = {"int",   "float",  "bool",  "tuple",    "list",  "dict",
                                  "range", "zip",    "enumerate", "str",   "slice", "type",
                                  "object", "reversed", "sorted", "complex", "bytes", "frozenset"};
-  static PyObject* builtins = PyImport_ImportModule("builtins");
+  PyObject* builtins = python_env().builtins;
   for (const char* n : kNames) {
     PyObject* t = PyObject_GetAttrString(builtins, n);  // new ref
     Py_XDECREF(t);

@@ -1,6 +1,8 @@
 // cache.cpp — CodeState on co_extra, the registry of live states, and the library-code test.
 #include "frontend/cache.h"
 
+#include "frontend/python_env.h"
+
 #include <string>
 #include <unordered_set>
 
@@ -24,34 +26,12 @@ Py_ssize_t extra_index() {
   return index;
 }
 
-std::vector<std::string> library_prefixes() {
-  std::vector<std::string> out;
-  OwnedRef sysconfig = OwnedRef::steal(PyImport_ImportModule("sysconfig"));
-  if (sysconfig) {
-    for (const char* key : {"stdlib", "platstdlib", "purelib", "platlib"}) {
-      OwnedRef p = OwnedRef::steal(PyObject_CallMethod(sysconfig.get(), "get_path", "s", key));
-      if (p && PyUnicode_Check(p.get())) out.push_back(PyUnicode_AsUTF8(p.get()));
-    }
-  }
-  // framejit's own Python layer never needs tracing.
-  OwnedRef fj = OwnedRef::steal(PyImport_ImportModule("framejit"));
-  if (fj) {
-    OwnedRef f = OwnedRef::steal(PyObject_GetAttrString(fj.get(), "__file__"));
-    if (f && PyUnicode_Check(f.get())) {
-      std::string s = PyUnicode_AsUTF8(f.get());
-      out.push_back(s.substr(0, s.rfind('/') + 1));
-    }
-  }
-  PyErr_Clear();
-  return out;
-}
-
 }  // namespace
 
 Py_ssize_t code_extra_index() { return extra_index(); }
 
 bool is_library_code(PyCodeObject* code) {
-  static const std::vector<std::string> prefixes = library_prefixes();
+  const std::vector<std::string>& prefixes = python_env().library_prefixes;
   const char* f = PyUnicode_AsUTF8(code->co_filename);
   if (!f) {
     PyErr_Clear();

@@ -10,7 +10,7 @@
 
 namespace framejit::frontend {
 
-enum class LeafKind : uint8_t { Type, Identity, Equals, Tensor, Length, DictKeys, Range };
+enum class LeafKind : uint8_t { Type, Identity, Equals, Tensor, Length, DictKeys, Range, NoInstanceAttr };
 
 struct GuardLeaf {
   LeafKind kind;
@@ -94,6 +94,11 @@ std::string repr_of(PyObject* o) {
 bool equals(PyObject* v, PyObject* expected) {
   if (v == expected) return true;
   if (Py_TYPE(v) != Py_TYPE(expected)) return false;
+  if (PyFloat_CheckExact(v)) {
+    // Bit equality: -0.0 is not 0.0 here (it can change a result's sign), and NaN is itself.
+    double a = PyFloat_AS_DOUBLE(v), b = PyFloat_AS_DOUBLE(expected);
+    return std::memcmp(&a, &b, sizeof a) == 0;
+  }
   // Only immutable builtin types reach here, so comparing runs no user code.
   int eq = PyObject_RichCompareBool(v, expected, Py_EQ);
   if (eq < 0) {
@@ -181,6 +186,16 @@ bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* 
       if (!ok && kVerbose) *why = "value " + repr_of(v) + " changes NumPy's result type";
       return ok;
     }
+    case LeafKind::NoInstanceAttr: {
+      PyObject** dictptr = _PyObject_GetDictPtr(v);
+      bool ok = !dictptr || !*dictptr || !PyDict_GetItemWithError(*dictptr, leaf.obj.get());
+      if (PyErr_Occurred()) {
+        PyErr_Clear();
+        ok = false;
+      }
+      if (!ok && kVerbose) *why = "an instance attribute now shadows " + repr_of(leaf.obj.get());
+      return ok;
+    }
     case LeafKind::DictKeys: {
       PyObject* keys = leaf.obj.get();
       bool ok = PyDict_CheckExact(v) && PyDict_GET_SIZE(v) == PyTuple_GET_SIZE(keys);
@@ -233,6 +248,7 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
     case LeafKind::Identity: return what + " is " + repr_of(leaf.obj.get());
     case LeafKind::Equals: return what + " == " + repr_of(leaf.obj.get());
     case LeafKind::Length: return "len(" + what + ") == " + std::to_string(leaf.length);
+    case LeafKind::NoInstanceAttr: return repr_of(leaf.obj.get()) + " not in " + what + ".__dict__";
     case LeafKind::Range:
       if (leaf.range.is_float)
         return number_text(leaf.range.flo) + " < " + what + " < " + number_text(leaf.range.fhi) +
@@ -328,6 +344,13 @@ void GuardSet::add_range(const SourcePtr& src, RangeGuard r) {
     }
   GuardLeaf leaf{LeafKind::Range, {}, {}, 0, r};
   n->leaves.push_back(std::move(leaf));
+}
+
+void GuardSet::add_no_instance_attr(const SourcePtr& src, PyObject* name) {
+  GuardNode* n = node_for(src);
+  for (const GuardLeaf& l : n->leaves)
+    if (l.kind == LeafKind::NoInstanceAttr && equals(l.obj.get(), name)) return;
+  n->leaves.push_back({LeafKind::NoInstanceAttr, OwnedRef::borrow(name), {}, 0, {}});
 }
 
 void GuardSet::add_length(const SourcePtr& src, Py_ssize_t len) {

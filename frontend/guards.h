@@ -64,6 +64,9 @@ public:
   void add_equals(const SourcePtr& src, PyObject* value);
   void add_tensor(const SourcePtr& src, TensorGuard g);
   void add_range(const SourcePtr& src, RangeGuard g);
+  /// The object's own __dict__ does not hold `name` (a class attribute, e.g. a method, is not
+  /// shadowed by an instance attribute).
+  void add_no_instance_attr(const SourcePtr& src, PyObject* name);
   void add_length(const SourcePtr& src, Py_ssize_t n);
   /// Exact dict with exactly these keys in this order.
   void add_dict_keys(const SourcePtr& src, PyObject* keys_tuple);

@@ -36,31 +36,36 @@ std::optional<DType> dtype_from_descr(PyObject* descr) {
   return dtype_from_type_num(d->type_num);
 }
 
-const NumPyHandles* numpy_handles() {
-  static NumPyHandles* handles = [] () -> NumPyHandles* {
-    PyObject* np = PyImport_ImportModule("numpy");  // new ref, kept forever
-    if (!np) {
-      PyErr_Clear();
-      return nullptr;
-    }
-    auto* h = new NumPyHandles();  // NB: intentionally immortal, like the module itself
-    h->module = np;
-    h->ndarray = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "ndarray"));
-    h->generic = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "generic"));
-    h->dtype_fn = PyObject_GetAttrString(np, "dtype");
-    h->empty = PyObject_GetAttrString(np, "empty");
-    for (int i = 0; i < rt::kNumDTypes; ++i) {
-      std::string_view name = rt::dtype_name(static_cast<DType>(i));
-      h->dtypes[i] = PyObject_CallFunction(h->dtype_fn, "s#", name.data(), (Py_ssize_t)name.size());
-    }
-    if (PyObject* v = PyObject_GetAttrString(np, "__version__")) {
-      if (const char* s = PyUnicode_AsUTF8(v)) h->major = std::atoi(s);
-      Py_DECREF(v);
-    }
-    if (PyErr_Occurred()) PyErr_Clear();
-    return h;
-  }();
-  return handles;
+namespace {
+NumPyHandles* g_handles = nullptr;
+}
+
+const NumPyHandles* numpy_handles() { return g_handles; }
+
+bool init_numpy_handles() {
+  if (g_handles) return true;
+  PyObject* np = PyImport_ImportModule("numpy");  // new ref, kept forever
+  if (!np) {
+    PyErr_Clear();
+    return false;
+  }
+  auto* h = new NumPyHandles();  // NB: intentionally immortal, like the module itself
+  h->module = np;
+  h->ndarray = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "ndarray"));
+  h->generic = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "generic"));
+  h->dtype_fn = PyObject_GetAttrString(np, "dtype");
+  h->empty = PyObject_GetAttrString(np, "empty");
+  for (int i = 0; i < rt::kNumDTypes; ++i) {
+    std::string_view name = rt::dtype_name(static_cast<DType>(i));
+    h->dtypes[i] = PyObject_CallFunction(h->dtype_fn, "s#", name.data(), (Py_ssize_t)name.size());
+  }
+  if (PyObject* v = PyObject_GetAttrString(np, "__version__")) {
+    if (const char* s = PyUnicode_AsUTF8(v)) h->major = std::atoi(s);
+    Py_DECREF(v);
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  g_handles = h;
+  return true;
 }
 
 }  // namespace framejit::frontend

@@ -60,8 +60,10 @@ struct NumPyHandles {
 };
 
 /// NumPy's handles, or nullptr when NumPy cannot be imported (then arrays never reach the tracer).
-/// Must be called with the GIL held.
 const NumPyHandles* numpy_handles();
+/// Imports NumPy and fills the handles (see Note [One-time initialization]); false when NumPy is
+/// not installed. Called once by initialize_python_env().
+bool init_numpy_handles();
 
 /// Our DType for a NumPy type number, if framejit knows it.
 std::optional<rt::DType> dtype_from_type_num(int type_num);

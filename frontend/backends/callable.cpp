@@ -3,15 +3,13 @@
 #include <Python.h>
 
 #include "frontend/backends/program.h"
+#include "frontend/python_env.h"
 
 namespace framejit::frontend {
 
 namespace {
 
-PyObject* graph_module() {  // borrowed, imported once
-  static PyObject* mod = PyImport_ImportModule("framejit._graph");
-  return mod;
-}
+PyObject* graph_module() { return python_env().graph_module; }  // borrowed
 
 OwnedRef arg_to_python(const jit::Arg& a, PyObject* ref_type) {
   using K = jit::Arg::Kind;

@@ -7,6 +7,7 @@
 #include "frontend/compile.h"
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
+#include "frontend/python_env.h"
 #include "runtime/log.h"
 
 namespace py = pybind11;
@@ -94,6 +95,8 @@ PYBIND11_MODULE(_C, m) {
         "Benchmark reference: a PEP 523 evaluator that does nothing but call CPython's.");
 
   m.def("explain", [](py::object fn, py::tuple args, py::dict kwargs) {
+    // explain(compiled_fn) explains the function it wraps (its own config would win otherwise).
+    if (PyObject* inner = compiled_function_target(fn.ptr())) fn = py::reinterpret_borrow<py::object>(inner);
     ExplainRecord rec;
     auto cfg = make_config(py::str("eager"), false, py::none());
     if (PyFunction_Check(fn.ptr())) cfg->root_code = PyFunction_GET_CODE(fn.ptr());
@@ -108,6 +111,10 @@ PYBIND11_MODULE(_C, m) {
     d["op_count"] = rec.op_count;
     return d;
   });
+
+  m.def("_initialize", [] {
+    if (!initialize_python_env()) throw py::error_already_set();
+  }, "Imports what the C++ side needs from Python; called once by framejit/__init__.py.");
 
   m.def("stats", &stats_dict);
   m.def("reset", [] {

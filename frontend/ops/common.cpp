@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/python_env.h"
 
 namespace framejit::frontend::ops {
 
@@ -29,15 +30,7 @@ jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool numpy_scalar) {
 
 namespace {
 
-PyObject* probe_fn() {  // borrowed: framejit._probe.result_type
-  static PyObject* fn = [] {
-    PyObject* mod = PyImport_ImportModule("framejit._probe");  // new ref, kept
-    PyObject* f = mod ? PyObject_GetAttrString(mod, "result_type") : nullptr;
-    if (!f) PyErr_Clear();
-    return f;
-  }();
-  return fn;
-}
+PyObject* probe_fn() { return python_env().probe_fn; }  // borrowed
 
 OwnedRef make_spec(Tracer& tx, const VarPtr& v) {
   switch (v->kind) {

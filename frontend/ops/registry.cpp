@@ -6,6 +6,7 @@
 
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/families.h"
+#include "frontend/python_env.h"
 
 namespace framejit::frontend::ops {
 
@@ -40,11 +41,16 @@ struct Registry {
   std::unordered_map<PyObject*, Entry> by_object;  // borrowed keys: numpy keeps them alive
 };
 
-const Registry& registry() {
-  static Registry* reg = [] {
-    auto* r = new Registry();  // NB: immortal, like the NumPy objects it points at
-    const NumPyHandles* np = numpy_handles();
-    if (!np) return r;
+Registry* g_registry = new Registry();  // NB: immortal, like the NumPy objects it points at
+
+const Registry& registry() { return *g_registry; }
+
+}  // namespace
+
+void init_registry() {
+  Registry* r = g_registry;
+  if (!r->by_object.empty() || !numpy_handles()) return;
+  {
     auto add = [&](const char* name, Family f) {
       if (PyObject* obj = numpy_attr(name)) r->by_object.emplace(obj, Entry{name, f});
     };
@@ -56,13 +62,13 @@ const Registry& registry() {
     add("dot", Family::Linalg);
     add("concatenate", Family::Join);
     add("stack", Family::Join);
-    return r;
-  }();
-  return *reg;
+  }
 }
 
+namespace {
+
 PyObject* operator_fn(const std::string& name) {  // borrowed, cached
-  static PyObject* mod = PyImport_ImportModule("operator");
+  PyObject* mod = python_env().operator_mod;
   static std::unordered_map<std::string, PyObject*> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;

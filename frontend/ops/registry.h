@@ -17,6 +17,9 @@ VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& 
 /// Unary operator on an array: "neg", "pos", "invert".
 VarPtr unary(Tracer& tx, const std::string& op, const VarPtr& a);
 
+/// Builds the registry from NumPy's objects (once, from initialize_python_env).
+void init_registry();
+
 /// Whether the registry knows this callable (numpy.exp, numpy.sum, ...). Borrowed.
 bool is_registered(PyObject* callable);
 VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs);

@@ -8,6 +8,7 @@
 #include "frontend/cache.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
+#include "frontend/python_env.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/tracer.h"
 
@@ -25,7 +26,7 @@ std::string str_of(PyObject* o) {
 }
 
 PyObject* builtin(const char* name) {  // borrowed from the builtins module
-  static PyObject* mod = PyImport_ImportModule("builtins");
+  PyObject* mod = python_env().builtins;
   PyObject* r = PyObject_GetAttrString(mod, name);  // new ref
   Py_XDECREF(r);  // builtins keeps it alive
   return r;
@@ -501,6 +502,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       }
       if (type_attr) {
         SourcePtr src = child_source(SourceKind::TypeAttr, obj->source, name);
+        if (obj->source) out_.guards.add_no_instance_attr(obj->source, name);
         if (PyFunction_Check(type_attr)) return std::make_shared<MethodVar>(obj, wrap(type_attr, src));
         BREAK_IF(Py_TYPE(type_attr)->tp_descr_get && !PyType_Check(type_attr) &&
                      Py_TYPE(type_attr) != &PyStaticMethod_Type,

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "frontend/ops/registry.h"
+#include "frontend/python_env.h"
 
 namespace framejit::frontend {
 
@@ -20,7 +21,7 @@ const char* const kNbNames[2 * kNumNbOps] = {
 
 // CPython's own implementation of the operator, as a callable from the operator module.
 PyObject* operator_fn(const char* name) {  // borrowed, cached forever
-  static PyObject* mod = PyImport_ImportModule("operator");
+  PyObject* mod = python_env().operator_mod;
   static std::unordered_map<std::string, PyObject*> cache;
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;

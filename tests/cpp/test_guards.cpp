@@ -15,6 +15,7 @@ class PythonEnv : public ::testing::Environment {
 public:
   void SetUp() override {
     if (!Py_IsInitialized()) Py_InitializeEx(0);
+    init_numpy_handles();
   }
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PythonEnv);

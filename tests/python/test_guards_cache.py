@@ -356,10 +356,6 @@ def _same_twice(fn, compiled, *args, exact=True):
         assert_same(expected, compiled(*args), exact)
 
 
-@pytest.mark.xfail(
-    reason="framejit bug: no guard that an instance attribute now shadows a class method (stale method used)",
-    strict=True,
-)
 def test_instance_attribute_shadowing_a_method_is_seen():
     class Model:
         def act(self, v):
@@ -552,13 +548,7 @@ SCALARS_OF_EVERY_KIND = [
     "dynamic",
     [
         pytest.param(None, id="dynamic_none"),
-        pytest.param(
-            False,
-            id="dynamic_false",
-            marks=pytest.mark.xfail(
-                reason="framejit bug: dynamic=False specializes -0.0 as 0.0 (guard uses ==, sign lost)", strict=True
-            ),
-        ),
+        pytest.param(False, id="dynamic_false"),
     ],
 )
 def test_specialized_numbers_keep_type_and_sign(dynamic):
@@ -579,13 +569,7 @@ def test_specialized_numbers_keep_type_and_sign(dynamic):
     "dynamic",
     [
         pytest.param(None, id="dynamic_none"),
-        pytest.param(
-            False,
-            id="dynamic_false",
-            marks=pytest.mark.xfail(
-                reason="framejit bug: dynamic=False specializes -0.0 as 0.0 (guard uses ==, sign lost)", strict=True
-            ),
-        ),
+        pytest.param(False, id="dynamic_false"),
     ],
 )
 def test_number_steering_a_branch_keeps_type_and_sign(dynamic):

@@ -183,7 +183,7 @@ def test_scalar_returns(backend):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_none_returns(backend):
     def f(x):
-        y = x * 2  # noqa: F841
+        x * 2
 
     def g(x):
         return None

@@ -249,3 +249,38 @@ def test_new_batch_size_with_size_derived_slices_does_not_recompile(name, backen
     check_sequence(fn, [(A(n, 3),) for n in (6, 8, 10, 12)], backend=backend, fullgraph=True)
     s = framejit.stats()
     assert s["captured"] == 1 and s["recompiles"] == 0, s
+
+
+# ---- slice bounds computed from sizes whose sign or clamping changes between sizes
+
+MANY_SIZES = (8, 6, 12, 5, 4, 3, 2, 7, 9, 10, 11, 13)
+
+SIGN_CHANGING = {
+    "stop_minus_5": lambda x: x[: x.shape[0] - 5],
+    "start_minus_4": lambda x: x[x.shape[0] - 4 :],
+    "start_minus_third": lambda x: x[-(x.shape[0] // 3) :],
+    "stop_minus_third": lambda x: x[: -(x.shape[0] // 3)],
+    "step_from_size": lambda x: x[:: max(x.shape[0] // 3, 1)],
+    "reverse_from": lambda x: x[x.shape[0] - 6 :: -1],
+    "reverse_to": lambda x: x[: x.shape[0] - 6 : -1],
+    "index_half": lambda x: x[x.shape[0] // 2],
+    "index_minus_half": lambda x: x[-(x.shape[0] // 2)],
+    "index_minus_5": lambda x: x[x.shape[0] - 5],
+    "two_dims": lambda x: x[: x.shape[0] // 2, x.shape[1] - 2 :],
+    "split_in_3_when_divisible": lambda x: np.split(x, 3) if x.shape[0] % 3 == 0 else x,
+    "split_at_size_indices": lambda x: np.split(x, [x.shape[0] // 2, x.shape[0] - 1]),
+    "split_at_constants": lambda x: np.split(x, [2, 5]),
+    "even_prefix_reshape": lambda x: x[: x.shape[0] // 2 * 2].reshape(-1, 2),
+    "rotate_halves": lambda x: np.concatenate([x[x.shape[0] // 2 :], x[: x.shape[0] // 2]]),
+    "rotate_by_3": lambda x: np.concatenate([x[-3:], x[:-3]]),
+    "sliding_windows": lambda x: np.stack([x[i : x.shape[0] - 2 + i] for i in range(3)]),
+    "constant_bounds": lambda x: (x[7:], x[:7], x[-7:], x[:-7], x[3:-3]),
+    "pad_by_remainder": lambda x: np.concatenate([np.zeros(x.shape[0] % 3), x[:, 0]]),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(SIGN_CHANGING))
+def test_size_derived_slices_across_many_sizes(name, backend):
+    framejit.config.recompile_limit = 64
+    check_sequence(SIGN_CHANGING[name], [(A(n, 3),) for n in MANY_SIZES], backend=backend)

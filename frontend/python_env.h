@@ -1,0 +1,34 @@
+// python_env.h — the Python objects framejit uses from C++, imported once while `framejit` is
+// being imported (under the import lock), so no lazy import can ever run on the hot path or race
+// between threads.
+#pragma once
+
+#include <Python.h>
+
+#include <string>
+#include <vector>
+
+namespace framejit::frontend {
+
+/// All new references, held for the life of the process.
+struct PythonEnv {
+  PyObject* builtins = nullptr;      // the builtins module
+  PyObject* operator_mod = nullptr;  // the operator module
+  PyObject* probe_fn = nullptr;      // framejit._probe.result_type (null without NumPy)
+  PyObject* graph_module = nullptr;  // framejit._graph
+  std::vector<std::string> library_prefixes;  // stdlib, site-packages, framejit itself
+};
+
+// Note [One-time initialization]
+// C++ function-local statics whose initializer calls into Python deadlock: the initializer can
+// release the GIL (an import reads files), a second thread then blocks on the static's guard
+// while holding the GIL, and the first never gets the GIL back. Everything framejit needs from
+// Python is therefore set up here, once, from framejit/__init__.py.
+
+/// Imports and computes everything above, then NumPy's handles and the op registry. Returns false
+/// with a Python exception set on failure. Idempotent.
+bool initialize_python_env();
+/// The environment; valid after initialize_python_env().
+const PythonEnv& python_env();
+
+}  // namespace framejit::frontend
