@@ -26,7 +26,8 @@ Expected<PassReport> run_graph_passes(Graph& graph);
 /// plan.groups[i]) and the calls left to run one by one.
 struct CompiledGraph {
   FusionPlan plan;
-  std::vector<rt::KernelPtr> kernels;
+  std::vector<rt::KernelPtr> kernels;            // kernels[i] computes plan.groups[i]
+  std::vector<rt::KernelPtr> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
   double codegen_ms = 0;
 };
 

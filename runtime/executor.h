@@ -27,6 +27,18 @@ struct PointwiseCall {
 };
 using PointwiseFn = void (*)(const PointwiseCall*);
 
+/// What a reduction kernel receives for one row: the prologue's inputs along the row, and where the
+/// row's single result goes.
+struct ReductionCall {
+  int64_t n = 0;
+  int64_t contiguous = 0;
+  char* ptr[kMaxKernelOperands] = {};
+  int64_t stride[kMaxKernelOperands] = {};
+  char* out = nullptr;
+  ParamValue params[kMaxKernelParams] = {};
+};
+using ReductionFn = void (*)(const ReductionCall*);
+
 /// One operand of a pointwise launch: a strided view already broadcast to the iteration shape
 /// (stride 0 along broadcast dimensions).
 struct Operand {
@@ -40,5 +52,11 @@ struct Operand {
 /// long single row) are spread over the thread pool when there is enough work.
 void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
                    const ParamValue* params, int num_params);
+
+/// Runs a row-reduction kernel: the iteration space is `shape` (rank >= 1); the last dimension is
+/// reduced. `out` is the result's base pointer and `out_strides` its byte strides over the first
+/// rank-1 dimensions. Rows are spread over the thread pool.
+void run_reduction(const Kernel& kernel, int rank, const int64_t* shape, int num_inputs, const Operand* inputs,
+                   char* out, const int64_t* out_strides, const ParamValue* params, int num_params);
 
 }  // namespace framejit::rt

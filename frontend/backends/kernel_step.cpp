@@ -13,22 +13,16 @@ namespace {
 constexpr int kMaxRank = 32;
 // Below this many elements, releasing and re-taking the GIL costs more than it frees.
 constexpr int64_t kReleaseGilElements = 1 << 16;
-}  // namespace
-
-bool run_kernel_step(const KernelStep& step, PyObject** vals) {
-  const NumPyHandles* np = numpy_handles();
-  const size_t nin = step.inputs.size(), nout = step.outputs.size();
-
-  // The iteration space is the broadcast of the inputs' shapes, as in the ufunc they replace.
-  int rank = 0;
-  for (int v : step.inputs) rank = std::max(rank, as_ndarray(vals[v])->nd);
+// The broadcast of the arrays' shapes (the iteration space of the ufuncs a kernel replaces).
+bool broadcast_shape(PyObject** vals, const std::vector<int>& inputs, int& rank, int64_t* shape) {
+  rank = 0;
+  for (int v : inputs) rank = std::max(rank, as_ndarray(vals[v])->nd);
   if (rank > kMaxRank) {
     PyErr_SetString(PyExc_ValueError, "framejit: kernel operands of more than 32 dimensions");
     return false;
   }
-  int64_t shape[kMaxRank];
   std::fill(shape, shape + rank, 1);
-  for (int v : step.inputs) {
+  for (int v : inputs) {
     NdArrayFields* a = as_ndarray(vals[v]);
     for (int d = 0; d < a->nd; ++d) {
       int64_t& s = shape[rank - a->nd + d];
@@ -40,50 +34,66 @@ bool run_kernel_step(const KernelStep& step, PyObject** vals) {
       if (n != 1) s = n;
     }
   }
+  return true;
+}
 
-  OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
-  int64_t total = 1;
+// An array as a kernel operand over `rank` iteration dims: stride 0 where it is broadcast.
+rt::Operand operand_of(PyObject* arr, int rank, int64_t* strides) {
+  NdArrayFields* a = as_ndarray(arr);
   for (int d = 0; d < rank; ++d) {
-    PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
-    total *= shape[d];
+    int src = d - (rank - a->nd);
+    strides[d] = src < 0 || a->dimensions[src] == 1 ? 0 : a->strides[src];
   }
-  for (size_t j = 0; j < nout; ++j) {
-    PyObject* args[3] = {nullptr, dims.get(), np->dtypes[static_cast<int>(step.output_dtypes[j])]};
-    PyObject* out = PyObject_Vectorcall(np->empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
-    if (!out) {
-      for (size_t i = 0; i < j; ++i) Py_CLEAR(vals[step.outputs[i]]);
-      return false;
-    }
-    Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
-  }
+  return {a->data, strides, rt::dtype_itemsize(*dtype_from_descr(a->descr))};
+}
 
-  rt::Operand ops[rt::kMaxKernelOperands];
-  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
-  for (size_t k = 0; k < nin + nout; ++k) {
-    PyObject* arr = vals[k < nin ? step.inputs[k] : step.outputs[k - nin]];
-    NdArrayFields* a = as_ndarray(arr);
-    for (int d = 0; d < rank; ++d) {
-      int src = d - (rank - a->nd);
-      strides[k][d] = src < 0 || a->dimensions[src] == 1 ? 0 : a->strides[src];
-    }
-    ops[k] = {a->data, strides[k], rt::dtype_itemsize(k < nin ? *dtype_from_descr(a->descr) : step.output_dtypes[k - nin])};
-  }
-  rt::ParamValue params[rt::kMaxKernelParams];
-  for (size_t p = 0; p < step.params.size(); ++p) {
-    PyObject* v = vals[step.params[p]];
-    if (step.param_dtypes[p] == rt::DType::Int64) {
+PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new ref
+  const NumPyHandles* np = numpy_handles();
+  OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
+  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
+  PyObject* args[3] = {nullptr, dims.get(), np->dtypes[static_cast<int>(dtype)]};
+  return PyObject_Vectorcall(np->empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+}
+
+bool read_params(PyObject** vals, const std::vector<int>& params, const std::vector<rt::DType>& dtypes,
+                 rt::ParamValue* out) {
+  for (size_t p = 0; p < params.size(); ++p) {
+    PyObject* v = vals[params[p]];
+    if (dtypes[p] == rt::DType::Int64) {
       int overflow = 0;
-      params[p].i = PyLong_AsLongLongAndOverflow(v, &overflow);
+      out[p].i = PyLong_AsLongLongAndOverflow(v, &overflow);
       if (overflow) {
         PyErr_SetString(PyExc_OverflowError, "framejit: integer parameter does not fit 64 bits");
         return false;
       }
     } else {
-      params[p].f = PyFloat_AsDouble(v);
+      out[p].f = PyFloat_AsDouble(v);
     }
     if (PyErr_Occurred()) return false;
   }
+  return true;
+}
 
+}  // namespace
+
+bool run_kernel_step(const KernelStep& step, PyObject** vals) {
+  const size_t nin = step.inputs.size(), nout = step.outputs.size();
+  int rank;
+  int64_t shape[kMaxRank];
+  if (!broadcast_shape(vals, step.inputs, rank, shape)) return false;
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= shape[d];
+  for (size_t j = 0; j < nout; ++j) {
+    PyObject* out = new_array(shape, rank, step.output_dtypes[j]);
+    if (!out) return false;
+    Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
+  }
+  rt::Operand ops[rt::kMaxKernelOperands];
+  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
+  for (size_t k = 0; k < nin + nout; ++k)
+    ops[k] = operand_of(vals[k < nin ? step.inputs[k] : step.outputs[k - nin]], rank, strides[k]);
+  rt::ParamValue params[rt::kMaxKernelParams];
+  if (!read_params(vals, step.params, step.param_dtypes, params)) return false;
   const int nops = static_cast<int>(nin + nout);
   const int nparams = static_cast<int>(step.params.size());
   if (total >= kReleaseGilElements) {
@@ -92,6 +102,35 @@ bool run_kernel_step(const KernelStep& step, PyObject** vals) {
     Py_END_ALLOW_THREADS;
   } else {
     rt::run_pointwise(*step.kernel, rank, shape, nops, ops, params, nparams);
+  }
+  return true;
+}
+
+bool run_reduction_step(const ReductionStep& step, PyObject** vals) {
+  int rank;
+  int64_t shape[kMaxRank];
+  if (!broadcast_shape(vals, step.inputs, rank, shape)) return false;
+  int64_t out_shape[kMaxRank];
+  std::copy(shape, shape + rank - 1, out_shape);
+  out_shape[rank - 1] = 1;
+  PyObject* out = new_array(out_shape, step.keepdims ? rank : rank - 1, step.output_dtype);
+  if (!out) return false;
+  Py_XSETREF(vals[step.output], out);
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= shape[d];
+  rt::Operand ops[rt::kMaxKernelOperands];
+  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
+  for (size_t k = 0; k < step.inputs.size(); ++k) ops[k] = operand_of(vals[step.inputs[k]], rank, strides[k]);
+  NdArrayFields* o = as_ndarray(out);
+  rt::ParamValue params[rt::kMaxKernelParams];
+  if (!read_params(vals, step.params, step.param_dtypes, params)) return false;
+  const int nin = static_cast<int>(step.inputs.size()), nparams = static_cast<int>(step.params.size());
+  if (total >= kReleaseGilElements) {
+    Py_BEGIN_ALLOW_THREADS;
+    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
+    Py_END_ALLOW_THREADS;
+  } else {
+    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
   }
   return true;
 }

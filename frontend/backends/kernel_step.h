@@ -19,9 +19,23 @@ struct KernelStep {
   std::vector<rt::DType> output_dtypes;
 };
 
+/// A row reduction: the prologue's inputs in, one new NumPy array out (the last axis reduced).
+struct ReductionStep {
+  rt::KernelPtr kernel;
+  std::vector<int> inputs;
+  std::vector<int> params;
+  std::vector<rt::DType> param_dtypes;
+  int output = -1;
+  rt::DType output_dtype = rt::DType::Float32;
+  bool keepdims = false;
+};
+
 /// Broadcasts the inputs, allocates the outputs as NumPy arrays and runs the kernel (without the
 /// GIL when the work is large). Stores new references into vals[outputs[j]]. False with a Python
 /// exception set on failure (MemoryError from the allocation, or a broadcasting error).
 bool run_kernel_step(const KernelStep& step, PyObject** vals);
+
+/// Runs a reduction step; stores a new reference into vals[step.output].
+bool run_reduction_step(const ReductionStep& step, PyObject** vals);
 
 }  // namespace framejit::frontend

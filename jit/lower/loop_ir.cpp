@@ -54,4 +54,17 @@ std::string PointwiseKernelIR::key() const {
   return to_string();
 }
 
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+std::string ReductionKernelIR::to_string() const {
+  return std::string("reduce_") + (mean ? "mean" : reduce_op_name(op)) + " over the row of:\n" + prologue.to_string();
+}
+
 }  // namespace framejit::jit

@@ -72,4 +72,20 @@ struct PointwiseKernelIR {
   std::string key() const;
 };
 
+enum class ReduceOp : uint8_t { Sum, Max, Min };
+const char* reduce_op_name(ReduceOp op);
+
+/// A row reduction: out[r] = reduce(value(r, 0..n-1)) over the innermost dimension, where the
+/// value is computed per element by a pointwise prologue (often just a load; for softmax's sum,
+/// exp(x - max)). `mean` divides the sum by n, as numpy.mean does.
+struct ReductionKernelIR {
+  PointwiseKernelIR prologue;  // exactly one output: the value reduced
+  ReduceOp op = ReduceOp::Sum;
+  bool mean = false;
+
+  DType dtype() const { return prologue.output_dtypes.front(); }
+  std::string to_string() const;
+  std::string key() const { return to_string(); }
+};
+
 }  // namespace framejit::jit

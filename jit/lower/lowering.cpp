@@ -90,4 +90,42 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
   return pw;
 }
 
+std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node) {
+  if (node.kind != NodeKind::Call || node.args.empty() || node.args.size() > 2) return std::nullopt;
+  static const std::unordered_map<std::string, std::pair<ReduceOp, bool>> kTargets = {
+      {"method.sum", {ReduceOp::Sum, false}},  {"numpy.sum", {ReduceOp::Sum, false}},
+      {"method.mean", {ReduceOp::Sum, true}},  {"numpy.mean", {ReduceOp::Sum, true}},
+      {"method.max", {ReduceOp::Max, false}},  {"numpy.max", {ReduceOp::Max, false}},
+      {"numpy.amax", {ReduceOp::Max, false}},  {"method.min", {ReduceOp::Min, false}},
+      {"numpy.min", {ReduceOp::Min, false}},   {"numpy.amin", {ReduceOp::Min, false}},
+  };
+  auto it = kTargets.find(node.target);
+  if (it == kTargets.end() || !node.args[0].is_node()) return std::nullopt;
+  int input = static_cast<int>(node.args[0].i);
+  const TensorMeta& in = graph.node(input).meta;
+  const TensorMeta& m = node.meta;
+  if (in.kind != ValueKind::Tensor || in.numpy_scalar || in.rank() == 0 || !is_float(in.dtype)) return std::nullopt;
+  if (m.kind != ValueKind::Tensor || m.numpy_scalar || m.dtype != in.dtype) return std::nullopt;
+  // An empty row: NumPy's sum of nothing is +0.0 and max of nothing raises; leave those to NumPy.
+  if (in.shape.back().is_const() && in.shape.back().const_value() == 0) return std::nullopt;
+  const Arg* axis = node.args.size() == 2 ? &node.args[1] : nullptr;
+  bool keepdims = false;
+  for (const auto& [k, v] : node.kwargs) {
+    if (k == "axis") {
+      if (axis) return std::nullopt;
+      axis = &v;
+    } else if (k == "keepdims") {
+      if (v.kind != Arg::Kind::Bool) return std::nullopt;
+      keepdims = v.i != 0;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!axis) return std::nullopt;  // all axes: a NumPy scalar, or a multi-axis reduction
+  const Arg* a = axis;
+  if ((a->kind == Arg::Kind::Tuple || a->kind == Arg::Kind::List) && a->items.size() == 1) a = &a->items[0];
+  if (a->kind != Arg::Kind::Int || (a->i != -1 && a->i != in.rank() - 1)) return std::nullopt;
+  return ReductionNode{it->second.first, it->second.second, keepdims, in.dtype, input};
+}
+
 }  // namespace framejit::jit

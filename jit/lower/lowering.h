@@ -29,4 +29,17 @@ struct PointwiseNode {
 /// whose NumPy semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node);
 
+/// A reduction over the innermost axis of a float32/float64 array (sum, mean, max, min).
+struct ReductionNode {
+  ReduceOp op;
+  bool mean;
+  bool keepdims;
+  DType dtype;
+  int input;  // the reduced value (a tensor node)
+};
+
+/// The node as a row reduction, if code generation supports it: one axis, the last; no dtype,
+/// out, initial or where arguments; the result an array (not a NumPy scalar).
+std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node);
+
 }  // namespace framejit::jit

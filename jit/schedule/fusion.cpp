@@ -18,11 +18,13 @@ bool same_shape(const TensorMeta& a, const TensorMeta& b) {
   return true;
 }
 
-// Builds the kernel IR of a group from its members' pointwise forms.
-void build_ir(const Graph& graph, FusionGroup& g, const std::vector<std::optional<PointwiseNode>>& pw,
-              const std::vector<bool>& needed_outside) {
+// Builds a pointwise kernel computing `members` (graph order) whose values in `outputs` leave the
+// kernel. Fills `inputs`/`params` with the external values read.
+PointwiseKernelIR build_ir(const Graph& graph, const std::vector<int>& members, const std::vector<int>& outputs,
+                           const std::vector<std::optional<PointwiseNode>>& pw, std::vector<int>& inputs,
+                           std::vector<int>& params) {
   std::unordered_map<int, int> value_expr;  // node -> body index
-  PointwiseKernelIR& ir = g.ir;
+  PointwiseKernelIR ir;
   auto load = [&](const PointwiseOperand& o, DType dtype) -> int {
     switch (o.kind) {
       case PointwiseOperand::Kind::Const:
@@ -31,9 +33,9 @@ void build_ir(const Graph& graph, FusionGroup& g, const std::vector<std::optiona
       case PointwiseOperand::Kind::Scalar: {
         auto it = value_expr.find(o.node);
         if (it != value_expr.end()) return it->second;
-        int idx = static_cast<int>(std::find(g.params.begin(), g.params.end(), o.node) - g.params.begin());
-        if (idx == static_cast<int>(g.params.size())) {
-          g.params.push_back(o.node);
+        int idx = static_cast<int>(std::find(params.begin(), params.end(), o.node) - params.begin());
+        if (idx == static_cast<int>(params.size())) {
+          params.push_back(o.node);
           ir.param_dtypes.push_back(graph.node(o.node).meta.dtype == DType::Float64 ? DType::Float64 : DType::Int64);
         }
         // A Python number meets the array in the array's type (NumPy casts it first).
@@ -43,8 +45,8 @@ void build_ir(const Graph& graph, FusionGroup& g, const std::vector<std::optiona
       case PointwiseOperand::Kind::Tensor: {
         auto it = value_expr.find(o.node);
         if (it != value_expr.end()) return it->second;
-        int idx = static_cast<int>(g.inputs.size());
-        g.inputs.push_back(o.node);
+        int idx = static_cast<int>(inputs.size());
+        inputs.push_back(o.node);
         ir.input_dtypes.push_back(graph.node(o.node).meta.dtype);
         ir.body.push_back({ScalarOp::Load, dtype, -1, -1, idx, 0});
         return value_expr[o.node] = static_cast<int>(ir.body.size()) - 1;
@@ -52,33 +54,63 @@ void build_ir(const Graph& graph, FusionGroup& g, const std::vector<std::optiona
     }
     return -1;
   };
-  for (int n : g.nodes) {
+  for (int n : members) {
     const PointwiseNode& p = *pw[n];
     int a = load(p.operands[0], p.dtype);
     int b = p.operands.size() > 1 ? load(p.operands[1], p.dtype) : -1;
     ir.body.push_back({p.op, p.dtype, a, b, -1, 0});
     value_expr[n] = static_cast<int>(ir.body.size()) - 1;
-    if (needed_outside[n]) {
-      g.outputs.push_back(n);
-      ir.outputs.push_back(value_expr[n]);
-      ir.output_dtypes.push_back(p.dtype);
-    }
   }
+  for (int n : outputs) {
+    auto it = value_expr.find(n);
+    if (it == value_expr.end()) {  // an output that is an input itself (a reduction of a plain array)
+      it = value_expr.emplace(n, load({PointwiseOperand::Kind::Tensor, n, 0}, graph.node(n).meta.dtype)).first;
+    }
+    ir.outputs.push_back(it->second);
+    ir.output_dtypes.push_back(graph.node(n).meta.dtype);
+  }
+  return ir;
+}
+
+// The members of `group` that `value` depends on, in graph order (the prologue of a reduction).
+std::vector<int> producers_of(const Graph& graph, int value, const std::vector<int>& group,
+                              const std::vector<int>& tentative, int group_id) {
+  std::vector<bool> need(graph.nodes().size(), false);
+  std::vector<int> stack{value};
+  while (!stack.empty()) {
+    int v = stack.back();
+    stack.pop_back();
+    if (v < 0 || tentative[v] != group_id || need[v]) continue;
+    need[v] = true;
+    for (const Arg& a : graph.node(v).args) a.for_each_node([&](int u) { stack.push_back(u); });
+  }
+  std::vector<int> out;
+  for (int m : group)
+    if (need[m]) out.push_back(m);
+  return out;
 }
 
 }  // namespace
 
-FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept) {
+FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
+                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction) {
   const auto& nodes = graph.nodes();
   const int n = static_cast<int>(nodes.size());
   FusionPlan plan;
   plan.group_of.assign(n, -1);
+  plan.reduction_of.assign(n, -1);
   std::vector<std::optional<PointwiseNode>> pw(n);
-  for (int i = 0; i < n; ++i) pw[i] = lower_pointwise(graph, nodes[i]);
+  std::vector<std::optional<ReductionNode>> red(n);
+  for (int i = 0; i < n; ++i) {
+    pw[i] = lower_pointwise(graph, nodes[i]);
+    if (!pw[i] && accept_reduction) red[i] = lower_reduction(graph, nodes[i]);
+  }
 
-  // Tentative groups: member lists only.
+  // Tentative groups: member lists only. A reduction whose operand is in the open group keeps
+  // the group open (it will recompute the operand) and remembers the group as its prologue.
   std::vector<std::vector<int>> groups;
   std::vector<int> tentative(n, -1);
+  std::vector<int> prologue_group(n, -1);
   int open = -1;
   for (int i = 0; i < n; ++i) {
     const Node& node = nodes[i];
@@ -97,6 +129,10 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       tentative[i] = open;
       continue;
     }
+    if (red[i] && open >= 0 && tentative[red[i]->input] == open) {
+      prologue_group[i] = open;
+      continue;
+    }
     bool reads_open = false;
     auto check = [&](int v) { reads_open |= open >= 0 && tentative[v] == open; };
     for (const Arg& a : node.args) a.for_each_node(check);
@@ -104,16 +140,41 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     if (reads_open) open = -1;
   }
 
-  // Values needed outside their group: read by a node outside it, or returned.
+  // Reduction kernels first: whether one is accepted decides whether its operand must be
+  // materialized by the pointwise group.
+  for (int i = 0; i < n; ++i) {
+    if (!red[i]) continue;
+    ReductionGroup r;
+    r.node = i;
+    r.keepdims = red[i]->keepdims;
+    std::vector<int> members;
+    if (prologue_group[i] >= 0) members = producers_of(graph, red[i]->input, groups[prologue_group[i]], tentative, prologue_group[i]);
+    r.ir.prologue = build_ir(graph, members, {red[i]->input}, pw, r.inputs, r.params);
+    r.ir.op = red[i]->op;
+    r.ir.mean = red[i]->mean;
+    if (!accept_reduction(r.ir)) {
+      prologue_group[i] = -1;
+      continue;
+    }
+    plan.reduction_of[i] = static_cast<int>(plan.reductions.size());
+    plan.reductions.push_back(std::move(r));
+  }
+
+  // Values needed outside their group: read by a node outside it (other than a reduction that
+  // recomputes it), or returned.
   std::vector<bool> needed_outside(n, false);
   for (int i = 0; i < n; ++i) {
-    auto mark = [&](int v) {
-      if (tentative[v] >= 0 && tentative[v] != tentative[i]) needed_outside[v] = true;
-    };
     if (nodes[i].kind == NodeKind::Output) {
       for (const Arg& a : nodes[i].args) a.for_each_node([&](int v) { needed_outside[v] = true; });
       continue;
     }
+    if (plan.reduction_of[i] >= 0) {
+      for (int v : plan.reductions[plan.reduction_of[i]].inputs) needed_outside[v] = needed_outside[v] || tentative[v] >= 0;
+      continue;
+    }
+    auto mark = [&](int v) {
+      if (tentative[v] >= 0 && tentative[v] != tentative[i]) needed_outside[v] = true;
+    };
     for (const Arg& a : nodes[i].args) a.for_each_node(mark);
     for (const auto& kw : nodes[i].kwargs) kw.second.for_each_node(mark);
   }
@@ -122,19 +183,34 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     FusionGroup g;
     g.nodes = members;
     g.position = members.back();
-    build_ir(graph, g, pw, needed_outside);
-    if (g.outputs.empty() || !accept(g.ir)) continue;  // dead (DCE ran) or not supported: calls
+    std::vector<int> outs;
+    for (int m : members)
+      if (needed_outside[m]) outs.push_back(m);
+    if (outs.empty()) {
+      // Nothing leaves the group (its values only feed fused reductions): no kernel at all.
+      for (int m : members) plan.group_of[m] = FusionPlan::kNotComputed;
+      continue;
+    }
+    g.ir = build_ir(graph, members, outs, pw, g.inputs, g.params);
+    g.outputs = outs;
+    if (!accept(g.ir)) {
+      // Not generated: the members run as calls, so any reduction fused on them must read them.
+      for (int m : members) plan.group_of[m] = -1;
+      continue;
+    }
     int id = static_cast<int>(plan.groups.size());
     for (int m : members) plan.group_of[m] = id;
     plan.groups.push_back(std::move(g));
   }
   for (int i = 0; i < n; ++i)
-    if (nodes[i].kind == NodeKind::Call && plan.group_of[i] < 0) ++plan.extern_calls;
+    if (nodes[i].kind == NodeKind::Call && plan.group_of[i] == -1 && plan.reduction_of[i] < 0) ++plan.extern_calls;
   return plan;
 }
 
 std::string FusionPlan::to_string(const Graph& graph) const {
   std::string s;
+  for (const ReductionGroup& r : reductions)
+    s += "reduction kernel for " + graph.node(r.node).name + ": " + r.ir.to_string();
   for (size_t k = 0; k < groups.size(); ++k) {
     const FusionGroup& g = groups[k];
     s += "kernel " + std::to_string(k) + " computes";

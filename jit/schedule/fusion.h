@@ -20,10 +20,26 @@ struct FusionGroup {
   PointwiseKernelIR ir;
 };
 
+/// A row reduction, with the pointwise nodes that produce its operand folded in as a prologue
+/// (recomputed from their inputs, so the reduced array is never materialized).
+struct ReductionGroup {
+  int node = -1;             // the reduction node (runs at its own position)
+  std::vector<int> inputs;   // tensor values the prologue reads
+  std::vector<int> params;   // scalar values the prologue reads
+  bool keepdims = false;
+  ReductionKernelIR ir;
+};
+
 /// How a graph executes: fused kernels, and every other call node as itself ("extern").
 struct FusionPlan {
   std::vector<FusionGroup> groups;
-  std::vector<int> group_of;  // per node: the group computing it, or -1
+  std::vector<ReductionGroup> reductions;
+  /// Per node: the pointwise group computing it, kNotFused (-1: it runs as a call, or is a
+  /// reduction kernel) or kNotComputed (only fused reductions use it; they recompute it).
+  std::vector<int> group_of;
+  static constexpr int kNotFused = -1;
+  static constexpr int kNotComputed = -2;
+  std::vector<int> reduction_of;  // per node: its reduction kernel, or -1
   int extern_calls = 0;       // call nodes left to run one by one (the counted last resort)
   std::string to_string(const Graph& graph) const;
 };
@@ -33,6 +49,9 @@ struct FusionPlan {
 /// one of its members. Intermediates read only inside a group are never materialized.
 /// `accept` decides whether code generation supports a candidate kernel (so a group the backend
 /// cannot compile runs as calls instead).
-FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept);
+/// `accept_reduction` does the same for reduction kernels. A reduction whose operand comes from
+/// the open pointwise group takes the operand's computation as its prologue.
+FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
+                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction = nullptr);
 
 }  // namespace framejit::jit
