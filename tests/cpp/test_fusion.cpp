@@ -129,5 +129,59 @@ TEST(Fusion, DifferentShapesOrRejectedKernelsStaySeparate) {
   EXPECT_EQ(none.group_of[b], -1);
 }
 
+bool accept_all_reductions(const ReductionKernelIR&) { return true; }
+
+// Softmax over rows: max, then sum(exp(x - max)) with its prologue fused, then one kernel that
+// recomputes exp(x - max) and divides. exp(x - max) is never written to memory.
+TEST(Fusion, SoftmaxReductionsTakeTheirPrologue) {
+  Graph g;
+  SymInt n = SymInt::symbol(0);
+  auto kw = [](bool keep) {
+    return std::vector<std::pair<std::string, Arg>>{{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(keep)}};
+  };
+  int x = g.add_placeholder("x", f32({n, 64}));
+  int m = g.add_call("method.max", {Arg::node(x)}, kw(true), f32({n, 1}));
+  int sub = g.add_call("operator.sub", {Arg::node(x), Arg::node(m)}, {}, f32({n, 64}));
+  int e = g.add_call("numpy.exp", {Arg::node(sub)}, {}, f32({n, 64}));
+  int s = g.add_call("method.sum", {Arg::node(e)}, kw(true), f32({n, 1}));
+  int out = g.add_call("operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({n, 64}));
+  g.set_output({Arg::node(out)});
+  FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
+  ASSERT_EQ(plan.reductions.size(), 2u);
+  EXPECT_EQ(plan.reductions[0].inputs, std::vector<int>({x}));
+  EXPECT_EQ(plan.reductions[1].inputs, std::vector<int>({x, m}));
+  EXPECT_EQ(plan.reductions[1].ir.to_string(),
+            "reduce_sum over the row of:\n"
+            "pointwise(in0: f32, in1: f32):\n"
+            "  t0 = load(in0) : f32\n"
+            "  t1 = load(in1) : f32\n"
+            "  t2 = sub(t0, t1) : f32\n"
+            "  t3 = exp(t2) : f32\n"
+            "  out0 = t3\n");
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].inputs, std::vector<int>({x, m, s}));
+  EXPECT_EQ(plan.groups[0].outputs, std::vector<int>({out}));
+  EXPECT_EQ(plan.extern_calls, 0);
+}
+
+// A reduction nobody can generate leaves its operand materialized by the pointwise kernel.
+TEST(Fusion, RejectedReductionReadsAMaterializedOperand) {
+  Graph g;
+  int x = g.add_placeholder("x", f32({8, 4}));
+  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
+  int s = g.add_call("method.sum", {Arg::node(e)}, {{"axis", Arg::integer(1)}}, f32({8}));
+  g.set_output({Arg::node(s)});
+  FusionPlan plan = plan_fusion(g, accept_all, [](const ReductionKernelIR&) { return false; });
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].outputs, std::vector<int>({e}));
+  EXPECT_EQ(plan.reduction_of[s], -1);
+  EXPECT_EQ(plan.extern_calls, 1);
+
+  FusionPlan fused = plan_fusion(g, accept_all, accept_all_reductions);
+  EXPECT_TRUE(fused.groups.empty());
+  EXPECT_EQ(fused.group_of[e], FusionPlan::kNotComputed);
+  EXPECT_EQ(fused.reduction_of[s], 0);
+}
+
 }  // namespace
 }  // namespace framejit::jit
