@@ -72,8 +72,8 @@ Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const O
     for (const GraphInput& in : og.inputs) examples.push_back(fetch_source(*in.source, view));
     return build_callable_program(cfg.backend.get(), og.graph, examples);
   }
-  // "jit" runs the reference interpreter until the x86 backend lands (see the x86 issue).
-  return build_eager_program(og.graph);
+  if (PyUnicode_CompareWithASCIIString(cfg.backend.get(), "eager") == 0) return build_eager_program(og.graph);
+  return build_jit_program(og.graph);
 }
 
 }  // namespace

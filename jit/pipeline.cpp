@@ -1,7 +1,12 @@
 // pipeline.cpp — every step from a captured Graph to something runnable, in order, one line each.
 #include "jit/pipeline.h"
 
+#include <chrono>
+
 #include "jit/passes/passes.h"
+#include "jit/x86/isa.h"
+#include "jit/x86/pointwise_codegen.h"
+#include "jit/x86/reduction_codegen.h"
 #include "runtime/log.h"
 
 namespace framejit::jit {
@@ -34,6 +39,34 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
   Status after = graph.verify();
   if (!after) return Status::internal("graph passes broke the graph: " + after.message());
   return report;
+}
+
+Expected<CompiledGraph> compile_graph(const Graph& graph) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledGraph out;
+  const x86::Isa isa = x86::host_isa();
+
+  // Lowering + fusion: pointwise nodes become loop-IR kernels; the generator's own capability test
+  // decides which groups become kernels (the rest run as calls).
+  out.plan = plan_fusion(
+      graph, [&](const PointwiseKernelIR& ir) { return x86::pointwise_supported(ir, isa); },
+      [&](const ReductionKernelIR& ir) { return x86::reduction_supported(ir, isa); });
+  if (rt::log_enabled(rt::LogTopic::Kernels))
+    rt::log_write(rt::LogTopic::Kernels, std::string("plan (") + x86::isa_name(isa) + "):\n" + out.plan.to_string(graph));
+
+  // Code generation, one kernel per group, shared through the kernel cache.
+  for (const FusionGroup& g : out.plan.groups) {
+    auto k = x86::pointwise_kernel(g.ir);
+    if (!k) return k.error();
+    out.kernels.push_back(*k);
+  }
+  for (const ReductionGroup& r : out.plan.reductions) {
+    auto k = x86::reduction_kernel(r.ir);
+    if (!k) return k.error();
+    out.reduction_kernels.push_back(*k);
+  }
+  out.codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
 }
 
 }  // namespace framejit::jit

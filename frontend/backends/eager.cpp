@@ -2,8 +2,10 @@
 // the very Python callable the user's code called (so results match eager NumPy bit for bit).
 #include <Python.h>
 
+#include "frontend/backends/kernel_step.h"
 #include "frontend/backends/program.h"
 #include "frontend/numpy_abi.h"
+#include "jit/pipeline.h"
 
 namespace framejit::frontend {
 
@@ -25,12 +27,14 @@ struct ArgRef {
 };
 
 struct Instr {
-  enum class Kind : uint8_t { Call, Method, SymSize } kind = Kind::Call;
+  enum class Kind : uint8_t { Call, Method, SymSize, Kernel, Reduction } kind = Kind::Call;
   OwnedRef callable;     // Call: the function; Method: the method name (str)
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;      // tuple of str, or null
   int out = -1;          // value index written
   int dim = 0;           // SymSize
+  KernelStep kernel;     // Kernel: a fused group of pointwise nodes
+  ReductionStep reduction;  // Reduction: a row reduction with its fused prologue
   std::vector<int> release;  // values whose last use is this instruction
 };
 
@@ -63,12 +67,21 @@ public:
     }
     bool ok = true;
     for (const Instr& in : instrs) {
-      PyObject* r = execute(in, vals);  // new ref
-      if (!r) {
-        ok = false;
-        break;
+      if (in.kind == Instr::Kind::Kernel || in.kind == Instr::Kind::Reduction) {
+        bool done = in.kind == Instr::Kind::Kernel ? run_kernel_step(in.kernel, vals)
+                                                   : run_reduction_step(in.reduction, vals);
+        if (!done) {
+          ok = false;
+          break;
+        }
+      } else {
+        PyObject* r = execute(in, vals);  // new ref
+        if (!r) {
+          ok = false;
+          break;
+        }
+        vals[in.out] = r;
       }
-      vals[in.out] = r;
       for (int v : in.release) Py_CLEAR(vals[v]);
     }
     if (ok) {
@@ -229,7 +242,11 @@ OwnedRef const_arg_to_python(const jit::Arg& a) {
   return {};
 }
 
-Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) {
+namespace {
+
+// Builds the interpreter over `graph`; with `compiled`, each fused group runs as one kernel
+// instruction at its last member's position and its members are not interpreted.
+Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const jit::CompiledGraph* compiled) {
   auto p = std::make_unique<EagerProgram>();
   const auto& nodes = graph.nodes();
   p->num_values = static_cast<int>(nodes.size());
@@ -250,6 +267,41 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
     Instr in;
     in.out = static_cast<int>(i);
     const std::string& t = n.target;
+    int group = compiled ? compiled->plan.group_of[i] : -1;
+    if (group == jit::FusionPlan::kNotComputed) continue;  // only fused reductions read it
+    int reduction = compiled ? compiled->plan.reduction_of[i] : -1;
+    if (reduction >= 0) {
+      const jit::ReductionGroup& r = compiled->plan.reductions[reduction];
+      in.kind = Instr::Kind::Reduction;
+      in.reduction.kernel = compiled->reduction_kernels[reduction];
+      in.reduction.inputs = r.inputs;
+      in.reduction.params = r.params;
+      in.reduction.param_dtypes = r.ir.prologue.param_dtypes;
+      in.reduction.output = static_cast<int>(i);
+      in.reduction.output_dtype = r.ir.dtype();
+      in.reduction.keepdims = r.keepdims;
+      size_t instr_index = p->instrs.size();
+      for (int v : r.inputs) last_use[v] = static_cast<int>(instr_index);
+      for (int v : r.params) last_use[v] = static_cast<int>(instr_index);
+      p->instrs.push_back(std::move(in));
+      continue;
+    }
+    if (group >= 0) {
+      const jit::FusionGroup& g = compiled->plan.groups[group];
+      if (g.position != static_cast<int>(i)) continue;  // computed by the kernel instruction
+      in.kind = Instr::Kind::Kernel;
+      in.kernel.kernel = compiled->kernels[group];
+      in.kernel.inputs = g.inputs;
+      in.kernel.params = g.params;
+      in.kernel.param_dtypes = g.ir.param_dtypes;
+      in.kernel.outputs = g.outputs;
+      in.kernel.output_dtypes = g.ir.output_dtypes;
+      size_t instr_index = p->instrs.size();
+      for (int v : g.inputs) last_use[v] = static_cast<int>(instr_index);
+      for (int v : g.params) last_use[v] = static_cast<int>(instr_index);
+      p->instrs.push_back(std::move(in));
+      continue;
+    }
     if (t == "sym_size") {
       in.kind = Instr::Kind::SymSize;
       in.dim = static_cast<int>(n.args.at(1).i);
@@ -293,6 +345,16 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
     if (last_use[v] >= 0 && !is_output[v]) p->instrs[last_use[v]].release.push_back(static_cast<int>(v));
   p->set_counts(static_cast<int>(p->input_values.size()), static_cast<int>(p->outputs.size()));
   return std::unique_ptr<Program>(std::move(p));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) { return build_program(graph, nullptr); }
+
+Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
+  auto compiled = jit::compile_graph(graph);
+  if (!compiled) return compiled.error();
+  return build_program(graph, &*compiled);
 }
 
 }  // namespace framejit::frontend

@@ -1,0 +1,192 @@
+// pointwise_codegen.cpp — asmjit code generation for fused pointwise kernels.
+#include "jit/x86/pointwise_codegen.h"
+
+#include <asmjit/x86.h>
+
+#include <cstddef>
+#include <mutex>
+
+#include "jit/x86/body_emitter_p.h"
+#include "runtime/executor.h"
+#include "runtime/log.h"
+
+namespace framejit::jit::x86 {
+
+namespace {
+
+using namespace detail;
+
+// Note [Pointwise kernel ABI]
+// A kernel is `void f(const rt::PointwiseCall* call)` and processes one row: call->n elements,
+// operand k at call->ptr[k] stepping call->stride[k] bytes (inputs first, then outputs). When
+// call->contiguous is set every stride is 0 (a broadcast operand) or the element size, and the
+// kernel runs its vector loop: broadcast inputs are copied W times into a stack scratch so the
+// loop body is the same plain vector load for every input. The remainder, and every row that is
+// not contiguous, runs the scalar loop with the actual strides. Parameters arrive as doubles or
+// int64 and are converted to the kernel's type once, before the loops, as NumPy converts a Python
+// number before the ufunc loop.
+
+Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
+  const DType dtype = ir.body.front().dtype;
+  const int itemsize = rt::dtype_itemsize(dtype);
+  const int nin = static_cast<int>(ir.input_dtypes.size());
+  const int nout = static_cast<int>(ir.outputs.size());
+  const int nops = nin + nout;
+
+  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
+  ax::Gp call = cc.newIntPtr("call");
+  fn->setArg(0, call);
+  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
+  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  ax::Gp n = cc.newInt64("n"), i = cc.newInt64("i");
+  cc.mov(n, ax::qword_ptr(call, offsetof(rt::PointwiseCall, n)));
+  cc.xor_(i, i);
+  std::vector<ax::Gp> ptr(nops), stride(nops);
+  for (int k = 0; k < nops; ++k) {
+    ptr[k] = cc.newIntPtr("ptr%d", k);
+    stride[k] = cc.newInt64("stride%d", k);
+    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::PointwiseCall, ptr) + 8 * k)));
+    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::PointwiseCall, stride) + 8 * k)));
+  }
+  Label scalar_loop = cc.newLabel(), done = cc.newLabel();
+
+  if (isa != Isa::Scalar) {
+    // ---- vector loop (contiguous rows) ----
+    BodyEmitter ve(cc, isa, true, dtype);
+    const int lanes = vector_bytes(isa) / itemsize;
+    Label vector_loop = cc.newLabel(), vector_done = cc.newLabel();
+    cc.cmp(ax::qword_ptr(call, offsetof(rt::PointwiseCall, contiguous)), 0);
+    cc.je(scalar_loop);
+    std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, offsetof(rt::PointwiseCall, params));
+    ax::Mem scratch = cc.newStack(vector_bytes(isa) * std::max(nin, 1), 64);
+    std::vector<ax::Gp> vptr(nin), vinc(nin);
+    for (int k = 0; k < nin; ++k) {
+      // Broadcast inputs (stride 0) read a scratch holding the value in every lane.
+      vptr[k] = cc.newIntPtr("vptr%d", k);
+      vinc[k] = cc.newInt64("vinc%d", k);
+      ax::Vec b = ve.newv();
+      dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k])) : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
+      ax::Mem slot = scratch.cloneAdjusted(vector_bytes(isa) * k);
+      slot.setSize(vector_bytes(isa));
+      cc.vmovups(slot, b);
+      cc.lea(vptr[k], slot);
+      cc.test(stride[k], stride[k]);
+      cc.cmovnz(vptr[k], ptr[k]);
+      cc.mov(vinc[k], stride[k]);
+      cc.imul(vinc[k], vinc[k], lanes);
+    }
+    std::vector<ax::Gp> voptr(nout);
+    for (int j = 0; j < nout; ++j) {
+      voptr[j] = cc.newIntPtr("voptr%d", j);
+      cc.mov(voptr[j], ptr[nin + j]);
+    }
+    ax::Gp rem = cc.newInt64("rem");
+    cc.bind(vector_loop);
+    cc.mov(rem, n);
+    cc.sub(rem, i);
+    cc.cmp(rem, lanes);
+    cc.jl(vector_done);
+    std::vector<ax::Vec> loaded(nin);
+    for (int k = 0; k < nin; ++k) {
+      loaded[k] = ve.newv();
+      ve.load(loaded[k], vptr[k]);
+    }
+    std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
+    for (int j = 0; j < nout; ++j) {
+      ve.store(voptr[j], vals[ir.outputs[j]]);
+      cc.add(voptr[j], vector_bytes(isa));
+    }
+    for (int k = 0; k < nin; ++k) cc.add(vptr[k], vinc[k]);
+    cc.add(i, lanes);
+    cc.jmp(vector_loop);
+    cc.bind(vector_done);
+    // The scalar loop finishes the row from element i.
+    ax::Gp off = cc.newInt64("off");
+    for (int k = 0; k < nops; ++k) {
+      cc.mov(off, stride[k]);
+      cc.imul(off, i);
+      cc.add(ptr[k], off);
+    }
+  }
+
+  // ---- scalar loop (tails and strided rows) ----
+  cc.bind(scalar_loop);
+  BodyEmitter se(cc, isa, false, dtype);
+  std::vector<ax::Vec> shoisted = hoist(se, ir, call, offsetof(rt::PointwiseCall, params));
+  Label scalar_top = cc.newLabel();
+  cc.bind(scalar_top);
+  cc.cmp(i, n);
+  cc.jge(done);
+  std::vector<ax::Vec> loaded(nin);
+  for (int k = 0; k < nin; ++k) {
+    loaded[k] = se.newv();
+    se.load(loaded[k], ptr[k]);
+  }
+  std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
+  for (int j = 0; j < nout; ++j) se.store(ptr[nin + j], vals[ir.outputs[j]]);
+  for (int k = 0; k < nops; ++k) cc.add(ptr[k], stride[k]);
+  cc.inc(i);
+  cc.jmp(scalar_top);
+  cc.bind(done);
+  cc.endFunc();
+  return cc.finalize();
+}
+
+}  // namespace
+
+bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
+  if (ir.body.empty() || ir.outputs.empty()) return false;
+  const DType dtype = ir.body.front().dtype;
+  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  if (ir.input_dtypes.size() + ir.outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
+  if (ir.param_dtypes.size() > static_cast<size_t>(rt::kMaxKernelParams)) return false;
+  for (DType t : ir.input_dtypes)
+    if (t != dtype) return false;
+  for (const ScalarExpr& e : ir.body) {
+    if (e.dtype != dtype) return false;
+    if (is_math(e.op) && !math_injector_supports(math_fn_of(e.op), dtype)) return false;
+    if ((e.op == ScalarOp::Floor || e.op == ScalarOp::Ceil) && isa == Isa::Scalar &&
+        !CpuInfo::host().features().x86().hasSSE4_1())
+      return false;
+  }
+  return true;
+}
+
+Expected<rt::KernelPtr> generate_pointwise(const PointwiseKernelIR& ir, Isa isa, bool want_listing) {
+  // AVX-512 code for pointwise kernels is not written yet: such hosts run the AVX2 kernels.
+  if (isa == Isa::Avx512) isa = Isa::Avx2;
+  CodeHolder code;
+  code.init(jit_runtime().environment());
+  StringLogger logger;
+  if (want_listing) code.setLogger(&logger);
+  ax::Compiler cc(&code);
+  if (Error err = build(cc, ir, isa)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  void* entry = nullptr;
+  if (Error err = jit_runtime().add(&entry, &code))
+    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  auto k = std::make_shared<rt::Kernel>();
+  k->entry = entry;
+  k->name = std::string("pointwise_") + isa_name(isa);
+  if (want_listing) k->listing = ir.to_string() + logger.data();
+  k->release = [entry] { jit_runtime().release(entry); };
+  return rt::KernelPtr(std::move(k));
+}
+
+Expected<rt::KernelPtr> pointwise_kernel(const PointwiseKernelIR& ir) {
+  Isa isa = host_isa();
+  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
+  Status failure;
+  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + ir.key(), [&]() -> rt::KernelPtr {
+    auto r = generate_pointwise(ir, isa, listing);
+    if (!r) {
+      failure = r.error();
+      return nullptr;
+    }
+    if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*r)->listing);
+    return *r;
+  });
+  if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;
+  return k;
+}
+
+}  // namespace framejit::jit::x86

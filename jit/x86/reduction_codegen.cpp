@@ -1,0 +1,222 @@
+// reduction_codegen.cpp — asmjit code generation for row reductions (sum, mean, max, min) with a
+// fused pointwise prologue.
+#include "jit/x86/reduction_codegen.h"
+
+#include <cmath>
+
+#include "jit/x86/body_emitter_p.h"
+#include "runtime/log.h"
+
+namespace framejit::jit::x86 {
+
+namespace {
+
+using namespace detail;
+
+// Note [Reduction kernel ABI]
+// `void f(const rt::ReductionCall* call)` reduces one row: call->n elements of the prologue's
+// value, its inputs at call->ptr[k] stepping call->stride[k] bytes, into one element at call->out.
+// Contiguous rows run a vector loop with kUnroll independent accumulators (to hide the add
+// latency), a one-vector loop, and a scalar tail; other rows run the scalar loop. The sum starts
+// from -0.0 (the additive identity that keeps a sum of -0.0 negative, as NumPy's reduce does);
+// max/min start from ∓inf and propagate NaN like numpy.maximum/minimum.
+constexpr int kUnroll = 4;
+
+double identity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return -0.0;
+    case ReduceOp::Max: return -INFINITY;
+    case ReduceOp::Min: return INFINITY;
+  }
+  return 0;
+}
+
+void combine(BodyEmitter& e, ReduceOp op, const ax::Vec& acc, const ax::Vec& v) {
+  ax::Vec t = e.newv();
+  if (op == ReduceOp::Sum)
+    e.arith(ScalarOp::Add, t, acc, v);
+  else
+    e.max_min(op == ReduceOp::Max, t, acc, v);
+  e.move(acc, t);
+}
+
+Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
+  const PointwiseKernelIR& ir = r.prologue;
+  const DType dtype = r.dtype();
+  const int itemsize = rt::dtype_itemsize(dtype);
+  const int nin = static_cast<int>(ir.input_dtypes.size());
+  const int params_offset = static_cast<int>(offsetof(rt::ReductionCall, params));
+
+  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
+  ax::Gp call = cc.newIntPtr("call");
+  fn->setArg(0, call);
+  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
+  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  ax::Gp n = cc.newInt64("n"), i = cc.newInt64("i");
+  cc.mov(n, ax::qword_ptr(call, offsetof(rt::ReductionCall, n)));
+  cc.xor_(i, i);
+  std::vector<ax::Gp> ptr(nin), stride(nin);
+  for (int k = 0; k < nin; ++k) {
+    ptr[k] = cc.newIntPtr("ptr%d", k);
+    stride[k] = cc.newInt64("stride%d", k);
+    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, ptr) + 8 * k)));
+    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, stride) + 8 * k)));
+  }
+  BodyEmitter se(cc, isa, false, dtype);
+  ax::Vec sacc = se.constant(identity(r.op));
+  Label scalar_loop = cc.newLabel(), done = cc.newLabel();
+
+  if (isa != Isa::Scalar) {
+    BodyEmitter ve(cc, isa, true, dtype);
+    const int vbytes = vector_bytes(isa);
+    const int lanes = vbytes / itemsize;
+    cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, contiguous)), 0);
+    cc.je(scalar_loop);
+    std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
+    ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1) + vbytes, 64);
+    std::vector<ax::Gp> vptr(nin), vinc(nin);
+    for (int k = 0; k < nin; ++k) {
+      vptr[k] = cc.newIntPtr("vptr%d", k);
+      vinc[k] = cc.newInt64("vinc%d", k);
+      ax::Vec b = ve.newv();
+      dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k])) : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
+      ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
+      slot.setSize(vbytes);
+      cc.vmovups(slot, b);
+      cc.lea(vptr[k], slot);
+      cc.test(stride[k], stride[k]);
+      cc.cmovnz(vptr[k], ptr[k]);
+      cc.mov(vinc[k], stride[k]);
+      cc.imul(vinc[k], vinc[k], lanes);
+    }
+    std::vector<ax::Vec> vacc(kUnroll);
+    for (auto& a : vacc) a = ve.constant(identity(r.op));
+    Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
+    ax::Gp rem = cc.newInt64("rem");
+    auto one_vector = [&](const ax::Vec& acc) {
+      std::vector<ax::Vec> loaded(nin);
+      for (int k = 0; k < nin; ++k) {
+        loaded[k] = ve.newv();
+        ve.load(loaded[k], vptr[k]);
+        cc.add(vptr[k], vinc[k]);
+      }
+      std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
+      combine(ve, r.op, acc, vals[ir.outputs[0]]);
+    };
+    cc.bind(unrolled);
+    cc.mov(rem, n);
+    cc.sub(rem, i);
+    cc.cmp(rem, kUnroll * lanes);
+    cc.jl(single);
+    for (int u = 0; u < kUnroll; ++u) one_vector(vacc[u]);
+    cc.add(i, kUnroll * lanes);
+    cc.jmp(unrolled);
+    cc.bind(single);
+    cc.mov(rem, n);
+    cc.sub(rem, i);
+    cc.cmp(rem, lanes);
+    cc.jl(vector_done);
+    one_vector(vacc[0]);
+    cc.add(i, lanes);
+    cc.jmp(single);
+    cc.bind(vector_done);
+    for (int u = 1; u < kUnroll; ++u) combine(ve, r.op, vacc[0], vacc[u]);
+    // Fold the lanes into the scalar accumulator.
+    ax::Mem lanes_mem = scratch.cloneAdjusted(vbytes * std::max(nin, 1));
+    lanes_mem.setSize(vbytes);
+    cc.vmovups(lanes_mem, vacc[0]);
+    for (int l = 0; l < lanes; ++l) {
+      ax::Vec x = se.newv();
+      ax::Mem m = lanes_mem.cloneAdjusted(l * itemsize);
+      m.setSize(itemsize);
+      se.load_mem(x, m);
+      combine(se, r.op, sacc, x);
+    }
+    ax::Gp off = cc.newInt64("off");
+    for (int k = 0; k < nin; ++k) {
+      cc.mov(off, stride[k]);
+      cc.imul(off, i);
+      cc.add(ptr[k], off);
+    }
+  }
+
+  cc.bind(scalar_loop);
+  std::vector<ax::Vec> shoisted = hoist(se, ir, call, params_offset);
+  Label scalar_top = cc.newLabel();
+  cc.bind(scalar_top);
+  cc.cmp(i, n);
+  cc.jge(done);
+  std::vector<ax::Vec> loaded(nin);
+  for (int k = 0; k < nin; ++k) {
+    loaded[k] = se.newv();
+    se.load(loaded[k], ptr[k]);
+  }
+  std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
+  combine(se, r.op, sacc, vals[ir.outputs[0]]);
+  for (int k = 0; k < nin; ++k) cc.add(ptr[k], stride[k]);
+  cc.inc(i);
+  cc.jmp(scalar_top);
+  cc.bind(done);
+  if (r.mean) {
+    // numpy.mean divides the sum by the count, converted to the array's type.
+    ax::Vec count = se.int_to_value(n);
+    ax::Vec q = se.newv();
+    se.arith(ScalarOp::Div, q, sacc, count);
+    se.move(sacc, q);
+  }
+  ax::Gp out = cc.newIntPtr("out");
+  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out)));
+  se.store(out, sacc);
+  cc.endFunc();
+  return cc.finalize();
+}
+
+}  // namespace
+
+bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
+  const PointwiseKernelIR& ir = r.prologue;
+  if (ir.outputs.size() != 1) return false;
+  const DType dtype = r.dtype();
+  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  // The prologue obeys the pointwise generator's rules (same element emitter).
+  PointwiseKernelIR check = ir;
+  return pointwise_supported(check, isa) && ir.input_dtypes.size() + 1 <= static_cast<size_t>(rt::kMaxKernelOperands);
+}
+
+Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
+  if (isa == Isa::Avx512) isa = Isa::Avx2;  // see generate_pointwise
+  CodeHolder code;
+  code.init(jit_runtime().environment());
+  StringLogger logger;
+  if (want_listing) code.setLogger(&logger);
+  ax::Compiler cc(&code);
+  if (Error err = build(cc, r, isa)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  void* entry = nullptr;
+  if (Error err = jit_runtime().add(&entry, &code))
+    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  auto k = std::make_shared<rt::Kernel>();
+  k->entry = entry;
+  k->name = std::string("reduce_") + isa_name(isa);
+  if (want_listing) k->listing = r.to_string() + logger.data();
+  k->release = [entry] { jit_runtime().release(entry); };
+  return rt::KernelPtr(std::move(k));
+}
+
+Expected<rt::KernelPtr> reduction_kernel(const ReductionKernelIR& r) {
+  Isa isa = host_isa();
+  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
+  Status failure;
+  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + r.key(), [&]() -> rt::KernelPtr {
+    auto g = generate_reduction(r, isa, listing);
+    if (!g) {
+      failure = g.error();
+      return nullptr;
+    }
+    if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*g)->listing);
+    return *g;
+  });
+  if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;
+  return k;
+}
+
+}  // namespace framejit::jit::x86
