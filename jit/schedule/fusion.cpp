@@ -106,58 +106,58 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     if (!pw[i] && accept_reduction) red[i] = lower_reduction(graph, nodes[i]);
   }
 
-  // Tentative groups: member lists only. A reduction whose operand is in the open group keeps
-  // the group open (it will recompute the operand) and remembers the group as its prologue.
+  // Tentative groups: member lists only. Several groups may be open at once, one per iteration
+  // shape; a group closes when something reads one of its members as a materialized array (a
+  // non-fused consumer, or a pointwise node joining another group), so every kernel can run at
+  // its last member's position with all its inputs already computed.
   std::vector<std::vector<int>> groups;
   std::vector<int> tentative(n, -1);
-  std::vector<int> prologue_group(n, -1);
-  int open = -1;
+  std::vector<bool> is_open;
+  auto close_readers_of = [&](int v, int except) {
+    int g = tentative[v];
+    if (g >= 0 && g != except) is_open[g] = false;
+  };
   for (int i = 0; i < n; ++i) {
     const Node& node = nodes[i];
     if (node.kind != NodeKind::Call) continue;
     if (pw[i]) {
-      bool joins = open >= 0;
-      if (joins) {
-        const Node& first = nodes[groups[open].front()];
-        joins = first.meta.dtype == node.meta.dtype && same_shape(first.meta, node.meta);
+      int join = -1;
+      for (size_t g = 0; g < groups.size() && join < 0; ++g) {
+        const Node& first = nodes[groups[g].front()];
+        if (is_open[g] && first.meta.dtype == node.meta.dtype && same_shape(first.meta, node.meta))
+          join = static_cast<int>(g);
       }
-      if (!joins) {
-        open = static_cast<int>(groups.size());
+      for (const Arg& a : node.args) a.for_each_node([&](int v) { close_readers_of(v, join); });
+      if (join < 0) {
+        join = static_cast<int>(groups.size());
         groups.emplace_back();
+        is_open.push_back(true);
       }
-      groups[open].push_back(i);
-      tentative[i] = open;
+      groups[join].push_back(i);
+      tentative[i] = join;
       continue;
     }
-    if (red[i] && open >= 0 && tentative[red[i]->input] == open) {
-      prologue_group[i] = open;
-      continue;
+    if (red[i]) {
+      // A reduction whose operand comes from an open group recomputes it as its prologue.
+      int input = red[i]->input;
+      int pg = tentative[input] >= 0 && is_open[tentative[input]] ? tentative[input] : -1;
+      ReductionGroup r;
+      r.node = i;
+      r.keepdims = red[i]->keepdims;
+      std::vector<int> members;
+      if (pg >= 0) members = producers_of(graph, input, groups[pg], tentative, pg);
+      r.ir.prologue = build_ir(graph, members, {input}, pw, r.inputs, r.params);
+      r.ir.op = red[i]->op;
+      r.ir.mean = red[i]->mean;
+      if (accept_reduction(r.ir)) {
+        for (int v : r.inputs) close_readers_of(v, -1);  // read as arrays
+        plan.reduction_of[i] = static_cast<int>(plan.reductions.size());
+        plan.reductions.push_back(std::move(r));
+        continue;
+      }
     }
-    bool reads_open = false;
-    auto check = [&](int v) { reads_open |= open >= 0 && tentative[v] == open; };
-    for (const Arg& a : node.args) a.for_each_node(check);
-    for (const auto& kw : node.kwargs) kw.second.for_each_node(check);
-    if (reads_open) open = -1;
-  }
-
-  // Reduction kernels first: whether one is accepted decides whether its operand must be
-  // materialized by the pointwise group.
-  for (int i = 0; i < n; ++i) {
-    if (!red[i]) continue;
-    ReductionGroup r;
-    r.node = i;
-    r.keepdims = red[i]->keepdims;
-    std::vector<int> members;
-    if (prologue_group[i] >= 0) members = producers_of(graph, red[i]->input, groups[prologue_group[i]], tentative, prologue_group[i]);
-    r.ir.prologue = build_ir(graph, members, {red[i]->input}, pw, r.inputs, r.params);
-    r.ir.op = red[i]->op;
-    r.ir.mean = red[i]->mean;
-    if (!accept_reduction(r.ir)) {
-      prologue_group[i] = -1;
-      continue;
-    }
-    plan.reduction_of[i] = static_cast<int>(plan.reductions.size());
-    plan.reductions.push_back(std::move(r));
+    for (const Arg& a : node.args) a.for_each_node([&](int v) { close_readers_of(v, -1); });
+    for (const auto& kw : node.kwargs) kw.second.for_each_node([&](int v) { close_readers_of(v, -1); });
   }
 
   // Values needed outside their group: read by a node outside it (other than a reduction that
@@ -191,7 +191,17 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       for (int m : members) plan.group_of[m] = FusionPlan::kNotComputed;
       continue;
     }
-    g.ir = build_ir(graph, members, outs, pw, g.inputs, g.params);
+    // Members that feed no output (e.g. d * d of a variance whose reduction recomputes it) are
+    // left out of the kernel.
+    std::vector<bool> live(n, false);
+    for (int o : outs)
+      for (int m : producers_of(graph, o, members, tentative, tentative[o])) live[m] = true;
+    std::vector<int> kept;
+    for (int m : members)
+      if (live[m]) kept.push_back(m);
+    g.ir = build_ir(graph, kept, outs, pw, g.inputs, g.params);
+    g.nodes = kept;
+    g.position = kept.back();
     g.outputs = outs;
     if (!accept(g.ir)) {
       // Not generated: the members run as calls, so any reduction fused on them must read them.
@@ -199,7 +209,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       continue;
     }
     int id = static_cast<int>(plan.groups.size());
-    for (int m : members) plan.group_of[m] = id;
+    for (int m : members) plan.group_of[m] = live[m] ? id : FusionPlan::kNotComputed;
     plan.groups.push_back(std::move(g));
   }
   for (int i = 0; i < n; ++i)
