@@ -65,9 +65,12 @@ class BodyEmitter {
 public:
   BodyEmitter(ax::Compiler& cc, Isa isa, bool vector, DType dtype)
       : cc_(cc), isa_(isa), vector_(vector), vex_(isa != Isa::Scalar), f32_(dtype == DType::Float32),
-        math_(cc, vector ? isa : Isa::Scalar, dtype) {}
+        math_(cc, isa, dtype) {}
 
-  ax::Vec newv() { return vector_ && isa_ == Isa::Avx2 ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm()); }
+  // With AVX every operation is packed on the full register, also when only lane 0 matters (the
+  // tail and strided loops load and store one element): every element then goes through exactly
+  // the same instructions, wherever it sits in the array, and no legacy SSE encoding mixes in.
+  ax::Vec newv() { return vex_ && isa_ == Isa::Avx2 ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm()); }
 
   // dst = a op b for the arithmetic instructions.
   void arith(ScalarOp op, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
@@ -98,12 +101,12 @@ public:
     if (f32_) {
       float f = static_cast<float>(v);
       ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &f, 4);
-      if (vector_ && vex_) cc_.vbroadcastss(r, m);
+      if (vex_) cc_.vbroadcastss(r, m);
       else if (vex_) cc_.vmovss(r.as<ax::Xmm>(), m);
       else cc_.movss(r.as<ax::Xmm>(), m);
     } else {
       ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &v, 8);
-      if (vector_ && vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
+      if (vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
       else if (vex_) cc_.vmovsd(r.as<ax::Xmm>(), m);
       else cc_.movsd(r.as<ax::Xmm>(), m);
     }
@@ -116,13 +119,13 @@ public:
     if (f32_) {
       uint32_t bitsv = sign_only ? 0x80000000u : 0x7fffffffu;
       ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 4);
-      if (vector_ && vex_) cc_.vbroadcastss(r, m);
+      if (vex_) cc_.vbroadcastss(r, m);
       else if (vex_) cc_.vmovss(r.as<ax::Xmm>(), m);
       else cc_.movss(r.as<ax::Xmm>(), m);
     } else {
       uint64_t bitsv = sign_only ? 0x8000000000000000ull : 0x7fffffffffffffffull;
       ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 8);
-      if (vector_ && vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
+      if (vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
       else if (vex_) cc_.vmovsd(r.as<ax::Xmm>(), m);
       else cc_.movsd(r.as<ax::Xmm>(), m);
     }
@@ -149,15 +152,13 @@ public:
       case ScalarOp::Square: arith(ScalarOp::Mul, dst, a, a); return;
       case ScalarOp::Reciprocal: arith(ScalarOp::Div, dst, constant(1.0), a); return;
       case ScalarOp::Sqrt:
-        if (vector_) cc_.emit(f32_ ? ax::Inst::kIdVsqrtps : ax::Inst::kIdVsqrtpd, dst, a);
-        else if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVsqrtss : ax::Inst::kIdVsqrtsd, dst, a, a);
+        if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVsqrtps : ax::Inst::kIdVsqrtpd, dst, a);
         else cc_.emit(f32_ ? ax::Inst::kIdSqrtss : ax::Inst::kIdSqrtsd, dst, a);
         return;
       case ScalarOp::Floor:
       case ScalarOp::Ceil: {
         int imm = (op == ScalarOp::Floor ? 1 : 2) | 8;  // round down/up, suppress precision exception
-        if (vector_) cc_.emit(f32_ ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
-        else if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVroundss : ax::Inst::kIdVroundsd, dst, a, a, imm);
+        if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
         else cc_.emit(f32_ ? ax::Inst::kIdRoundss : ax::Inst::kIdRoundsd, dst, a, imm);
         return;
       }
@@ -177,8 +178,7 @@ public:
 
   // dst = src (whole register).
   void move(const ax::Vec& dst, const ax::Vec& src) {
-    if (vector_) cc_.vmovaps(dst, src);
-    else if (vex_) cc_.vmovaps(dst.as<ax::Xmm>(), src.as<ax::Xmm>());
+    if (vex_) cc_.vmovaps(dst, src);
     else cc_.movaps(dst.as<ax::Xmm>(), src.as<ax::Xmm>());
   }
 
@@ -194,10 +194,12 @@ public:
     if (vex_) {
       cc_.vxorps(s, s, s);
       f32_ ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
-    } else {
-      cc_.xorps(s, s);
-      f32_ ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
+      ax::Vec r = newv();
+      f32_ ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.as<ax::Ymm>(), s);
+      return r;
     }
+    cc_.xorps(s, s);
+    f32_ ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
     return s;
   }
 
@@ -224,7 +226,7 @@ public:
       vex_ ? cc_.vmovsd(s, mem) : cc_.movsd(s, mem);
       if (f32_) vex_ ? cc_.vcvtsd2ss(s, s, s) : cc_.cvtsd2ss(s, s);
     }
-    if (!vector_) return s;
+    if (!vex_) return s;
     ax::Vec r = newv();
     f32_ ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.as<ax::Ymm>(), s);
     return r;
@@ -232,8 +234,9 @@ public:
 
 private:
   InstId pick(InstId vps, InstId vpd, InstId vss, InstId vsd, InstId ss, InstId sd) const {
-    if (vector_) return f32_ ? vps : vpd;
-    if (vex_) return f32_ ? vss : vsd;
+    (void)vss;
+    (void)vsd;
+    if (vex_) return f32_ ? vps : vpd;
     return f32_ ? ss : sd;
   }
 
@@ -248,8 +251,7 @@ private:
   }
 
   void cmp(const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b, int predicate) {
-    if (vector_) cc_.emit(f32_ ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, dst, a, b, predicate);
-    else if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVcmpss : ax::Inst::kIdVcmpsd, dst, a, b, predicate);
+    if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, dst, a, b, predicate);
     else {
       cc_.movaps(dst.as<ax::Xmm>(), a.as<ax::Xmm>());
       cc_.emit(f32_ ? ax::Inst::kIdCmpss : ax::Inst::kIdCmpsd, dst, b, predicate);

@@ -166,6 +166,35 @@ TEST_P(PointwiseCodegen, SpilledConstantsKeepEveryLane) {
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], x[i] + 300.0f) << i;  // 1 + 2 + ... + 24
 }
 
+// An element's result does not depend on where it sits: the vector loop, the tail and the
+// strided loop run the same instructions.
+TEST_P(PointwiseCodegen, TailAndStridedMatchTheVectorLoop) {
+  Isa isa = GetParam();
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    PointwiseKernelIR ir;
+    ir.input_dtypes = {dt};
+    ir.body = {{ScalarOp::Load, dt, -1, -1, 0, 0}, {ScalarOp::Tanh, dt, 0, -1, -1, 0}, {ScalarOp::Exp, dt, 1, -1, -1, 0}};
+    ir.outputs = {2};
+    ir.output_dtypes = {dt};
+    auto k = x86::generate_pointwise(ir, isa, false);
+    ASSERT_TRUE(k) << k.error().message();
+    const int n = 21, it = rt::dtype_itemsize(dt);
+    std::vector<double> xd(2 * n, 0.3712);
+    std::vector<float> xf(2 * n, 0.3712f);
+    std::vector<char> out(n * it), out_strided(n * it);
+    char* x = dt == DType::Float32 ? reinterpret_cast<char*>(xf.data()) : reinterpret_cast<char*>(xd.data());
+    int64_t shape[1] = {n}, s[1] = {it}, s2[1] = {2 * it};
+    rt::Operand a[2] = {{x, s, it}, {out.data(), s, it}};
+    rt::Operand b[2] = {{x, s2, it}, {out_strided.data(), s, it}};
+    rt::run_pointwise(**k, 1, shape, 2, a, nullptr, 0);
+    rt::run_pointwise(**k, 1, shape, 2, b, nullptr, 0);
+    for (int i = 0; i < n; ++i) {
+      ASSERT_EQ(std::memcmp(out.data() + i * it, out.data(), it), 0) << "element " << i;
+      ASSERT_EQ(std::memcmp(out_strided.data() + i * it, out.data(), it), 0) << "strided element " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, PointwiseCodegen, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
 
