@@ -27,7 +27,7 @@ struct ArgRef {
 };
 
 struct Instr {
-  enum class Kind : uint8_t { Call, Method, SymSize, Kernel, Reduction } kind = Kind::Call;
+  enum class Kind : uint8_t { Call, Method, SymSize, Kernel, Reduction, Gemm } kind = Kind::Call;
   OwnedRef callable;     // Call: the function; Method: the method name (str)
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;      // tuple of str, or null
@@ -35,6 +35,7 @@ struct Instr {
   int dim = 0;           // SymSize
   KernelStep kernel;     // Kernel: a fused group of pointwise nodes
   ReductionStep reduction;  // Reduction: a row reduction with its fused prologue
+  GemmStep gemm;            // Gemm: a matrix product by framejit's GEMM
   std::vector<int> release;  // values whose last use is this instruction
 };
 
@@ -67,9 +68,10 @@ public:
     }
     bool ok = true;
     for (const Instr& in : instrs) {
-      if (in.kind == Instr::Kind::Kernel || in.kind == Instr::Kind::Reduction) {
-        bool done = in.kind == Instr::Kind::Kernel ? run_kernel_step(in.kernel, vals)
-                                                   : run_reduction_step(in.reduction, vals);
+      if (in.kind == Instr::Kind::Kernel || in.kind == Instr::Kind::Reduction || in.kind == Instr::Kind::Gemm) {
+        bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, vals)
+                    : in.kind == Instr::Kind::Reduction ? run_reduction_step(in.reduction, vals)
+                                                        : run_gemm_step(in.gemm, vals);
         if (!done) {
           ok = false;
           break;
@@ -283,6 +285,17 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       size_t instr_index = p->instrs.size();
       for (int v : r.inputs) last_use[v] = static_cast<int>(instr_index);
       for (int v : r.params) last_use[v] = static_cast<int>(instr_index);
+      p->instrs.push_back(std::move(in));
+      continue;
+    }
+    int gemm = compiled ? compiled->plan.gemm_of[i] : -1;
+    if (gemm >= 0) {
+      const jit::MatmulNode& mm = compiled->plan.gemms[gemm];
+      in.kind = Instr::Kind::Gemm;
+      in.gemm = {mm.a, mm.b, static_cast<int>(i), mm.dtype};
+      size_t instr_index = p->instrs.size();
+      last_use[mm.a] = static_cast<int>(instr_index);
+      last_use[mm.b] = static_cast<int>(instr_index);
       p->instrs.push_back(std::move(in));
       continue;
     }

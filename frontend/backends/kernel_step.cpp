@@ -5,6 +5,7 @@
 
 #include "frontend/numpy_abi.h"
 #include "frontend/pyref.h"
+#include "jit/x86/gemm.h"
 #include "runtime/executor.h"
 
 namespace framejit::frontend {
@@ -131,6 +132,60 @@ bool run_reduction_step(const ReductionStep& step, PyObject** vals) {
     Py_END_ALLOW_THREADS;
   } else {
     rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
+  }
+  return true;
+}
+
+bool run_gemm_step(const GemmStep& step, PyObject** vals) {
+  NdArrayFields* a = as_ndarray(vals[step.a]);
+  NdArrayFields* b = as_ndarray(vals[step.b]);
+  const int rank = a->nd;
+  const int64_t m = a->dimensions[rank - 2], k = a->dimensions[rank - 1];
+  const int64_t kb = b->dimensions[0], n = b->dimensions[1];
+  if (k != kb) {  // guards make this impossible; NumPy's own message if it ever happens
+    PyErr_SetString(PyExc_ValueError, "matmul: Input operand 1 has a mismatch in its core dimension 0");
+    return false;
+  }
+  int64_t out_shape[kMaxRank];
+  std::copy(a->dimensions, a->dimensions + rank - 1, out_shape);
+  out_shape[rank - 1] = n;
+  PyObject* out = new_array(out_shape, rank, step.dtype);
+  if (!out) return false;
+  Py_XSETREF(vals[step.output], out);
+  NdArrayFields* c = as_ndarray(out);
+  const int64_t item = rt::dtype_itemsize(step.dtype);
+  int64_t batches = 1;
+  for (int d = 0; d < rank - 2; ++d) batches *= a->dimensions[d];
+  jit::x86::GemmArgs g;
+  g.dtype = step.dtype;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a_row_stride = a->strides[rank - 2] / item;
+  g.a_col_stride = a->strides[rank - 1] / item;
+  g.b = b->data;
+  g.b_row_stride = b->strides[0] / item;
+  g.b_col_stride = b->strides[1] / item;
+  g.ldc = n;
+  auto run = [&] {
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      // Offset of batch bi in A (any strides) and in the contiguous C.
+      int64_t rem = bi, a_off = 0;
+      for (int d = rank - 3; d >= 0; --d) {
+        a_off += (rem % a->dimensions[d]) * a->strides[d];
+        rem /= a->dimensions[d];
+      }
+      g.a = a->data + a_off;
+      g.c = c->data + bi * m * n * item;
+      jit::x86::gemm(g);
+    }
+  };
+  if (batches * m * n * k >= (int64_t{1} << 18)) {
+    Py_BEGIN_ALLOW_THREADS;
+    run();
+    Py_END_ALLOW_THREADS;
+  } else {
+    run();
   }
   return true;
 }

@@ -30,6 +30,12 @@ struct ReductionStep {
   bool keepdims = false;
 };
 
+/// C = A @ B with framejit's GEMM (A's leading dims are a batch; B is 2-D).
+struct GemmStep {
+  int a = -1, b = -1, output = -1;
+  rt::DType dtype = rt::DType::Float32;
+};
+
 /// Broadcasts the inputs, allocates the outputs as NumPy arrays and runs the kernel (without the
 /// GIL when the work is large). Stores new references into vals[outputs[j]]. False with a Python
 /// exception set on failure (MemoryError from the allocation, or a broadcasting error).
@@ -37,5 +43,8 @@ bool run_kernel_step(const KernelStep& step, PyObject** vals);
 
 /// Runs a reduction step; stores a new reference into vals[step.output].
 bool run_reduction_step(const ReductionStep& step, PyObject** vals);
+
+/// Runs a GEMM step; stores a new reference into vals[step.output].
+bool run_gemm_step(const GemmStep& step, PyObject** vals);
 
 }  // namespace framejit::frontend

@@ -128,4 +128,19 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   return ReductionNode{it->second.first, it->second.second, keepdims, in.dtype, input};
 }
 
+std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {
+  if (node.kind != NodeKind::Call || node.args.size() != 2 || !node.kwargs.empty()) return std::nullopt;
+  const std::string& t = node.target;
+  if (t != "operator.matmul" && t != "numpy.matmul" && t != "numpy.dot" && t != "method.dot") return std::nullopt;
+  if (!node.args[0].is_node() || !node.args[1].is_node()) return std::nullopt;
+  int a = static_cast<int>(node.args[0].i), b = static_cast<int>(node.args[1].i);
+  const TensorMeta& ma = graph.node(a).meta;
+  const TensorMeta& mb = graph.node(b).meta;
+  const TensorMeta& m = node.meta;
+  if (ma.kind != ValueKind::Tensor || mb.kind != ValueKind::Tensor || m.kind != ValueKind::Tensor) return std::nullopt;
+  if (!is_float(m.dtype) || ma.dtype != m.dtype || mb.dtype != m.dtype || m.numpy_scalar) return std::nullopt;
+  if (ma.rank() < 2 || mb.rank() != 2 || ma.numpy_scalar || mb.numpy_scalar) return std::nullopt;
+  return MatmulNode{a, b, m.dtype};
+}
+
 }  // namespace framejit::jit

@@ -99,6 +99,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
   FusionPlan plan;
   plan.group_of.assign(n, -1);
   plan.reduction_of.assign(n, -1);
+  plan.gemm_of.assign(n, -1);
   std::vector<std::optional<PointwiseNode>> pw(n);
   std::vector<std::optional<ReductionNode>> red(n);
   for (int i = 0; i < n; ++i) {
@@ -212,8 +213,15 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     for (int m : members) plan.group_of[m] = live[m] ? id : FusionPlan::kNotComputed;
     plan.groups.push_back(std::move(g));
   }
-  for (int i = 0; i < n; ++i)
-    if (nodes[i].kind == NodeKind::Call && plan.group_of[i] == -1 && plan.reduction_of[i] < 0) ++plan.extern_calls;
+  for (int i = 0; i < n; ++i) {
+    if (nodes[i].kind != NodeKind::Call || plan.group_of[i] != -1 || plan.reduction_of[i] >= 0) continue;
+    if (auto mm = lower_matmul(graph, nodes[i])) {
+      plan.gemm_of[i] = static_cast<int>(plan.gemms.size());
+      plan.gemms.push_back(*mm);
+      continue;
+    }
+    ++plan.extern_calls;
+  }
   return plan;
 }
 
@@ -227,6 +235,8 @@ std::string FusionPlan::to_string(const Graph& graph) const {
     for (int m : g.nodes) s += " " + graph.node(m).name;
     s += "\n" + g.ir.to_string();
   }
+  for (const MatmulNode& g : gemms)
+    s += "gemm " + graph.node(g.a).name + " @ " + graph.node(g.b).name + "\n";
   s += std::to_string(extern_calls) + " call(s) run one by one\n";
   return s;
 }

@@ -7,6 +7,7 @@
 
 #include "jit/ir/graph.h"
 #include "jit/lower/loop_ir.h"
+#include "jit/lower/lowering.h"
 
 namespace framejit::jit {
 
@@ -40,6 +41,8 @@ struct FusionPlan {
   static constexpr int kNotFused = -1;
   static constexpr int kNotComputed = -2;
   std::vector<int> reduction_of;  // per node: its reduction kernel, or -1
+  std::vector<int> gemm_of;       // per node: its entry in gemms (a GEMM call), or -1
+  std::vector<MatmulNode> gemms;
   int extern_calls = 0;       // call nodes left to run one by one (the counted last resort)
   std::string to_string(const Graph& graph) const;
 };
