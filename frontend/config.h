@@ -47,6 +47,11 @@ struct Stats {
   double compile_ms = 0;       // cumulative: trace + passes + backend
   double trace_ms = 0;
   long long ops = 0;           // call nodes in compiled graphs
+  // "jit" backend: how the graphs' nodes run.
+  long long kernels = 0;       // fused pointwise kernels
+  long long reductions = 0;    // row-reduction kernels
+  long long gemms = 0;         // matrix products on framejit's GEMM
+  long long extern_calls = 0;  // nodes run one by one through NumPy (the last resort)
 };
 Stats& stats();
 

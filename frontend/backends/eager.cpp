@@ -4,6 +4,7 @@
 
 #include "frontend/backends/kernel_step.h"
 #include "frontend/backends/program.h"
+#include "frontend/config.h"
 #include "frontend/numpy_abi.h"
 #include "jit/pipeline.h"
 
@@ -367,6 +368,11 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
 Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
   auto compiled = jit::compile_graph(graph);
   if (!compiled) return compiled.error();
+  Stats& st = stats();
+  st.kernels += static_cast<long long>(compiled->plan.groups.size());
+  st.reductions += static_cast<long long>(compiled->plan.reductions.size());
+  st.gemms += static_cast<long long>(compiled->plan.gemms.size());
+  st.extern_calls += compiled->plan.extern_calls;
   return build_program(graph, &*compiled);
 }
 

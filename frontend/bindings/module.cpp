@@ -49,6 +49,10 @@ py::dict stats_dict() {
   d["compile_ms"] = s.compile_ms;
   d["trace_ms"] = s.trace_ms;
   d["ops"] = s.ops;
+  d["kernels"] = s.kernels;
+  d["reductions"] = s.reductions;
+  d["gemms"] = s.gemms;
+  d["extern_calls"] = s.extern_calls;
   d["cache_entries"] = count_cache_entries();
   return d;
 }
