@@ -1,17 +1,42 @@
 """Runs framejit's sample benchmarks (all, or those named on the command line) and writes the results."""
 
+import os
 import sys
 import time
 import traceback
 
 import framejit
+import arc_distance
+import axpb
 import elementwise
 import harness
 import install_overhead
+import layernorm
+import mlp
 import overhead
+import peak_memory
+import sgemm
+import softmax
 import trace_time
 
-CASES = {m.NAME: m for m in (overhead, install_overhead, trace_time, elementwise)}
+# In the order of issue 3's Benchmarks table after the capture issue's cases; compile times of every
+# case's graph are also gathered into one table at the end.
+CASES = {
+    m.NAME: m
+    for m in (
+        overhead,
+        install_overhead,
+        trace_time,
+        elementwise,
+        axpb,
+        softmax,
+        layernorm,
+        sgemm,
+        mlp,
+        arc_distance,
+        peak_memory,
+    )
+}
 
 
 def main(argv: list[str]) -> int:
@@ -22,6 +47,10 @@ def main(argv: list[str]) -> int:
         print(f"unknown case(s) {', '.join(unknown)}; choose from: {', '.join(CASES)}", file=sys.stderr)
         return 2
 
+    load = os.getloadavg()[0]
+    if load > 0.5:
+        print(f"[bench] note: 1-minute load average {load:.2f} before the run: other work on this "
+              f"{os.cpu_count()}-CPU machine will skew the figures", flush=True)
     start = time.perf_counter()
     rows, failures = [], []
     for name in names:
@@ -42,6 +71,10 @@ def main(argv: list[str]) -> int:
     md, js = harness.write_results(rows, failures, seconds)
     print()
     print(harness.markdown_table(rows))
+    compile_times = harness.compile_table(rows)
+    if compile_times:
+        print("\nCompile time per graph:\n")
+        print(compile_times)
     print(f"\nwrote {md} and {js} ({seconds:.0f} s)")
     if failures:
         print("\n" + "\n".join(failures), file=sys.stderr)

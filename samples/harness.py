@@ -79,6 +79,43 @@ def _difference(got: Any, want: Any, exact: bool) -> str | None:
     return None
 
 
+def check_close(what: str, got: Any, want: np.ndarray, *, rtol: float, atol: Any) -> str:
+    """Raise CorrectnessError unless |got - want| <= atol + rtol * |want| element by element (NaN
+    where NumPy has NaN, equal infinities). `atol` may be an array broadcasting against `want`
+    (an error bound per element, e.g. for GEMM). Returns a note: the largest error and the
+    largest fraction of the allowed error any element used."""
+    if not isinstance(got, np.ndarray):
+        raise CorrectnessError(f"{what}: expected ndarray, got {_short(got)}")
+    if got.dtype != want.dtype or got.shape != want.shape:
+        raise CorrectnessError(
+            f"{what}: expected {want.dtype}{list(want.shape)}, got {got.dtype}{list(got.shape)}"
+        )
+    g = got.astype(np.float64)
+    w = want.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - w)
+        allowed = atol + rtol * np.abs(w)
+        ok = (err <= allowed) | (g == w) | (np.isnan(g) & np.isnan(w))
+        used = np.where(np.isfinite(err), err / np.maximum(allowed, np.finfo(np.float64).tiny), 0.0)
+    worst_err = float(np.max(np.where(np.isfinite(err), err, 0.0), initial=0.0))
+    worst_used = float(np.max(used, initial=0.0))
+    if not ok.all():
+        bad = np.flatnonzero(~ok.ravel())
+        i = int(bad[0])
+        raise CorrectnessError(
+            f"{what}: {bad.size} of {want.size} elements outside rtol={rtol:g}, atol={_atol_text(atol)} "
+            f"(max abs error {worst_err:.3g}, {worst_used:.3g}× the allowed error; first at flat index "
+            f"{i}: got {g.ravel()[i]!r}, NumPy {w.ravel()[i]!r})"
+        )
+    return f"max abs err {worst_err:.2g} = {worst_used:.2f} of tol"
+
+
+def _atol_text(atol: Any) -> str:
+    if isinstance(atol, np.ndarray):
+        return f"per element ({float(atol.min()):.2g}–{float(atol.max()):.2g})"
+    return f"{atol:g}"
+
+
 def _short(value: Any) -> str:
     """A one-line description of a value for error messages."""
     text = repr(value).replace("\n", " ")
@@ -175,6 +212,88 @@ def at_most(value: float, limit: float, unit: str) -> tuple[str, bool]:
     return f"≤ {_number(limit)}{_unit_suffix(unit)}", value <= limit
 
 
+def at_least(value: float, limit: float, unit: str) -> tuple[str, bool]:
+    """A target `value >= limit` as (table text, met)."""
+    return f"≥ {_number(limit)}{_unit_suffix(unit)}", value >= limit
+
+
+def speedup_row(
+    case: str, samples: dict[str, list[float]], fast: str, slow: str, *, target: float | None = None
+) -> Row:
+    """How many times faster `fast` is than `slow`: the median of per-round ratios slow/fast (each
+    round times both back to back, which cancels slow drifts), the IQR as a note."""
+    ratios = [s / f for s, f in zip(samples[slow], samples[fast])]
+    med = statistics.median(ratios)
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (med, med, med)
+    row = Row(case, f"speedup of {fast} over {slow}", med, "×", note=f"IQR {q1:.2f}–{q3:.2f}",
+              samples=[round(r, 3) for r in ratios])
+    if target is not None:
+        row.target, row.met = at_least(med, target, "×")
+    return row
+
+
+# Contender name of the per-graph compile-time rows; bench.py gathers them into one table.
+COMPILE_ROW = "framejit compile_ms"
+
+
+def fresh_compile_ms(fn: Callable[..., Any], args: tuple, *, repeats: int = 3) -> list[float]:
+    """stats()["compile_ms"] of `repeats` fresh compiles of fn (framejit.reset() before each, and a
+    new function object with a new code object, so no cache entry can be reused). Each compile
+    must capture one graph without graph breaks. A throwaway compile goes first: the process's
+    first compile pays one-time initialisation (trace_time reports that one)."""
+    import types
+
+    import framejit
+
+    framejit.reset()
+    framejit.compile(lambda v: v * 2.0)(np.ones(4, np.float32))
+    results = []
+    for _ in range(repeats):
+        framejit.reset()
+        fresh = _fresh_copy(fn, types)
+        framejit.compile(fresh, backend="jit")(*args)
+        stats = framejit.stats()
+        if stats["captured"] != 1 or stats["graph_breaks"]:
+            raise InvalidMeasurement(f"fresh compile of {fn!r}: expected one graph, got {stats}")
+        results.append(stats["compile_ms"])
+    framejit.reset()
+    return results
+
+
+def _fresh_copy(fn: Callable[..., Any], types: Any) -> Callable[..., Any]:
+    """A copy of a function (or bound method) with its own code object."""
+    bound_to = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    copy = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__, func.__defaults__,
+                              func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    return types.MethodType(copy, bound_to) if bound_to is not None else copy
+
+
+def compile_row(case: str, graph: str, values: list[float], *, limit: float) -> Row:
+    """The compile-time row of one graph: median compile_ms of fresh compiles, target ≤ limit."""
+    med = statistics.median(values)
+    target, met = at_most(med, limit, "ms")
+    return Row(case, COMPILE_ROW, med, "ms", target=target, met=met,
+               note=f"{graph}; median of {len(values)} fresh compiles", samples=[round(v, 3) for v in values])
+
+
+def compiled_and_checked(fn: Callable[..., Any], args: tuple, what: str) -> tuple[Callable[..., Any], list]:
+    """framejit.compile(fn) after framejit.reset(), called twice on args: the first call must
+    capture one graph without graph breaks, the second must be a cache hit (so timing it times
+    the compiled program, not CPython). Returns the compiled function and both results, for the
+    caller to check against NumPy."""
+    import framejit
+
+    framejit.reset()
+    compiled = framejit.compile(fn, backend="jit")
+    results = [compiled(*args), compiled(*args)]
+    stats = framejit.stats()
+    if stats["captured"] != 1 or stats["graph_breaks"] or stats["cache_hits"] < 1 or stats["recompiles"]:
+        raise InvalidMeasurement(f"{what}: expected one graph, then a cache hit; got {stats}")
+    return compiled, results
+
+
 def timing_rows(
     case: str, samples: dict[str, list[float]], baseline: str, *, scale: float, unit: str
 ) -> list[Row]:
@@ -232,6 +351,22 @@ def markdown_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def compile_table(rows: list[Row]) -> str:
+    """The per-graph compile-time rows of every case gathered in one table ("" when there are none)."""
+    mine = [r for r in rows if r.contender == COMPILE_ROW]
+    if not mine:
+        return ""
+    lines = [
+        "| case | graph | compile_ms (median of fresh compiles) | target | met? |",
+        "|---|---|---:|---|---|",
+    ]
+    for r in mine:
+        met = "—" if r.met is None else ("yes" if r.met else "**no**")
+        graph = r.note.split(";")[0]
+        lines.append(f"| {r.case} | {graph} | {_number(r.median)} ms | {r.target or '—'} | {met} |")
+    return "\n".join(lines)
+
+
 def environment() -> dict[str, Any]:
     """What the numbers were measured on."""
     import framejit
@@ -244,6 +379,8 @@ def environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
+        # Other work on the machine (e.g. a build) skews every figure: 1-, 5- and 15-minute load.
+        "loadavg": [round(v, 2) for v in os.getloadavg()],
     }
 
 
@@ -257,11 +394,13 @@ def write_results(rows: list[Row], failures: list[str], seconds: float) -> tuple
         "# framejit sample benchmarks",
         "",
         f"{env['date']} · Python {env['python']} · NumPy {env['numpy']} · {env['cpus']} CPUs · "
-        f"{seconds:.0f} s",
+        f"{seconds:.0f} s · load average at the end {' / '.join(map(str, env['loadavg']))}",
         "",
     ]
     footer = ["", "Failures:", *[f"- {f}" for f in failures]] if failures else []
-    md.write_text("\n".join([*header, markdown_table(rows), *footer]) + "\n")
+    compile_times = compile_table(rows)
+    compile_section = ["", "## Compile time per graph", "", compile_times] if compile_times else []
+    md.write_text("\n".join([*header, markdown_table(rows), *compile_section, *footer]) + "\n")
     payload = {
         "environment": env,
         "seconds": round(seconds, 2),
