@@ -172,14 +172,22 @@ def time_batch(c: Contender, calls: int) -> float:
     return (stop - start) / calls
 
 
-def interleave(contenders: list[Contender], *, calls: int, rounds: int, warmup: int = 2) -> dict[str, list[float]]:
-    """Time every contender once per round, in turn (A, B, A, B, ...): ns per call, one per round."""
+def interleave(
+    contenders: list[Contender], *, calls: int, rounds: int, warmup: int = 2, settle_s: float = 0.0
+) -> dict[str, list[float]]:
+    """Time every contender once per round, in turn (A, B, A, B, ...): ns per call, one per round.
+
+    settle_s pauses between contenders: a thread pool that keeps spinning after a call (OpenBLAS
+    spins about 0.1 s) would otherwise hold a core while the next contender runs.
+    """
     for _ in range(warmup):
         for c in contenders:
             time_batch(c, calls)
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
     for _ in range(rounds):
         for c in contenders:
+            if settle_s:
+                time.sleep(settle_s)
             samples[c.name].append(time_batch(c, calls))
     return samples
 

@@ -81,7 +81,8 @@ def run() -> list[Row]:
 
     contenders = [Contender("NumPy (OpenBLAS)", model.forward, (x,)), Contender("framejit", compiled, (x,))]
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls, batch {BATCH}, {SIZES}")
-    samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP)
+    # OpenBLAS's threads spin ~0.1 s after each call; let them go idle before the next contender.
+    samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP, settle_s=0.2)
     rows = timing_rows(NAME, samples, "NumPy (OpenBLAS)", scale=1e6, unit="ms")
     rows[1].note = note
     rows.append(speedup_row(NAME, samples, "framejit", "NumPy (OpenBLAS)", target=TARGET_SPEEDUP))

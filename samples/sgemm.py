@@ -52,7 +52,8 @@ def run() -> list[Row]:
 
     contenders = [Contender("NumPy (OpenBLAS)", model, (a, b)), Contender("framejit", compiled, (a, b))]
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls, float32 {N}³")
-    samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP)
+    # OpenBLAS's threads spin ~0.1 s after each call; let them go idle before the next contender.
+    samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP, settle_s=0.2)
     rows = timing_rows(NAME, samples, "NumPy (OpenBLAS)", scale=1e6, unit="ms")
     rows[1].note = note
     for r in rows:  # GFLOP/s alongside: 2·N³ flops per call
