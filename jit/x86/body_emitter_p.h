@@ -12,6 +12,8 @@
 #include "jit/x86/isa.h"
 #include "jit/x86/pointwise_codegen.h"
 #include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/log.h"
 
 namespace framejit::jit::x86 {
 namespace detail {
@@ -330,6 +332,73 @@ inline std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, c
     }
   }
   return h;
+}
+
+// Vector-loop pointers for kernel inputs: a broadcast input (stride 0) reads a scratch slot that
+// holds its value in every lane, so the loop body is one plain vector load for every input.
+// `scratch` has room for one vector per input.
+inline void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, DType dtype, const std::vector<ax::Gp>& ptr,
+                          const std::vector<ax::Gp>& stride, int nin, const ax::Mem& scratch, std::vector<ax::Gp>& vptr,
+                          std::vector<ax::Gp>& vinc) {
+  const int vbytes = vector_bytes(isa);
+  const int lanes = vbytes / rt::dtype_itemsize(dtype);
+  vptr.resize(nin);
+  vinc.resize(nin);
+  for (int k = 0; k < nin; ++k) {
+    vptr[k] = cc.newIntPtr("vptr%d", k);
+    vinc[k] = cc.newInt64("vinc%d", k);
+    ax::Vec b = ve.newv();
+    dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k]))
+                            : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
+    ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
+    slot.setSize(vbytes);
+    cc.vmovups(slot, b);
+    cc.lea(vptr[k], slot);
+    cc.test(stride[k], stride[k]);
+    cc.cmovnz(vptr[k], ptr[k]);
+    cc.mov(vinc[k], stride[k]);
+    cc.imul(vinc[k], vinc[k], lanes);
+  }
+}
+
+// Assembles what `build` emits into executable memory, as a kernel named `name`.
+template <typename Build>
+Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_text, bool want_listing, Build&& build) {
+  CodeHolder code;
+  code.init(jit_runtime().environment());
+  StringLogger logger;
+  if (want_listing) code.setLogger(&logger);
+  ax::Compiler cc(&code);
+  if (Error err = build(cc)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  void* entry = nullptr;
+  if (Error err = jit_runtime().add(&entry, &code))
+    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  auto k = std::make_shared<rt::Kernel>();
+  k->entry = entry;
+  k->name = name;
+  if (want_listing) k->listing = ir_text + logger.data();
+  k->release = [entry] { jit_runtime().release(entry); };
+  return rt::KernelPtr(std::move(k));
+}
+
+// The kernel cached under `key` for the host ISA, generated with `generate(isa, want_listing)` on
+// first use (and logged under FRAMEJIT_LOGS=asm).
+template <typename Generate>
+Expected<rt::KernelPtr> cached_kernel(const std::string& key, Generate&& generate) {
+  Isa isa = host_isa();
+  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
+  Status failure;
+  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + key, [&]() -> rt::KernelPtr {
+    Expected<rt::KernelPtr> r = generate(isa, listing);
+    if (!r) {
+      failure = r.error();
+      return nullptr;
+    }
+    if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*r)->listing);
+    return *r;
+  });
+  if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;
+  return k;
 }
 
 }  // namespace detail

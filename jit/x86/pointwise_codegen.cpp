@@ -4,7 +4,6 @@
 #include <asmjit/x86.h>
 
 #include <cstddef>
-#include <mutex>
 
 #include "jit/x86/body_emitter_p.h"
 #include "runtime/executor.h"
@@ -59,22 +58,8 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
     cc.je(scalar_loop);
     std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, offsetof(rt::PointwiseCall, params));
     ax::Mem scratch = cc.newStack(vector_bytes(isa) * std::max(nin, 1), 64);
-    std::vector<ax::Gp> vptr(nin), vinc(nin);
-    for (int k = 0; k < nin; ++k) {
-      // Broadcast inputs (stride 0) read a scratch holding the value in every lane.
-      vptr[k] = cc.newIntPtr("vptr%d", k);
-      vinc[k] = cc.newInt64("vinc%d", k);
-      ax::Vec b = ve.newv();
-      dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k])) : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
-      ax::Mem slot = scratch.cloneAdjusted(vector_bytes(isa) * k);
-      slot.setSize(vector_bytes(isa));
-      cc.vmovups(slot, b);
-      cc.lea(vptr[k], slot);
-      cc.test(stride[k], stride[k]);
-      cc.cmovnz(vptr[k], ptr[k]);
-      cc.mov(vinc[k], stride[k]);
-      cc.imul(vinc[k], vinc[k], lanes);
-    }
+    std::vector<ax::Gp> vptr, vinc;
+    vector_inputs(cc, ve, isa, dtype, ptr, stride, nin, scratch, vptr, vinc);
     std::vector<ax::Gp> voptr(nout);
     for (int j = 0; j < nout; ++j) {
       voptr[j] = cc.newIntPtr("voptr%d", j);
@@ -153,40 +138,14 @@ bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
 }
 
 Expected<rt::KernelPtr> generate_pointwise(const PointwiseKernelIR& ir, Isa isa, bool want_listing) {
-  // AVX-512 code for pointwise kernels is not written yet: such hosts run the AVX2 kernels.
+  // AVX-512 code for these kernels is not written yet: such hosts run the AVX2 kernels.
   if (isa == Isa::Avx512) isa = Isa::Avx2;
-  CodeHolder code;
-  code.init(jit_runtime().environment());
-  StringLogger logger;
-  if (want_listing) code.setLogger(&logger);
-  ax::Compiler cc(&code);
-  if (Error err = build(cc, ir, isa)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
-  void* entry = nullptr;
-  if (Error err = jit_runtime().add(&entry, &code))
-    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
-  auto k = std::make_shared<rt::Kernel>();
-  k->entry = entry;
-  k->name = std::string("pointwise_") + isa_name(isa);
-  if (want_listing) k->listing = ir.to_string() + logger.data();
-  k->release = [entry] { jit_runtime().release(entry); };
-  return rt::KernelPtr(std::move(k));
+  return assemble(std::string("pointwise_") + isa_name(isa), ir.to_string(), want_listing,
+                  [&](ax::Compiler& cc) { return build(cc, ir, isa); });
 }
 
 Expected<rt::KernelPtr> pointwise_kernel(const PointwiseKernelIR& ir) {
-  Isa isa = host_isa();
-  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
-  Status failure;
-  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + ir.key(), [&]() -> rt::KernelPtr {
-    auto r = generate_pointwise(ir, isa, listing);
-    if (!r) {
-      failure = r.error();
-      return nullptr;
-    }
-    if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*r)->listing);
-    return *r;
-  });
-  if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;
-  return k;
+  return cached_kernel(ir.key(), [&](Isa isa, bool listing) { return generate_pointwise(ir, isa, listing); });
 }
 
 }  // namespace framejit::jit::x86

@@ -74,21 +74,8 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
     cc.je(scalar_loop);
     std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
     ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1) + vbytes, 64);
-    std::vector<ax::Gp> vptr(nin), vinc(nin);
-    for (int k = 0; k < nin; ++k) {
-      vptr[k] = cc.newIntPtr("vptr%d", k);
-      vinc[k] = cc.newInt64("vinc%d", k);
-      ax::Vec b = ve.newv();
-      dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k])) : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
-      ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
-      slot.setSize(vbytes);
-      cc.vmovups(slot, b);
-      cc.lea(vptr[k], slot);
-      cc.test(stride[k], stride[k]);
-      cc.cmovnz(vptr[k], ptr[k]);
-      cc.mov(vinc[k], stride[k]);
-      cc.imul(vinc[k], vinc[k], lanes);
-    }
+    std::vector<ax::Gp> vptr, vinc;
+    vector_inputs(cc, ve, isa, dtype, ptr, stride, nin, scratch, vptr, vinc);
     std::vector<ax::Vec> vacc(kUnroll);
     for (auto& a : vacc) a = ve.constant(identity(r.op));
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
@@ -184,39 +171,14 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
 }
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
-  if (isa == Isa::Avx512) isa = Isa::Avx2;  // see generate_pointwise
-  CodeHolder code;
-  code.init(jit_runtime().environment());
-  StringLogger logger;
-  if (want_listing) code.setLogger(&logger);
-  ax::Compiler cc(&code);
-  if (Error err = build(cc, r, isa)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
-  void* entry = nullptr;
-  if (Error err = jit_runtime().add(&entry, &code))
-    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
-  auto k = std::make_shared<rt::Kernel>();
-  k->entry = entry;
-  k->name = std::string("reduce_") + isa_name(isa);
-  if (want_listing) k->listing = r.to_string() + logger.data();
-  k->release = [entry] { jit_runtime().release(entry); };
-  return rt::KernelPtr(std::move(k));
+  // AVX-512 code for these kernels is not written yet: such hosts run the AVX2 kernels.
+  if (isa == Isa::Avx512) isa = Isa::Avx2;
+  return assemble(std::string("reduce_") + isa_name(isa), r.to_string(), want_listing,
+                  [&](ax::Compiler& cc) { return build(cc, r, isa); });
 }
 
 Expected<rt::KernelPtr> reduction_kernel(const ReductionKernelIR& r) {
-  Isa isa = host_isa();
-  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
-  Status failure;
-  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + r.key(), [&]() -> rt::KernelPtr {
-    auto g = generate_reduction(r, isa, listing);
-    if (!g) {
-      failure = g.error();
-      return nullptr;
-    }
-    if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*g)->listing);
-    return *g;
-  });
-  if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;
-  return k;
+  return cached_kernel(r.key(), [&](Isa isa, bool listing) { return generate_reduction(r, isa, listing); });
 }
 
 }  // namespace framejit::jit::x86
