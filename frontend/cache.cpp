@@ -1,6 +1,7 @@
 // cache.cpp — CodeState on co_extra, the registry of live states, and the library-code test.
 #include "frontend/cache.h"
 
+#include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
 
 #include <string>
@@ -16,7 +17,7 @@ std::unordered_set<CodeState*>& live_states() {
 }
 
 void free_code_state(void* p) {  // called by CPython when the code object dies (GIL held)
-  auto* cs = static_cast<CodeState*>(p);
+  CodeState* cs = untag(p);
   live_states().erase(cs);
   delete cs;
 }
@@ -54,8 +55,9 @@ CodeState* code_state(PyCodeObject* code) {
     PyErr_Clear();
     return nullptr;
   }
-  if (p) return static_cast<CodeState*>(p);
+  if (p) return untag(p);
   auto* cs = new CodeState();
+  cs->code = code;
   if (_PyCode_SetExtra(reinterpret_cast<PyObject*>(code), index, cs) < 0) {
     PyErr_Clear();
     delete cs;
@@ -73,6 +75,13 @@ void reset_all_code_states() {
     cs->update_never();
     cs->limit_reported = false;
   }
+}
+
+void CodeState::update_never() {
+  never = skip || failed || no_arrays;
+  void* tagged = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | ((failed || no_arrays) ? kNeverTag : 0));
+  // NB: not _PyCode_SetExtra, which would free the state it replaces (this very object).
+  retag_code_extra(code, extra_index(), tagged);
 }
 
 long long count_cache_entries() {

@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,9 +38,21 @@ struct CodeState {
   bool limit_reported = false;
   /// skip || failed || no_arrays, kept in one flag for the hook's first test.
   bool never = false;
-  void update_never() { never = skip || failed || no_arrays; }
+  /// Recomputes `never` and mirrors failed/no_arrays into the co_extra pointer's low bit (see
+  /// Note [Tagged co_extra]).
+  void update_never();
+  PyCodeObject* code = nullptr;  // borrowed: the code object owns this state
   std::string name;           // "fn (file.py:12)"
 };
+
+// Note [Tagged co_extra]
+// Under install() most frames belong to code framejit has given up on (no arrays, or an internal
+// failure). The hook must send those to CPython at the cost of as few loads as possible, so bit 0
+// of the co_extra pointer says "never trace, whatever the config": the hook tests it without
+// touching the CodeState or any thread-local state. Library code (`skip`) is not tagged, because
+// a framejit.compile of a library function still traces that one function.
+constexpr uintptr_t kNeverTag = 1;
+inline CodeState* untag(void* p) { return reinterpret_cast<CodeState*>(reinterpret_cast<uintptr_t>(p) & ~kNeverTag); }
 
 /// The state of `code`, created on first use; nullptr if co_extra is unavailable.
 CodeState* code_state(PyCodeObject* code);

@@ -134,20 +134,24 @@ CacheEntry* lookup(CodeState& cs, const CompileConfig* cfg, const FrameView& vie
 
 Py_ssize_t g_extra_index = -1;  // framejit's co_extra slot, set when the hook is first enabled
 
-inline CodeState* fast_code_state(PyCodeObject* code) {
-  // co_extra read directly: what _PyCode_GetExtra does, minus the call and the checks.
+// framejit's co_extra slot read directly: what _PyCode_GetExtra does, minus the call and checks.
+// The pointer may carry kNeverTag (Note [Tagged co_extra]).
+inline void* raw_code_state(PyCodeObject* code) {
   auto* ex = static_cast<CodeExtra*>(code->co_extra);
-  return ex && g_extra_index < ex->ce_size ? static_cast<CodeState*>(ex->ce_extras[g_extra_index]) : nullptr;
+  return ex && g_extra_index < ex->ce_size ? ex->ce_extras[g_extra_index] : nullptr;
 }
+inline CodeState* fast_code_state(PyCodeObject* code) { return untag(raw_code_state(code)); }
 
 PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs);
 
 PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
+  PyCodeObject* code = frame->f_code;
+  void* raw = raw_code_state(code);
+  if (reinterpret_cast<uintptr_t>(raw) & kNeverTag) return eval_default(ts, frame, throwflag);
   ThreadState& t = tls;
   CompileConfig* cfg = t.config ? t.config : g_installed_raw;
   if (!cfg || t.busy || throwflag) return eval_default(ts, frame, throwflag);
-  PyCodeObject* code = frame->f_code;
-  CodeState* cs = fast_code_state(code);
+  CodeState* cs = static_cast<CodeState*>(raw);
   // The common case under install(): code framejit has already decided to leave alone.
   if (cs && cs->never && reinterpret_cast<PyObject*>(code) != cfg->root_code) return eval_default(ts, frame, 0);
   // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
@@ -414,6 +418,11 @@ PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, Compi
   hook_release();
   tls.config = saved;
   return r;
+}
+
+void retag_code_extra(PyCodeObject* code, Py_ssize_t index, void* value) {
+  auto* ex = static_cast<CodeExtra*>(code->co_extra);
+  if (ex && index >= 0 && index < ex->ce_size) ex->ce_extras[index] = value;
 }
 
 bool init_hook_types(PyObject* module) {

@@ -671,3 +671,29 @@ def test_explain_on_a_decorated_function():
     assert_same(np.tanh(X) * 3, e.result)
     assert e.graph_count == 1, str(e)
     assert e.op_count >= 2 and e.guards, str(e)
+
+
+def test_install_gives_up_on_code_without_arrays_and_frees_it():
+    """Code that touches no arrays is left to CPython after its first trace (the 'never' tag on
+    its co_extra), survives reset(), and its state is freed with the code object."""
+    import gc
+
+    src = "def count(n):\n    return n if n < 2 else count(n - 1) + count(n - 2)\n"
+    ns = {}
+    exec(compile(src, "<no-arrays>", "exec"), ns)
+    framejit.install()
+    try:
+        assert ns["count"](15) == 610
+        before = framejit.stats()["skipped_codes"]
+        assert before >= 1
+        for _ in range(3):
+            assert ns["count"](12) == 144
+        assert framejit.stats()["skipped_codes"] == before  # not traced again
+        framejit.reset()
+        assert ns["count"](10) == 55  # traced once more after reset, then left alone again
+    finally:
+        framejit.uninstall()
+    del ns
+    gc.collect()  # frees the code object and framejit's tagged state with it
+    x = np.arange(4.0)
+    assert np.array_equal(framejit.compile(lambda v: v * 2)(x), x * 2)
