@@ -334,6 +334,35 @@ inline std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, c
   return h;
 }
 
+// The registers every row kernel starts with: its call struct, the row length n, the element
+// counter i, and each operand's pointer and stride. `Call` is rt::PointwiseCall or
+// rt::ReductionCall (same leading fields).
+struct RowKernel {
+  ax::Gp call, n, i;
+  std::vector<ax::Gp> ptr, stride;
+};
+
+template <typename Call>
+RowKernel begin_row_kernel(ax::Compiler& cc, Isa isa, int num_operands) {
+  RowKernel k;
+  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
+  k.call = cc.newIntPtr("call");
+  fn->setArg(0, k.call);
+  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
+  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  k.n = cc.newInt64("n");
+  k.i = cc.newInt64("i");
+  cc.mov(k.n, ax::qword_ptr(k.call, offsetof(Call, n)));
+  cc.xor_(k.i, k.i);
+  for (int j = 0; j < num_operands; ++j) {
+    k.ptr.push_back(cc.newIntPtr("ptr%d", j));
+    k.stride.push_back(cc.newInt64("stride%d", j));
+    cc.mov(k.ptr[j], ax::qword_ptr(k.call, static_cast<int>(offsetof(Call, ptr) + 8 * j)));
+    cc.mov(k.stride[j], ax::qword_ptr(k.call, static_cast<int>(offsetof(Call, stride) + 8 * j)));
+  }
+  return k;
+}
+
 // Vector-loop pointers for kernel inputs: a broadcast input (stride 0) reads a scratch slot that
 // holds its value in every lane, so the loop body is one plain vector load for every input.
 // `scratch` has room for one vector per input.

@@ -32,21 +32,10 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
   const int nout = static_cast<int>(ir.outputs.size());
   const int nops = nin + nout;
 
-  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
-  ax::Gp call = cc.newIntPtr("call");
-  fn->setArg(0, call);
-  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
-  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
-  ax::Gp n = cc.newInt64("n"), i = cc.newInt64("i");
-  cc.mov(n, ax::qword_ptr(call, offsetof(rt::PointwiseCall, n)));
-  cc.xor_(i, i);
-  std::vector<ax::Gp> ptr(nops), stride(nops);
-  for (int k = 0; k < nops; ++k) {
-    ptr[k] = cc.newIntPtr("ptr%d", k);
-    stride[k] = cc.newInt64("stride%d", k);
-    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::PointwiseCall, ptr) + 8 * k)));
-    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::PointwiseCall, stride) + 8 * k)));
-  }
+  RowKernel rk = begin_row_kernel<rt::PointwiseCall>(cc, isa, nops);
+  const ax::Gp call = rk.call, n = rk.n, i = rk.i;
+  const std::vector<ax::Gp>& ptr = rk.ptr;
+  const std::vector<ax::Gp>& stride = rk.stride;
   Label scalar_loop = cc.newLabel(), done = cc.newLabel();
 
   if (isa != Isa::Scalar) {

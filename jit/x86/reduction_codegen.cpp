@@ -47,21 +47,10 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   const int nin = static_cast<int>(ir.input_dtypes.size());
   const int params_offset = static_cast<int>(offsetof(rt::ReductionCall, params));
 
-  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
-  ax::Gp call = cc.newIntPtr("call");
-  fn->setArg(0, call);
-  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
-  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
-  ax::Gp n = cc.newInt64("n"), i = cc.newInt64("i");
-  cc.mov(n, ax::qword_ptr(call, offsetof(rt::ReductionCall, n)));
-  cc.xor_(i, i);
-  std::vector<ax::Gp> ptr(nin), stride(nin);
-  for (int k = 0; k < nin; ++k) {
-    ptr[k] = cc.newIntPtr("ptr%d", k);
-    stride[k] = cc.newInt64("stride%d", k);
-    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, ptr) + 8 * k)));
-    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, stride) + 8 * k)));
-  }
+  RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin);
+  const ax::Gp call = rk.call, n = rk.n, i = rk.i;
+  const std::vector<ax::Gp>& ptr = rk.ptr;
+  const std::vector<ax::Gp>& stride = rk.stride;
   BodyEmitter se(cc, isa, false, dtype);
   ax::Vec sacc = se.constant(identity(r.op));
   Label scalar_loop = cc.newLabel(), done = cc.newLabel();
