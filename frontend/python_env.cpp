@@ -1,6 +1,8 @@
 // python_env.cpp — one-time imports of the Python objects framejit uses from C++.
 #include "frontend/python_env.h"
 
+#include <unordered_map>
+
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
 
@@ -38,6 +40,16 @@ std::vector<std::string> compute_library_prefixes() {
 }  // namespace
 
 const PythonEnv& python_env() { return g_env; }
+
+PyObject* operator_fn(const std::string& name) {
+  static std::unordered_map<std::string, PyObject*> cache;  // values: new refs, kept (GIL held)
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  PyObject* fn = PyObject_GetAttrString(g_env.operator_mod, name.c_str());
+  if (!fn) PyErr_Clear();
+  cache[name] = fn;
+  return fn;
+}
 
 bool initialize_python_env() {
   if (g_ready) return true;

@@ -31,4 +31,7 @@ bool initialize_python_env();
 /// The environment; valid after initialize_python_env().
 const PythonEnv& python_env();
 
+/// operator.<name> (borrowed, looked up once per name; null when there is no such function).
+PyObject* operator_fn(const std::string& name);
+
 }  // namespace framejit::frontend

@@ -67,17 +67,6 @@ void init_registry() {
 
 namespace {
 
-PyObject* operator_fn(const std::string& name) {  // borrowed, cached
-  PyObject* mod = python_env().operator_mod;
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  PyObject* fn = PyObject_GetAttrString(mod, name.c_str());  // new ref, kept
-  if (!fn) PyErr_Clear();
-  cache[name] = fn;
-  return fn;
-}
-
 VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
                 const KwArgs& kwargs, bool is_method) {
   switch (e.family) {

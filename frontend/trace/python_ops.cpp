@@ -3,7 +3,6 @@
 
 #include <opcode.h>
 
-#include <unordered_map>
 
 #include "frontend/ops/registry.h"
 #include "frontend/python_env.h"
@@ -18,17 +17,6 @@ const char* const kNbNames[2 * kNumNbOps] = {
     "rshift",  "sub",  "truediv",  "xor",
     "iadd", "iand",  "ifloordiv", "ilshift", "imatmul", "imul", "imod", "ior",  "ipow",
     "irshift", "isub", "itruediv", "ixor"};
-
-// CPython's own implementation of the operator, as a callable from the operator module.
-PyObject* operator_fn(const char* name) {  // borrowed, cached forever
-  PyObject* mod = python_env().operator_mod;
-  static std::unordered_map<std::string, PyObject*> cache;
-  auto it = cache.find(name);
-  if (it != cache.end()) return it->second;
-  PyObject* fn = PyObject_GetAttrString(mod, name);  // new ref, kept
-  cache[name] = fn;
-  return fn;
-}
 
 bool is_python_value(const VarPtr& v) { return v->kind == VarKind::Const || v->kind == VarKind::Scalar; }
 

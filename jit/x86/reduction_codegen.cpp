@@ -155,8 +155,7 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
   const DType dtype = r.dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64) return false;
   // The prologue obeys the pointwise generator's rules (same element emitter).
-  PointwiseKernelIR check = ir;
-  return pointwise_supported(check, isa) && ir.input_dtypes.size() + 1 <= static_cast<size_t>(rt::kMaxKernelOperands);
+  return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 1 <= static_cast<size_t>(rt::kMaxKernelOperands);
 }
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
