@@ -116,4 +116,74 @@ void run_reduction(const Kernel& kernel, int rank, const int64_t* shape, int num
   });
 }
 
+void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launches, int count) {
+  int64_t rows = 1;
+  for (int d = 0; d < lead; ++d) rows *= lead_shape[d];
+  if (rows == 0) return;
+  // Bytes a row touches over the whole chain (an operand re-read by several launches counts each
+  // time): a block of rows should fit in a quarter of a core's L2, so re-reads hit in cache.
+  int64_t row_bytes = 0;
+  for (int j = 0; j < count; ++j) {
+    const RowLaunch& l = launches[j];
+    for (int k = 0; k < l.num_operands; ++k)
+      if (l.operands[k].strides[lead] != 0) row_bytes += l.n * l.operands[k].itemsize;
+  }
+  constexpr int64_t kBlockBytes = 256 << 10;
+  int64_t block = std::clamp<int64_t>(kBlockBytes / std::max<int64_t>(row_bytes, 1), 1, rows);
+  // Enough blocks to keep every thread busy.
+  block = std::min(block, std::max<int64_t>(1, rows / (2 * num_threads())));
+  const int64_t blocks = (rows + block - 1) / block;
+
+  // The per-launch call templates: contiguity and inner strides are fixed for the chain.
+  std::vector<PointwiseCall> pw(count);
+  std::vector<ReductionCall> rd(count);
+  for (int j = 0; j < count; ++j) {
+    const RowLaunch& l = launches[j];
+    int64_t contiguous = 1;
+    for (int k = 0; k < l.num_operands; ++k) {
+      int64_t s = l.operands[k].strides[lead];
+      if (s != 0 && s != l.operands[k].itemsize) contiguous = 0;
+      (l.reduction ? rd[j].stride[k] : pw[j].stride[k]) = s;
+    }
+    if (l.reduction) {
+      rd[j].n = l.n;
+      rd[j].contiguous = contiguous;
+      std::memcpy(rd[j].params, l.params, sizeof(ParamValue) * l.num_params);
+    } else {
+      pw[j].n = l.n;
+      pw[j].contiguous = contiguous;
+      std::memcpy(pw[j].params, l.params, sizeof(ParamValue) * l.num_params);
+    }
+  }
+
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<PointwiseCall> pcall = pw;
+    std::vector<ReductionCall> rcall = rd;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
+      for (int j = 0; j < count; ++j) {
+        const RowLaunch& l = launches[j];
+        char** ptr = l.reduction ? rcall[j].ptr : pcall[j].ptr;
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int k = 0; k < l.num_operands; ++k) ptr[k] = l.operands[k].data;
+          char* out = l.out;
+          int64_t rem = r;
+          for (int d = lead - 1; d >= 0; --d) {
+            int64_t idx = rem % lead_shape[d];
+            rem /= lead_shape[d];
+            for (int k = 0; k < l.num_operands; ++k) ptr[k] += idx * l.operands[k].strides[d];
+            if (l.reduction) out += idx * l.out_strides[d];
+          }
+          if (l.reduction) {
+            rcall[j].out = out;
+            reinterpret_cast<ReductionFn>(l.kernel->entry)(&rcall[j]);
+          } else {
+            reinterpret_cast<PointwiseFn>(l.kernel->entry)(&pcall[j]);
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace framejit::rt

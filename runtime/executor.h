@@ -59,4 +59,27 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
 void run_reduction(const Kernel& kernel, int rank, const int64_t* shape, int num_inputs, const Operand* inputs,
                    char* out, const int64_t* out_strides, const ParamValue* params, int num_params);
 
+/// One launch of a row-blocked chain (run_row_blocked): a pointwise or row-reduction kernel over
+/// `lead` leading dims shared by the whole chain, plus its own innermost dim of `n` elements.
+/// Operand strides cover lead + 1 dims; a reduction writes one value per row at `out`.
+struct RowLaunch {
+  const Kernel* kernel = nullptr;
+  bool reduction = false;
+  int64_t n = 0;
+  int num_operands = 0;  // pointwise: inputs then outputs; reduction: inputs
+  const Operand* operands = nullptr;
+  char* out = nullptr;                   // reduction only
+  const int64_t* out_strides = nullptr;  // reduction only: bytes, over the leading dims
+  const ParamValue* params = nullptr;
+  int num_params = 0;
+};
+
+/// Runs a chain of launches that share leading (row) dims, block by block: every launch runs on
+/// a block of rows before the next block starts, so data a later launch re-reads (the input of a
+/// softmax, read by its max, its sum and its division) is still in cache. The caller guarantees
+/// that a launch only reads rows of earlier launches' outputs at the same row index (no
+/// broadcasting of chain results along leading dims). Each launch computes exactly what it would
+/// compute alone (same kernels, same per-row calls), so results do not depend on blocking.
+void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launches, int count);
+
 }  // namespace framejit::rt

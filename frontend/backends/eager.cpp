@@ -2,6 +2,8 @@
 // the very Python callable the user's code called (so results match eager NumPy bit for bit).
 #include <Python.h>
 
+#include <algorithm>
+
 #include "frontend/backends/kernel_step.h"
 #include "frontend/backends/program.h"
 #include "frontend/config.h"
@@ -28,7 +30,7 @@ struct ArgRef {
 };
 
 struct Instr {
-  enum class Kind : uint8_t { Call, Method, SymSize, Kernel, Reduction, Gemm } kind = Kind::Call;
+  enum class Kind : uint8_t { Call, Method, SymSize, Kernel, Reduction, Gemm, Chain } kind = Kind::Call;
   OwnedRef callable;     // Call: the function; Method: the method name (str)
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;      // tuple of str, or null
@@ -37,6 +39,7 @@ struct Instr {
   KernelStep kernel;     // Kernel: a fused group of pointwise nodes
   ReductionStep reduction;  // Reduction: a row reduction with its fused prologue
   GemmStep gemm;            // Gemm: a matrix product by framejit's GEMM
+  ChainStep chain;          // Chain: consecutive kernels and reductions run together
   std::vector<int> release;  // values whose last use is this instruction
 };
 
@@ -69,9 +72,10 @@ public:
     }
     bool ok = true;
     for (const Instr& in : instrs) {
-      if (in.kind == Instr::Kind::Kernel || in.kind == Instr::Kind::Reduction || in.kind == Instr::Kind::Gemm) {
+      if (in.kind != Instr::Kind::Call && in.kind != Instr::Kind::Method && in.kind != Instr::Kind::SymSize) {
         bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, vals)
                     : in.kind == Instr::Kind::Reduction ? run_reduction_step(in.reduction, vals)
+                    : in.kind == Instr::Kind::Chain     ? run_chain_step(in.chain, vals)
                                                         : run_gemm_step(in.gemm, vals);
         if (!done) {
           ok = false;
@@ -247,6 +251,36 @@ OwnedRef const_arg_to_python(const jit::Arg& a) {
 
 namespace {
 
+// Merges each run of consecutive kernel and reduction instructions into one Chain instruction, so
+// that they can run block by block over rows (see ChainStep). Values released inside the run are
+// released after the whole chain.
+void chain_consecutive_kernels(std::vector<Instr>& instrs) {
+  auto chainable = [](const Instr& in) { return in.kind == Instr::Kind::Kernel || in.kind == Instr::Kind::Reduction; };
+  std::vector<Instr> out;
+  for (size_t i = 0; i < instrs.size();) {
+    size_t j = i;
+    while (j < instrs.size() && chainable(instrs[j])) ++j;
+    if (j - i < 2) {
+      out.push_back(std::move(instrs[i]));
+      ++i;
+      continue;
+    }
+    Instr c;
+    c.kind = Instr::Kind::Chain;
+    for (size_t k = i; k < j; ++k) {
+      ChainStep::Part part;
+      part.reduction = instrs[k].kind == Instr::Kind::Reduction;
+      if (part.reduction) part.red = std::move(instrs[k].reduction);
+      else part.kernel = std::move(instrs[k].kernel);
+      c.chain.parts.push_back(std::move(part));
+      c.release.insert(c.release.end(), instrs[k].release.begin(), instrs[k].release.end());
+    }
+    out.push_back(std::move(c));
+    i = j;
+  }
+  instrs = std::move(out);
+}
+
 // Builds the interpreter over `graph`; with `compiled`, each fused group runs as one kernel
 // instruction at its last member's position and its members are not interpreted.
 Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const jit::CompiledGraph* compiled) {
@@ -283,6 +317,7 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       in.reduction.output = static_cast<int>(i);
       in.reduction.output_dtype = r.ir.dtype();
       in.reduction.keepdims = r.keepdims;
+      in.reduction.value_output = r.value_output;
       size_t instr_index = p->instrs.size();
       for (int v : r.inputs) last_use[v] = static_cast<int>(instr_index);
       for (int v : r.params) last_use[v] = static_cast<int>(instr_index);
@@ -357,6 +392,14 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
   for (const jit::Arg& a : graph.outputs()) a.for_each_node([&](int v) { is_output[v] = true; });
   for (size_t v = 0; v < nodes.size(); ++v)
     if (last_use[v] >= 0 && !is_output[v]) p->instrs[last_use[v]].release.push_back(static_cast<int>(v));
+  for (Instr& in : p->instrs) {
+    if (in.kind != Instr::Kind::Kernel) continue;
+    for (int v : in.release)
+      if (nodes[v].kind != jit::NodeKind::Placeholder &&
+          std::find(in.kernel.inputs.begin(), in.kernel.inputs.end(), v) != in.kernel.inputs.end())
+        in.kernel.dying.push_back(v);
+  }
+  chain_consecutive_kernels(p->instrs);
   p->set_counts(static_cast<int>(p->input_values.size()), static_cast<int>(p->outputs.size()));
   return std::unique_ptr<Program>(std::move(p));
 }

@@ -2,11 +2,14 @@
 #include "frontend/backends/kernel_step.h"
 
 #include <algorithm>
+#include <memory>
+#include <optional>
 
 #include "frontend/numpy_abi.h"
 #include "frontend/pyref.h"
 #include "jit/x86/gemm.h"
 #include "runtime/executor.h"
+#include "runtime/threads.h"
 
 namespace framejit::frontend {
 
@@ -75,64 +78,213 @@ bool read_params(PyObject** vals, const std::vector<int>& params, const std::vec
   return true;
 }
 
-}  // namespace
+// A step bound to this call's arrays: iteration space, operands, parameters and (for a
+// reduction) where results go. ops[k].strides points into `strides`: a Bound is never copied.
+struct Bound {
+  Bound() = default;
+  Bound(const Bound&) = delete;
+  Bound& operator=(const Bound&) = delete;
 
-bool run_kernel_step(const KernelStep& step, PyObject** vals) {
-  const size_t nin = step.inputs.size(), nout = step.outputs.size();
-  int rank;
+  int rank = 0;
   int64_t shape[kMaxRank];
-  if (!broadcast_shape(vals, step.inputs, rank, shape)) return false;
   int64_t total = 1;
-  for (int d = 0; d < rank; ++d) total *= shape[d];
+  int nops = 0;
+  rt::Operand ops[rt::kMaxKernelOperands];
+  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
+  rt::ParamValue params[rt::kMaxKernelParams];
+  int nparams = 0;
+  char* out = nullptr;                   // reduction
+  const int64_t* out_strides = nullptr;  // reduction: the output array's strides (it outlives us)
+};
+
+// Note [Output buffer reuse]
+// A kernel input that dies at this kernel (no later instruction reads it, and it is no graph
+// output) may take the kernel's output when nobody else can observe it: the program holds its
+// only reference, it is a plain ndarray owning C-contiguous aligned writable data, and it has
+// exactly the output's dtype and shape. Element i of the output then overwrites element i of the
+// input, which the kernel has already read (every kernel reads an element's inputs before it
+// stores the element's outputs). Softmax's division writes into its exp array this way, so the
+// call allocates one full-size array instead of two.
+PyObject* reusable_input(const KernelStep& step, PyObject** vals, const Bound& b, rt::DType dtype,
+                         std::vector<int>& taken) {  // borrowed, or null
+  const NumPyHandles* np = numpy_handles();
+  for (int v : step.dying) {
+    PyObject* obj = vals[v];
+    if (!obj || Py_REFCNT(obj) != 1 || Py_TYPE(obj) != np->ndarray) continue;
+    if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
+    NdArrayFields* a = as_ndarray(obj);
+    constexpr int kOwnsData = 0x0004, kAligned = 0x0100, kWriteable = 0x0400, kCContiguous = 0x0001;
+    constexpr int kNeed = kOwnsData | kAligned | kWriteable | kCContiguous;
+    if (a->base || (a->flags & kNeed) != kNeed || a->nd != b.rank) continue;
+    if (!std::equal(b.shape, b.shape + b.rank, a->dimensions)) continue;
+    std::optional<rt::DType> t = dtype_from_descr(a->descr);
+    if (!t || *t != dtype) continue;
+    taken.push_back(v);
+    return obj;
+  }
+  return nullptr;
+}
+
+bool bind_kernel(const KernelStep& step, PyObject** vals, Bound& b) {
+  const size_t nin = step.inputs.size(), nout = step.outputs.size();
+  if (!broadcast_shape(vals, step.inputs, b.rank, b.shape)) return false;
+  for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  std::vector<int> taken;
   for (size_t j = 0; j < nout; ++j) {
-    PyObject* out = new_array(shape, rank, step.output_dtypes[j]);
+    PyObject* out = step.dying.empty() ? nullptr : reusable_input(step, vals, b, step.output_dtypes[j], taken);
+    if (out) Py_INCREF(out);
+    else out = new_array(b.shape, b.rank, step.output_dtypes[j]);
     if (!out) return false;
     Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
   }
-  rt::Operand ops[rt::kMaxKernelOperands];
-  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
-  for (size_t k = 0; k < nin + nout; ++k)
-    ops[k] = operand_of(vals[k < nin ? step.inputs[k] : step.outputs[k - nin]], rank, strides[k]);
-  rt::ParamValue params[rt::kMaxKernelParams];
-  if (!read_params(vals, step.params, step.param_dtypes, params)) return false;
-  const int nops = static_cast<int>(nin + nout);
-  const int nparams = static_cast<int>(step.params.size());
-  if (total >= kReleaseGilElements) {
+  b.nops = static_cast<int>(nin + nout);
+  for (int k = 0; k < b.nops; ++k)
+    b.ops[k] = operand_of(vals[k < static_cast<int>(nin) ? step.inputs[k] : step.outputs[k - nin]], b.rank, b.strides[k]);
+  b.nparams = static_cast<int>(step.params.size());
+  return read_params(vals, step.params, step.param_dtypes, b.params);
+}
+
+bool bind_reduction(const ReductionStep& step, PyObject** vals, Bound& b) {
+  if (!broadcast_shape(vals, step.inputs, b.rank, b.shape)) return false;
+  for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  int64_t out_shape[kMaxRank];
+  std::copy(b.shape, b.shape + b.rank - 1, out_shape);
+  out_shape[b.rank - 1] = 1;
+  PyObject* out = new_array(out_shape, step.keepdims ? b.rank : b.rank - 1, step.output_dtype);
+  if (!out) return false;
+  Py_XSETREF(vals[step.output], out);
+  b.nops = static_cast<int>(step.inputs.size());
+  for (int k = 0; k < b.nops; ++k) b.ops[k] = operand_of(vals[step.inputs[k]], b.rank, b.strides[k]);
+  if (step.value_output >= 0) {  // operand nops: every element's reduced value
+    PyObject* values = new_array(b.shape, b.rank, step.output_dtype);
+    if (!values) return false;
+    Py_XSETREF(vals[step.value_output], values);
+    b.ops[b.nops] = operand_of(values, b.rank, b.strides[b.nops]);
+    ++b.nops;
+  }
+  b.out = as_ndarray(out)->data;
+  b.out_strides = as_ndarray(out)->strides;
+  b.nparams = static_cast<int>(step.params.size());
+  return read_params(vals, step.params, step.param_dtypes, b.params);
+}
+
+void launch(const rt::Kernel& kernel, bool reduction, const Bound& b) {
+  if (reduction)
+    rt::run_reduction(kernel, b.rank, b.shape, b.nops, b.ops, b.out, b.out_strides, b.params, b.nparams);
+  else
+    rt::run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
+}
+
+// Runs `fn` without the GIL when `elements` is worth it.
+template <typename Fn>
+void maybe_without_gil(int64_t elements, Fn&& fn) {
+  if (elements >= kReleaseGilElements) {
     Py_BEGIN_ALLOW_THREADS;
-    rt::run_pointwise(*step.kernel, rank, shape, nops, ops, params, nparams);
+    fn();
     Py_END_ALLOW_THREADS;
   } else {
-    rt::run_pointwise(*step.kernel, rank, shape, nops, ops, params, nparams);
+    fn();
+  }
+}
+
+// Whether a bound chain can run row block by row block: every part iterates over the same
+// leading dims, and each part reads what earlier parts wrote only at its own rows (a chain result
+// broadcast along a leading dim would need every row of it first).
+bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {
+  const int rank = b[0].rank;
+  if (rank < 2) return false;
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= b[0].shape[d];
+  if (rows < 2 * rt::num_threads()) return false;  // too few rows: split rows instead
+  std::vector<int> produced;
+  for (size_t j = 0; j < chain.parts.size(); ++j) {
+    const ChainStep::Part& p = chain.parts[j];
+    if (b[j].rank != rank || !std::equal(b[j].shape, b[j].shape + rank - 1, b[0].shape)) return false;
+    const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
+    for (int v : inputs) {
+      if (std::find(produced.begin(), produced.end(), v) == produced.end()) continue;
+      NdArrayFields* a = as_ndarray(vals[v]);
+      if (a->nd != rank || !std::equal(a->dimensions, a->dimensions + rank - 1, b[0].shape)) return false;
+    }
+    if (p.reduction) {
+      produced.push_back(p.red.output);
+      if (p.red.value_output >= 0) produced.push_back(p.red.value_output);
+    } else produced.insert(produced.end(), p.kernel.outputs.begin(), p.kernel.outputs.end());
   }
   return true;
 }
 
+// Below this many elements in the chain's first input, a chain runs part by part (the data is in
+// cache anyway and blocking costs per-row calls).
+constexpr int64_t kChainMinElements = 1 << 15;
+
+}  // namespace
+
+bool run_kernel_step(const KernelStep& step, PyObject** vals) {
+  Bound b;
+  if (!bind_kernel(step, vals, b)) return false;
+  maybe_without_gil(b.total, [&] { launch(*step.kernel, false, b); });
+  return true;
+}
+
 bool run_reduction_step(const ReductionStep& step, PyObject** vals) {
-  int rank;
-  int64_t shape[kMaxRank];
-  if (!broadcast_shape(vals, step.inputs, rank, shape)) return false;
-  int64_t out_shape[kMaxRank];
-  std::copy(shape, shape + rank - 1, out_shape);
-  out_shape[rank - 1] = 1;
-  PyObject* out = new_array(out_shape, step.keepdims ? rank : rank - 1, step.output_dtype);
-  if (!out) return false;
-  Py_XSETREF(vals[step.output], out);
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d) total *= shape[d];
-  rt::Operand ops[rt::kMaxKernelOperands];
-  int64_t strides[rt::kMaxKernelOperands][kMaxRank];
-  for (size_t k = 0; k < step.inputs.size(); ++k) ops[k] = operand_of(vals[step.inputs[k]], rank, strides[k]);
-  NdArrayFields* o = as_ndarray(out);
-  rt::ParamValue params[rt::kMaxKernelParams];
-  if (!read_params(vals, step.params, step.param_dtypes, params)) return false;
-  const int nin = static_cast<int>(step.inputs.size()), nparams = static_cast<int>(step.params.size());
-  if (total >= kReleaseGilElements) {
-    Py_BEGIN_ALLOW_THREADS;
-    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
-    Py_END_ALLOW_THREADS;
-  } else {
-    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
+  Bound b;
+  if (!bind_reduction(step, vals, b)) return false;
+  maybe_without_gil(b.total, [&] { launch(*step.kernel, true, b); });
+  return true;
+}
+
+bool run_chain_step(const ChainStep& chain, PyObject** vals) {
+  const size_t n = chain.parts.size();
+  auto bind = [&](size_t j, Bound& b) {
+    const ChainStep::Part& p = chain.parts[j];
+    return p.reduction ? bind_reduction(p.red, vals, b) : bind_kernel(p.kernel, vals, b);
+  };
+  auto kernel_of = [&](size_t j) -> const rt::Kernel& {
+    const ChainStep::Part& p = chain.parts[j];
+    return p.reduction ? *p.red.kernel : *p.kernel.kernel;
+  };
+  const std::vector<int>& first_inputs = chain.parts[0].reduction ? chain.parts[0].red.inputs : chain.parts[0].kernel.inputs;
+  int64_t size = 0;
+  for (int v : first_inputs) {
+    NdArrayFields* a = as_ndarray(vals[v]);
+    int64_t s = 1;
+    for (int d = 0; d < a->nd; ++d) s *= a->dimensions[d];
+    size = std::max(size, s);
   }
+  if (size < kChainMinElements) {
+    for (size_t j = 0; j < n; ++j) {
+      Bound b;
+      if (!bind(j, b)) return false;
+      launch(kernel_of(j), chain.parts[j].reduction, b);
+    }
+    return true;
+  }
+  // Bind every part first (allocating all outputs with the GIL held), then run without it.
+  std::unique_ptr<Bound[]> b(new Bound[n]);
+  for (size_t j = 0; j < n; ++j)
+    if (!bind(j, b[j])) return false;
+  if (!row_blockable(chain, vals, b.get())) {
+    maybe_without_gil(size, [&] {
+      for (size_t j = 0; j < n; ++j) launch(kernel_of(j), chain.parts[j].reduction, b[j]);
+    });
+    return true;
+  }
+  std::vector<rt::RowLaunch> launches(n);
+  const int lead = b[0].rank - 1;
+  for (size_t j = 0; j < n; ++j) {
+    rt::RowLaunch& l = launches[j];
+    l.kernel = &kernel_of(j);
+    l.reduction = chain.parts[j].reduction;
+    l.n = b[j].shape[lead];
+    l.num_operands = b[j].nops;
+    l.operands = b[j].ops;
+    l.out = b[j].out;
+    l.out_strides = b[j].out_strides;
+    l.params = b[j].params;
+    l.num_params = b[j].nparams;
+  }
+  maybe_without_gil(size, [&] { rt::run_row_blocked(lead, b[0].shape, launches.data(), static_cast<int>(n)); });
   return true;
 }
 

@@ -64,7 +64,8 @@ const char* reduce_op_name(ReduceOp op) {
 }
 
 std::string ReductionKernelIR::to_string() const {
-  return std::string("reduce_") + (mean ? "mean" : reduce_op_name(op)) + " over the row of:\n" + prologue.to_string();
+  return std::string("reduce_") + (mean ? "mean" : reduce_op_name(op)) + (store_value ? ", storing the values," : "") +
+         " over the row of:\n" + prologue.to_string();
 }
 
 }  // namespace framejit::jit

@@ -82,6 +82,9 @@ struct ReductionKernelIR {
   PointwiseKernelIR prologue;  // exactly one output: the value reduced
   ReduceOp op = ReduceOp::Sum;
   bool mean = false;
+  /// Also store each element's prologue value (the reduced operand) to an array of the iteration
+  /// shape, for consumers that would otherwise recompute an expensive prologue (softmax's exp).
+  bool store_value = false;
 
   DType dtype() const { return prologue.output_dtypes.front(); }
   std::string to_string() const;

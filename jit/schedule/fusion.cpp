@@ -73,14 +73,16 @@ PointwiseKernelIR build_ir(const Graph& graph, const std::vector<int>& members, 
 }
 
 // The members of `group` that `value` depends on, in graph order (the prologue of a reduction).
+// With `stored`, values a reduction stores (stored[v] >= 0) are read from memory, not recomputed.
 std::vector<int> producers_of(const Graph& graph, int value, const std::vector<int>& group,
-                              const std::vector<int>& tentative, int group_id) {
+                              const std::vector<int>& tentative, int group_id,
+                              const std::vector<int>* stored = nullptr) {
   std::vector<bool> need(graph.nodes().size(), false);
   std::vector<int> stack{value};
   while (!stack.empty()) {
     int v = stack.back();
     stack.pop_back();
-    if (v < 0 || tentative[v] != group_id || need[v]) continue;
+    if (v < 0 || tentative[v] != group_id || need[v] || (stored && (*stored)[v] >= 0)) continue;
     need[v] = true;
     for (const Arg& a : graph.node(v).args) a.for_each_node([&](int u) { stack.push_back(u); });
   }
@@ -88,6 +90,60 @@ std::vector<int> producers_of(const Graph& graph, int value, const std::vector<i
   for (int m : group)
     if (need[m]) out.push_back(m);
   return out;
+}
+
+// Whether computing the kernel's values costs more than reading them back from memory: any
+// transcendental function does (tens of instructions per element).
+bool expensive(const PointwiseKernelIR& ir) {
+  for (const ScalarExpr& e : ir.body) {
+    switch (e.op) {
+      case ScalarOp::Exp:
+      case ScalarOp::Log:
+      case ScalarOp::Log1p:
+      case ScalarOp::Expm1:
+      case ScalarOp::Tanh:
+      case ScalarOp::Sigmoid:
+      case ScalarOp::Sin:
+      case ScalarOp::Cos:
+      case ScalarOp::Tan:
+      case ScalarOp::Atan:
+      case ScalarOp::Pow:
+      case ScalarOp::Atan2: return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
+// Note [Stored reduction operands]
+// A reduction whose operand comes from an open group recomputes the operand in its prologue, and
+// the group computes it again for its other readers: softmax's exp(x - max) is evaluated once for
+// the sum and once for the division. When that operand is expensive, the reduction stores it as
+// it goes (store_value) and the group reads the stored array instead. This is only possible when
+// every group member that reads the operand comes after the reduction in graph order (the group's
+// kernel runs at its last member, so then after the reduction). Readers outside the group read
+// the stored array as the value itself.
+void choose_stored_values(const Graph& graph, FusionPlan& plan, const std::vector<int>& members,
+                          const std::vector<int>& tentative, int group_id, const std::vector<bool>& needed_outside,
+                          std::vector<int>& stored_by) {
+  for (size_t ri = 0; ri < plan.reductions.size(); ++ri) {
+    ReductionGroup& r = plan.reductions[ri];
+    const int v = r.operand;
+    if (tentative[v] != group_id || stored_by[v] >= 0 || r.ir.prologue.body.size() <= 1 || !expensive(r.ir.prologue))
+      continue;
+    bool read_in_group = false, readers_after = true;
+    for (int m : members) {
+      bool reads = false;
+      for (const Arg& a : graph.node(m).args) a.for_each_node([&](int u) { reads = reads || u == v; });
+      if (!reads) continue;
+      read_in_group = true;
+      readers_after = readers_after && m > r.node;
+    }
+    if (!readers_after || !(read_in_group || needed_outside[v])) continue;
+    r.ir.store_value = true;
+    r.value_output = v;
+    stored_by[v] = static_cast<int>(ri);
+  }
 }
 
 }  // namespace
@@ -144,6 +200,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       int pg = tentative[input] >= 0 && is_open[tentative[input]] ? tentative[input] : -1;
       ReductionGroup r;
       r.node = i;
+      r.operand = input;
       r.keepdims = red[i]->keepdims;
       std::vector<int> members;
       if (pg >= 0) members = producers_of(graph, input, groups[pg], tentative, pg);
@@ -180,33 +237,46 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     for (const auto& kw : nodes[i].kwargs) kw.second.for_each_node(mark);
   }
 
-  for (auto& members : groups) {
+  // Reductions that store their operand for the group instead of the group recomputing it (see
+  // choose_stored_values): the value's node -> the reduction.
+  std::vector<int> stored_by(n, -1);
+  for (size_t gid = 0; gid < groups.size(); ++gid) {
+    const std::vector<int>& members = groups[gid];
+    choose_stored_values(graph, plan, members, tentative, static_cast<int>(gid), needed_outside, stored_by);
     FusionGroup g;
-    g.nodes = members;
-    g.position = members.back();
     std::vector<int> outs;
     for (int m : members)
-      if (needed_outside[m]) outs.push_back(m);
-    if (outs.empty()) {
-      // Nothing leaves the group (its values only feed fused reductions): no kernel at all.
-      for (int m : members) plan.group_of[m] = FusionPlan::kNotComputed;
-      continue;
-    }
+      if (needed_outside[m] && stored_by[m] < 0) outs.push_back(m);
     // Members that feed no output (e.g. d * d of a variance whose reduction recomputes it) are
-    // left out of the kernel.
+    // left out of the kernel, and so are stored values and what only they needed.
     std::vector<bool> live(n, false);
     for (int o : outs)
-      for (int m : producers_of(graph, o, members, tentative, tentative[o])) live[m] = true;
+      for (int m : producers_of(graph, o, members, tentative, static_cast<int>(gid), &stored_by)) live[m] = true;
     std::vector<int> kept;
     for (int m : members)
       if (live[m]) kept.push_back(m);
+    auto not_computed = [&] {
+      for (int m : members) plan.group_of[m] = live[m] ? plan.group_of[m] : FusionPlan::kNotComputed;
+    };
+    if (outs.empty()) {
+      // Nothing leaves the group (its values only feed fused reductions): no kernel at all.
+      not_computed();
+      continue;
+    }
     g.ir = build_ir(graph, kept, outs, pw, g.inputs, g.params);
     g.nodes = kept;
     g.position = kept.back();
     g.outputs = outs;
     if (!accept(g.ir)) {
       // Not generated: the members run as calls, so any reduction fused on them must read them.
-      for (int m : members) plan.group_of[m] = -1;
+      for (int m : members) {
+        plan.group_of[m] = -1;
+        if (stored_by[m] >= 0) {
+          plan.reductions[stored_by[m]].ir.store_value = false;
+          plan.reductions[stored_by[m]].value_output = -1;
+          stored_by[m] = -1;
+        }
+      }
       continue;
     }
     int id = static_cast<int>(plan.groups.size());
@@ -228,7 +298,8 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
 std::string FusionPlan::to_string(const Graph& graph) const {
   std::string s;
   for (const ReductionGroup& r : reductions)
-    s += "reduction kernel for " + graph.node(r.node).name + ": " + r.ir.to_string();
+    s += "reduction kernel for " + graph.node(r.node).name +
+         (r.value_output >= 0 ? " (stores " + graph.node(r.value_output).name + ")" : "") + ": " + r.ir.to_string();
   for (size_t k = 0; k < groups.size(); ++k) {
     const FusionGroup& g = groups[k];
     s += "kernel " + std::to_string(k) + " computes";

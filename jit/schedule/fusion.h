@@ -25,6 +25,8 @@ struct FusionGroup {
 /// (recomputed from their inputs, so the reduced array is never materialized).
 struct ReductionGroup {
   int node = -1;             // the reduction node (runs at its own position)
+  int operand = -1;          // the value reduced (computed by the prologue)
+  int value_output = -1;     // `operand` when the kernel also stores it (ir.store_value), else -1
   std::vector<int> inputs;   // tensor values the prologue reads
   std::vector<int> params;   // scalar values the prologue reads
   bool keepdims = false;

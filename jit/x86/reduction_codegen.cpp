@@ -19,7 +19,8 @@ using namespace detail;
 // Contiguous rows run a vector loop with kUnroll independent accumulators (to hide the add
 // latency), a one-vector loop, and a scalar tail; other rows run the scalar loop. The sum starts
 // from -0.0 (the additive identity that keeps a sum of -0.0 negative, as NumPy's reduce does);
-// max/min start from ∓inf and propagate NaN like numpy.maximum/minimum.
+// max/min start from ∓inf and propagate NaN like numpy.maximum/minimum. With store_value the
+// kernel also writes each element's prologue value to operand nin (ptr[nin], stride[nin]).
 constexpr int kUnroll = 4;
 
 double identity(ReduceOp op) {
@@ -47,7 +48,8 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   const int nin = static_cast<int>(ir.input_dtypes.size());
   const int params_offset = static_cast<int>(offsetof(rt::ReductionCall, params));
 
-  RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin);
+  // A materialized prologue value (store_value) is operand nin, written element by element.
+  RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin + (r.store_value ? 1 : 0));
   const ax::Gp call = rk.call, n = rk.n, i = rk.i;
   const std::vector<ax::Gp>& ptr = rk.ptr;
   const std::vector<ax::Gp>& stride = rk.stride;
@@ -77,6 +79,10 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
         cc.add(vptr[k], vinc[k]);
       }
       std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
+      if (r.store_value) {
+        ve.store(ptr[nin], vals[ir.outputs[0]]);
+        cc.add(ptr[nin], vbytes);
+      }
       combine(ve, r.op, acc, vals[ir.outputs[0]]);
     };
     cc.bind(unrolled);
@@ -108,6 +114,8 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
       se.load_mem(x, m);
       combine(se, r.op, sacc, x);
     }
+    // The vector loop stepped its own input pointers (and the value output's, already past
+    // element i); the scalar tail continues the inputs from element i.
     ax::Gp off = cc.newInt64("off");
     for (int k = 0; k < nin; ++k) {
       cc.mov(off, stride[k]);
@@ -128,6 +136,10 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
     se.load(loaded[k], ptr[k]);
   }
   std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
+  if (r.store_value) {
+    se.store(ptr[nin], vals[ir.outputs[0]]);
+    cc.add(ptr[nin], stride[nin]);
+  }
   combine(se, r.op, sacc, vals[ir.outputs[0]]);
   for (int k = 0; k < nin; ++k) cc.add(ptr[k], stride[k]);
   cc.inc(i);
@@ -155,7 +167,7 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
   const DType dtype = r.dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64) return false;
   // The prologue obeys the pointwise generator's rules (same element emitter).
-  return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 1 <= static_cast<size_t>(rt::kMaxKernelOperands);
+  return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
 }
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {

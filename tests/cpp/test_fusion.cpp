@@ -150,18 +150,57 @@ TEST(Fusion, SoftmaxReductionsTakeTheirPrologue) {
   ASSERT_EQ(plan.reductions.size(), 2u);
   EXPECT_EQ(plan.reductions[0].inputs, std::vector<int>({x}));
   EXPECT_EQ(plan.reductions[1].inputs, std::vector<int>({x, m}));
+  // The exp is expensive and the division reads it after the sum: the sum stores it (Note
+  // [Stored reduction operands]) and the division's kernel reads it instead of recomputing it.
   EXPECT_EQ(plan.reductions[1].ir.to_string(),
-            "reduce_sum over the row of:\n"
+            "reduce_sum, storing the values, over the row of:\n"
             "pointwise(in0: f32, in1: f32):\n"
             "  t0 = load(in0) : f32\n"
             "  t1 = load(in1) : f32\n"
             "  t2 = sub(t0, t1) : f32\n"
             "  t3 = exp(t2) : f32\n"
             "  out0 = t3\n");
+  EXPECT_EQ(plan.reductions[1].value_output, e);
   ASSERT_EQ(plan.groups.size(), 1u);
-  EXPECT_EQ(plan.groups[0].inputs, std::vector<int>({x, m, s}));
+  EXPECT_EQ(plan.groups[0].inputs, std::vector<int>({e, s}));
+  EXPECT_EQ(plan.groups[0].nodes, std::vector<int>({out}));
   EXPECT_EQ(plan.groups[0].outputs, std::vector<int>({out}));
+  EXPECT_EQ(plan.group_of[sub], FusionPlan::kNotComputed);
+  EXPECT_EQ(plan.group_of[e], FusionPlan::kNotComputed);
   EXPECT_EQ(plan.extern_calls, 0);
+}
+
+// A cheap operand (x - mean, as in layernorm's variance) is recomputed, never stored; an expensive
+// one read by a group member before the reduction cannot be stored either.
+TEST(Fusion, CheapOrEarlyReadOperandsAreRecomputed) {
+  auto kw = std::vector<std::pair<std::string, Arg>>{{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(true)}};
+  {
+    Graph g;
+    int x = g.add_placeholder("x", f32({8, 64}));
+    int mu = g.add_call("method.mean", {Arg::node(x)}, kw, f32({8, 1}));
+    int d = g.add_call("operator.sub", {Arg::node(x), Arg::node(mu)}, {}, f32({8, 64}));
+    int var = g.add_call("method.sum", {Arg::node(d)}, kw, f32({8, 1}));
+    int out = g.add_call("operator.truediv", {Arg::node(d), Arg::node(var)}, {}, f32({8, 64}));
+    g.set_output({Arg::node(out)});
+    FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
+    ASSERT_EQ(plan.reductions.size(), 2u);
+    EXPECT_FALSE(plan.reductions[1].ir.store_value);
+    EXPECT_EQ(plan.reductions[1].value_output, -1);
+  }
+  {
+    Graph g;
+    int x = g.add_placeholder("x", f32({8, 64}));
+    int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
+    int y = g.add_call("operator.mul", {Arg::node(e), Arg::real(2.0)}, {}, f32({8, 64}));
+    int s = g.add_call("method.sum", {Arg::node(e)}, kw, f32({8, 1}));
+    int out = g.add_call("operator.truediv", {Arg::node(y), Arg::node(s)}, {}, f32({8, 64}));
+    g.set_output({Arg::node(out)});
+    FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
+    ASSERT_EQ(plan.reductions.size(), 1u);
+    EXPECT_FALSE(plan.reductions[0].ir.store_value);
+    ASSERT_EQ(plan.groups.size(), 1u);
+    EXPECT_EQ(plan.groups[0].inputs, std::vector<int>({x, s}));
+  }
 }
 
 // A reduction nobody can generate leaves its operand materialized by the pointwise kernel.

@@ -109,6 +109,58 @@ TEST_P(ReductionCodegen, MaxPropagatesNaNAndSumKeepsNegativeZero) {
   EXPECT_TRUE(std::signbit(out[1])) << "a sum of -0.0 stays -0.0, as in NumPy";
 }
 
+// store_value: the kernel also writes every element's prologue value (operand 1), contiguous and
+// strided, and row-blocked execution (rt::run_row_blocked) gives the same results as one launch.
+TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
+  ReductionKernelIR r = squared_deviation(ReduceOp::Sum, false, DType::Float32);
+  r.store_value = true;
+  auto k = x86::generate_reduction(r, GetParam(), false);
+  ASSERT_TRUE(k) << k.error().message();
+  for (int64_t cols : {1, 7, 8, 33, 1000})
+    for (bool strided_values : {false, true}) {
+      const int64_t rows = 37;
+      std::vector<float> x(rows * cols), values(rows * cols * 2, -99.0f), sums(rows), blocked_sums(rows);
+      std::vector<float> blocked_values(rows * cols * 2, -99.0f);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.25f - 7.0f;
+      int64_t shape[2] = {rows, cols};
+      int64_t sx[2] = {cols * 4, 4};
+      // Strided values: every other float of a buffer twice as long.
+      int64_t sv[2] = {cols * 4 * (strided_values ? 2 : 1), strided_values ? 8 : 4};
+      int64_t so[1] = {4};
+      rt::ParamValue p[1];
+      p[0].f = 0.5;
+      rt::Operand ops[2] = {{reinterpret_cast<char*>(x.data()), sx, 4}, {reinterpret_cast<char*>(values.data()), sv, 4}};
+      rt::run_reduction(**k, 2, shape, 2, ops, reinterpret_cast<char*>(sums.data()), so, p, 1);
+      rt::Operand bops[2] = {{reinterpret_cast<char*>(x.data()), sx, 4},
+                             {reinterpret_cast<char*>(blocked_values.data()), sv, 4}};
+      rt::RowLaunch launch;
+      launch.kernel = k->get();
+      launch.reduction = true;
+      launch.n = cols;
+      launch.num_operands = 2;
+      launch.operands = bops;
+      launch.out = reinterpret_cast<char*>(blocked_sums.data());
+      launch.out_strides = so;
+      launch.params = p;
+      launch.num_params = 1;
+      rt::run_row_blocked(1, shape, &launch, 1);
+      for (int64_t row = 0; row < rows; ++row) {
+        double acc = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          float v = (x[row * cols + c] - 0.5f) * (x[row * cols + c] - 0.5f);
+          acc += v;
+          int64_t at = (row * sv[0] + c * sv[1]) / 4;
+          ASSERT_EQ(values[at], v) << "cols " << cols << " row " << row << " col " << c;
+          ASSERT_EQ(blocked_values[at], v);
+        }
+        ASSERT_NEAR(sums[row], acc, 1e-6 * std::max(1.0, acc) * std::sqrt(static_cast<double>(cols)));
+        ASSERT_EQ(blocked_sums[row], sums[row]) << "blocking must not change a row's result";
+      }
+      if (strided_values)  // the gaps between strided values are untouched
+        for (int64_t i = 1; i < rows * cols * 2; i += 2) ASSERT_EQ(values[i], -99.0f);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, ReductionCodegen, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
 

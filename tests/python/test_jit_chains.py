@@ -1,0 +1,121 @@
+"""Row-wise chains on the "jit" backend: softmax- and layernorm-like sequences of reductions and
+kernels that run block by block over rows, reductions that store an expensive operand for later
+kernels (Note [Stored reduction operands]), and kernels that write their output into a dying
+input (Note [Output buffer reuse]). Small inputs run part by part; large ones run row-blocked:
+both are compared with NumPy."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import framejit
+
+RNG = np.random.default_rng(11)
+# (rows, cols): below and above the size where chains run block by block, odd tails, one row.
+SHAPES = [(3, 5), (1, 4099), (300, 1001), (64, 2048), (4, 50, 200)]
+
+
+def tol(dtype):
+    return 1e-5 if dtype == np.float32 else 1e-12
+
+
+def softmax(x):
+    m = x.max(-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    d = x - mu
+    var = (d * d).mean(-1, keepdims=True)
+    return d / np.sqrt(var + 1e-5) * g + b
+
+
+def check(fn, *args, dtype):
+    compiled = framejit.compile(fn, backend="jit")
+    copies = [a.copy() for a in args]
+    want = fn(*args)
+    for _ in range(2):  # cold call, then the cache hit
+        got = compiled(*args)
+        np.testing.assert_allclose(got, want, rtol=tol(dtype), atol=tol(dtype))
+    for a, c in zip(args, copies):  # inputs are never written (no output reuses them)
+        np.testing.assert_array_equal(a, c)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_softmax(dtype, shape):
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    check(softmax, x, dtype=dtype)
+    s = framejit.stats()
+    assert s["reductions"] == 2 and s["kernels"] == 1 and s["extern_calls"] == 0, s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_layernorm(dtype, shape):
+    x = RNG.standard_normal(shape).astype(dtype)
+    g = RNG.standard_normal(shape[-1]).astype(dtype)
+    b = RNG.standard_normal(shape[-1]).astype(dtype)
+    check(layernorm, x, g, b, dtype=dtype)
+    assert framejit.stats()["extern_calls"] == 0
+
+
+@pytest.mark.parametrize("layout", ["fortran", "strided", "reversed"])
+def test_softmax_layouts(layout):
+    base = RNG.standard_normal((512, 1030)).astype(np.float32)
+    x = {"fortran": np.asfortranarray(base), "strided": base[:, ::2], "reversed": base[::-1, ::-1]}[layout]
+    check(softmax, x, dtype=np.float32)
+
+
+def test_stored_operand_also_returned():
+    # exp(x - m) is stored by the sum and is also a result: it must stay intact and distinct from
+    # the division's output (which may not reuse a buffer the caller receives).
+    def f(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e, e / e.sum(-1, keepdims=True)
+
+    x = RNG.standard_normal((256, 700)).astype(np.float32)
+    e, out = framejit.compile(f, backend="jit")(x)
+    want_e, want_out = f(x)
+    np.testing.assert_allclose(e, want_e, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(out, want_out, rtol=1e-5, atol=0)
+    assert not np.shares_memory(e, out)
+
+
+def test_operand_read_before_the_reduction():
+    # y reads the exp before the sum runs, so the sum cannot be the one storing it.
+    def f(x):
+        e = np.exp(x - 1.0)
+        y = e * 2.0
+        return y / e.sum(-1, keepdims=True)
+
+    x = RNG.standard_normal((128, 513)).astype(np.float64)
+    check(f, x, dtype=np.float64)
+
+
+def test_chain_result_broadcast_along_rows_is_not_blocked():
+    # s (no keepdims) broadcasts along the last axis of a square matrix: row r of the product
+    # needs all of s, so this chain must not run row block by row block.
+    def f(x):
+        s = np.exp(x).sum(-1)
+        return np.exp(x) * s
+
+    x = RNG.standard_normal((512, 512)).astype(np.float32) * 0.1
+    check(f, x, dtype=np.float32)
+
+
+def test_softmax_allocates_only_its_output():
+    x = RNG.standard_normal((512, 1024)).astype(np.float32)
+    f = framejit.compile(softmax, backend="jit")
+    f(x)
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    out = f(x)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # The sum stores exp(x - m) and the division overwrites it in place: one full-size array plus
+    # the per-row max and sum.
+    assert peak <= out.nbytes * 1.05 + 64 * 1024, (peak, out.nbytes)
