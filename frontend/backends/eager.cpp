@@ -251,6 +251,17 @@ OwnedRef const_arg_to_python(const jit::Arg& a) {
 
 namespace {
 
+KernelStep kernel_step_of(const jit::FusionGroup& g, const rt::KernelPtr& kernel) {
+  KernelStep k;
+  k.kernel = kernel;
+  k.inputs = g.inputs;
+  k.params = g.params;
+  k.param_dtypes = g.ir.param_dtypes;
+  k.outputs = g.outputs;
+  k.output_dtypes = g.ir.output_dtypes;
+  return k;
+}
+
 // Merges each run of consecutive kernel and reduction instructions into one Chain instruction, so
 // that they can run block by block over rows (see ChainStep). Values released inside the run are
 // released after the whole chain.
@@ -328,23 +339,28 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
     if (gemm >= 0) {
       const jit::MatmulNode& mm = compiled->plan.gemms[gemm];
       in.kind = Instr::Kind::Gemm;
-      in.gemm = {mm.a, mm.b, static_cast<int>(i), mm.dtype};
+      in.gemm.a = mm.a;
+      in.gemm.b = mm.b;
+      in.gemm.output = static_cast<int>(i);
+      in.gemm.dtype = mm.dtype;
       size_t instr_index = p->instrs.size();
       last_use[mm.a] = static_cast<int>(instr_index);
       last_use[mm.b] = static_cast<int>(instr_index);
+      if (int e = compiled->plan.gemm_epilogue[gemm]; e >= 0) {
+        const jit::FusionGroup& g = compiled->plan.groups[e];
+        in.gemm.epilogue = kernel_step_of(g, compiled->kernels[e]);
+        for (int v : g.inputs) last_use[v] = static_cast<int>(instr_index);
+        for (int v : g.params) last_use[v] = static_cast<int>(instr_index);
+      }
       p->instrs.push_back(std::move(in));
       continue;
     }
     if (group >= 0) {
       const jit::FusionGroup& g = compiled->plan.groups[group];
-      if (g.position != static_cast<int>(i)) continue;  // computed by the kernel instruction
+      // Computed by the kernel instruction, or inside its GEMM.
+      if (g.position != static_cast<int>(i) || g.gemm >= 0) continue;
       in.kind = Instr::Kind::Kernel;
-      in.kernel.kernel = compiled->kernels[group];
-      in.kernel.inputs = g.inputs;
-      in.kernel.params = g.params;
-      in.kernel.param_dtypes = g.ir.param_dtypes;
-      in.kernel.outputs = g.outputs;
-      in.kernel.output_dtypes = g.ir.output_dtypes;
+      in.kernel = kernel_step_of(g, compiled->kernels[group]);
       size_t instr_index = p->instrs.size();
       for (int v : g.inputs) last_use[v] = static_cast<int>(instr_index);
       for (int v : g.params) last_use[v] = static_cast<int>(instr_index);

@@ -288,6 +288,31 @@ bool run_chain_step(const ChainStep& chain, PyObject** vals) {
   return true;
 }
 
+namespace {
+
+// What the GEMM's epilogue callback needs: the kernel and, per operand (inputs, then the output,
+// which is C), where the current batch's matrix starts and its row/column strides in bytes.
+struct EpilogueContext {
+  rt::PointwiseFn fn = nullptr;
+  int nops = 0;
+  char* base[rt::kMaxKernelOperands] = {};
+  int64_t row_stride[rt::kMaxKernelOperands] = {};
+  int64_t col_stride[rt::kMaxKernelOperands] = {};
+  rt::PointwiseCall call;  // contiguity, column strides and parameters, filled once
+};
+
+void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
+  const auto* e = static_cast<const EpilogueContext*>(ctx);
+  rt::PointwiseCall call = e->call;
+  call.n = nb;
+  for (int64_t i = m0; i < m0 + mb; ++i) {
+    for (int k = 0; k < e->nops; ++k) call.ptr[k] = e->base[k] + i * e->row_stride[k] + n0 * e->col_stride[k];
+    e->fn(&call);
+  }
+}
+
+}  // namespace
+
 bool run_gemm_step(const GemmStep& step, PyObject** vals) {
   NdArrayFields* a = as_ndarray(vals[step.a]);
   NdArrayFields* b = as_ndarray(vals[step.b]);
@@ -319,12 +344,42 @@ bool run_gemm_step(const GemmStep& step, PyObject** vals) {
   g.b_row_stride = b->strides[0] / item;
   g.b_col_stride = b->strides[1] / item;
   g.ldc = n;
+  // The epilogue's operands, broadcast to C's shape.
+  EpilogueContext ectx;
+  Bound eb;
+  const KernelStep& ep = step.epilogue;
+  if (ep.kernel) {
+    if (!broadcast_shape(vals, ep.inputs, eb.rank, eb.shape)) return false;
+    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c->dimensions)) {
+      PyErr_SetString(PyExc_ValueError, "framejit: GEMM epilogue operands do not match the product's shape");
+      return false;
+    }
+    eb.nops = static_cast<int>(ep.inputs.size()) + 1;
+    for (int k = 0; k < eb.nops; ++k)
+      eb.ops[k] = operand_of(k + 1 < eb.nops ? vals[ep.inputs[k]] : out, rank, eb.strides[k]);
+    if (!read_params(vals, ep.params, ep.param_dtypes, ectx.call.params)) return false;
+    ectx.fn = reinterpret_cast<rt::PointwiseFn>(ep.kernel->entry);
+    ectx.nops = eb.nops;
+    ectx.call.contiguous = 1;
+    for (int k = 0; k < eb.nops; ++k) {
+      ectx.row_stride[k] = eb.strides[k][rank - 2];
+      ectx.col_stride[k] = ectx.call.stride[k] = eb.strides[k][rank - 1];
+      if (ectx.col_stride[k] != 0 && ectx.col_stride[k] != eb.ops[k].itemsize) ectx.call.contiguous = 0;
+    }
+    g.epilogue = run_epilogue;
+    g.epilogue_ctx = &ectx;
+    Py_INCREF(out);
+    Py_XSETREF(vals[ep.outputs[0]], out);  // the epilogue's result is C's array, overwritten
+  }
   auto run = [&] {
     for (int64_t bi = 0; bi < batches; ++bi) {
-      // Offset of batch bi in A (any strides) and in the contiguous C.
+      // Offset of batch bi in A (any strides), in the contiguous C and in the epilogue operands.
       int64_t rem = bi, a_off = 0;
+      for (int k = 0; k < eb.nops; ++k) ectx.base[k] = eb.ops[k].data;
       for (int d = rank - 3; d >= 0; --d) {
-        a_off += (rem % a->dimensions[d]) * a->strides[d];
+        int64_t idx = rem % a->dimensions[d];
+        a_off += idx * a->strides[d];
+        for (int k = 0; k < eb.nops; ++k) ectx.base[k] += idx * eb.strides[k][d];
         rem /= a->dimensions[d];
       }
       g.a = a->data + a_off;

@@ -38,6 +38,10 @@ struct ReductionStep {
 struct GemmStep {
   int a = -1, b = -1, output = -1;
   rt::DType dtype = rt::DType::Float32;
+  /// A pointwise kernel run on each finished block of C, in place (Note [GEMM epilogues] in
+  /// jit/schedule/fusion.h): its inputs include `output`, and its one result, C's array itself,
+  /// becomes the value `epilogue.outputs[0]`. No epilogue when epilogue.kernel is null.
+  KernelStep epilogue;
 };
 
 /// Consecutive kernel and reduction steps that run as one: row block by row block when they

@@ -146,6 +146,49 @@ void choose_stored_values(const Graph& graph, FusionPlan& plan, const std::vecto
   }
 }
 
+// See Note [GEMM epilogues].
+void fuse_gemm_epilogues(const Graph& graph, FusionPlan& plan) {
+  plan.gemm_epilogue.assign(plan.gemms.size(), -1);
+  if (plan.gemms.empty()) return;
+  const auto& nodes = graph.nodes();
+  // Readers of each value, as graph nodes (a reduction's prologue inputs count as read by it).
+  std::vector<int> reader_count(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (plan.group_of[i] == FusionPlan::kNotComputed) continue;  // recomputed by reductions
+    if (plan.reduction_of[i] >= 0) {
+      for (int v : plan.reductions[plan.reduction_of[i]].inputs) ++reader_count[v];
+      continue;
+    }
+    for (const Arg& a : nodes[i].args) a.for_each_node([&](int v) { ++reader_count[v]; });
+    for (const auto& kw : nodes[i].kwargs) kw.second.for_each_node([&](int v) { ++reader_count[v]; });
+  }
+  for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
+    FusionGroup& g = plan.groups[gi];
+    if (g.outputs.size() != 1) continue;
+    const TensorMeta& out = graph.node(g.outputs[0]).meta;
+    for (int c : g.inputs) {
+      const int gemm = plan.gemm_of[c];
+      if (gemm < 0 || plan.gemm_epilogue[gemm] >= 0) continue;
+      const TensorMeta& cm = graph.node(c).meta;
+      if (cm.dtype != out.dtype || !same_shape(cm, out)) continue;
+      // Nothing but this group's members may read C.
+      int member_reads = 0;
+      for (int m : g.nodes)
+        for (const Arg& a : nodes[m].args) a.for_each_node([&](int v) { member_reads += v == c; });
+      if (member_reads != reader_count[c]) continue;
+      // Every other input must be computed before the GEMM runs (at node c).
+      auto computed_at = [&](int v) { return plan.group_of[v] >= 0 ? plan.groups[plan.group_of[v]].position : v; };
+      bool ready = true;
+      for (int v : g.inputs) ready = ready && (v == c || computed_at(v) < c);
+      for (int v : g.params) ready = ready && computed_at(v) < c;
+      if (!ready) continue;
+      g.gemm = gemm;
+      plan.gemm_epilogue[gemm] = static_cast<int>(gi);
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
@@ -292,6 +335,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     }
     ++plan.extern_calls;
   }
+  fuse_gemm_epilogues(graph, plan);
   return plan;
 }
 
@@ -306,8 +350,11 @@ std::string FusionPlan::to_string(const Graph& graph) const {
     for (int m : g.nodes) s += " " + graph.node(m).name;
     s += "\n" + g.ir.to_string();
   }
-  for (const MatmulNode& g : gemms)
-    s += "gemm " + graph.node(g.a).name + " @ " + graph.node(g.b).name + "\n";
+  for (size_t k = 0; k < gemms.size(); ++k) {
+    s += "gemm " + graph.node(gemms[k].a).name + " @ " + graph.node(gemms[k].b).name;
+    if (k < gemm_epilogue.size() && gemm_epilogue[k] >= 0) s += " with kernel " + std::to_string(gemm_epilogue[k]) + " as its epilogue";
+    s += "\n";
+  }
   s += std::to_string(extern_calls) + " call(s) run one by one\n";
   return s;
 }

@@ -18,6 +18,9 @@ struct FusionGroup {
   std::vector<int> params;   // scalar values read (kernel parameter i)
   std::vector<int> outputs;  // members whose values are needed after the kernel (kernel output j)
   int position = -1;         // the kernel runs when the graph reaches this node (its last member)
+  /// When >= 0, the kernel is the epilogue of that GEMM (FusionPlan::gemms): it runs on each
+  /// finished block of the product, in place, and its single output is the product's array.
+  int gemm = -1;
   PointwiseKernelIR ir;
 };
 
@@ -33,6 +36,13 @@ struct ReductionGroup {
   ReductionKernelIR ir;
 };
 
+/// Note [GEMM epilogues]
+/// A pointwise group that reads a GEMM product as one of its inputs runs inside the GEMM, on each
+/// block of C while it is still in cache, writing its output over C in place: bias adds and
+/// activations after `x @ w` cost no extra pass over memory. Legal when the group has exactly one
+/// output with C's shape and dtype, nothing else reads C, and every other input of the group
+/// exists before the GEMM runs.
+
 /// How a graph executes: fused kernels, and every other call node as itself ("extern").
 struct FusionPlan {
   std::vector<FusionGroup> groups;
@@ -45,6 +55,7 @@ struct FusionPlan {
   std::vector<int> reduction_of;  // per node: its reduction kernel, or -1
   std::vector<int> gemm_of;       // per node: its entry in gemms (a GEMM call), or -1
   std::vector<MatmulNode> gemms;
+  std::vector<int> gemm_epilogue;  // per gemm: the group fused as its epilogue, or -1
   int extern_calls = 0;       // call nodes left to run one by one (the counted last resort)
   std::string to_string(const Graph& graph) const;
 };

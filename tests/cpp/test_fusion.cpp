@@ -224,3 +224,39 @@ TEST(Fusion, RejectedReductionReadsAMaterializedOperand) {
 
 }  // namespace
 }  // namespace framejit::jit
+
+namespace framejit::jit {
+namespace {
+
+// relu(x @ w + b): the bias/relu kernel becomes the GEMM's epilogue; when the product is also a
+// result, or the kernel reads a value computed after the product, it stays a kernel of its own.
+TEST(Fusion, GemmEpilogues) {
+  for (int variant : {0, 1, 2}) {
+    Graph g;
+    int x = g.add_placeholder("x", f32({8, 16}));
+    int w = g.add_placeholder("w", f32({16, 4}));
+    int b = g.add_placeholder("b", f32({4}));
+    int y = g.add_call("operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
+    int bias = b;
+    if (variant == 2) bias = g.add_call("numpy.exp", {Arg::node(b)}, {}, f32({4}));
+    int z = g.add_call("operator.add", {Arg::node(y), Arg::node(bias)}, {}, f32({8, 4}));
+    int r = g.add_call("numpy.maximum", {Arg::node(z), Arg::integer(0)}, {}, f32({8, 4}));
+    if (variant == 1) g.set_output({Arg::node(r), Arg::node(y)});
+    else g.set_output({Arg::node(r)});
+    FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
+    ASSERT_EQ(plan.gemms.size(), 1u) << variant;
+    const int k = plan.group_of[r];
+    ASSERT_GE(k, 0);
+    if (variant == 0) {
+      EXPECT_EQ(plan.gemm_epilogue[0], k);
+      EXPECT_EQ(plan.groups[k].gemm, 0);
+      EXPECT_EQ(plan.groups[k].inputs, std::vector<int>({y, b}));
+    } else {
+      EXPECT_EQ(plan.gemm_epilogue[0], -1) << variant;
+      EXPECT_EQ(plan.groups[k].gemm, -1) << variant;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace framejit::jit

@@ -1,0 +1,86 @@
+"""GEMM epilogues on the "jit" backend (Note [GEMM epilogues] in jit/schedule/fusion.h): bias
+and activation kernels that read a matrix product run inside the GEMM on each finished block of
+C. Compared with NumPy over sizes that take the GEMM's small, packed and batched paths, and the
+cases where fusing would be wrong (the product is also a result, or the kernel needs a value the
+graph computes after the product)."""
+
+import numpy as np
+import pytest
+
+import framejit
+
+RNG = np.random.default_rng(21)
+
+
+def tol(dtype, k):
+    return (2e-5 if dtype == np.float32 else 1e-12) * max(1, k) ** 0.5
+
+
+def operands(m, k, n, dtype, batch=()):
+    x = RNG.standard_normal((*batch, m, k)).astype(dtype)
+    w = (RNG.standard_normal((k, n)) / max(1, k) ** 0.5).astype(dtype)
+    b = RNG.standard_normal(n).astype(dtype)
+    return x, w, b
+
+
+def check(fn, args, dtype, k):
+    compiled = framejit.compile(fn, backend="jit")
+    want = fn(*args)
+    for _ in range(2):  # cold call, then the cache hit
+        got = compiled(*args)
+        if isinstance(want, tuple):
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=tol(dtype, k), atol=tol(dtype, k))
+        else:
+            np.testing.assert_allclose(got, want, rtol=tol(dtype, k), atol=tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mkn", [(1, 1, 1), (8, 300, 100), (7, 17, 5), (257, 129, 65), (200, 300, 400), (4, 0, 6)])
+def test_bias_relu(dtype, mkn):
+    m, k, n = mkn
+
+    def layer(x, w, b):
+        return np.maximum(x @ w + b, 0)
+
+    check(layer, operands(m, k, n, dtype), dtype, k)
+    s = framejit.stats()
+    assert s["gemms"] == 1 and s["kernels"] == 1 and s["extern_calls"] == 0, s
+
+
+def test_batched_product_with_scalar_parameter():
+    def layer(x, w, b, scale):
+        return np.tanh((x @ w) * scale + b)
+
+    x, w, b = operands(33, 70, 40, np.float32, batch=(4,))
+    check(layer, (x, w, b, 0.75), np.float32, 70)
+
+
+def test_product_also_returned_is_not_overwritten():
+    def layer(x, w, b):
+        y = x @ w
+        return np.tanh(y + b), y
+
+    check(layer, operands(64, 48, 80, np.float64), np.float64, 48)
+
+
+def test_input_computed_after_the_product():
+    # exp(b) is computed after x @ w in graph order, so the bias kernel cannot run inside the GEMM.
+    def layer(x, w, b):
+        y = x @ w
+        z = np.exp(b)
+        return y + z
+
+    check(layer, operands(16, 32, 24, np.float32), np.float32, 32)
+
+
+def test_mlp_layers():
+    def mlp(x, w1, b1, w2, b2):
+        h = np.maximum(x @ w1 + b1, 0)
+        return np.maximum(h @ w2 + b2, 0)
+
+    x, w1, b1 = operands(8, 500, 300, np.float32)
+    _, w2, b2 = operands(8, 300, 20, np.float32)
+    check(mlp, (x, w1, b1, w2, b2), np.float32, 500)
+    s = framejit.stats()
+    assert s["gemms"] == 2 and s["kernels"] == 2 and s["extern_calls"] == 0, s
