@@ -1,7 +1,9 @@
 // pipeline.cpp — every step from a captured Graph to something runnable, in order, one line each.
 #include "jit/pipeline.h"
 
+#include <atomic>
 #include <chrono>
+#include <string>
 
 #include "jit/passes/passes.h"
 #include "jit/x86/isa.h"
@@ -51,8 +53,13 @@ Expected<CompiledGraph> compile_graph(const Graph& graph) {
   out.plan = plan_fusion(
       graph, [&](const PointwiseKernelIR& ir) { return x86::pointwise_supported(ir, isa); },
       [&](const ReductionKernelIR& ir) { return x86::reduction_supported(ir, isa); });
-  if (rt::log_enabled(rt::LogTopic::Kernels))
-    rt::log_write(rt::LogTopic::Kernels, std::string("plan (") + x86::isa_name(isa) + "):\n" + out.plan.to_string(graph));
+  if (rt::log_enabled(rt::LogTopic::Kernels) || !rt::dump_dir().empty()) {
+    std::string text = std::string("plan (") + x86::isa_name(isa) + "):\n" + out.plan.to_string(graph);
+    if (rt::log_enabled(rt::LogTopic::Kernels)) rt::log_write(rt::LogTopic::Kernels, text);
+    // One file per compiled graph, numbered in compile order: the graph and how it runs.
+    static std::atomic<int> graphs{0};
+    rt::dump_write("graph-" + std::to_string(++graphs) + ".txt", graph.to_string() + "\n" + text);
+  }
 
   // Code generation, one kernel per group, shared through the kernel cache.
   for (const FusionGroup& g : out.plan.groups) {

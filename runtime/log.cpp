@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace framejit::rt {
 namespace {
@@ -58,6 +60,18 @@ const std::string& dump_dir() {
     return std::string(env ? env : "");
   }();
   return dir;
+}
+
+void dump_write(std::string_view name, std::string_view text) {
+  const std::string& dir = dump_dir();
+  if (dir.empty()) return;
+  static std::atomic<bool> warned{false};
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream f(std::filesystem::path(dir) / std::string(name), std::ios::binary);
+  f.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!f && !warned.exchange(true))
+    std::fprintf(stderr, "[framejit] warning: cannot write to FRAMEJIT_DUMP_DIR=%s; kernels are not dumped\n", dir.c_str());
 }
 
 }  // namespace framejit::rt

@@ -16,5 +16,8 @@ void log_write(LogTopic topic, std::string_view text);
 void set_log_spec(std::string_view spec);
 /// The folder named by FRAMEJIT_DUMP_DIR, or empty.
 const std::string& dump_dir();
+/// Writes `text` to dump_dir()/name (creating the folder). Does nothing without FRAMEJIT_DUMP_DIR;
+/// a folder that cannot be written gets one warning on stderr, never an error.
+void dump_write(std::string_view name, std::string_view text);
 
 }  // namespace framejit::rt

@@ -5,6 +5,9 @@
 #include <asmjit/x86.h>
 
 #include <cstddef>
+#include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "jit/lower/loop_ir.h"
@@ -415,15 +418,22 @@ Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_
 template <typename Generate>
 Expected<rt::KernelPtr> cached_kernel(const std::string& key, Generate&& generate) {
   Isa isa = host_isa();
-  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm);
+  bool listing = rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Asm) || !rt::dump_dir().empty();
   Status failure;
-  rt::KernelPtr k = rt::kernel_cache_get(std::string(isa_name(isa)) + "\n" + key, [&]() -> rt::KernelPtr {
+  const std::string full_key = std::string(isa_name(isa)) + "\n" + key;
+  rt::KernelPtr k = rt::kernel_cache_get(full_key, [&]() -> rt::KernelPtr {
     Expected<rt::KernelPtr> r = generate(isa, listing);
     if (!r) {
       failure = r.error();
       return nullptr;
     }
     if (listing && rt::log_enabled(rt::LogTopic::Asm)) rt::log_write(rt::LogTopic::Asm, (*r)->listing);
+    if (listing && !rt::dump_dir().empty()) {
+      // Named by the kernel and its content hash: one file per distinct kernel, stable across runs.
+      char hash[17];
+      std::snprintf(hash, sizeof hash, "%016zx", std::hash<std::string>{}(full_key));
+      rt::dump_write((*r)->name + "-" + hash + ".txt", (*r)->listing);
+    }
     return *r;
   });
   if (!k) return failure.is_ok() ? Status::internal("kernel generation failed") : failure;

@@ -119,3 +119,36 @@ def test_softmax_allocates_only_its_output():
     # The sum stores exp(x - m) and the division overwrites it in place: one full-size array plus
     # the per-row max and sum.
     assert peak <= out.nbytes * 1.05 + 64 * 1024, (peak, out.nbytes)
+
+
+def test_dump_dir_gets_each_graph_and_kernel(tmp_path):
+    """FRAMEJIT_DUMP_DIR (read once per process) receives the graph with its plan, and each
+    generated kernel's loop IR and assembly listing."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import numpy as np, framejit
+        def softmax(x):
+            m = x.max(-1, keepdims=True)
+            e = np.exp(x - m)
+            return e / e.sum(-1, keepdims=True)
+        framejit.compile(softmax, backend="jit")(np.ones((4, 5), np.float32))
+        """
+    )
+    dump = tmp_path / "nested" / "dump"
+    env = dict(os.environ, FRAMEJIT_DUMP_DIR=str(dump))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    files = sorted(p.name for p in dump.iterdir())
+    assert files[0] == "graph-1.txt", files
+    graph = (dump / "graph-1.txt").read_text()
+    assert "numpy.exp(sub)" in graph and "reduce_sum, storing the values" in graph
+    kernels = [dump / f for f in files[1:]]
+    assert len(kernels) == 3, files
+    texts = [k.read_text() for k in kernels]
+    assert any("reduce_max" in t for t in texts) and any("div(t0, t1)" in t for t in texts)
+    assert all("ret" in t.split("\n") or "\nret" in t for t in texts)  # a real listing
