@@ -3,6 +3,8 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <functional>
+#include <unordered_map>
 
 #include "frontend/backends/kernel_step.h"
 #include "frontend/backends/program.h"
@@ -55,6 +57,57 @@ public:
   std::vector<Instr> instrs;
   std::vector<ArgRef> outputs;
   int num_values = 0;
+  // Folded views (jit backend): per value its remap in `views` or -1, and the view's own call,
+  // run only when a remap cannot be applied (then NumPy copies or raises as in eager code).
+  std::vector<int> view_of;
+  std::vector<jit::ViewOp> views;
+  std::unordered_map<int, Instr> view_calls;
+
+  // The values of one run, as kernel steps read them.
+  class Store final : public ValueStore {
+  public:
+    Store(const EagerProgram& p, PyObject** v) : ValueStore(v), p_(p) {}
+    bool is_folded(int v) const override { return !p_.view_of.empty() && p_.view_of[v] >= 0; }
+
+    bool layout(int v, jit::StridedLayout& out, int& itemsize) override {
+      if (!vals[v] && is_folded(v)) {
+        const jit::ViewOp& op = p_.views[p_.view_of[v]];
+        jit::StridedLayout src;
+        if (!layout(op.source, src, itemsize)) return false;
+        auto value = [&](int node, int64_t& x) {
+          int overflow = 0;
+          x = vals[node] && PyLong_Check(vals[node]) ? PyLong_AsLongLongAndOverflow(vals[node], &overflow) : 0;
+          return vals[node] && PyLong_Check(vals[node]) && !overflow;
+        };
+        if (jit::apply_view(op, src, itemsize, value, out)) return true;
+        if (!make(v)) return false;  // the eager way: NumPy copies or raises
+      }
+      if (!vals[v]) {
+        PyErr_Format(PyExc_RuntimeError, "framejit: internal error: value %d read before it was computed", v);
+        return false;
+      }
+      NdArrayFields* a = as_ndarray(vals[v]);
+      out.data = a->data;
+      out.nd = a->nd;
+      std::copy(a->dimensions, a->dimensions + a->nd, out.dims);
+      std::copy(a->strides, a->strides + a->nd, out.strides);
+      itemsize = rt::dtype_itemsize(*dtype_from_descr(a->descr));
+      return true;
+    }
+
+  private:
+    // Runs folded view v's own call (and first those of folded views it reads).
+    bool make(int v) {
+      const Instr& in = p_.view_calls.at(v);
+      for (const ArgRef& a : in.args)
+        if (a.kind == ArgRef::Kind::Value && !vals[a.index] && is_folded(a.index) && !make(a.index)) return false;
+      PyObject* r = execute(in, vals);  // new ref
+      if (!r) return false;
+      vals[v] = r;
+      return true;
+    }
+    const EagerProgram& p_;
+  };
 
   bool run(PyObject* const* inputs, PyObject** out) override {
     constexpr int kStack = 64;
@@ -71,12 +124,13 @@ public:
       vals[input_values[i]] = inputs[i];  // new ref held by vals
     }
     bool ok = true;
+    Store store(*this, vals);
     for (const Instr& in : instrs) {
       if (in.kind != Instr::Kind::Call && in.kind != Instr::Kind::Method && in.kind != Instr::Kind::SymSize) {
-        bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, vals)
-                    : in.kind == Instr::Kind::Reduction ? run_reduction_step(in.reduction, vals)
-                    : in.kind == Instr::Kind::Chain     ? run_chain_step(in.chain, vals)
-                                                        : run_gemm_step(in.gemm, vals);
+        bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, store)
+                    : in.kind == Instr::Kind::Reduction ? run_reduction_step(in.reduction, store)
+                    : in.kind == Instr::Kind::Chain     ? run_chain_step(in.chain, store)
+                                                        : run_gemm_step(in.gemm, store);
         if (!done) {
           ok = false;
           break;
@@ -106,7 +160,6 @@ public:
     return ok;
   }
 
-private:
   static PyObject* materialize(const ArgRef& a, PyObject** vals) {  // new ref
     switch (a.kind) {
       case ArgRef::Kind::Value: Py_XINCREF(vals[a.index]); return vals[a.index];
@@ -140,6 +193,7 @@ private:
     return nullptr;
   }
 
+private:
   static PyObject* execute(const Instr& in, PyObject** vals) {  // new ref or null
     if (in.kind == Instr::Kind::SymSize) {
       PyObject* x = vals[in.args[0].index];
@@ -299,6 +353,17 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
   const auto& nodes = graph.nodes();
   p->num_values = static_cast<int>(nodes.size());
   std::vector<int> last_use(nodes.size(), -1);
+  if (compiled) {
+    p->view_of = compiled->plan.view_of;
+    p->views = compiled->plan.views;
+  }
+  auto folded = [&](int v) { return compiled && compiled->plan.view_of[v] >= 0; };
+  // Reading a folded view reads what it is made from: its source and run-time sizes stay alive.
+  std::function<void(int, int)> use = [&](int v, int at) {
+    last_use[v] = at;
+    if (folded(v))
+      for (const jit::Arg& a : nodes[v].args) a.for_each_node([&](int u) { use(u, at); });
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     const jit::Node& n = nodes[i];
     if (n.kind == jit::NodeKind::Placeholder) {
@@ -330,8 +395,8 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       in.reduction.keepdims = r.keepdims;
       in.reduction.value_output = r.value_output;
       size_t instr_index = p->instrs.size();
-      for (int v : r.inputs) last_use[v] = static_cast<int>(instr_index);
-      for (int v : r.params) last_use[v] = static_cast<int>(instr_index);
+      for (int v : r.inputs) use(v, static_cast<int>(instr_index));
+      for (int v : r.params) use(v, static_cast<int>(instr_index));
       p->instrs.push_back(std::move(in));
       continue;
     }
@@ -344,13 +409,13 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       in.gemm.output = static_cast<int>(i);
       in.gemm.dtype = mm.dtype;
       size_t instr_index = p->instrs.size();
-      last_use[mm.a] = static_cast<int>(instr_index);
-      last_use[mm.b] = static_cast<int>(instr_index);
+      use(mm.a, static_cast<int>(instr_index));
+      use(mm.b, static_cast<int>(instr_index));
       if (int e = compiled->plan.gemm_epilogue[gemm]; e >= 0) {
         const jit::FusionGroup& g = compiled->plan.groups[e];
         in.gemm.epilogue = kernel_step_of(g, compiled->kernels[e]);
-        for (int v : g.inputs) last_use[v] = static_cast<int>(instr_index);
-        for (int v : g.params) last_use[v] = static_cast<int>(instr_index);
+        for (int v : g.inputs) use(v, static_cast<int>(instr_index));
+        for (int v : g.params) use(v, static_cast<int>(instr_index));
       }
       p->instrs.push_back(std::move(in));
       continue;
@@ -362,8 +427,8 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       in.kind = Instr::Kind::Kernel;
       in.kernel = kernel_step_of(g, compiled->kernels[group]);
       size_t instr_index = p->instrs.size();
-      for (int v : g.inputs) last_use[v] = static_cast<int>(instr_index);
-      for (int v : g.params) last_use[v] = static_cast<int>(instr_index);
+      for (int v : g.inputs) use(v, static_cast<int>(instr_index));
+      for (int v : g.params) use(v, static_cast<int>(instr_index));
       p->instrs.push_back(std::move(in));
       continue;
     }
@@ -399,8 +464,12 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
       if (in.args.size() > 16) return Status::unsupported("a call with more than 16 arguments");
     }
     size_t instr_index = p->instrs.size();
-    for (const jit::Arg& a : n.args) a.for_each_node([&](int v) { last_use[v] = static_cast<int>(instr_index); });
-    for (auto& kw : n.kwargs) kw.second.for_each_node([&](int v) { last_use[v] = static_cast<int>(instr_index); });
+    if (folded(static_cast<int>(i))) {  // made only when a reader cannot apply its remap
+      p->view_calls.emplace(static_cast<int>(i), std::move(in));
+      continue;
+    }
+    for (const jit::Arg& a : n.args) a.for_each_node([&](int v) { use(v, static_cast<int>(instr_index)); });
+    for (auto& kw : n.kwargs) kw.second.for_each_node([&](int v) { use(v, static_cast<int>(instr_index)); });
     p->instrs.push_back(std::move(in));
   }
   // Values die after their last use, as they would in eager Python (outputs are kept).

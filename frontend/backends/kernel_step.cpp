@@ -17,38 +17,57 @@ namespace {
 constexpr int kMaxRank = 32;
 // Below this many elements, releasing and re-taking the GIL costs more than it frees.
 constexpr int64_t kReleaseGilElements = 1 << 16;
+// A value's layout and element size: an ndarray's own, or a folded view's (ValueStore).
+struct ArrayRef {
+  jit::StridedLayout layout;
+  int itemsize = 0;
+};
+
+bool refs_of(ValueStore& values, const std::vector<int>& inputs, ArrayRef* out) {
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!values.layout(inputs[k], out[k].layout, out[k].itemsize)) return false;
+  return true;
+}
+
 // The broadcast of the arrays' shapes (the iteration space of the ufuncs a kernel replaces).
-bool broadcast_shape(PyObject** vals, const std::vector<int>& inputs, int& rank, int64_t* shape) {
+bool broadcast_shape(const ArrayRef* in, size_t n, int& rank, int64_t* shape) {
   rank = 0;
-  for (int v : inputs) rank = std::max(rank, as_ndarray(vals[v])->nd);
-  if (rank > kMaxRank) {
-    PyErr_SetString(PyExc_ValueError, "framejit: kernel operands of more than 32 dimensions");
-    return false;
-  }
+  for (size_t k = 0; k < n; ++k) rank = std::max(rank, in[k].layout.nd);
   std::fill(shape, shape + rank, 1);
-  for (int v : inputs) {
-    NdArrayFields* a = as_ndarray(vals[v]);
-    for (int d = 0; d < a->nd; ++d) {
-      int64_t& s = shape[rank - a->nd + d];
-      int64_t n = a->dimensions[d];
-      if (n != 1 && s != 1 && n != s) {
+  for (size_t k = 0; k < n; ++k) {
+    const jit::StridedLayout& a = in[k].layout;
+    for (int d = 0; d < a.nd; ++d) {
+      int64_t& s = shape[rank - a.nd + d];
+      int64_t dim = a.dims[d];
+      if (dim != 1 && s != 1 && dim != s) {
         PyErr_SetString(PyExc_ValueError, "framejit: operands could not be broadcast together");
         return false;
       }
-      if (n != 1) s = n;
+      if (dim != 1) s = dim;
     }
   }
   return true;
 }
 
 // An array as a kernel operand over `rank` iteration dims: stride 0 where it is broadcast.
-rt::Operand operand_of(PyObject* arr, int rank, int64_t* strides) {
-  NdArrayFields* a = as_ndarray(arr);
+rt::Operand operand_of(const ArrayRef& r, int rank, int64_t* strides) {
+  const jit::StridedLayout& a = r.layout;
   for (int d = 0; d < rank; ++d) {
-    int src = d - (rank - a->nd);
-    strides[d] = src < 0 || a->dimensions[src] == 1 ? 0 : a->strides[src];
+    int src = d - (rank - a.nd);
+    strides[d] = src < 0 || a.dims[src] == 1 ? 0 : a.strides[src];
   }
-  return {a->data, strides, rt::dtype_itemsize(*dtype_from_descr(a->descr))};
+  return {a.data, strides, r.itemsize};
+}
+
+ArrayRef ref_of_array(PyObject* arr) {  // an array framejit allocated (native dtype)
+  NdArrayFields* a = as_ndarray(arr);
+  ArrayRef r;
+  r.layout.data = a->data;
+  r.layout.nd = a->nd;
+  std::copy(a->dimensions, a->dimensions + a->nd, r.layout.dims);
+  std::copy(a->strides, a->strides + a->nd, r.layout.strides);
+  r.itemsize = rt::dtype_itemsize(*dtype_from_descr(a->descr));
+  return r;
 }
 
 PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new ref
@@ -125,27 +144,36 @@ PyObject* reusable_input(const KernelStep& step, PyObject** vals, const Bound& b
   return nullptr;
 }
 
-bool bind_kernel(const KernelStep& step, PyObject** vals, Bound& b) {
+bool bind_kernel(const KernelStep& step, ValueStore& values, Bound& b) {
+  PyObject** vals = values.vals;
   const size_t nin = step.inputs.size(), nout = step.outputs.size();
-  if (!broadcast_shape(vals, step.inputs, b.rank, b.shape)) return false;
+  ArrayRef in[rt::kMaxKernelOperands];
+  if (!refs_of(values, step.inputs, in) || !broadcast_shape(in, nin, b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  // A folded view may read a dying array under another index map: no in-place output then.
+  bool reuse = !step.dying.empty();
+  for (int v : step.inputs) reuse = reuse && !values.is_folded(v);
   std::vector<int> taken;
   for (size_t j = 0; j < nout; ++j) {
-    PyObject* out = step.dying.empty() ? nullptr : reusable_input(step, vals, b, step.output_dtypes[j], taken);
+    PyObject* out = reuse ? reusable_input(step, vals, b, step.output_dtypes[j], taken) : nullptr;
     if (out) Py_INCREF(out);
     else out = new_array(b.shape, b.rank, step.output_dtypes[j]);
     if (!out) return false;
     Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
   }
   b.nops = static_cast<int>(nin + nout);
-  for (int k = 0; k < b.nops; ++k)
-    b.ops[k] = operand_of(vals[k < static_cast<int>(nin) ? step.inputs[k] : step.outputs[k - nin]], b.rank, b.strides[k]);
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
+  for (size_t j = 0; j < nout; ++j)
+    b.ops[nin + j] = operand_of(ref_of_array(vals[step.outputs[j]]), b.rank, b.strides[nin + j]);
   b.nparams = static_cast<int>(step.params.size());
   return read_params(vals, step.params, step.param_dtypes, b.params);
 }
 
-bool bind_reduction(const ReductionStep& step, PyObject** vals, Bound& b) {
-  if (!broadcast_shape(vals, step.inputs, b.rank, b.shape)) return false;
+bool bind_reduction(const ReductionStep& step, ValueStore& values, Bound& b) {
+  PyObject** vals = values.vals;
+  const size_t nin = step.inputs.size();
+  ArrayRef in[rt::kMaxKernelOperands];
+  if (!refs_of(values, step.inputs, in) || !broadcast_shape(in, nin, b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
   int64_t out_shape[kMaxRank];
   std::copy(b.shape, b.shape + b.rank - 1, out_shape);
@@ -153,13 +181,13 @@ bool bind_reduction(const ReductionStep& step, PyObject** vals, Bound& b) {
   PyObject* out = new_array(out_shape, step.keepdims ? b.rank : b.rank - 1, step.output_dtype);
   if (!out) return false;
   Py_XSETREF(vals[step.output], out);
-  b.nops = static_cast<int>(step.inputs.size());
-  for (int k = 0; k < b.nops; ++k) b.ops[k] = operand_of(vals[step.inputs[k]], b.rank, b.strides[k]);
+  b.nops = static_cast<int>(nin);
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   if (step.value_output >= 0) {  // operand nops: every element's reduced value
-    PyObject* values = new_array(b.shape, b.rank, step.output_dtype);
-    if (!values) return false;
-    Py_XSETREF(vals[step.value_output], values);
-    b.ops[b.nops] = operand_of(values, b.rank, b.strides[b.nops]);
+    PyObject* stored = new_array(b.shape, b.rank, step.output_dtype);
+    if (!stored) return false;
+    Py_XSETREF(vals[step.value_output], stored);
+    b.ops[b.nops] = operand_of(ref_of_array(stored), b.rank, b.strides[b.nops]);
     ++b.nops;
   }
   b.out = as_ndarray(out)->data;
@@ -190,7 +218,7 @@ void maybe_without_gil(int64_t elements, Fn&& fn) {
 // Whether a bound chain can run row block by row block: every part iterates over the same
 // leading dims, and each part reads what earlier parts wrote only at its own rows (a chain result
 // broadcast along a leading dim would need every row of it first).
-bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {
+bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {  // produced values are arrays
   const int rank = b[0].rank;
   if (rank < 2) return false;
   int64_t rows = 1;
@@ -220,25 +248,26 @@ constexpr int64_t kChainMinElements = 1 << 15;
 
 }  // namespace
 
-bool run_kernel_step(const KernelStep& step, PyObject** vals) {
+bool run_kernel_step(const KernelStep& step, ValueStore& values) {
   Bound b;
-  if (!bind_kernel(step, vals, b)) return false;
+  if (!bind_kernel(step, values, b)) return false;
   maybe_without_gil(b.total, [&] { launch(*step.kernel, false, b); });
   return true;
 }
 
-bool run_reduction_step(const ReductionStep& step, PyObject** vals) {
+bool run_reduction_step(const ReductionStep& step, ValueStore& values) {
   Bound b;
-  if (!bind_reduction(step, vals, b)) return false;
+  if (!bind_reduction(step, values, b)) return false;
   maybe_without_gil(b.total, [&] { launch(*step.kernel, true, b); });
   return true;
 }
 
-bool run_chain_step(const ChainStep& chain, PyObject** vals) {
+bool run_chain_step(const ChainStep& chain, ValueStore& values) {
+  PyObject** vals = values.vals;
   const size_t n = chain.parts.size();
   auto bind = [&](size_t j, Bound& b) {
     const ChainStep::Part& p = chain.parts[j];
-    return p.reduction ? bind_reduction(p.red, vals, b) : bind_kernel(p.kernel, vals, b);
+    return p.reduction ? bind_reduction(p.red, values, b) : bind_kernel(p.kernel, values, b);
   };
   auto kernel_of = [&](size_t j) -> const rt::Kernel& {
     const ChainStep::Part& p = chain.parts[j];
@@ -247,9 +276,10 @@ bool run_chain_step(const ChainStep& chain, PyObject** vals) {
   const std::vector<int>& first_inputs = chain.parts[0].reduction ? chain.parts[0].red.inputs : chain.parts[0].kernel.inputs;
   int64_t size = 0;
   for (int v : first_inputs) {
-    NdArrayFields* a = as_ndarray(vals[v]);
+    ArrayRef r;
+    if (!values.layout(v, r.layout, r.itemsize)) return false;
     int64_t s = 1;
-    for (int d = 0; d < a->nd; ++d) s *= a->dimensions[d];
+    for (int d = 0; d < r.layout.nd; ++d) s *= r.layout.dims[d];
     size = std::max(size, s);
   }
   if (size < kChainMinElements) {
@@ -313,18 +343,21 @@ void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb,
 
 }  // namespace
 
-bool run_gemm_step(const GemmStep& step, PyObject** vals) {
-  NdArrayFields* a = as_ndarray(vals[step.a]);
-  NdArrayFields* b = as_ndarray(vals[step.b]);
-  const int rank = a->nd;
-  const int64_t m = a->dimensions[rank - 2], k = a->dimensions[rank - 1];
-  const int64_t kb = b->dimensions[0], n = b->dimensions[1];
+bool run_gemm_step(const GemmStep& step, ValueStore& values) {
+  PyObject** vals = values.vals;
+  ArrayRef ar, br;
+  if (!values.layout(step.a, ar.layout, ar.itemsize) || !values.layout(step.b, br.layout, br.itemsize)) return false;
+  const jit::StridedLayout& a = ar.layout;
+  const jit::StridedLayout& b = br.layout;
+  const int rank = a.nd;
+  const int64_t m = a.dims[rank - 2], k = a.dims[rank - 1];
+  const int64_t kb = b.dims[0], n = b.dims[1];
   if (k != kb) {  // guards make this impossible; NumPy's own message if it ever happens
     PyErr_SetString(PyExc_ValueError, "matmul: Input operand 1 has a mismatch in its core dimension 0");
     return false;
   }
   int64_t out_shape[kMaxRank];
-  std::copy(a->dimensions, a->dimensions + rank - 1, out_shape);
+  std::copy(a.dims, a.dims + rank - 1, out_shape);
   out_shape[rank - 1] = n;
   PyObject* out = new_array(out_shape, rank, step.dtype);
   if (!out) return false;
@@ -332,39 +365,41 @@ bool run_gemm_step(const GemmStep& step, PyObject** vals) {
   NdArrayFields* c = as_ndarray(out);
   const int64_t item = rt::dtype_itemsize(step.dtype);
   int64_t batches = 1;
-  for (int d = 0; d < rank - 2; ++d) batches *= a->dimensions[d];
+  for (int d = 0; d < rank - 2; ++d) batches *= a.dims[d];
   jit::x86::GemmArgs g;
   g.dtype = step.dtype;
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a_row_stride = a->strides[rank - 2] / item;
-  g.a_col_stride = a->strides[rank - 1] / item;
-  g.b = b->data;
-  g.b_row_stride = b->strides[0] / item;
-  g.b_col_stride = b->strides[1] / item;
+  g.a_row_stride = a.strides[rank - 2] / item;
+  g.a_col_stride = a.strides[rank - 1] / item;
+  g.b = b.data;
+  g.b_row_stride = b.strides[0] / item;
+  g.b_col_stride = b.strides[1] / item;
   g.ldc = n;
   // The epilogue's operands, broadcast to C's shape.
   EpilogueContext ectx;
   Bound eb;
   const KernelStep& ep = step.epilogue;
   if (ep.kernel) {
-    if (!broadcast_shape(vals, ep.inputs, eb.rank, eb.shape)) return false;
+    const size_t nin = ep.inputs.size();
+    ArrayRef in[rt::kMaxKernelOperands];
+    if (!refs_of(values, ep.inputs, in) || !broadcast_shape(in, nin, eb.rank, eb.shape)) return false;
     if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c->dimensions)) {
       PyErr_SetString(PyExc_ValueError, "framejit: GEMM epilogue operands do not match the product's shape");
       return false;
     }
-    eb.nops = static_cast<int>(ep.inputs.size()) + 1;
-    for (int k = 0; k < eb.nops; ++k)
-      eb.ops[k] = operand_of(k + 1 < eb.nops ? vals[ep.inputs[k]] : out, rank, eb.strides[k]);
+    eb.nops = static_cast<int>(nin) + 1;
+    for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
+    eb.ops[nin] = operand_of(ref_of_array(out), rank, eb.strides[nin]);
     if (!read_params(vals, ep.params, ep.param_dtypes, ectx.call.params)) return false;
     ectx.fn = reinterpret_cast<rt::PointwiseFn>(ep.kernel->entry);
     ectx.nops = eb.nops;
     ectx.call.contiguous = 1;
-    for (int k = 0; k < eb.nops; ++k) {
-      ectx.row_stride[k] = eb.strides[k][rank - 2];
-      ectx.col_stride[k] = ectx.call.stride[k] = eb.strides[k][rank - 1];
-      if (ectx.col_stride[k] != 0 && ectx.col_stride[k] != eb.ops[k].itemsize) ectx.call.contiguous = 0;
+    for (int j = 0; j < eb.nops; ++j) {
+      ectx.row_stride[j] = eb.strides[j][rank - 2];
+      ectx.col_stride[j] = ectx.call.stride[j] = eb.strides[j][rank - 1];
+      if (ectx.col_stride[j] != 0 && ectx.col_stride[j] != eb.ops[j].itemsize) ectx.call.contiguous = 0;
     }
     g.epilogue = run_epilogue;
     g.epilogue_ctx = &ectx;
@@ -375,14 +410,14 @@ bool run_gemm_step(const GemmStep& step, PyObject** vals) {
     for (int64_t bi = 0; bi < batches; ++bi) {
       // Offset of batch bi in A (any strides), in the contiguous C and in the epilogue operands.
       int64_t rem = bi, a_off = 0;
-      for (int k = 0; k < eb.nops; ++k) ectx.base[k] = eb.ops[k].data;
+      for (int j = 0; j < eb.nops; ++j) ectx.base[j] = eb.ops[j].data;
       for (int d = rank - 3; d >= 0; --d) {
-        int64_t idx = rem % a->dimensions[d];
-        a_off += idx * a->strides[d];
-        for (int k = 0; k < eb.nops; ++k) ectx.base[k] += idx * eb.strides[k][d];
-        rem /= a->dimensions[d];
+        int64_t idx = rem % a.dims[d];
+        a_off += idx * a.strides[d];
+        for (int j = 0; j < eb.nops; ++j) ectx.base[j] += idx * eb.strides[j][d];
+        rem /= a.dims[d];
       }
-      g.a = a->data + a_off;
+      g.a = a.data + a_off;
       g.c = c->data + bi * m * n * item;
       jit::x86::gemm(g);
     }

@@ -5,10 +5,26 @@
 
 #include <vector>
 
+#include "jit/lower/views.h"
 #include "runtime/dtype.h"
 #include "runtime/kernel_cache.h"
 
 namespace framejit::frontend {
+
+/// The program's values as steps read them: Python objects in `vals`, and folded views (Note
+/// [Folded views] in jit/schedule/fusion.cpp) that have no object and are read through their
+/// source's layout.
+class ValueStore {
+public:
+  explicit ValueStore(PyObject** v) : vals(v) {}
+  virtual ~ValueStore() = default;
+  /// Value v's layout and element size. False with a Python exception set.
+  virtual bool layout(int v, jit::StridedLayout& out, int& itemsize) = 0;
+  /// Whether v is a folded view (then vals[v] may be null).
+  virtual bool is_folded(int v) const = 0;
+
+  PyObject** vals;  // values, new refs or null, owned by the program run
+};
 
 struct KernelStep {
   rt::KernelPtr kernel;
@@ -59,15 +75,15 @@ struct ChainStep {
 /// Broadcasts the inputs, allocates the outputs as NumPy arrays and runs the kernel (without the
 /// GIL when the work is large). Stores new references into vals[outputs[j]]. False with a Python
 /// exception set on failure (MemoryError from the allocation, or a broadcasting error).
-bool run_kernel_step(const KernelStep& step, PyObject** vals);
+bool run_kernel_step(const KernelStep& step, ValueStore& values);
 
 /// Runs a reduction step; stores a new reference into vals[step.output].
-bool run_reduction_step(const ReductionStep& step, PyObject** vals);
+bool run_reduction_step(const ReductionStep& step, ValueStore& values);
 
 /// Runs a chain: binds every part (allocating every output) and then runs the kernels.
-bool run_chain_step(const ChainStep& chain, PyObject** vals);
+bool run_chain_step(const ChainStep& chain, ValueStore& values);
 
 /// Runs a GEMM step; stores a new reference into vals[step.output].
-bool run_gemm_step(const GemmStep& step, PyObject** vals);
+bool run_gemm_step(const GemmStep& step, ValueStore& values);
 
 }  // namespace framejit::frontend

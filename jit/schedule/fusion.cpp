@@ -189,6 +189,47 @@ void fuse_gemm_epilogues(const Graph& graph, FusionPlan& plan) {
   }
 }
 
+// Note [Folded views]
+// A view (transpose, slice, expand_dims, reshape, ...) whose every reader binds arrays by their
+// layout (a kernel, a reduction, a GEMM, or another such view) never needs to exist as an object:
+// the reader applies the view's index remap to its source's layout at run time. When a remap
+// cannot be applied (an index out of range, a reshape NumPy would copy), the program makes the
+// view the eager way instead, so errors and copies are NumPy's own.
+void fold_views(const Graph& graph, FusionPlan& plan) {
+  const auto& nodes = graph.nodes();
+  const int n = static_cast<int>(nodes.size());
+  plan.view_of.assign(n, -1);
+  std::vector<std::vector<int>> readers(n);
+  for (int i = 0; i < n; ++i) {
+    for (const Arg& a : nodes[i].args) a.for_each_node([&](int v) { readers[v].push_back(i); });
+    for (const auto& kw : nodes[i].kwargs) kw.second.for_each_node([&](int v) { readers[v].push_back(i); });
+  }
+  std::vector<std::optional<ViewOp>> folded(n);
+  for (int v = n - 1; v >= 0; --v) {  // readers come later: their status is known
+    if (nodes[v].kind != NodeKind::Call || plan.group_of[v] != FusionPlan::kNotFused || plan.reduction_of[v] >= 0 ||
+        plan.gemm_of[v] >= 0 || readers[v].empty())
+      continue;
+    auto op = lower_view(graph, nodes[v]);
+    if (!op) continue;
+    bool all_bind_layouts = true;
+    for (int r : readers[v]) {
+      const bool binds = nodes[r].kind == NodeKind::Call &&
+                         (plan.group_of[r] >= 0 || plan.group_of[r] == FusionPlan::kNotComputed ||
+                          plan.reduction_of[r] >= 0 || plan.gemm_of[r] >= 0 || folded[r]);
+      // A view's argument other than its source (a run-time size) is read as a value.
+      const bool as_source = !folded[r] || folded[r]->source == v;
+      all_bind_layouts = all_bind_layouts && binds && as_source;
+    }
+    if (all_bind_layouts) folded[v] = std::move(op);
+  }
+  for (int v = 0; v < n; ++v) {
+    if (!folded[v]) continue;
+    plan.view_of[v] = static_cast<int>(plan.views.size());
+    plan.views.push_back(std::move(*folded[v]));
+    --plan.extern_calls;
+  }
+}
+
 }  // namespace
 
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
@@ -336,6 +377,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     ++plan.extern_calls;
   }
   fuse_gemm_epilogues(graph, plan);
+  fold_views(graph, plan);
   return plan;
 }
 
@@ -355,6 +397,10 @@ std::string FusionPlan::to_string(const Graph& graph) const {
     if (k < gemm_epilogue.size() && gemm_epilogue[k] >= 0) s += " with kernel " + std::to_string(gemm_epilogue[k]) + " as its epilogue";
     s += "\n";
   }
+  for (size_t v = 0; v < view_of.size(); ++v)
+    if (view_of[v] >= 0)
+      s += "view " + graph.node(static_cast<int>(v)).name + " = " + views[view_of[v]].to_string() + " of " +
+           graph.node(views[view_of[v]].source).name + ", folded into its readers\n";
   s += std::to_string(extern_calls) + " call(s) run one by one\n";
   return s;
 }

@@ -8,6 +8,7 @@
 #include "jit/ir/graph.h"
 #include "jit/lower/loop_ir.h"
 #include "jit/lower/lowering.h"
+#include "jit/lower/views.h"
 
 namespace framejit::jit {
 
@@ -56,6 +57,10 @@ struct FusionPlan {
   std::vector<int> gemm_of;       // per node: its entry in gemms (a GEMM call), or -1
   std::vector<MatmulNode> gemms;
   std::vector<int> gemm_epilogue;  // per gemm: the group fused as its epilogue, or -1
+  /// Views read only by kernels, reductions, GEMMs and other such views: their consumers read the
+  /// source through the remap and the view is never made (Note [Folded views]).
+  std::vector<ViewOp> views;
+  std::vector<int> view_of;  // per node: its entry in views, or -1
   int extern_calls = 0;       // call nodes left to run one by one (the counted last resort)
   std::string to_string(const Graph& graph) const;
 };

@@ -1,0 +1,409 @@
+// views.cpp — view nodes as index remaps (see views.h).
+#include "jit/lower/views.h"
+
+#include <algorithm>
+
+namespace framejit::jit {
+
+namespace {
+
+std::optional<IntTerm> int_term(const Graph& graph, const Arg& a) {
+  switch (a.kind) {
+    case Arg::Kind::Int: return IntTerm{IntTerm::Kind::Const, a.i};
+    case Arg::Kind::None: return IntTerm{IntTerm::Kind::None, 0};
+    case Arg::Kind::Node: {
+      const TensorMeta& m = graph.node(static_cast<int>(a.i)).meta;
+      if (m.kind != ValueKind::Scalar || m.dtype != DType::Int64) return std::nullopt;
+      return IntTerm{IntTerm::Kind::Node, a.i};
+    }
+    default: return std::nullopt;  // bools index as masks; floats raise
+  }
+}
+
+std::optional<int64_t> const_int(const Arg& a) {
+  if (a.kind != Arg::Kind::Int) return std::nullopt;
+  return a.i;
+}
+
+// Constant axes (an int, or a tuple/list of ints), each normalized to [0, rank).
+std::optional<std::vector<int>> const_axes(const Arg& a, int rank) {
+  std::vector<Arg> items = a.kind == Arg::Kind::Tuple || a.kind == Arg::Kind::List ? a.items : std::vector<Arg>{a};
+  std::vector<int> out;
+  for (const Arg& x : items) {
+    auto v = const_int(x);
+    if (!v || *v < -rank || *v >= rank) return std::nullopt;
+    out.push_back(static_cast<int>(*v < 0 ? *v + rank : *v));
+  }
+  return out;
+}
+
+std::optional<IndexItem> index_item(const Graph& graph, const Arg& a) {
+  IndexItem it;
+  switch (a.kind) {
+    case Arg::Kind::None: it.kind = IndexItem::Kind::NewAxis; return it;
+    case Arg::Kind::Ellipsis: it.kind = IndexItem::Kind::Ellipsis; return it;
+    case Arg::Kind::Slice: {
+      auto s = int_term(graph, a.items[0]), e = int_term(graph, a.items[1]), st = int_term(graph, a.items[2]);
+      if (!s || !e || !st) return std::nullopt;
+      it.kind = IndexItem::Kind::Slice;
+      it.start = *s;
+      it.stop = *e;
+      it.step = *st;
+      return it;
+    }
+    default: {
+      auto v = int_term(graph, a);
+      if (!v || v->kind == IntTerm::Kind::None) return std::nullopt;
+      it.kind = IndexItem::Kind::Int;
+      it.start = *v;
+      return it;
+    }
+  }
+}
+
+IndexItem full_slice() {
+  IndexItem it;
+  it.kind = IndexItem::Kind::Slice;
+  return it;
+}
+
+IndexItem new_axis() {
+  IndexItem it;
+  it.kind = IndexItem::Kind::NewAxis;
+  return it;
+}
+
+// A shape argument: a tuple/list of ints or int values, or one int.
+std::optional<std::vector<IntTerm>> shape_terms(const Graph& graph, const std::vector<Arg>& items) {
+  std::vector<IntTerm> out;
+  for (const Arg& a : items) {
+    auto t = int_term(graph, a);
+    if (!t || t->kind == IntTerm::Kind::None) return std::nullopt;
+    out.push_back(*t);
+  }
+  return out;
+}
+
+std::vector<Arg> items_of(const Arg& a) {
+  return a.kind == Arg::Kind::Tuple || a.kind == Arg::Kind::List ? a.items : std::vector<Arg>{a};
+}
+
+const Arg* kwarg(const Node& node, const char* name) {
+  for (const auto& [k, v] : node.kwargs)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+// Only the keywords in `allowed`; "order" must be "C".
+bool kwargs_ok(const Node& node, std::initializer_list<const char*> allowed) {
+  for (const auto& [k, v] : node.kwargs) {
+    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; })) return false;
+    if (k == "order" && (v.kind != Arg::Kind::Str || v.s != "C")) return false;
+  }
+  return true;
+}
+
+bool resolve(const IntTerm& t, const std::function<bool(int, int64_t&)>& value, int64_t& out) {
+  if (t.kind == IntTerm::Kind::Const) {
+    out = t.value;
+    return true;
+  }
+  return t.kind == IntTerm::Kind::Node && value(static_cast<int>(t.value), out);
+}
+
+// Python's slice.indices(): clamps start/stop into the dimension and counts the elements.
+bool slice_bounds(const IndexItem& it, int64_t len, const std::function<bool(int, int64_t&)>& value, int64_t& start,
+                  int64_t& step, int64_t& count) {
+  step = 1;
+  if (it.step.kind != IntTerm::Kind::None && !resolve(it.step, value, step)) return false;
+  if (step == 0) return false;  // ValueError in Python: let it raise there
+  auto adjust = [&](const IntTerm& t, int64_t dflt, int64_t& out) {
+    if (t.kind == IntTerm::Kind::None) {
+      out = dflt;
+      return true;
+    }
+    if (!resolve(t, value, out)) return false;
+    if (out < 0) {
+      out += len;
+      if (out < 0) out = step < 0 ? -1 : 0;
+    } else if (out >= len) {
+      out = step < 0 ? len - 1 : len;
+    }
+    return true;
+  };
+  int64_t stop;
+  if (!adjust(it.start, step < 0 ? len - 1 : 0, start) || !adjust(it.stop, step < 0 ? -1 : len, stop)) return false;
+  if (step > 0)
+    count = stop > start ? (stop - start - 1) / step + 1 : 0;
+  else
+    count = start > stop ? (start - stop - 1) / (-step) + 1 : 0;
+  return true;
+}
+
+bool apply_index(const ViewOp& op, const StridedLayout& in, const std::function<bool(int, int64_t&)>& value,
+                 StridedLayout& out) {
+  int consumed = 0, ellipses = 0;
+  for (const IndexItem& it : op.index) {
+    consumed += it.kind == IndexItem::Kind::Int || it.kind == IndexItem::Kind::Slice;
+    ellipses += it.kind == IndexItem::Kind::Ellipsis;
+  }
+  if (consumed > in.nd || ellipses > 1) return false;  // IndexError in NumPy
+  out.data = in.data;
+  out.nd = 0;
+  int d = 0;
+  auto push = [&](int64_t dim, int64_t stride) {
+    if (out.nd == kMaxViewRank) return false;
+    out.dims[out.nd] = dim;
+    out.strides[out.nd++] = stride;
+    return true;
+  };
+  for (const IndexItem& it : op.index) {
+    switch (it.kind) {
+      case IndexItem::Kind::Ellipsis:
+        for (int k = 0; k < in.nd - consumed; ++k, ++d)
+          if (!push(in.dims[d], in.strides[d])) return false;
+        break;
+      case IndexItem::Kind::NewAxis:
+        if (!push(1, 0)) return false;
+        break;
+      case IndexItem::Kind::Int: {
+        int64_t i;
+        if (!resolve(it.start, value, i)) return false;
+        if (i < 0) i += in.dims[d];
+        if (i < 0 || i >= in.dims[d]) return false;  // IndexError in NumPy
+        out.data += i * in.strides[d];
+        ++d;
+        break;
+      }
+      case IndexItem::Kind::Slice: {
+        int64_t start, step, count;
+        if (!slice_bounds(it, in.dims[d], value, start, step, count)) return false;
+        if (count > 0) out.data += start * in.strides[d];
+        if (!push(count, in.strides[d] * step)) return false;
+        ++d;
+        break;
+      }
+    }
+  }
+  for (; d < in.nd; ++d)
+    if (!push(in.dims[d], in.strides[d])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<ViewOp> lower_view(const Graph& graph, const Node& node) {
+  if (node.kind != NodeKind::Call || node.args.empty() || !node.args[0].is_node()) return std::nullopt;
+  const TensorMeta& m = node.meta;
+  const int source = static_cast<int>(node.args[0].i);
+  const TensorMeta& in = graph.node(source).meta;
+  if (m.kind != ValueKind::Tensor || m.numpy_scalar || in.kind != ValueKind::Tensor || in.numpy_scalar ||
+      in.dtype != m.dtype)
+    return std::nullopt;
+  const int rank = in.rank();
+  const std::string& t = node.target;
+  std::vector<Arg> rest(node.args.begin() + 1, node.args.end());
+  ViewOp op;
+  op.source = source;
+
+  if (t == "method.transpose" || t == "numpy.transpose") {
+    if (!kwargs_ok(node, {"axes"})) return std::nullopt;
+    if (const Arg* axes = kwarg(node, "axes")) rest = {*axes};
+    op.kind = ViewOp::Kind::Permute;
+    if (rest.empty() || (rest.size() == 1 && rest[0].kind == Arg::Kind::None)) {
+      for (int d = rank - 1; d >= 0; --d) op.perm.push_back(d);
+    } else {
+      auto axes = const_axes(rest.size() == 1 ? rest[0] : Arg::tuple(rest), rank);
+      if (!axes || static_cast<int>(axes->size()) != rank) return std::nullopt;
+      op.perm = *axes;
+    }
+  } else if (t == "method.swapaxes" || t == "numpy.swapaxes") {
+    if (!kwargs_ok(node, {"axis1", "axis2"})) return std::nullopt;
+    if (const Arg* a = kwarg(node, "axis1")) rest.push_back(*a);
+    if (const Arg* a = kwarg(node, "axis2")) rest.push_back(*a);
+    if (rest.size() != 2) return std::nullopt;
+    auto axes = const_axes(Arg::tuple(rest), rank);
+    if (!axes) return std::nullopt;
+    op.kind = ViewOp::Kind::Permute;
+    for (int d = 0; d < rank; ++d) op.perm.push_back(d);
+    std::swap(op.perm[(*axes)[0]], op.perm[(*axes)[1]]);
+  } else if (t == "numpy.expand_dims") {
+    if (!kwargs_ok(node, {"axis"})) return std::nullopt;
+    if (const Arg* a = kwarg(node, "axis")) rest.push_back(*a);
+    if (rest.size() != 1) return std::nullopt;
+    const int out_rank = m.rank();
+    auto axes = const_axes(rest[0], out_rank);
+    if (!axes) return std::nullopt;
+    op.kind = ViewOp::Kind::Index;
+    for (int d = 0; d < out_rank; ++d)
+      op.index.push_back(std::count(axes->begin(), axes->end(), d) ? new_axis() : full_slice());
+  } else if (t == "method.squeeze" || t == "numpy.squeeze") {
+    if (!kwargs_ok(node, {"axis"})) return std::nullopt;
+    if (const Arg* a = kwarg(node, "axis")) rest.push_back(*a);
+    if (rest.size() > 1) return std::nullopt;
+    std::vector<bool> drop(rank, false);
+    auto is_one = [&](int d) { return in.shape[d].is_const() && in.shape[d].const_value() == 1; };
+    if (rest.empty() || rest[0].kind == Arg::Kind::None) {
+      for (int d = 0; d < rank; ++d) drop[d] = is_one(d);
+    } else {
+      auto axes = const_axes(rest[0], rank);
+      if (!axes) return std::nullopt;
+      for (int d : *axes) {
+        if (!is_one(d)) return std::nullopt;
+        drop[d] = true;
+      }
+    }
+    op.kind = ViewOp::Kind::Index;
+    for (int d = 0; d < rank; ++d) {
+      IndexItem it = full_slice();
+      if (drop[d]) it = IndexItem{IndexItem::Kind::Int, {IntTerm::Kind::Const, 0}, {}, {}};
+      op.index.push_back(it);
+    }
+  } else if (t == "getitem") {
+    if (node.args.size() != 2 || !node.kwargs.empty()) return std::nullopt;
+    op.kind = ViewOp::Kind::Index;
+    for (const Arg& a : node.args[1].kind == Arg::Kind::Tuple ? node.args[1].items : std::vector<Arg>{node.args[1]}) {
+      auto it = index_item(graph, a);
+      if (!it) return std::nullopt;
+      op.index.push_back(*it);
+    }
+  } else if (t == "method.reshape" || t == "numpy.reshape") {
+    if (!kwargs_ok(node, {"order", "newshape"})) return std::nullopt;
+    if (const Arg* a = kwarg(node, "newshape")) rest.push_back(*a);
+    if (rest.empty()) return std::nullopt;
+    auto shape = shape_terms(graph, rest.size() == 1 ? items_of(rest[0]) : rest);
+    if (!shape) return std::nullopt;
+    op.kind = ViewOp::Kind::Reshape;
+    op.shape = *shape;
+  } else if (t == "method.ravel" || t == "numpy.ravel") {
+    if (!kwargs_ok(node, {"order"}) || !rest.empty()) return std::nullopt;
+    op.kind = ViewOp::Kind::Reshape;
+    op.shape = {IntTerm{IntTerm::Kind::Const, -1}};
+  } else if (t == "numpy.broadcast_to") {
+    if (!kwargs_ok(node, {"shape"})) return std::nullopt;
+    if (const Arg* a = kwarg(node, "shape")) rest.push_back(*a);
+    if (rest.size() != 1) return std::nullopt;
+    auto shape = shape_terms(graph, items_of(rest[0]));
+    if (!shape) return std::nullopt;
+    op.kind = ViewOp::Kind::BroadcastTo;
+    op.shape = *shape;
+  } else {
+    return std::nullopt;
+  }
+  return op;
+}
+
+bool apply_view(const ViewOp& op, const StridedLayout& in, int64_t itemsize,
+                const std::function<bool(int node, int64_t& v)>& value, StridedLayout& out) {
+  switch (op.kind) {
+    case ViewOp::Kind::Permute:
+      if (static_cast<int>(op.perm.size()) != in.nd) return false;
+      out.data = in.data;
+      out.nd = in.nd;
+      for (int d = 0; d < in.nd; ++d) {
+        out.dims[d] = in.dims[op.perm[d]];
+        out.strides[d] = in.strides[op.perm[d]];
+      }
+      return true;
+    case ViewOp::Kind::Index: return apply_index(op, in, value, out);
+    case ViewOp::Kind::Reshape: {
+      if (op.shape.size() > static_cast<size_t>(kMaxViewRank)) return false;
+      int64_t total = 1;
+      for (int d = 0; d < in.nd; ++d) total *= in.dims[d];
+      int64_t known = 1;
+      int infer = -1;
+      out.nd = static_cast<int>(op.shape.size());
+      for (int d = 0; d < out.nd; ++d) {
+        if (!resolve(op.shape[d], value, out.dims[d])) return false;
+        if (out.dims[d] == -1 && infer < 0) {
+          infer = d;
+          continue;
+        }
+        if (out.dims[d] < 0) return false;
+        known *= out.dims[d];
+      }
+      if (infer >= 0) {
+        if (known == 0 || total % known != 0) return false;
+        out.dims[infer] = total / known;
+      } else if (known != total) {
+        return false;
+      }
+      // A view only of C-contiguous data (sizes-1 dims may have any stride); anything else is
+      // left to NumPy, which copies where it must.
+      int64_t expect = itemsize;
+      for (int d = in.nd - 1; d >= 0 && total != 0; --d) {
+        if (in.dims[d] != 1 && in.strides[d] != expect) return false;
+        expect *= in.dims[d];
+      }
+      out.data = in.data;
+      int64_t stride = itemsize;
+      for (int d = out.nd - 1; d >= 0; --d) {
+        out.strides[d] = stride;
+        stride *= out.dims[d];
+      }
+      return true;
+    }
+    case ViewOp::Kind::BroadcastTo: {
+      const int nd = static_cast<int>(op.shape.size());
+      if (nd < in.nd || nd > kMaxViewRank) return false;
+      out.data = in.data;
+      out.nd = nd;
+      for (int d = 0; d < nd; ++d) {
+        if (!resolve(op.shape[d], value, out.dims[d]) || out.dims[d] < 0) return false;
+        const int s = d - (nd - in.nd);
+        if (s < 0) {
+          out.strides[d] = 0;
+        } else if (in.dims[s] == out.dims[d]) {
+          out.strides[d] = in.strides[s];
+        } else if (in.dims[s] == 1) {
+          out.strides[d] = 0;
+        } else {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ViewOp::to_string() const {
+  auto term = [](const IntTerm& t) {
+    switch (t.kind) {
+      case IntTerm::Kind::Const: return std::to_string(t.value);
+      case IntTerm::Kind::None: return std::string();
+      case IntTerm::Kind::Node: return "%" + std::to_string(t.value);
+    }
+    return std::string();
+  };
+  std::string s;
+  switch (kind) {
+    case Kind::Permute:
+      s = "permute(";
+      for (size_t i = 0; i < perm.size(); ++i) s += (i ? ", " : "") + std::to_string(perm[i]);
+      break;
+    case Kind::Index:
+      s = "index(";
+      for (size_t i = 0; i < index.size(); ++i) {
+        const IndexItem& it = index[i];
+        s += i ? ", " : "";
+        switch (it.kind) {
+          case IndexItem::Kind::Int: s += term(it.start); break;
+          case IndexItem::Kind::Slice:
+            s += term(it.start) + ":" + term(it.stop) + (it.step.kind == IntTerm::Kind::None ? "" : ":" + term(it.step));
+            break;
+          case IndexItem::Kind::NewAxis: s += "None"; break;
+          case IndexItem::Kind::Ellipsis: s += "..."; break;
+        }
+      }
+      break;
+    case Kind::Reshape:
+    case Kind::BroadcastTo:
+      s = kind == Kind::Reshape ? "reshape(" : "broadcast_to(";
+      for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + term(shape[i]);
+      break;
+  }
+  return s + ")";
+}
+
+}  // namespace framejit::jit
