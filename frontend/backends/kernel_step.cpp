@@ -349,15 +349,27 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
   if (!values.layout(step.a, ar.layout, ar.itemsize) || !values.layout(step.b, br.layout, br.itemsize)) return false;
   const jit::StridedLayout& a = ar.layout;
   const jit::StridedLayout& b = br.layout;
-  const int rank = a.nd;
-  const int64_t m = a.dims[rank - 2], k = a.dims[rank - 1];
-  const int64_t kb = b.dims[0], n = b.dims[1];
+  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
+  const int64_t kb = b.dims[b.nd - 2], n = b.dims[b.nd - 1];
   if (k != kb) {  // guards make this impossible; NumPy's own message if it ever happens
     PyErr_SetString(PyExc_ValueError, "matmul: Input operand 1 has a mismatch in its core dimension 0");
     return false;
   }
-  int64_t out_shape[kMaxRank];
-  std::copy(a.dims, a.dims + rank - 1, out_shape);
+  // Batch dims: A's and B's leading dims broadcast against each other (stride 0 where size 1).
+  const int rank = std::max(a.nd, b.nd), nbatch = rank - 2;
+  int64_t out_shape[kMaxRank], a_bstride[kMaxRank], b_bstride[kMaxRank];
+  for (int d = 0; d < nbatch; ++d) {
+    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
+    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
+    if (sa != sb && sa != 1 && sb != 1) {
+      PyErr_SetString(PyExc_ValueError, "framejit: matmul batch dimensions could not be broadcast together");
+      return false;
+    }
+    out_shape[d] = sa == 1 ? sb : sa;
+    a_bstride[d] = sa == 1 ? 0 : a.strides[da];
+    b_bstride[d] = sb == 1 ? 0 : b.strides[db];
+  }
+  out_shape[rank - 2] = m;
   out_shape[rank - 1] = n;
   PyObject* out = new_array(out_shape, rank, step.dtype);
   if (!out) return false;
@@ -365,17 +377,16 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
   NdArrayFields* c = as_ndarray(out);
   const int64_t item = rt::dtype_itemsize(step.dtype);
   int64_t batches = 1;
-  for (int d = 0; d < rank - 2; ++d) batches *= a.dims[d];
+  for (int d = 0; d < nbatch; ++d) batches *= out_shape[d];
   jit::x86::GemmArgs g;
   g.dtype = step.dtype;
   g.m = m;
   g.n = n;
   g.k = k;
-  g.a_row_stride = a.strides[rank - 2] / item;
-  g.a_col_stride = a.strides[rank - 1] / item;
-  g.b = b.data;
-  g.b_row_stride = b.strides[0] / item;
-  g.b_col_stride = b.strides[1] / item;
+  g.a_row_stride = a.strides[a.nd - 2] / item;
+  g.a_col_stride = a.strides[a.nd - 1] / item;
+  g.b_row_stride = b.strides[b.nd - 2] / item;
+  g.b_col_stride = b.strides[b.nd - 1] / item;
   g.ldc = n;
   // The epilogue's operands, broadcast to C's shape.
   EpilogueContext ectx;
@@ -408,16 +419,19 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
   }
   auto run = [&] {
     for (int64_t bi = 0; bi < batches; ++bi) {
-      // Offset of batch bi in A (any strides), in the contiguous C and in the epilogue operands.
-      int64_t rem = bi, a_off = 0;
+      // Offset of batch bi in A and B (any strides), in the contiguous C and in the epilogue
+      // operands.
+      int64_t rem = bi, a_off = 0, b_off = 0;
       for (int j = 0; j < eb.nops; ++j) ectx.base[j] = eb.ops[j].data;
-      for (int d = rank - 3; d >= 0; --d) {
-        int64_t idx = rem % a.dims[d];
-        a_off += idx * a.strides[d];
+      for (int d = nbatch - 1; d >= 0; --d) {
+        int64_t idx = rem % out_shape[d];
+        a_off += idx * a_bstride[d];
+        b_off += idx * b_bstride[d];
         for (int j = 0; j < eb.nops; ++j) ectx.base[j] += idx * eb.strides[j][d];
-        rem /= a.dims[d];
+        rem /= out_shape[d];
       }
       g.a = a.data + a_off;
+      g.b = b.data + b_off;
       g.c = c->data + bi * m * n * item;
       jit::x86::gemm(g);
     }

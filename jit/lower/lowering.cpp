@@ -139,7 +139,9 @@ std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {
   const TensorMeta& m = node.meta;
   if (ma.kind != ValueKind::Tensor || mb.kind != ValueKind::Tensor || m.kind != ValueKind::Tensor) return std::nullopt;
   if (!is_float(m.dtype) || ma.dtype != m.dtype || mb.dtype != m.dtype || m.numpy_scalar) return std::nullopt;
-  if (ma.rank() < 2 || mb.rank() != 2 || ma.numpy_scalar || mb.numpy_scalar) return std::nullopt;
+  if (ma.rank() < 2 || mb.rank() < 2 || ma.numpy_scalar || mb.numpy_scalar) return std::nullopt;
+  // np.dot of N-d arrays pairs every batch of A with every batch of B; only matmul broadcasts them.
+  if (mb.rank() > 2 && t != "operator.matmul" && t != "numpy.matmul") return std::nullopt;
   return MatmulNode{a, b, m.dtype};
 }
 

@@ -42,8 +42,8 @@ struct ReductionNode {
 /// out, initial or where arguments; the result an array (not a NumPy scalar).
 std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node);
 
-/// A matrix product C = A @ B run by framejit's GEMM: A of rank >= 2 (leading dims are a batch),
-/// B of rank 2, both float32 or both float64.
+/// A matrix product C = A @ B run by framejit's GEMM: A and B of rank >= 2 whose leading dims are
+/// batch dims broadcast against each other (B of rank 2 for np.dot), both float32 or both float64.
 struct MatmulNode {
   int a;
   int b;

@@ -84,3 +84,30 @@ def test_mlp_layers():
     check(mlp, (x, w1, b1, w2, b2), np.float32, 500)
     s = framejit.stats()
     assert s["gemms"] == 2 and s["kernels"] == 2 and s["extern_calls"] == 0, s
+
+
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((4, 5, 6), (4, 6, 3)), ((2, 1, 5, 6), (3, 6, 7)), ((5, 6), (2, 6, 4)), ((3, 8, 16), (16, 8))],
+)
+def test_batched_matmul_broadcasts_batch_dims(sa, sb):
+    def f(a, b):
+        return np.matmul(a, b) * 2.0
+
+    a = RNG.standard_normal(sa)
+    b = RNG.standard_normal(sb)
+    check(f, (a, b), np.float64, sa[-1])
+    assert framejit.stats()["gemms"] == 1
+
+
+def test_attention_scores_read_a_transposed_view():
+    def attention(q, k, v):
+        s = q @ k.transpose(0, 2, 1) * (1.0 / 8.0)
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p = p / p.sum(-1, keepdims=True)
+        return p @ v
+
+    q, k, v = (RNG.standard_normal((4, 64, 32)).astype(np.float32) for _ in range(3))
+    check(attention, (q, k, v), np.float32, 64)
+    s = framejit.stats()
+    assert s["gemms"] == 2 and s["extern_calls"] == 0, s
