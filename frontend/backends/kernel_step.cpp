@@ -2,6 +2,7 @@
 #include "frontend/backends/kernel_step.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -78,6 +79,57 @@ PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new r
   return PyObject_Vectorcall(np->empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
 }
 
+// Note [Output memory order]
+// NumPy's ufuncs allocate their output in the memory order of their inputs (order='K'): an
+// F-ordered input gives an F-ordered result. The rule, applied here to a kernel's operand strides
+// (0 where broadcast): axes are ordered from innermost outward by insertion, and an axis moves
+// inside another when every input that steps along both does so with a smaller stride there;
+// inputs that disagree leave C order. `outer_first` receives the axes from outermost inward.
+// True when that is plain C order.
+bool output_order(const rt::Operand* ops, int nin, int rank, int* outer_first) {
+  int inner_first[kMaxRank];
+  for (int i = 0; i < rank; ++i) inner_first[i] = rank - 1 - i;
+  for (int i = 1; i < rank; ++i) {
+    const int axis = inner_first[i];
+    int pos = i;
+    for (int j = i - 1; j >= 0; --j) {
+      const int other = inner_first[j];
+      bool decided = false, inside = false;
+      for (int k = 0; k < nin; ++k) {
+        const int64_t sa = std::abs(ops[k].strides[axis]), so = std::abs(ops[k].strides[other]);
+        if (sa == 0 || so == 0) continue;
+        if (so <= sa) inside = false;  // also overrides an earlier "inside": C order wins conflicts
+        else if (!decided) inside = true;
+        decided = true;
+      }
+      if (!decided) continue;
+      if (!inside) break;
+      pos = j;
+    }
+    for (int j = i; j > pos; --j) inner_first[j] = inner_first[j - 1];
+    inner_first[pos] = axis;
+  }
+  bool c_order = true;
+  for (int i = 0; i < rank; ++i) {
+    outer_first[i] = inner_first[rank - 1 - i];
+    c_order = c_order && outer_first[i] == i;
+  }
+  return c_order;
+}
+
+// A new array of `shape` whose memory runs through the axes in `outer_first` order.
+PyObject* new_array_in_order(const int64_t* shape, int rank, rt::DType dtype, const int* outer_first) {  // new ref
+  int64_t permuted[kMaxRank];
+  for (int i = 0; i < rank; ++i) permuted[i] = shape[outer_first[i]];
+  OwnedRef base = OwnedRef::steal(new_array(permuted, rank, dtype));
+  if (!base) return nullptr;
+  // Axis outer_first[i] of the result is axis i of `base`.
+  OwnedRef axes = OwnedRef::steal(PyTuple_New(rank));
+  if (!axes) return nullptr;
+  for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(axes.get(), outer_first[i], PyLong_FromLong(i));
+  return PyObject_CallMethod(base.get(), "transpose", "O", axes.get());
+}
+
 bool read_params(PyObject** vals, const std::vector<int>& params, const std::vector<rt::DType>& dtypes,
                  rt::ParamValue* out) {
   for (size_t p = 0; p < params.size(); ++p) {
@@ -150,19 +202,22 @@ bool bind_kernel(const KernelStep& step, ValueStore& values, Bound& b) {
   ArrayRef in[rt::kMaxKernelOperands];
   if (!refs_of(values, step.inputs, in) || !broadcast_shape(in, nin, b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
+  int order[kMaxRank];
+  const bool c_order = b.rank < 2 || output_order(b.ops, static_cast<int>(nin), b.rank, order);
   // A folded view may read a dying array under another index map: no in-place output then.
-  bool reuse = !step.dying.empty();
+  bool reuse = c_order && !step.dying.empty();
   for (int v : step.inputs) reuse = reuse && !values.is_folded(v);
   std::vector<int> taken;
   for (size_t j = 0; j < nout; ++j) {
     PyObject* out = reuse ? reusable_input(step, vals, b, step.output_dtypes[j], taken) : nullptr;
     if (out) Py_INCREF(out);
-    else out = new_array(b.shape, b.rank, step.output_dtypes[j]);
+    else if (c_order) out = new_array(b.shape, b.rank, step.output_dtypes[j]);
+    else out = new_array_in_order(b.shape, b.rank, step.output_dtypes[j], order);
     if (!out) return false;
     Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
   }
   b.nops = static_cast<int>(nin + nout);
-  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   for (size_t j = 0; j < nout; ++j)
     b.ops[nin + j] = operand_of(ref_of_array(vals[step.outputs[j]]), b.rank, b.strides[nin + j]);
   b.nparams = static_cast<int>(step.params.size());

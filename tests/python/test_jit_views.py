@@ -102,3 +102,32 @@ def test_inputs_read_through_views_are_not_overwritten():
 
     a = RNG.standard_normal((64, 64))
     np.testing.assert_array_equal(framejit.compile(f, backend="jit")(a), f(a))
+
+
+def test_outputs_keep_numpys_memory_order():
+    """Kernel outputs are laid out as NumPy's ufuncs lay them out (order='K', Note [Output memory
+    order]): F-ordered inputs give F-ordered results, permuted inputs permuted results, and inputs
+    that disagree C order."""
+
+    def f(x, y):
+        return np.exp(x) + y * 2
+
+    c = framejit.compile(f, backend="jit")
+    base = RNG.standard_normal((4, 5, 6))
+    moved = np.ascontiguousarray(base.transpose(2, 0, 1)).transpose(1, 2, 0)
+    cases = [
+        (base, base),
+        (np.asfortranarray(base), np.asfortranarray(base)),
+        (np.asfortranarray(base), base),
+        (base, np.asfortranarray(base)),
+        (base.transpose(1, 2, 0), base.transpose(1, 2, 0).copy()),
+        (moved, base),
+        (moved, moved),
+        (np.asfortranarray(base), base[0:1]),
+        (base[::-1, :, ::-1], np.asfortranarray(base)),
+        (np.asfortranarray(base[0]), 1.0),
+    ]
+    for x, y in cases:
+        want, got = f(x, y), c(x, y)
+        assert got.strides == want.strides, (x.strides, getattr(y, "strides", None))
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
