@@ -15,9 +15,11 @@ constexpr OpInfo kOps[] = {
     {"sqrt", 1},  {"square", 1}, {"reciprocal", 1}, {"exp", 1}, {"log", 1}, {"log1p", 1},
     {"expm1", 1}, {"tanh", 1},  {"sigmoid", 1}, {"sin", 1},   {"cos", 1},   {"tan", 1},
     {"atan", 1},  {"floor", 1}, {"ceil", 1},  {"add", 2},     {"sub", 2},   {"mul", 2},
-    {"div", 2},   {"max", 2},   {"min", 2},   {"pow", 2},     {"atan2", 2},
+    {"div", 2},   {"max", 2},   {"min", 2},   {"pow", 2},     {"atan2", 2}, {"eq", 2},
+    {"ne", 2},    {"lt", 2},    {"le", 2},    {"gt", 2},      {"ge", 2},    {"and", 2},
+    {"or", 2},    {"xor", 2},   {"not", 1},   {"floordiv", 2}, {"mod", 2},  {"where", 3},
 };
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<int>(ScalarOp::Atan2) + 1);
+static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<int>(ScalarOp::Where) + 1);
 }  // namespace
 
 const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
@@ -40,6 +42,7 @@ std::string PointwiseKernelIR::to_string() const {
       std::snprintf(buf, sizeof buf, "%.17g", e.fconst);
       s += buf;
     }
+    if (e.c >= 0) s += "t" + std::to_string(e.c) + ", ";
     if (e.a >= 0) s += "t" + std::to_string(e.a);
     if (e.b >= 0) s += ", t" + std::to_string(e.b);
     s += ") : " + std::string(rt::dtype_short_name(e.dtype)) + "\n";

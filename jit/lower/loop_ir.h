@@ -17,7 +17,7 @@ enum class ScalarOp : uint8_t {
   Load,   // element of kernel input `input`
   Param,  // run-time scalar parameter `input` (a Python number that feeds the graph)
   Const,  // constant `fconst`
-  Cast,   // a -> dtype
+  Cast,   // a -> dtype, as NumPy's unsafe cast does (Note [Casts])
   Neg,
   Abs,
   Sqrt,
@@ -43,20 +43,50 @@ enum class ScalarOp : uint8_t {
   Min,  // NumPy minimum: NaN propagates
   Pow,
   Atan2,
+  // Comparisons: operands share one compute dtype, the result is Bool. NaN compares unequal to
+  // everything (so Ne is true and the others false), as IEEE and NumPy say.
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  // Bool: logical and/or/xor/not. Integers: bitwise (Not is ~x).
+  And,
+  Or,
+  Xor,
+  Not,
+  // Integers only, NumPy semantics: the quotient rounds toward -inf, the remainder takes the
+  // divisor's sign, x // 0 == x % 0 == 0, and MIN // -1 wraps to MIN.
+  FloorDiv,
+  Mod,
+  Where,  // c ? a : b; `c` is a Bool expression, a and b have the result dtype
 };
 const char* scalar_op_name(ScalarOp op);
-int scalar_op_arity(ScalarOp op);  // 0 for Load/Param/Const
+int scalar_op_arity(ScalarOp op);  // 0 for Load/Param/Const, 3 for Where
+/// Whether `op` is a comparison (Bool result, operands in another dtype).
+inline bool is_comparison(ScalarOp op) { return op >= ScalarOp::Eq && op <= ScalarOp::Ge; }
+
+// Note [Casts]
+// Cast follows what NumPy 1.24 does on x86-64 (its cast loops are C casts): float -> int
+// truncates toward zero and a value out of range (or NaN) gives the "integer indefinite"
+// INT_MIN of the conversion instruction; float -> uint8 converts to int32 first and keeps the low
+// byte; int -> narrower int keeps the low bits; anything -> bool is `x != 0` (NaN is true);
+// bool -> anything is 0 or 1; int64 -> float32 rounds once (not through float64).
 
 struct ScalarExpr {
   ScalarOp op;
   DType dtype;
   int a = -1, b = -1;  // operand expression indices (earlier in the body)
   int input = -1;      // Load: kernel input index; Param: parameter index
-  double fconst = 0;   // Const
+  double fconst = 0;   // Const (an integer constant is integral and exact in a double)
+  int c = -1;          // Where: the condition
 };
 
 /// A fused pointwise kernel: out_j[i] = body(in_0[i], ..., in_k[i], params) for every index i of
-/// the iteration space. The iteration space (shape) and every operand's strides are run-time
+/// the iteration space. Every expression has its own dtype (a kernel may load int32, compute in
+/// float64 and store bool); a Load has its input's dtype and an output expression has its
+/// output's dtype. The iteration space (shape) and every operand's strides are run-time
 /// arguments: one kernel serves every batch size and every layout (broadcast operands have
 /// stride 0).
 struct PointwiseKernelIR {

@@ -1,6 +1,7 @@
 // lowering.cpp — GraphLowering of elementwise nodes into loop-IR operations.
 #include "jit/lower/lowering.h"
 
+#include <cmath>
 #include <string>
 #include <unordered_map>
 
@@ -8,9 +9,18 @@ namespace framejit::jit {
 
 namespace {
 
+// How an operation chooses the dtype its operands are converted to (NumPy's ufunc loop type).
+enum class Loop : uint8_t {
+  Result,   // arithmetic: the result dtype
+  Promote,  // comparisons: the promoted type of the operands; the result is bool
+  Logical,  // logical_and/or/xor/not: every operand as bool
+  Select,   // where: condition as bool, the others the result dtype
+};
+
 struct TargetInfo {
   ScalarOp op;
   int arity;
+  Loop loop = Loop::Result;
 };
 
 const std::unordered_map<std::string, TargetInfo>& targets() {
@@ -32,61 +42,219 @@ const std::unordered_map<std::string, TargetInfo>& targets() {
       {"numpy.ceil", {ScalarOp::Ceil, 1}},          {"numpy.maximum", {ScalarOp::Max, 2}},
       {"numpy.minimum", {ScalarOp::Min, 2}},        {"numpy.power", {ScalarOp::Pow, 2}},
       {"operator.pow", {ScalarOp::Pow, 2}},         {"numpy.arctan2", {ScalarOp::Atan2, 2}},
+      {"operator.floordiv", {ScalarOp::FloorDiv, 2}}, {"numpy.floor_divide", {ScalarOp::FloorDiv, 2}},
+      {"operator.mod", {ScalarOp::Mod, 2}},         {"numpy.mod", {ScalarOp::Mod, 2}},
+      {"numpy.remainder", {ScalarOp::Mod, 2}},
+      {"operator.eq", {ScalarOp::Eq, 2, Loop::Promote}}, {"numpy.equal", {ScalarOp::Eq, 2, Loop::Promote}},
+      {"operator.ne", {ScalarOp::Ne, 2, Loop::Promote}}, {"numpy.not_equal", {ScalarOp::Ne, 2, Loop::Promote}},
+      {"operator.lt", {ScalarOp::Lt, 2, Loop::Promote}}, {"numpy.less", {ScalarOp::Lt, 2, Loop::Promote}},
+      {"operator.le", {ScalarOp::Le, 2, Loop::Promote}}, {"numpy.less_equal", {ScalarOp::Le, 2, Loop::Promote}},
+      {"operator.gt", {ScalarOp::Gt, 2, Loop::Promote}}, {"numpy.greater", {ScalarOp::Gt, 2, Loop::Promote}},
+      {"operator.ge", {ScalarOp::Ge, 2, Loop::Promote}}, {"numpy.greater_equal", {ScalarOp::Ge, 2, Loop::Promote}},
+      {"operator.and_", {ScalarOp::And, 2}},        {"numpy.bitwise_and", {ScalarOp::And, 2}},
+      {"operator.or_", {ScalarOp::Or, 2}},          {"numpy.bitwise_or", {ScalarOp::Or, 2}},
+      {"operator.xor", {ScalarOp::Xor, 2}},         {"numpy.bitwise_xor", {ScalarOp::Xor, 2}},
+      {"operator.invert", {ScalarOp::Not, 1}},      {"numpy.invert", {ScalarOp::Not, 1}},
+      {"numpy.bitwise_not", {ScalarOp::Not, 1}},
+      {"numpy.logical_and", {ScalarOp::And, 2, Loop::Logical}},
+      {"numpy.logical_or", {ScalarOp::Or, 2, Loop::Logical}},
+      {"numpy.logical_xor", {ScalarOp::Xor, 2, Loop::Logical}},
+      {"numpy.logical_not", {ScalarOp::Not, 1, Loop::Logical}},
+      {"numpy.where", {ScalarOp::Where, 3, Loop::Select}},
+      {"method.astype", {ScalarOp::Cast, 1}},
   };
   return table;
 }
 
 bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+bool is_int(DType t) { return t == DType::Int32 || t == DType::Int64 || t == DType::UInt8; }
+
+// NumPy's promotion of two array dtypes (np.result_type), for the dtypes fused kernels handle.
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::Bool) return b;
+  if (b == DType::Bool) return a;
+  if (is_float(a) && is_float(b)) return DType::Float64;
+  if (is_float(a) != is_float(b)) {
+    DType f = is_float(a) ? a : b, i = is_float(a) ? b : a;
+    // float32 holds uint8 exactly; int32 and int64 need float64.
+    return f == DType::Float32 && i == DType::UInt8 ? DType::Float32 : DType::Float64;
+  }
+  // Both integers: uint8 fits int32 and int64, int32 fits int64.
+  return rt::dtype_itemsize(a) >= rt::dtype_itemsize(b) ? a : b;
+}
+
+// A Python number operand (run-time parameter or constant) as it meets the arrays.
+enum class Number : uint8_t { None, Int, Float, Bool };
+
+// The loop type of a comparison: arrays promote as np.result_type does. A Python number compares
+// by value in NumPy 1.24 (value-based casting picks a type holding both operands exactly), which
+// int64 does for an integer number against integer arrays; a float number against float arrays
+// is converted to the array type first, and against int32/int64 arrays both become float64.
+std::optional<DType> comparison_type(const std::vector<DType>& arrays, const std::vector<Number>& numbers) {
+  if (arrays.empty()) return std::nullopt;
+  DType t = arrays[0];
+  for (DType a : arrays) t = promote(t, a);
+  for (Number n : numbers) {
+    if (n == Number::Bool || n == Number::None) continue;
+    if (is_float(t)) continue;
+    if (n == Number::Int) {
+      t = DType::Int64;
+    } else {
+      // uint8/bool arrays against a float go through float16 in NumPy: not reproduced.
+      if (t != DType::Int32 && t != DType::Int64) return std::nullopt;
+      t = DType::Float64;
+    }
+  }
+  return t;
+}
+
+// Whether `op` computes in `t` exactly as NumPy's loop for `t` does.
+bool op_supported(ScalarOp op, DType t) {
+  if (is_comparison(op) || op == ScalarOp::Where || op == ScalarOp::Cast) return true;
+  switch (op) {
+    case ScalarOp::And:
+    case ScalarOp::Or:
+    case ScalarOp::Xor:
+    case ScalarOp::Not: return !is_float(t);
+    case ScalarOp::Add:
+    case ScalarOp::Sub:
+    case ScalarOp::Mul:
+    case ScalarOp::Neg:
+    case ScalarOp::Abs:
+    case ScalarOp::Square:
+    case ScalarOp::Max:
+    case ScalarOp::Min: return t != DType::Bool;  // bool forms are rewritten before this check
+    // Float floor_divide/remainder need fmod's exact remainder: left to NumPy for now.
+    case ScalarOp::FloorDiv:
+    case ScalarOp::Mod: return is_int(t);
+    default: return is_float(t);  // Div, Pow and the math functions
+  }
+}
 
 }  // namespace
 
-std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
-  if (node.kind != NodeKind::Call || !node.kwargs.empty()) return std::nullopt;
-  const TensorMeta& m = node.meta;
-  if (m.kind != ValueKind::Tensor || m.numpy_scalar || !is_float(m.dtype)) return std::nullopt;
-  auto it = targets().find(node.target);
-  if (it == targets().end() || static_cast<int>(node.args.size()) != it->second.arity) return std::nullopt;
+bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::Bool; }
 
-  PointwiseNode pw{it->second.op, m.dtype, {}};
-  for (const Arg& a : node.args) {
+std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
+  if (node.kind != NodeKind::Call) return std::nullopt;
+  const TensorMeta& m = node.meta;
+  if (m.kind != ValueKind::Tensor || m.numpy_scalar || !pointwise_dtype(m.dtype)) return std::nullopt;
+  auto it = targets().find(node.target);
+  if (it == targets().end()) return std::nullopt;
+  const TargetInfo info = it->second;
+  std::vector<Arg> args = node.args;
+  if (info.op == ScalarOp::Cast) {
+    // x.astype(dtype[, casting='unsafe', copy=True]): the frontend breaks the graph on any other
+    // casting rule or copy=False, so what reaches here is a plain converting copy. `order` could
+    // ask for another layout: not fused.
+    for (const auto& [k, v] : node.kwargs)
+      if (k != "dtype" && k != "casting" && k != "copy") return std::nullopt;
+    if (args.empty() || !args[0].is_node()) return std::nullopt;
+    args.resize(1);
+  } else if (!node.kwargs.empty()) {
+    return std::nullopt;
+  }
+  if (static_cast<int>(args.size()) != info.arity) return std::nullopt;
+
+  PointwiseNode pw{info.op, m.dtype, {}, {}};
+  std::vector<DType> arrays;      // dtypes of the tensor operands
+  std::vector<Number> numbers;    // per operand: which kind of Python number, or None
+  for (const Arg& a : args) {
     PointwiseOperand o{PointwiseOperand::Kind::Const};
+    Number num = Number::None;
     switch (a.kind) {
       case Arg::Kind::Node: {
         const TensorMeta& am = graph.node(static_cast<int>(a.i)).meta;
         if (am.kind == ValueKind::Scalar) {
-          if (am.dtype == DType::Bool) return std::nullopt;
+          // Run-time parameters arrive as int64 or double (read_params).
+          if (am.dtype != DType::Int64 && am.dtype != DType::Float64) return std::nullopt;
+          num = am.dtype == DType::Int64 ? Number::Int : Number::Float;
           o = {PointwiseOperand::Kind::Scalar, static_cast<int>(a.i), 0};
         } else {
-          // NumPy computes in the result type; an operand of another type is a cast we do not
-          // fuse yet, and a 0-d operand may be a NumPy scalar that NumPy treats by value.
-          if (am.dtype != m.dtype || am.numpy_scalar) return std::nullopt;
+          // A 0-d operand may be a NumPy scalar that NumPy 1.24 treats by value.
+          if (!pointwise_dtype(am.dtype) || am.numpy_scalar) return std::nullopt;
+          arrays.push_back(am.dtype);
           o = {PointwiseOperand::Kind::Tensor, static_cast<int>(a.i), 0};
         }
         break;
       }
-      case Arg::Kind::Int: o.value = static_cast<double>(a.i); break;
-      case Arg::Kind::Float: o.value = a.f; break;
-      case Arg::Kind::Bool: o.value = a.i ? 1.0 : 0.0; break;
+      case Arg::Kind::Int:
+        // Integer constants ride in a double: only those it holds exactly.
+        if (std::abs(static_cast<double>(a.i)) > 9007199254740992.0) return std::nullopt;
+        o.value = static_cast<double>(a.i);
+        num = Number::Int;
+        break;
+      case Arg::Kind::Float: o.value = a.f; num = Number::Float; break;
+      case Arg::Kind::Bool: o.value = a.i ? 1.0 : 0.0; num = Number::Bool; break;
       default: return std::nullopt;
     }
     pw.operands.push_back(o);
+    numbers.push_back(num);
   }
+  // A node with no array operand (all scalars) is a 0-d computation; leave it to NumPy.
+  if (arrays.empty()) return std::nullopt;
+
+  // The loop type each operand is converted to.
+  DType loop = m.dtype;
+  switch (info.loop) {
+    case Loop::Result: break;
+    case Loop::Promote: {
+      if (m.dtype != DType::Bool) return std::nullopt;
+      auto t = comparison_type(arrays, numbers);
+      if (!t) return std::nullopt;
+      loop = *t;
+      break;
+    }
+    case Loop::Logical:
+      if (m.dtype != DType::Bool) return std::nullopt;
+      loop = DType::Bool;
+      break;
+    case Loop::Select: break;
+  }
+  for (size_t k = 0; k < pw.operands.size(); ++k)
+    pw.operand_dtypes.push_back(info.loop == Loop::Select && k == 0 ? DType::Bool : loop);
+  if (info.op == ScalarOp::Cast) pw.operand_dtypes[0] = graph.node(static_cast<int>(args[0].i)).meta.dtype;
+
+  for (size_t k = 0; k < numbers.size(); ++k) {
+    // A Python float never meets an integer loop in NumPy (it would make the result float); an
+    // operand that claims to is something we do not understand.
+    if (numbers[k] == Number::Float && !is_float(pw.operand_dtypes[k])) return std::nullopt;
+    // A run-time Python int meeting an integer or bool loop: NumPy 1.24 picks the result type
+    // from its value (uint8 + 300 is uint16, int64 + 2**63 is float64), which the graph's
+    // metadata fixed for one value only. A constant's value is known, so only those fuse.
+    if (numbers[k] == Number::Int && pw.operands[k].kind == PointwiseOperand::Kind::Scalar &&
+        !is_float(pw.operand_dtypes[k]))
+      return std::nullopt;
+  }
+
   if (pw.op == ScalarOp::Pow && pw.operands[1].kind == PointwiseOperand::Kind::Const) {
     // The ** operator has NumPy's fast paths: x**2 is square(x) and x**0.5 is sqrt(x) (sqrt
-    // differs from pow at -0.0 and -inf, so only the operator form may use it).
+    // differs from pow at -0.0 and -inf, so only the operator form of a float array may use it).
     double e = pw.operands[1].value;
     if (e == 2.0) {
       pw.op = ScalarOp::Square;
       pw.operands.pop_back();
-    } else if (e == 0.5 && node.target == "operator.pow") {
+      pw.operand_dtypes.pop_back();
+    } else if (e == 0.5 && node.target == "operator.pow" && is_float(arrays[0])) {
       pw.op = ScalarOp::Sqrt;
       pw.operands.pop_back();
+      pw.operand_dtypes.pop_back();
     }
   }
-  // A node with no array operand (all scalars) is a 0-d computation; leave it to NumPy.
-  bool any_tensor = false;
-  for (auto& o : pw.operands) any_tensor |= o.kind == PointwiseOperand::Kind::Tensor;
-  if (!any_tensor) return std::nullopt;
+  if (loop == DType::Bool && info.loop == Loop::Result) {
+    // NumPy's bool loops: add is or, multiply is and, maximum/minimum are or/and, abs is itself.
+    switch (pw.op) {
+      case ScalarOp::Add:
+      case ScalarOp::Max: pw.op = ScalarOp::Or; break;
+      case ScalarOp::Mul:
+      case ScalarOp::Min: pw.op = ScalarOp::And; break;
+      case ScalarOp::Abs: pw.op = ScalarOp::Cast; break;
+      default: break;
+    }
+  }
+  if (pw.op == ScalarOp::Abs && m.dtype == DType::UInt8) pw.op = ScalarOp::Cast;  // |x| of unsigned
+  if (!op_supported(pw.op, loop)) return std::nullopt;
   return pw;
 }
 

@@ -17,16 +17,24 @@ struct PointwiseOperand {
   double value = 0;  // Const
 };
 
-/// A graph node seen as an element operation: out[i] = op(operands[i]...).
+/// A graph node seen as an element operation: out[i] = op(operands[i]...). Each operand is first
+/// converted to `operand_dtypes[k]` (NumPy's ufunc loop type: the result type for arithmetic, the
+/// promoted operand type for comparisons, bool for logical operations and where's condition).
+/// Where's operands are (condition, a, b). Cast's one operand is converted to `dtype` and that
+/// conversion is the whole operation.
 struct PointwiseNode {
   ScalarOp op;
-  DType dtype;  // the computation and result type
+  DType dtype;  // the result type
   std::vector<PointwiseOperand> operands;
+  std::vector<DType> operand_dtypes;
 };
 
-/// The node as a pointwise operation, if code generation supports it: float32/float64 results,
-/// operands that are tensors of the result dtype, run-time scalars or constants, and a target
-/// whose NumPy semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
+/// Whether fused kernels handle values of this dtype: float32, float64, int32, int64, uint8, bool.
+bool pointwise_dtype(DType t);
+
+/// The node as a pointwise operation, if code generation supports it: results and tensor
+/// operands of the dtypes above, run-time scalars or constants, and a target whose NumPy
+/// semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node);
 
 /// A reduction over the innermost axis of a float32/float64 array (sum, mean, max, min).

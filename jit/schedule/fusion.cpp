@@ -2,6 +2,7 @@
 #include "jit/schedule/fusion.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <unordered_map>
 
@@ -23,50 +24,70 @@ bool same_shape(const TensorMeta& a, const TensorMeta& b) {
 PointwiseKernelIR build_ir(const Graph& graph, const std::vector<int>& members, const std::vector<int>& outputs,
                            const std::vector<std::optional<PointwiseNode>>& pw, std::vector<int>& inputs,
                            std::vector<int>& params) {
-  std::unordered_map<int, int> value_expr;  // node -> body index
+  std::unordered_map<int, int> value_expr;  // node -> body index of its value, in its own dtype
+  std::map<std::pair<int, DType>, int> converted;  // (node, dtype) -> body index
   PointwiseKernelIR ir;
+  auto push = [&](ScalarExpr e) {
+    ir.body.push_back(e);
+    return static_cast<int>(ir.body.size()) - 1;
+  };
+  // The value of a node in its own dtype: a member's expression, or a load of an input.
+  auto node_value = [&](int node) {
+    auto it = value_expr.find(node);
+    if (it != value_expr.end()) return it->second;
+    int idx = static_cast<int>(inputs.size());
+    inputs.push_back(node);
+    DType t = graph.node(node).meta.dtype;
+    ir.input_dtypes.push_back(t);
+    return value_expr[node] = push({ScalarOp::Load, t, -1, -1, idx, 0});
+  };
+  // An operand converted to the operation's loop type (NumPy converts before the ufunc loop).
   auto load = [&](const PointwiseOperand& o, DType dtype) -> int {
     switch (o.kind) {
-      case PointwiseOperand::Kind::Const:
-        ir.body.push_back({ScalarOp::Const, dtype, -1, -1, -1, o.value});
-        return static_cast<int>(ir.body.size()) - 1;
+      case PointwiseOperand::Kind::Const: return push({ScalarOp::Const, dtype, -1, -1, -1, o.value});
       case PointwiseOperand::Kind::Scalar: {
-        auto it = value_expr.find(o.node);
-        if (it != value_expr.end()) return it->second;
+        auto key = std::make_pair(o.node, dtype);
+        auto it = converted.find(key);
+        if (it != converted.end()) return it->second;
         int idx = static_cast<int>(std::find(params.begin(), params.end(), o.node) - params.begin());
         if (idx == static_cast<int>(params.size())) {
           params.push_back(o.node);
           ir.param_dtypes.push_back(graph.node(o.node).meta.dtype == DType::Float64 ? DType::Float64 : DType::Int64);
         }
-        // A Python number meets the array in the array's type (NumPy casts it first).
-        ir.body.push_back({ScalarOp::Param, dtype, -1, -1, idx, 0});
-        return value_expr[o.node] = static_cast<int>(ir.body.size()) - 1;
+        // A Python number meets the array in the loop's type (NumPy casts it first).
+        return converted[key] = push({ScalarOp::Param, dtype, -1, -1, idx, 0});
       }
       case PointwiseOperand::Kind::Tensor: {
-        auto it = value_expr.find(o.node);
-        if (it != value_expr.end()) return it->second;
-        int idx = static_cast<int>(inputs.size());
-        inputs.push_back(o.node);
-        ir.input_dtypes.push_back(graph.node(o.node).meta.dtype);
-        ir.body.push_back({ScalarOp::Load, dtype, -1, -1, idx, 0});
-        return value_expr[o.node] = static_cast<int>(ir.body.size()) - 1;
+        int v = node_value(o.node);
+        if (ir.body[v].dtype == dtype) return v;
+        auto key = std::make_pair(o.node, dtype);
+        auto it = converted.find(key);
+        if (it != converted.end()) return it->second;
+        return converted[key] = push({ScalarOp::Cast, dtype, v, -1, -1, 0});
       }
     }
     return -1;
   };
   for (int n : members) {
     const PointwiseNode& p = *pw[n];
-    int a = load(p.operands[0], p.dtype);
-    int b = p.operands.size() > 1 ? load(p.operands[1], p.dtype) : -1;
-    ir.body.push_back({p.op, p.dtype, a, b, -1, 0});
-    value_expr[n] = static_cast<int>(ir.body.size()) - 1;
+    std::vector<int> ops;
+    for (size_t k = 0; k < p.operands.size(); ++k) ops.push_back(load(p.operands[k], p.operand_dtypes[k]));
+    if (p.op == ScalarOp::Cast) {
+      // The conversion of the operand is the whole operation (or nothing: astype to its own type).
+      value_expr[n] = load(p.operands[0], p.dtype);
+    } else if (p.op == ScalarOp::Where) {
+      ScalarExpr e{ScalarOp::Where, p.dtype, ops[1], ops[2], -1, 0};
+      e.c = ops[0];
+      value_expr[n] = push(e);
+    } else {
+      value_expr[n] = push({p.op, p.dtype, ops[0], ops.size() > 1 ? ops[1] : -1, -1, 0});
+    }
   }
   for (int n : outputs) {
     auto it = value_expr.find(n);
-    if (it == value_expr.end()) {  // an output that is an input itself (a reduction of a plain array)
-      it = value_expr.emplace(n, load({PointwiseOperand::Kind::Tensor, n, 0}, graph.node(n).meta.dtype)).first;
-    }
-    ir.outputs.push_back(it->second);
+    // An output that is an input itself: a reduction of a plain array.
+    int v = it != value_expr.end() ? it->second : node_value(n);
+    ir.outputs.push_back(v);
     ir.output_dtypes.push_back(graph.node(n).meta.dtype);
   }
   return ir;
@@ -265,7 +286,8 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       int join = -1;
       for (size_t g = 0; g < groups.size() && join < 0; ++g) {
         const Node& first = nodes[groups[g].front()];
-        if (is_open[g] && first.meta.dtype == node.meta.dtype && same_shape(first.meta, node.meta))
+        // Dtypes may differ: every expression of a kernel carries its own.
+        if (is_open[g] && same_shape(first.meta, node.meta))
           join = static_cast<int>(g);
       }
       for (const Arg& a : node.args) a.for_each_node([&](int v) { close_readers_of(v, join); });

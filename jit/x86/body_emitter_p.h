@@ -65,277 +65,113 @@ inline MathFn math_fn_of(ScalarOp op) {
   }
 }
 
-// Emits element operations at one width: the ISA's vector, or one element in an xmm register.
+// Note [Element widths]
+// A kernel processes `count` elements per operation: W = vector bytes / the widest itemsize among
+// its values in the vector loop, 1 in the tail and strided loops. Every value lives in a vector
+// register of the ISA's width; a value of itemsize s holds its count elements packed in the low
+// count * s bytes (with W = 4, float64 fills a ymm, float32 an xmm, uint8 four bytes) and the
+// bytes above are don't-care. So casts are the cvt / pack / zero-extend instructions, and every
+// operation may compute on the whole register. Bool values hold one byte per element, 0 or 1, as
+// in memory; comparisons build lane masks internally and narrow them to those bytes.
+//
+// With AVX every operation is packed on the full register, also when only lane 0 matters (the
+// tail and strided loops load and store one element): every element then goes through exactly
+// the same instructions, wherever it sits in the array, and no legacy SSE encoding mixes in.
+// Without AVX (Isa::Scalar) floats use the SSE2 ss/sd instructions on lane 0, and integer, bool
+// and conversion operations run in general-purpose registers ("lane-wise"). Operations with no
+// reasonable AVX2 form (integer division, int64 <-> float conversions) run lane-wise too: the
+// operands are spilled to the stack and each element goes through the scalar instructions.
 class BodyEmitter {
 public:
-  BodyEmitter(ax::Compiler& cc, Isa isa, bool vector, DType dtype)
-      : cc_(cc), isa_(isa), vector_(vector), vex_(isa != Isa::Scalar), f32_(dtype == DType::Float32),
-        math_(cc, isa, dtype) {}
+  BodyEmitter(ax::Compiler& cc, Isa isa, int count);
 
-  // With AVX every operation is packed on the full register, also when only lane 0 matters (the
-  // tail and strided loops load and store one element): every element then goes through exactly
-  // the same instructions, wherever it sits in the array, and no legacy SSE encoding mixes in.
-  ax::Vec newv() { return vex_ && isa_ == Isa::Avx2 ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm()); }
+  int count() const { return count_; }
+  // A new register of the ISA's width.
+  ax::Vec newv();
 
-  // dst = a op b for the arithmetic instructions.
-  void arith(ScalarOp op, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
-    InstId id = 0;
-    switch (op) {
-      case ScalarOp::Add: id = pick(ax::Inst::kIdVaddps, ax::Inst::kIdVaddpd, ax::Inst::kIdVaddss, ax::Inst::kIdVaddsd,
-                                    ax::Inst::kIdAddss, ax::Inst::kIdAddsd); break;
-      case ScalarOp::Sub: id = pick(ax::Inst::kIdVsubps, ax::Inst::kIdVsubpd, ax::Inst::kIdVsubss, ax::Inst::kIdVsubsd,
-                                    ax::Inst::kIdSubss, ax::Inst::kIdSubsd); break;
-      case ScalarOp::Mul: id = pick(ax::Inst::kIdVmulps, ax::Inst::kIdVmulpd, ax::Inst::kIdVmulss, ax::Inst::kIdVmulsd,
-                                    ax::Inst::kIdMulss, ax::Inst::kIdMulsd); break;
-      case ScalarOp::Div: id = pick(ax::Inst::kIdVdivps, ax::Inst::kIdVdivpd, ax::Inst::kIdVdivss, ax::Inst::kIdVdivsd,
-                                    ax::Inst::kIdDivss, ax::Inst::kIdDivsd); break;
-      default: break;
-    }
-    three(id, dst, a, b);
-  }
+  // ---- floats (float32 / float64) ----
+  // dst = a op b for Add/Sub/Mul/Div.
+  void arith(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  // NumPy's maximum/minimum: NaN in either operand propagates; maximum(0.0, -0.0) is the first.
+  void max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  void unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a);
+  void binary_math(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  // One element from memory (reduction lane folding).
+  void load_mem(DType t, const ax::Vec& dst, const ax::Mem& m);
+  // An int64 register converted to float t, in every lane.
+  ax::Vec int_to_value(DType t, const ax::Gp& g);
 
-  // Bitwise ops (and/andn/or/xor) on whole registers.
-  void bits(InstId vex_ps, InstId vex_pd, InstId sse_ps, InstId sse_pd, const ax::Vec& dst, const ax::Vec& a,
-            const ax::Vec& b) {
-    InstId id = vex_ ? (f32_ ? vex_ps : vex_pd) : (f32_ ? sse_ps : sse_pd);
-    three(id, dst, a, b);
-  }
-
-  ax::Vec constant(double v) {
-    ax::Vec r = newv();
-    if (f32_) {
-      float f = static_cast<float>(v);
-      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &f, 4);
-      if (vex_) cc_.vbroadcastss(r, m);
-      else if (vex_) cc_.vmovss(r.as<ax::Xmm>(), m);
-      else cc_.movss(r.as<ax::Xmm>(), m);
-    } else {
-      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &v, 8);
-      if (vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
-      else if (vex_) cc_.vmovsd(r.as<ax::Xmm>(), m);
-      else cc_.movsd(r.as<ax::Xmm>(), m);
-    }
-    return r;
-  }
-
-  // A mask constant (sign bit / everything but the sign bit) as a full register.
-  ax::Vec mask_constant(bool sign_only) {
-    ax::Vec r = newv();
-    if (f32_) {
-      uint32_t bitsv = sign_only ? 0x80000000u : 0x7fffffffu;
-      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 4);
-      if (vex_) cc_.vbroadcastss(r, m);
-      else if (vex_) cc_.vmovss(r.as<ax::Xmm>(), m);
-      else cc_.movss(r.as<ax::Xmm>(), m);
-    } else {
-      uint64_t bitsv = sign_only ? 0x8000000000000000ull : 0x7fffffffffffffffull;
-      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 8);
-      if (vex_) cc_.vbroadcastsd(r.as<ax::Ymm>(), m);
-      else if (vex_) cc_.vmovsd(r.as<ax::Xmm>(), m);
-      else cc_.movsd(r.as<ax::Xmm>(), m);
-    }
-    return r;
-  }
-
-  // NumPy's maximum/minimum: (a >= b || isnan(a)) ? a : b (and <= for minimum), so NaN in either
-  // operand propagates and maximum(0.0, -0.0) is the first operand.
-  void max_min(bool is_max, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
-    ax::Vec keep_a = newv(), nan_a = newv();
-    // keep_a = (b <= a) for max, (a <= b) for min; predicate 2 = LE (ordered); 3 = UNORD.
-    cmp(keep_a, is_max ? b : a, is_max ? a : b, 2);
-    cmp(nan_a, a, a, 3);
-    bits(ax::Inst::kIdVorps, ax::Inst::kIdVorpd, ax::Inst::kIdOrps, ax::Inst::kIdOrpd, keep_a, keep_a, nan_a);
-    select(dst, keep_a, a, b);
-  }
-
-  void unary(ScalarOp op, const ax::Vec& dst, const ax::Vec& a) {
-    switch (op) {
-      case ScalarOp::Neg: bits(ax::Inst::kIdVxorps, ax::Inst::kIdVxorpd, ax::Inst::kIdXorps, ax::Inst::kIdXorpd,
-                               dst, a, mask_constant(true)); return;
-      case ScalarOp::Abs: bits(ax::Inst::kIdVandps, ax::Inst::kIdVandpd, ax::Inst::kIdAndps, ax::Inst::kIdAndpd,
-                               dst, a, mask_constant(false)); return;
-      case ScalarOp::Square: arith(ScalarOp::Mul, dst, a, a); return;
-      case ScalarOp::Reciprocal: arith(ScalarOp::Div, dst, constant(1.0), a); return;
-      case ScalarOp::Sqrt:
-        if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVsqrtps : ax::Inst::kIdVsqrtpd, dst, a);
-        else cc_.emit(f32_ ? ax::Inst::kIdSqrtss : ax::Inst::kIdSqrtsd, dst, a);
-        return;
-      case ScalarOp::Floor:
-      case ScalarOp::Ceil: {
-        int imm = (op == ScalarOp::Floor ? 1 : 2) | 8;  // round down/up, suppress precision exception
-        if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
-        else cc_.emit(f32_ ? ax::Inst::kIdRoundss : ax::Inst::kIdRoundsd, dst, a, imm);
-        return;
-      }
-      default: math_.emit(math_fn_of(op), dst, a); return;
-    }
-  }
-
-  void binary_math(ScalarOp op, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
-    math_.emit(math_fn_of(op), dst, a, b);
-  }
-
-  void load(const ax::Vec& dst, const ax::Gp& ptr) {
-    if (vector_) cc_.vmovups(dst, vector_mem(ptr));
-    else if (f32_) vex_ ? cc_.vmovss(dst.as<ax::Xmm>(), ax::dword_ptr(ptr)) : cc_.movss(dst.as<ax::Xmm>(), ax::dword_ptr(ptr));
-    else vex_ ? cc_.vmovsd(dst.as<ax::Xmm>(), ax::qword_ptr(ptr)) : cc_.movsd(dst.as<ax::Xmm>(), ax::qword_ptr(ptr));
-  }
-
+  // ---- every dtype ----
+  // `v` in every lane (bool: v != 0).
+  ax::Vec constant(DType t, double v);
+  // count elements of t at ptr.
+  void load(DType t, const ax::Vec& dst, const ax::Gp& ptr);
+  void store(DType t, const ax::Gp& ptr, const ax::Vec& src);
+  // A parameter (double or int64 at `mem`) converted to t, in every lane.
+  ax::Vec param(DType t, const ax::Mem& mem, bool is_int);
   // dst = src (whole register).
-  void move(const ax::Vec& dst, const ax::Vec& src) {
-    if (vex_) cc_.vmovaps(dst, src);
-    else cc_.movaps(dst.as<ax::Xmm>(), src.as<ax::Xmm>());
-  }
+  void move(const ax::Vec& dst, const ax::Vec& src);
 
-  // One element from memory (scalar width).
-  void load_mem(const ax::Vec& dst, const ax::Mem& m) {
-    if (f32_) vex_ ? cc_.vmovss(dst.as<ax::Xmm>(), m) : cc_.movss(dst.as<ax::Xmm>(), m);
-    else vex_ ? cc_.vmovsd(dst.as<ax::Xmm>(), m) : cc_.movsd(dst.as<ax::Xmm>(), m);
-  }
-
-  // An int64 register converted to the kernel type (scalar width).
-  ax::Vec int_to_value(const ax::Gp& g) {
-    ax::Xmm s = cc_.newXmm();
-    if (vex_) {
-      cc_.vxorps(s, s, s);
-      f32_ ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
-      ax::Vec r = newv();
-      f32_ ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.as<ax::Ymm>(), s);
-      return r;
-    }
-    cc_.xorps(s, s);
-    f32_ ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
-    return s;
-  }
-
-  void store(const ax::Gp& ptr, const ax::Vec& src) {
-    if (vector_) cc_.vmovups(vector_mem(ptr), src);
-    else if (f32_) vex_ ? cc_.vmovss(ax::dword_ptr(ptr), src.as<ax::Xmm>()) : cc_.movss(ax::dword_ptr(ptr), src.as<ax::Xmm>());
-    else vex_ ? cc_.vmovsd(ax::qword_ptr(ptr), src.as<ax::Xmm>()) : cc_.movsd(ax::qword_ptr(ptr), src.as<ax::Xmm>());
-  }
-
-  // A parameter (double or int64 at `mem`) converted to the kernel type, broadcast when vector.
-  ax::Vec param(const ax::Mem& mem, bool is_int) {
-    ax::Xmm s = cc_.newXmm();
-    if (is_int) {
-      ax::Gp g = cc_.newInt64();
-      cc_.mov(g, mem);
-      if (vex_) {
-        cc_.vxorps(s, s, s);
-        f32_ ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
-      } else {
-        cc_.xorps(s, s);
-        f32_ ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
-      }
-    } else {
-      vex_ ? cc_.vmovsd(s, mem) : cc_.movsd(s, mem);
-      if (f32_) vex_ ? cc_.vcvtsd2ss(s, s, s) : cc_.cvtsd2ss(s, s);
-    }
-    if (!vex_) return s;
-    ax::Vec r = newv();
-    f32_ ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.as<ax::Ymm>(), s);
-    return r;
-  }
+  // ---- integers and bool (body_emitter_int.cpp) ----
+  // Add Sub Mul Max Min And Or Xor FloorDiv Mod on int32/int64/uint8 (And Or Xor also bool).
+  void int_binary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  // Neg Abs Square Not.
+  void int_unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a);
+  // dst (bool) = a op b, compared as `t` (any dtype).
+  void compare(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  // dst = c ? a : b, a and b of dtype t, c bool.
+  void where(DType t, const ax::Vec& dst, const ax::Vec& c, const ax::Vec& a, const ax::Vec& b);
+  // dst (to) = a (from), Note [Casts].
+  void cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a);
 
 private:
-  InstId pick(InstId vps, InstId vpd, InstId vss, InstId vsd, InstId ss, InstId sd) const {
-    (void)vss;
-    (void)vsd;
-    if (vex_) return f32_ ? vps : vpd;
-    return f32_ ? ss : sd;
-  }
+  friend struct LaneOps;
+  InstId pick(DType t, InstId vps, InstId vpd, InstId ss, InstId sd) const;
+  void bits(DType t, InstId vex_ps, InstId vex_pd, InstId sse_ps, InstId sse_pd, const ax::Vec& dst,
+            const ax::Vec& a, const ax::Vec& b);
+  ax::Vec mask_constant(DType t, bool sign_only);
+  void three(InstId id, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  void cmp(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b, int predicate);
+  void select(DType t, const ax::Vec& dst, const ax::Vec& mask, const ax::Vec& a, const ax::Vec& b);
+  MathInjector& math(DType t) { return t == DType::Float32 ? math_f32_ : math_f64_; }
+  ax::Mem vector_mem(int bytes, const ax::Gp& ptr) const;
+  void load_bytes(DType t, const ax::Vec& dst, const ax::Mem& m, int bytes);
+  void store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int bytes);
+  // A register whose first `bytes` bytes are `data` (the rest zero).
+  ax::Vec bytes_constant(const void* data, int bytes);
+  ax::Vec splat_bytes(uint8_t b);  // b in every byte
+  ax::Vec zero();
 
-  // dst = a op b, using the destructive two-operand SSE form when there is no VEX.
-  void three(InstId id, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
-    if (vex_) {
-      cc_.emit(id, dst, a, b);
-    } else {
-      cc_.movaps(dst.as<ax::Xmm>(), a.as<ax::Xmm>());
-      cc_.emit(id, dst, b);
-    }
-  }
-
-  void cmp(const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b, int predicate) {
-    if (vex_) cc_.emit(f32_ ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, dst, a, b, predicate);
-    else {
-      cc_.movaps(dst.as<ax::Xmm>(), a.as<ax::Xmm>());
-      cc_.emit(f32_ ? ax::Inst::kIdCmpss : ax::Inst::kIdCmpsd, dst, b, predicate);
-    }
-  }
-
-  // dst = mask ? a : b (mask lanes all ones or all zeros).
-  void select(const ax::Vec& dst, const ax::Vec& mask, const ax::Vec& a, const ax::Vec& b) {
-    if (vex_) {
-      cc_.emit(f32_ ? ax::Inst::kIdVblendvps : ax::Inst::kIdVblendvpd, dst, b, a, mask);
-    } else {
-      ax::Vec t = newv();
-      bits(ax::Inst::kIdVandps, ax::Inst::kIdVandpd, ax::Inst::kIdAndps, ax::Inst::kIdAndpd, t, mask, a);
-      bits(ax::Inst::kIdVandnps, ax::Inst::kIdVandnpd, ax::Inst::kIdAndnps, ax::Inst::kIdAndnpd, dst, mask, b);
-      bits(ax::Inst::kIdVorps, ax::Inst::kIdVorpd, ax::Inst::kIdOrps, ax::Inst::kIdOrpd, dst, dst, t);
-    }
-  }
-
-  ax::Mem vector_mem(const ax::Gp& ptr) const { return isa_ == Isa::Avx2 ? ax::ymmword_ptr(ptr) : ax::xmmword_ptr(ptr); }
+  // int_ops helpers (body_emitter_int.cpp).
+  InstId by_size(DType t, InstId b, InstId d, InstId q) const;
+  void narrow_to_bytes(int itemsize, const ax::Vec& dst, const ax::Vec& a);
+  void mask_to_bool(int itemsize, bool negate, const ax::Vec& dst, const ax::Vec& mask);
+  void bool_to_mask(int itemsize, const ax::Vec& dst, const ax::Vec& c);
+  bool cast_vector(DType from, DType to, const ax::Vec& dst, const ax::Vec& a);
+  void int_mul(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
+  // Runs `op` on every element of the operands in general-purpose/xmm registers (LaneOps).
+  void lanewise(ScalarOp op, DType out, const std::vector<std::pair<ax::Vec, DType>>& in, const ax::Vec& dst);
+  ax::Mem spill_slot(int k);
 
   ax::Compiler& cc_;
   Isa isa_;
-  bool vector_;
+  int count_;
   bool vex_;
-  bool f32_;
-  MathInjector math_;
+  MathInjector math_f32_, math_f64_;
+  ax::Mem spill_;  // lane-wise scratch: 4 vectors, allocated on first use
+  bool have_spill_ = false;
 };
 
-// Emits the body at one width. `inputs[k]` holds the loaded input k; consts/params are hoisted.
-inline std::vector<ax::Vec> emit_body(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Vec>& inputs,
-                                const std::vector<ax::Vec>& hoisted) {
-  std::vector<ax::Vec> v(ir.body.size());
-  for (size_t i = 0; i < ir.body.size(); ++i) {
-    const ScalarExpr& x = ir.body[i];
-    switch (x.op) {
-      case ScalarOp::Load: v[i] = inputs[x.input]; break;
-      case ScalarOp::Param:
-      case ScalarOp::Const: v[i] = hoisted[i]; break;
-      case ScalarOp::Cast: v[i] = v[x.a]; break;  // same-type casts only (pointwise_supported)
-      case ScalarOp::Add:
-      case ScalarOp::Sub:
-      case ScalarOp::Mul:
-      case ScalarOp::Div:
-        v[i] = e.newv();
-        e.arith(x.op, v[i], v[x.a], v[x.b]);
-        break;
-      case ScalarOp::Max:
-      case ScalarOp::Min:
-        v[i] = e.newv();
-        e.max_min(x.op == ScalarOp::Max, v[i], v[x.a], v[x.b]);
-        break;
-      case ScalarOp::Pow:
-      case ScalarOp::Atan2:
-        v[i] = e.newv();
-        e.binary_math(x.op, v[i], v[x.a], v[x.b]);
-        break;
-      default:
-        v[i] = e.newv();
-        e.unary(x.op, v[i], v[x.a]);
-        break;
-    }
-  }
-  return v;
-}
+// Emits the body at the emitter's width. `inputs[k]` holds loaded input k; consts/params hoisted.
+std::vector<ax::Vec> emit_body(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Vec>& inputs,
+                               const std::vector<ax::Vec>& hoisted);
 
 // Constants and parameters, emitted once before the loops. `params_offset` is where the call
 // struct keeps its parameter values.
-inline std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, const ax::Gp& call, int params_offset) {
-  std::vector<ax::Vec> h(ir.body.size());
-  for (size_t i = 0; i < ir.body.size(); ++i) {
-    const ScalarExpr& x = ir.body[i];
-    if (x.op == ScalarOp::Const) h[i] = e.constant(x.fconst);
-    if (x.op == ScalarOp::Param) {
-      int off = static_cast<int>(params_offset + sizeof(rt::ParamValue) * x.input);
-      h[i] = e.param(ax::qword_ptr(call, off), ir.param_dtypes[x.input] == DType::Int64);
-    }
-  }
-  return h;
-}
+std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, const ax::Gp& call, int params_offset);
+
+// The widest itemsize among the kernel's values (Note [Element widths]).
+int widest_itemsize(const PointwiseKernelIR& ir);
 
 // The registers every row kernel starts with: its call struct, the row length n, the element
 // counter i, and each operand's pointer and stride. `Call` is rt::PointwiseCall or
@@ -368,30 +204,10 @@ RowKernel begin_row_kernel(ax::Compiler& cc, Isa isa, int num_operands) {
 
 // Vector-loop pointers for kernel inputs: a broadcast input (stride 0) reads a scratch slot that
 // holds its value in every lane, so the loop body is one plain vector load for every input.
-// `scratch` has room for one vector per input.
-inline void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, DType dtype, const std::vector<ax::Gp>& ptr,
-                          const std::vector<ax::Gp>& stride, int nin, const ax::Mem& scratch, std::vector<ax::Gp>& vptr,
-                          std::vector<ax::Gp>& vinc) {
-  const int vbytes = vector_bytes(isa);
-  const int lanes = vbytes / rt::dtype_itemsize(dtype);
-  vptr.resize(nin);
-  vinc.resize(nin);
-  for (int k = 0; k < nin; ++k) {
-    vptr[k] = cc.newIntPtr("vptr%d", k);
-    vinc[k] = cc.newInt64("vinc%d", k);
-    ax::Vec b = ve.newv();
-    dtype == DType::Float32 ? cc.vbroadcastss(b, ax::dword_ptr(ptr[k]))
-                            : cc.vbroadcastsd(b.as<ax::Ymm>(), ax::qword_ptr(ptr[k]));
-    ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
-    slot.setSize(vbytes);
-    cc.vmovups(slot, b);
-    cc.lea(vptr[k], slot);
-    cc.test(stride[k], stride[k]);
-    cc.cmovnz(vptr[k], ptr[k]);
-    cc.mov(vinc[k], stride[k]);
-    cc.imul(vinc[k], vinc[k], lanes);
-  }
-}
+// `scratch` has room for one vector per input; each pointer steps `count` elements.
+void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, const std::vector<DType>& dtypes,
+                   const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, const ax::Mem& scratch,
+                   std::vector<ax::Gp>& vptr, std::vector<ax::Gp>& vinc);
 
 // Assembles what `build` emits into executable memory, as a kernel named `name`.
 template <typename Build>

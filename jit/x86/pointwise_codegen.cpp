@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "jit/lower/lowering.h"
 #include "jit/x86/body_emitter_p.h"
 #include "runtime/executor.h"
 #include "runtime/log.h"
@@ -21,13 +22,13 @@ using namespace detail;
 // call->contiguous is set every stride is 0 (a broadcast operand) or the element size, and the
 // kernel runs its vector loop: broadcast inputs are copied W times into a stack scratch so the
 // loop body is the same plain vector load for every input. The remainder, and every row that is
-// not contiguous, runs the scalar loop with the actual strides. Parameters arrive as doubles or
-// int64 and are converted to the kernel's type once, before the loops, as NumPy converts a Python
-// number before the ufunc loop.
+// not contiguous, runs the scalar loop with the actual strides. Operands may have different
+// itemsizes (the strides are in bytes); the vector loop handles W elements of every operand per
+// iteration (Note [Element widths]). Parameters arrive as doubles or int64 and are converted to
+// the type they meet once, before the loops, as NumPy converts a Python number before the ufunc
+// loop.
 
 Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
-  const DType dtype = ir.body.front().dtype;
-  const int itemsize = rt::dtype_itemsize(dtype);
   const int nin = static_cast<int>(ir.input_dtypes.size());
   const int nout = static_cast<int>(ir.outputs.size());
   const int nops = nin + nout;
@@ -40,15 +41,15 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
 
   if (isa != Isa::Scalar) {
     // ---- vector loop (contiguous rows) ----
-    BodyEmitter ve(cc, isa, true, dtype);
-    const int lanes = vector_bytes(isa) / itemsize;
+    const int lanes = vector_bytes(isa) / widest_itemsize(ir);
+    BodyEmitter ve(cc, isa, lanes);
     Label vector_loop = cc.newLabel(), vector_done = cc.newLabel();
     cc.cmp(ax::qword_ptr(call, offsetof(rt::PointwiseCall, contiguous)), 0);
     cc.je(scalar_loop);
     std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, offsetof(rt::PointwiseCall, params));
     ax::Mem scratch = cc.newStack(vector_bytes(isa) * std::max(nin, 1), 64);
     std::vector<ax::Gp> vptr, vinc;
-    vector_inputs(cc, ve, isa, dtype, ptr, stride, nin, scratch, vptr, vinc);
+    vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
     std::vector<ax::Gp> voptr(nout);
     for (int j = 0; j < nout; ++j) {
       voptr[j] = cc.newIntPtr("voptr%d", j);
@@ -63,12 +64,12 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
     std::vector<ax::Vec> loaded(nin);
     for (int k = 0; k < nin; ++k) {
       loaded[k] = ve.newv();
-      ve.load(loaded[k], vptr[k]);
+      ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
     }
     std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
     for (int j = 0; j < nout; ++j) {
-      ve.store(voptr[j], vals[ir.outputs[j]]);
-      cc.add(voptr[j], vector_bytes(isa));
+      ve.store(ir.output_dtypes[j], voptr[j], vals[ir.outputs[j]]);
+      cc.add(voptr[j], lanes * rt::dtype_itemsize(ir.output_dtypes[j]));
     }
     for (int k = 0; k < nin; ++k) cc.add(vptr[k], vinc[k]);
     cc.add(i, lanes);
@@ -85,7 +86,7 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
 
   // ---- scalar loop (tails and strided rows) ----
   cc.bind(scalar_loop);
-  BodyEmitter se(cc, isa, false, dtype);
+  BodyEmitter se(cc, isa, 1);
   std::vector<ax::Vec> shoisted = hoist(se, ir, call, offsetof(rt::PointwiseCall, params));
   Label scalar_top = cc.newLabel();
   cc.bind(scalar_top);
@@ -94,10 +95,10 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
   std::vector<ax::Vec> loaded(nin);
   for (int k = 0; k < nin; ++k) {
     loaded[k] = se.newv();
-    se.load(loaded[k], ptr[k]);
+    se.load(ir.input_dtypes[k], loaded[k], ptr[k]);
   }
   std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
-  for (int j = 0; j < nout; ++j) se.store(ptr[nin + j], vals[ir.outputs[j]]);
+  for (int j = 0; j < nout; ++j) se.store(ir.output_dtypes[j], ptr[nin + j], vals[ir.outputs[j]]);
   for (int k = 0; k < nops; ++k) cc.add(ptr[k], stride[k]);
   cc.inc(i);
   cc.jmp(scalar_top);
@@ -110,15 +111,16 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
 
 bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
   if (ir.body.empty() || ir.outputs.empty()) return false;
-  const DType dtype = ir.body.front().dtype;
-  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
   if (ir.input_dtypes.size() + ir.outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
   if (ir.param_dtypes.size() > static_cast<size_t>(rt::kMaxKernelParams)) return false;
   for (DType t : ir.input_dtypes)
-    if (t != dtype) return false;
+    if (!pointwise_dtype(t)) return false;
+  for (size_t j = 0; j < ir.outputs.size(); ++j)
+    if (ir.body[ir.outputs[j]].dtype != ir.output_dtypes[j]) return false;
   for (const ScalarExpr& e : ir.body) {
-    if (e.dtype != dtype) return false;
-    if (is_math(e.op) && !math_injector_supports(math_fn_of(e.op), dtype)) return false;
+    if (!pointwise_dtype(e.dtype)) return false;
+    if (e.op == ScalarOp::Load && e.dtype != ir.input_dtypes[e.input]) return false;
+    if (is_math(e.op) && !math_injector_supports(math_fn_of(e.op), e.dtype)) return false;
     if ((e.op == ScalarOp::Floor || e.op == ScalarOp::Ceil) && isa == Isa::Scalar &&
         !CpuInfo::host().features().x86().hasSSE4_1())
       return false;

@@ -32,12 +32,12 @@ double identity(ReduceOp op) {
   return 0;
 }
 
-void combine(BodyEmitter& e, ReduceOp op, const ax::Vec& acc, const ax::Vec& v) {
+void combine(BodyEmitter& e, ReduceOp op, DType dtype, const ax::Vec& acc, const ax::Vec& v) {
   ax::Vec t = e.newv();
   if (op == ReduceOp::Sum)
-    e.arith(ScalarOp::Add, t, acc, v);
+    e.arith(ScalarOp::Add, dtype, t, acc, v);
   else
-    e.max_min(op == ReduceOp::Max, t, acc, v);
+    e.max_min(op == ReduceOp::Max, dtype, t, acc, v);
   e.move(acc, t);
 }
 
@@ -53,37 +53,37 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   const ax::Gp call = rk.call, n = rk.n, i = rk.i;
   const std::vector<ax::Gp>& ptr = rk.ptr;
   const std::vector<ax::Gp>& stride = rk.stride;
-  BodyEmitter se(cc, isa, false, dtype);
-  ax::Vec sacc = se.constant(identity(r.op));
+  BodyEmitter se(cc, isa, 1);
+  ax::Vec sacc = se.constant(dtype, identity(r.op));
   Label scalar_loop = cc.newLabel(), done = cc.newLabel();
 
   if (isa != Isa::Scalar) {
-    BodyEmitter ve(cc, isa, true, dtype);
     const int vbytes = vector_bytes(isa);
     const int lanes = vbytes / itemsize;
+    BodyEmitter ve(cc, isa, lanes);
     cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, contiguous)), 0);
     cc.je(scalar_loop);
     std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
     ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1) + vbytes, 64);
     std::vector<ax::Gp> vptr, vinc;
-    vector_inputs(cc, ve, isa, dtype, ptr, stride, nin, scratch, vptr, vinc);
+    vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
     std::vector<ax::Vec> vacc(kUnroll);
-    for (auto& a : vacc) a = ve.constant(identity(r.op));
+    for (auto& a : vacc) a = ve.constant(dtype, identity(r.op));
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
     ax::Gp rem = cc.newInt64("rem");
     auto one_vector = [&](const ax::Vec& acc) {
       std::vector<ax::Vec> loaded(nin);
       for (int k = 0; k < nin; ++k) {
         loaded[k] = ve.newv();
-        ve.load(loaded[k], vptr[k]);
+        ve.load(dtype, loaded[k], vptr[k]);
         cc.add(vptr[k], vinc[k]);
       }
       std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
       if (r.store_value) {
-        ve.store(ptr[nin], vals[ir.outputs[0]]);
+        ve.store(dtype, ptr[nin], vals[ir.outputs[0]]);
         cc.add(ptr[nin], vbytes);
       }
-      combine(ve, r.op, acc, vals[ir.outputs[0]]);
+      combine(ve, r.op, dtype, acc, vals[ir.outputs[0]]);
     };
     cc.bind(unrolled);
     cc.mov(rem, n);
@@ -102,7 +102,7 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
     cc.add(i, lanes);
     cc.jmp(single);
     cc.bind(vector_done);
-    for (int u = 1; u < kUnroll; ++u) combine(ve, r.op, vacc[0], vacc[u]);
+    for (int u = 1; u < kUnroll; ++u) combine(ve, r.op, dtype, vacc[0], vacc[u]);
     // Fold the lanes into the scalar accumulator.
     ax::Mem lanes_mem = scratch.cloneAdjusted(vbytes * std::max(nin, 1));
     lanes_mem.setSize(vbytes);
@@ -111,8 +111,8 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
       ax::Vec x = se.newv();
       ax::Mem m = lanes_mem.cloneAdjusted(l * itemsize);
       m.setSize(itemsize);
-      se.load_mem(x, m);
-      combine(se, r.op, sacc, x);
+      se.load_mem(dtype, x, m);
+      combine(se, r.op, dtype, sacc, x);
     }
     // The vector loop stepped its own input pointers (and the value output's, already past
     // element i); the scalar tail continues the inputs from element i.
@@ -133,28 +133,28 @@ Error build(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   std::vector<ax::Vec> loaded(nin);
   for (int k = 0; k < nin; ++k) {
     loaded[k] = se.newv();
-    se.load(loaded[k], ptr[k]);
+    se.load(dtype, loaded[k], ptr[k]);
   }
   std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
   if (r.store_value) {
-    se.store(ptr[nin], vals[ir.outputs[0]]);
+    se.store(dtype, ptr[nin], vals[ir.outputs[0]]);
     cc.add(ptr[nin], stride[nin]);
   }
-  combine(se, r.op, sacc, vals[ir.outputs[0]]);
+  combine(se, r.op, dtype, sacc, vals[ir.outputs[0]]);
   for (int k = 0; k < nin; ++k) cc.add(ptr[k], stride[k]);
   cc.inc(i);
   cc.jmp(scalar_top);
   cc.bind(done);
   if (r.mean) {
     // numpy.mean divides the sum by the count, converted to the array's type.
-    ax::Vec count = se.int_to_value(n);
+    ax::Vec count = se.int_to_value(dtype, n);
     ax::Vec q = se.newv();
-    se.arith(ScalarOp::Div, q, sacc, count);
+    se.arith(ScalarOp::Div, dtype, q, sacc, count);
     se.move(sacc, q);
   }
   ax::Gp out = cc.newIntPtr("out");
   cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out)));
-  se.store(out, sacc);
+  se.store(dtype, out, sacc);
   cc.endFunc();
   return cc.finalize();
 }
@@ -166,6 +166,11 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
   if (ir.outputs.size() != 1) return false;
   const DType dtype = r.dtype();
   if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  // Reductions stay single-dtype float for now: every prologue value has the reduction's dtype.
+  for (DType t : ir.input_dtypes)
+    if (t != dtype) return false;
+  for (const ScalarExpr& e : ir.body)
+    if (e.dtype != dtype) return false;
   // The prologue obeys the pointwise generator's rules (same element emitter).
   return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
 }

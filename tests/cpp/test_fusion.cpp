@@ -48,14 +48,82 @@ TEST(Lowering, RejectsWhatItCannotReproduce) {
     m.shape = {SymInt(4)};
     return m;
   }());
-  int ints = g.add_call("operator.add", {Arg::node(xi), Arg::integer(1)}, {}, i64);
+  int ipow = g.add_call("operator.pow", {Arg::node(xi), Arg::integer(3)}, {}, i64);
+  int fdiv = g.add_call("operator.floordiv", {Arg::node(x), Arg::integer(3)}, {}, f32({4}));
+  TensorMeta u16 = i64;
+  u16.dtype = DType::UInt16;
+  int wide = g.add_call("operator.add", {Arg::node(xi), Arg::integer(1)}, {}, u16);
   int kw = g.add_call("numpy.add", {Arg::node(x), Arg::real(1)}, {{"dtype", Arg::dtype(DType::Float64)}}, f32({4}));
   int sum = g.add_call("method.sum", {Arg::node(x)}, {}, f32({}));
-  g.set_output({Arg::node(mixed), Arg::node(ints), Arg::node(kw), Arg::node(sum)});
-  EXPECT_FALSE(lower_pointwise(g, g.node(mixed)));  // needs a cast
-  EXPECT_FALSE(lower_pointwise(g, g.node(ints)));   // integer kernels come later
+  g.set_output({Arg::node(mixed), Arg::node(ipow), Arg::node(fdiv), Arg::node(wide), Arg::node(kw), Arg::node(sum)});
+  EXPECT_FALSE(lower_pointwise(g, g.node(ipow)));   // int ** int raises for negative exponents
+  EXPECT_FALSE(lower_pointwise(g, g.node(fdiv)));   // float floor_divide needs fmod
+  EXPECT_FALSE(lower_pointwise(g, g.node(wide)));   // uint16 is not a kernel dtype
   EXPECT_FALSE(lower_pointwise(g, g.node(kw)));     // ufunc keyword arguments
   EXPECT_FALSE(lower_pointwise(g, g.node(sum)));    // not pointwise
+}
+
+// Mixed dtypes: operands are converted to the ufunc's loop type, comparisons to the promoted type.
+TEST(Lowering, OperandsConvertToTheLoopType) {
+  Graph g;
+  TensorMeta i32m = f32({4});
+  i32m.dtype = DType::Int32;
+  TensorMeta f64m = f32({4});
+  f64m.dtype = DType::Float64;
+  TensorMeta bm = f32({4});
+  bm.dtype = DType::Bool;
+  int x = g.add_placeholder("x", f32({4}));
+  int xi = g.add_placeholder("xi", i32m);
+  int add = g.add_call("operator.add", {Arg::node(x), Arg::node(xi)}, {}, f64m);
+  int gt = g.add_call("operator.gt", {Arg::node(xi), Arg::real(0.5)}, {}, bm);
+  int gti = g.add_call("operator.gt", {Arg::node(xi), Arg::integer(3)}, {}, bm);
+  int wh = g.add_call("numpy.where", {Arg::node(gt), Arg::node(xi), Arg::integer(0)}, {}, i32m);
+  int badd = g.add_call("operator.add", {Arg::node(gt), Arg::node(gti)}, {}, bm);
+  int cast = g.add_call("method.astype", {Arg::node(x), Arg::dtype(DType::Int32)}, {}, i32m);
+  g.set_output({Arg::node(add), Arg::node(wh), Arg::node(badd), Arg::node(cast)});
+  auto p = lower_pointwise(g, g.node(add));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->operand_dtypes, std::vector<DType>({DType::Float64, DType::Float64}));
+  p = lower_pointwise(g, g.node(gt));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->operand_dtypes, std::vector<DType>({DType::Float64, DType::Float64}));
+  p = lower_pointwise(g, g.node(gti));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->operand_dtypes, std::vector<DType>({DType::Int64, DType::Int64}));
+  p = lower_pointwise(g, g.node(wh));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->op, ScalarOp::Where);
+  EXPECT_EQ(p->operand_dtypes, std::vector<DType>({DType::Bool, DType::Int32, DType::Int32}));
+  p = lower_pointwise(g, g.node(badd));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->op, ScalarOp::Or);  // NumPy's bool add
+  p = lower_pointwise(g, g.node(cast));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->op, ScalarOp::Cast);
+  EXPECT_EQ(p->operand_dtypes, std::vector<DType>({DType::Float32}));
+
+  FusionPlan plan = plan_fusion(g, [](const PointwiseKernelIR&) { return true; });
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].ir.to_string(),
+            "pointwise(in0: f32, in1: i32):\n"
+            "  t0 = load(in0) : f32\n"
+            "  t1 = cast(t0) : f64\n"
+            "  t2 = load(in1) : i32\n"
+            "  t3 = cast(t2) : f64\n"
+            "  t4 = add(t1, t3) : f64\n"
+            "  t5 = const(0.5) : f64\n"
+            "  t6 = gt(t3, t5) : b8\n"
+            "  t7 = cast(t2) : i64\n"
+            "  t8 = const(3) : i64\n"
+            "  t9 = gt(t7, t8) : b8\n"
+            "  t10 = const(0) : i32\n"
+            "  t11 = where(t6, t2, t10) : i32\n"
+            "  t12 = or(t6, t9) : b8\n"
+            "  t13 = cast(t0) : i32\n"
+            "  out0 = t4\n"
+            "  out1 = t11\n"
+            "  out2 = t12\n"
+            "  out3 = t13\n");
 }
 
 // tanh(x * a + b) * exp(-x * x): one kernel, one output, no intermediates.

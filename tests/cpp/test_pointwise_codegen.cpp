@@ -195,6 +195,338 @@ TEST_P(PointwiseCodegen, TailAndStridedMatchTheVectorLoop) {
   }
 }
 
+// ---- mixed dtypes: integers, uint8, bool, casts, comparisons, select ----
+//
+// A reference interpreter of the loop IR, written from NumPy 1.24's documented/observed behaviour
+// (Note [Casts] in loop_ir.h): every value is an int64 (integers, bool) or a double (floats,
+// float32 values rounded to float).
+
+struct RefValue {
+  int64_t i = 0;
+  double f = 0;
+};
+
+bool is_fp(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+RefValue wrap(DType t, int64_t v) {
+  RefValue r;
+  switch (t) {
+    case DType::Int32: r.i = static_cast<int32_t>(static_cast<uint32_t>(v)); break;
+    case DType::UInt8: r.i = v & 0xff; break;
+    case DType::Bool: r.i = v != 0; break;
+    default: r.i = v; break;
+  }
+  return r;
+}
+
+RefValue ref_cast(DType from, DType to, RefValue v) {
+  RefValue r;
+  if (is_fp(from)) {
+    double x = v.f;
+    if (is_fp(to)) {
+      r.f = to == DType::Float32 ? static_cast<float>(x) : x;
+    } else if (to == DType::Bool) {
+      r.i = x != 0 || std::isnan(x);
+    } else if (to == DType::Int64) {
+      r.i = (std::isnan(x) || x >= 9223372036854775808.0 || x < -9223372036854775808.0) ? INT64_MIN
+                                                                                         : static_cast<int64_t>(x);
+    } else {  // int32, and uint8 through int32
+      int32_t w = (std::isnan(x) || x >= 2147483648.0 || x <= -2147483649.0) ? INT32_MIN : static_cast<int32_t>(x);
+      r = wrap(to, w);
+    }
+    return r;
+  }
+  if (to == DType::Float32) r.f = static_cast<float>(v.i);  // one rounding, also from int64
+  else if (to == DType::Float64) r.f = static_cast<double>(v.i);
+  else r = wrap(to, v.i);
+  return r;
+}
+
+int64_t floor_div(int64_t a, int64_t b, bool mod) {
+  if (b == 0) return 0;
+  if (b == -1) return mod ? 0 : static_cast<int64_t>(0 - static_cast<uint64_t>(a));
+  int64_t q = a / b, r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) {
+    q -= 1;
+    r += b;
+  }
+  return mod ? r : q;
+}
+
+RefValue ref_op(const ScalarExpr& e, DType operand_type, RefValue a, RefValue b, RefValue c) {
+  const DType t = e.dtype;
+  if (is_comparison(e.op)) {
+    RefValue r;
+    if (is_fp(operand_type)) {
+      double x = a.f, y = b.f;
+      switch (e.op) {
+        case ScalarOp::Eq: r.i = x == y; break;
+        case ScalarOp::Ne: r.i = x != y; break;
+        case ScalarOp::Lt: r.i = x < y; break;
+        case ScalarOp::Le: r.i = x <= y; break;
+        case ScalarOp::Gt: r.i = x > y; break;
+        default: r.i = x >= y; break;
+      }
+    } else {
+      int64_t x = a.i, y = b.i;
+      switch (e.op) {
+        case ScalarOp::Eq: r.i = x == y; break;
+        case ScalarOp::Ne: r.i = x != y; break;
+        case ScalarOp::Lt: r.i = x < y; break;
+        case ScalarOp::Le: r.i = x <= y; break;
+        case ScalarOp::Gt: r.i = x > y; break;
+        default: r.i = x >= y; break;
+      }
+    }
+    return r;
+  }
+  if (e.op == ScalarOp::Where) return c.i ? a : b;
+  if (e.op == ScalarOp::Cast) return ref_cast(operand_type, t, a);
+  if (is_fp(t)) {
+    RefValue r;
+    switch (e.op) {
+      case ScalarOp::Add: r.f = a.f + b.f; break;
+      case ScalarOp::Sub: r.f = a.f - b.f; break;
+      case ScalarOp::Mul: r.f = a.f * b.f; break;
+      case ScalarOp::Div: r.f = a.f / b.f; break;
+      default: ADD_FAILURE() << "no float reference for " << scalar_op_name(e.op);
+    }
+    if (t == DType::Float32) r.f = static_cast<float>(r.f);
+    return r;
+  }
+  const uint64_t x = static_cast<uint64_t>(a.i), y = static_cast<uint64_t>(b.i);  // wrapping arithmetic
+  switch (e.op) {
+    case ScalarOp::Add: return wrap(t, static_cast<int64_t>(x + y));
+    case ScalarOp::Sub: return wrap(t, static_cast<int64_t>(x - y));
+    case ScalarOp::Mul: return wrap(t, static_cast<int64_t>(x * y));
+    case ScalarOp::Neg: return wrap(t, static_cast<int64_t>(0 - x));
+    case ScalarOp::Abs: return wrap(t, a.i < 0 ? static_cast<int64_t>(0 - x) : a.i);
+    case ScalarOp::Square: return wrap(t, static_cast<int64_t>(x * x));
+    case ScalarOp::Max: return wrap(t, std::max(a.i, b.i));
+    case ScalarOp::Min: return wrap(t, std::min(a.i, b.i));
+    case ScalarOp::And: return wrap(t, a.i & b.i);
+    case ScalarOp::Or: return wrap(t, a.i | b.i);
+    case ScalarOp::Xor: return wrap(t, a.i ^ b.i);
+    case ScalarOp::Not: return t == DType::Bool ? wrap(t, !a.i) : wrap(t, ~a.i);
+    case ScalarOp::FloorDiv: return wrap(t, floor_div(a.i, b.i, false));
+    case ScalarOp::Mod: return wrap(t, floor_div(a.i, b.i, true));
+    default: ADD_FAILURE() << "no integer reference for " << scalar_op_name(e.op); return {};
+  }
+}
+
+RefValue read_elem(DType t, const char* p) {
+  RefValue v;
+  switch (t) {
+    case DType::Float32: { float f; std::memcpy(&f, p, 4); v.f = f; break; }
+    case DType::Float64: std::memcpy(&v.f, p, 8); break;
+    case DType::Int32: { int32_t i; std::memcpy(&i, p, 4); v.i = i; break; }
+    case DType::Int64: std::memcpy(&v.i, p, 8); break;
+    default: v.i = static_cast<uint8_t>(*p); break;  // uint8, bool
+  }
+  return v;
+}
+
+bool same_elem(DType t, RefValue got, RefValue want) {
+  if (!is_fp(t)) return got.i == want.i;
+  return got.f == want.f || (std::isnan(got.f) && std::isnan(want.f));
+}
+
+// Values that hit every edge: 0, ±1, the extremes of every integer type, NaN, ±inf, -0.0, values
+// just out of int32/uint8 range, fractions of both signs.
+std::vector<char> edge_data(DType t, int64_t n, uint32_t seed) {
+  const int it = rt::dtype_itemsize(t);
+  std::vector<char> buf(std::max<int64_t>(n, 1) * it);
+  std::mt19937_64 rng(seed);
+  static const double kFloats[] = {0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 255.9, 256.0, 300.5, -3.7, 2147483648.0,
+                                   -2147483649.0, 1e10, -1e19, 1e300, NAN, INFINITY, -INFINITY};
+  static const int64_t kInts[] = {0, 1, -1, 2, -2, 3, -7, 127, 128, 255, 256, INT32_MAX, INT32_MIN,
+                                  static_cast<int64_t>(INT32_MAX) + 1, INT64_MAX, INT64_MIN};
+  for (int64_t i = 0; i < n; ++i) {
+    char* p = buf.data() + i * it;
+    uint64_t r = rng();
+    bool edge = r % 3 != 0;
+    if (is_fp(t)) {
+      double v = edge ? kFloats[(r >> 8) % (sizeof kFloats / sizeof kFloats[0])]
+                      : static_cast<double>(static_cast<int64_t>(r >> 20) % 2000000) / 1000.0 - 1000.0;
+      if (t == DType::Float32) {
+        float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+      } else {
+        std::memcpy(p, &v, 8);
+      }
+    } else {
+      int64_t v = edge ? kInts[(r >> 8) % (sizeof kInts / sizeof kInts[0])] : static_cast<int64_t>(r);
+      if (t == DType::Bool) v = v & 1;
+      std::memcpy(p, &v, it);  // little-endian: the low bytes (a wrapped value of the type)
+    }
+  }
+  return buf;
+}
+
+// Runs `ir` (inputs x and y, any dtypes) over n elements in three layouts — contiguous, x with a
+// stride of two elements, y broadcast — and compares every output with the reference interpreter.
+void check_mixed(Isa isa, const PointwiseKernelIR& ir, int64_t n, const std::string& what) {
+  auto k = x86::generate_pointwise(ir, isa, false);
+  ASSERT_TRUE(k) << what << ": " << k.error().message();
+  const int nin = static_cast<int>(ir.input_dtypes.size()), nout = static_cast<int>(ir.outputs.size());
+  for (int layout = 0; layout < 3; ++layout) {
+    std::vector<std::vector<char>> in(nin), out(nout);
+    std::vector<int64_t> in_stride(nin), out_stride(nout);
+    for (int j = 0; j < nin; ++j) {
+      const int it = rt::dtype_itemsize(ir.input_dtypes[j]);
+      const int step = layout == 1 && j == 0 ? 2 : 1;
+      in[j] = edge_data(ir.input_dtypes[j], n * step, 11 + 7 * j);
+      in_stride[j] = layout == 2 && j == 1 ? 0 : step * it;
+    }
+    for (int j = 0; j < nout; ++j) {
+      out[j].assign(std::max<int64_t>(n, 1) * rt::dtype_itemsize(ir.output_dtypes[j]) + 64, 0x5a);
+      out_stride[j] = rt::dtype_itemsize(ir.output_dtypes[j]);
+    }
+    int64_t shape[1] = {n};
+    std::vector<rt::Operand> ops;
+    for (int j = 0; j < nin; ++j)
+      ops.push_back({in[j].data(), &in_stride[j], rt::dtype_itemsize(ir.input_dtypes[j])});
+    for (int j = 0; j < nout; ++j)
+      ops.push_back({out[j].data(), &out_stride[j], rt::dtype_itemsize(ir.output_dtypes[j])});
+    rt::ParamValue params[rt::kMaxKernelParams];
+    for (size_t p = 0; p < ir.param_dtypes.size(); ++p) {
+      if (ir.param_dtypes[p] == DType::Int64) params[p].i = -3;
+      else params[p].f = 2.5;
+    }
+    rt::run_pointwise(**k, 1, shape, nin + nout, ops.data(), params, static_cast<int>(ir.param_dtypes.size()));
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<RefValue> v(ir.body.size());
+      for (size_t e = 0; e < ir.body.size(); ++e) {
+        const ScalarExpr& x = ir.body[e];
+        if (x.op == ScalarOp::Load) {
+          v[e] = read_elem(x.dtype, in[x.input].data() + i * in_stride[x.input]);
+        } else if (x.op == ScalarOp::Const) {
+          v[e] = is_fp(x.dtype) ? RefValue{0, x.dtype == DType::Float32 ? static_cast<float>(x.fconst) : x.fconst}
+                                : wrap(x.dtype, static_cast<int64_t>(x.fconst));
+        } else if (x.op == ScalarOp::Param) {
+          RefValue pv;
+          if (ir.param_dtypes[x.input] == DType::Int64) pv.i = params[x.input].i;
+          else pv.f = params[x.input].f;
+          v[e] = ref_cast(ir.param_dtypes[x.input], x.dtype, pv);
+        } else {
+          DType operand = ir.body[x.a].dtype;
+          v[e] = ref_op(x, operand, v[x.a], x.b >= 0 ? v[x.b] : RefValue{}, x.c >= 0 ? v[x.c] : RefValue{});
+        }
+      }
+      for (int j = 0; j < nout; ++j) {
+        DType t = ir.output_dtypes[j];
+        RefValue got = read_elem(t, out[j].data() + i * out_stride[j]);
+        RefValue want = v[ir.outputs[j]];
+        if (t == DType::Float32) want.f = static_cast<float>(want.f);
+        ASSERT_TRUE(same_elem(t, got, want))
+            << what << " isa " << x86::isa_name(isa) << " n " << n << " layout " << layout << " out" << j
+            << " (t" << ir.outputs[j] << ") at " << i << ": got " << (is_fp(t) ? got.f : got.i) << " want "
+            << (is_fp(t) ? want.f : want.i) << "\n"
+            << ir.to_string();
+      }
+    }
+    // Nothing written past the end of an output (the kernel stores whole vectors only in full).
+    for (int j = 0; j < nout; ++j)
+      for (size_t b = n * rt::dtype_itemsize(ir.output_dtypes[j]); b < out[j].size(); ++b)
+        ASSERT_EQ(out[j][b], 0x5a) << what << " wrote past output " << j;
+  }
+}
+
+// Builds kernels expression by expression.
+struct KernelBuilder {
+  PointwiseKernelIR ir;
+  int add(ScalarOp op, DType t, int a = -1, int b = -1, int input = -1, double c = 0, int cond = -1) {
+    ScalarExpr e{op, t, a, b, input, c};
+    e.c = cond;
+    ir.body.push_back(e);
+    return static_cast<int>(ir.body.size()) - 1;
+  }
+  int load(DType t) {
+    ir.input_dtypes.push_back(t);
+    return add(ScalarOp::Load, t, -1, -1, static_cast<int>(ir.input_dtypes.size()) - 1);
+  }
+  int param(DType t, DType arrives) {
+    ir.param_dtypes.push_back(arrives);
+    return add(ScalarOp::Param, t, -1, -1, static_cast<int>(ir.param_dtypes.size()) - 1);
+  }
+  void out(int v) {
+    ir.outputs.push_back(v);
+    ir.output_dtypes.push_back(ir.body[v].dtype);
+  }
+};
+
+const int64_t kSizes[] = {0, 1, 7, 31, 33, 1000};
+const DType kAllTypes[] = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Bool};
+const DType kIntTypes[] = {DType::Int32, DType::Int64, DType::UInt8};
+
+TEST_P(PointwiseCodegen, IntegerArithmeticWrapsAndDividesLikeNumPy) {
+  for (DType t : kIntTypes) {
+    for (int part = 0; part < 2; ++part) {
+      KernelBuilder kb;
+      int x = kb.load(t), y = kb.load(t);
+      if (part == 0) {
+        for (ScalarOp op : {ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Max, ScalarOp::Min,
+                            ScalarOp::FloorDiv, ScalarOp::Mod, ScalarOp::And, ScalarOp::Or, ScalarOp::Xor})
+          kb.out(kb.add(op, t, x, y));
+      } else {
+        for (ScalarOp op : {ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Square, ScalarOp::Not}) kb.out(kb.add(op, t, x));
+        int p = kb.param(t, DType::Int64);
+        kb.out(kb.add(ScalarOp::Mul, t, kb.add(ScalarOp::Add, t, x, p), kb.add(ScalarOp::Const, t, -1, -1, -1, 7)));
+        kb.out(kb.add(ScalarOp::FloorDiv, t, x, p));
+      }
+      for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string(rt::dtype_name(t)));
+    }
+  }
+}
+
+TEST_P(PointwiseCodegen, CastsBetweenEveryPairOfTypes) {
+  for (DType from : kAllTypes) {
+    KernelBuilder kb;
+    int x = kb.load(from);
+    kb.load(DType::UInt8);  // a second input of another width
+    for (DType to : kAllTypes)
+      if (to != from) kb.out(kb.add(ScalarOp::Cast, to, x));
+    for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string("cast from ") + std::string(rt::dtype_name(from)));
+  }
+}
+
+TEST_P(PointwiseCodegen, ComparisonsLogicAndSelect) {
+  for (DType t : kAllTypes) {
+    KernelBuilder kb;
+    int x = kb.load(t), y = kb.load(t);
+    std::vector<int> masks;
+    for (ScalarOp op : {ScalarOp::Eq, ScalarOp::Ne, ScalarOp::Lt, ScalarOp::Le, ScalarOp::Gt, ScalarOp::Ge}) {
+      masks.push_back(kb.add(op, DType::Bool, x, y));
+      kb.out(masks.back());
+    }
+    int both = kb.add(ScalarOp::And, DType::Bool, masks[2], kb.add(ScalarOp::Not, DType::Bool, masks[0]));
+    kb.out(kb.add(ScalarOp::Xor, DType::Bool, kb.add(ScalarOp::Or, DType::Bool, both, masks[1]), masks[5]));
+    kb.out(kb.add(ScalarOp::Where, t, x, y, -1, 0, masks[2]));  // where(x < y, x, y)
+    // where(x > 0, x, 0) in the type's own zero: relu.
+    int zero = kb.add(ScalarOp::Const, t, -1, -1, -1, 0);
+    kb.out(kb.add(ScalarOp::Where, t, x, zero, -1, 0, kb.add(ScalarOp::Gt, DType::Bool, x, zero)));
+    for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string("compare ") + std::string(rt::dtype_name(t)));
+  }
+}
+
+TEST_P(PointwiseCodegen, MixedWidthsInOneKernel) {
+  // int32 + float64 -> float64, uint8 scaled in float32, an int64 comparison stored as bool, and
+  // a select between int32 values: four itemsizes in one loop.
+  KernelBuilder kb;
+  int a = kb.load(DType::Int32), b = kb.load(DType::Float64), c = kb.load(DType::UInt8);
+  int sum = kb.add(ScalarOp::Add, DType::Float64, kb.add(ScalarOp::Cast, DType::Float64, a), b);
+  kb.out(sum);
+  int f = kb.add(ScalarOp::Mul, DType::Float32, kb.add(ScalarOp::Cast, DType::Float32, c),
+                 kb.param(DType::Float32, DType::Float64));
+  kb.out(f);
+  int wide = kb.add(ScalarOp::Cast, DType::Int64, a);
+  int gt = kb.add(ScalarOp::Gt, DType::Bool, wide, kb.add(ScalarOp::Cast, DType::Int64, c));
+  kb.out(gt);
+  kb.out(kb.add(ScalarOp::Where, DType::Int32, a, kb.add(ScalarOp::Cast, DType::Int32, c), -1, 0, gt));
+  kb.out(kb.add(ScalarOp::Cast, DType::UInt8, sum));
+  for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, "mixed widths");
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, PointwiseCodegen, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
 

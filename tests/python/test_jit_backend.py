@@ -145,3 +145,201 @@ def test_forced_isa_levels(isa):
     env = dict(os.environ, FRAMEJIT_ISA=isa)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# ---- integer, uint8 and bool kernels ----
+
+INT_EDGES = {
+    np.int32: [0, 1, -1, 7, -7, 2**31 - 1, -(2**31), 123456789, -987654321],
+    np.int64: [0, 1, -1, 7, -7, 2**63 - 1, -(2**63), 2**40 + 3, -(2**33) - 5],
+    np.uint8: [0, 1, 2, 7, 127, 128, 200, 254, 255],
+}
+INT_SIZES = [0, 1, 7, 31, 33, 1000]
+
+
+def int_array(dtype, n, seed=0):
+    r = np.random.default_rng(seed)
+    info = np.iinfo(dtype)
+    a = r.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    edges = np.array(INT_EDGES[dtype], dtype=dtype)
+    a[: min(n, len(edges))] = edges[: min(n, len(edges))]
+    return a
+
+
+def equal(got, want):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype)
+        np.testing.assert_array_equal(g, w)
+
+
+def assert_fused():
+    """Everything ran in generated kernels (operands of different symbolic lengths may still make
+    more than one kernel)."""
+    s = framejit.stats()
+    assert s["kernels"] >= 1 and s["extern_calls"] == 0, s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("n", INT_SIZES)
+def test_relu_with_where(dtype, n):
+    x = int_array(dtype, n) if dtype in INT_EDGES else RNG.standard_normal(n).astype(dtype)
+
+    def f(x):
+        return np.where(x > 0, x, 0)
+
+    for got, want in run_both(f, x):
+        equal(got, want)
+    assert_fused()
+
+
+@pytest.mark.parametrize("n", INT_SIZES)
+def test_masks_and_bool_outputs(n):
+    x = RNG.standard_normal(n)
+    y = RNG.standard_normal(n).astype(np.float32)
+    if n > 3:
+        x[:3] = [np.nan, 0.0, np.inf]
+        y[:3] = [0.5, np.nan, 2.0]
+
+    def f(x, y):
+        m = (x > 0) & (y < 1)
+        return m, ~m | (x == y), np.logical_xor(m, x != x), np.where(m, x, y)
+
+    for got, want in run_both(f, x, y):
+        equal(got, want)
+    assert_fused()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+@pytest.mark.parametrize("n", INT_SIZES)
+def test_integer_arithmetic_wraps(dtype, n):
+    x, y = int_array(dtype, n, 1), int_array(dtype, n, 2)
+
+    def f(x, y):
+        return x * y + x - y * 3, -x, abs(x), np.maximum(x, y), np.minimum(x, 5), x & y | ~x ^ y
+
+    with np.errstate(over="ignore"):
+        for got, want in run_both(f, x, y):
+            equal(got, want)
+    assert_fused()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_floor_divide_and_mod(dtype):
+    x = int_array(dtype, 200, 3)
+    y = int_array(dtype, 200, 4)
+    y[::5] = 0  # NumPy: x // 0 == x % 0 == 0
+    if dtype != np.uint8:
+        y[1::7] = -1  # MIN // -1 wraps
+        y[2::7] = -3
+
+    def f(x, y):
+        return x // y, x % y, np.floor_divide(x, 7), np.remainder(x, 3)
+
+    with np.errstate(divide="ignore", over="ignore"):
+        for got, want in run_both(f, x, y):
+            equal(got, want)
+    assert_fused()
+
+
+def test_mixed_integer_and_float_operands():
+    i32 = int_array(np.int32, 100, 5)
+    i64 = int_array(np.int64, 100, 6)
+    u8 = int_array(np.uint8, 100, 7)
+    f32 = RNG.standard_normal(100).astype(np.float32)
+    f64 = RNG.standard_normal(100)
+
+    def f(i32, i64, u8, f32, f64):
+        return i32 + f64, u8 * f32, i32 / i32, i64 - i32, u8 + i32, f32 * i32, i64 > f64, u8 < i32, i32 * 0.5
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for got, want in run_both(f, i32, i64, u8, f32, f64):
+            for g, w in zip(got, want):
+                assert g.dtype == w.dtype
+                np.testing.assert_allclose(g, w, rtol=1e-15, atol=0)
+    assert_fused()
+
+
+def test_astype_chains():
+    x = RNG.standard_normal(1000) * 1e3
+    x[:10] = [np.nan, np.inf, -np.inf, -0.0, 2.0**31, -(2.0**31) - 1, 300.5, -3.7, 255.9, 1e19]
+
+    def f(x):
+        a = x.astype(np.int32)
+        b = x.astype(np.float32).astype(np.uint8)
+        c = x.astype(np.int64).astype(np.float32)
+        d = a.astype(bool) ^ x.astype(bool)
+        return a + 1, b, c, d, (a.astype(np.float64) * 2).astype(np.int64)
+
+    with np.errstate(invalid="ignore"):
+        for got, want in run_both(f, x):
+            equal(got, want)
+    assert_fused()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_comparisons_with_nan(dtype):
+    x = np.array([np.nan, 1.0, np.nan, -np.inf, 0.0, -0.0, 2.0, np.inf, 3.0], dtype=dtype)
+    y = np.array([np.nan, np.nan, 1.0, -np.inf, -0.0, 0.0, 1.0, np.inf, 4.0], dtype=dtype)
+
+    def f(x, y):
+        return x < y, x <= y, x == y, x != y, x > y, x >= y, np.maximum(x, y) > 1
+
+    for got, want in run_both(f, x, y):
+        equal(got, want)
+    assert_fused()
+
+
+def test_bool_arithmetic_is_logical():
+    a = RNG.integers(0, 2, 50).astype(bool)
+    b = RNG.integers(0, 2, 50).astype(bool)
+
+    def f(a, b):
+        return a + b, a * b, np.maximum(a, b), np.minimum(a, b), abs(a), ~a, np.logical_not(b)
+
+    for got, want in run_both(f, a, b):
+        equal(got, want)
+    assert_fused()
+
+
+def test_run_time_ints_with_integer_arrays_stay_with_numpy():
+    """NumPy 1.24 picks the result type of uint8 + n from n's value: not fused."""
+    x = np.arange(10, dtype=np.uint8)
+
+    def f(x, n):
+        return x + n
+
+    for got, want in run_both(f, x, 3):
+        equal(got, want)
+    assert framejit.stats()["extern_calls"] == 1
+
+
+def test_integer_kernels_at_every_isa():
+    code = textwrap.dedent(
+        """
+        import numpy as np, framejit
+        rng = np.random.default_rng(3)
+        for dt in (np.int32, np.int64, np.uint8):
+            for n in (1, 5, 8, 13, 100):
+                info = np.iinfo(dt)
+                x = rng.integers(info.min, info.max, (3, n), dtype=dt, endpoint=True)
+                y = rng.integers(info.min, info.max, (3, n), dtype=dt, endpoint=True)
+                def f(x, y):
+                    with_zero = np.where(y == 3, 0, y)
+                    return x * y - x // with_zero, np.where(x > y, x, y) % 7, (x < 5) & (y > 2), x.astype(np.float32)
+                with np.errstate(all="ignore"):
+                    got = framejit.compile(f)(x, y)
+                    want = f(x, y)
+                for g, w in zip(got, want):
+                    assert g.dtype == w.dtype
+                    np.testing.assert_array_equal(g, w)
+        assert framejit.stats()["extern_calls"] == 0, framejit.stats()
+        print("ok")
+        """
+    )
+    for isa in ("scalar", "avx2"):
+        env = dict(os.environ, FRAMEJIT_ISA=isa)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 0 and r.stdout.strip() == "ok", (isa, r.stderr)

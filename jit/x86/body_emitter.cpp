@@ -1,0 +1,406 @@
+// body_emitter.cpp — the element emitter shared by the pointwise and reduction generators: float
+// arithmetic, loads, stores, constants, parameters, and the dispatch of a kernel body.
+#include "jit/x86/body_emitter_p.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace framejit::jit::x86::detail {
+
+namespace {
+bool is_f32(DType t) { return t == DType::Float32; }
+bool is_fp(DType t) { return t == DType::Float32 || t == DType::Float64; }
+}  // namespace
+
+BodyEmitter::BodyEmitter(ax::Compiler& cc, Isa isa, int count)
+    : cc_(cc), isa_(isa), count_(count), vex_(isa != Isa::Scalar), math_f32_(cc, isa, DType::Float32),
+      math_f64_(cc, isa, DType::Float64) {}
+
+ax::Vec BodyEmitter::newv() { return vex_ ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm()); }
+
+InstId BodyEmitter::pick(DType t, InstId vps, InstId vpd, InstId ss, InstId sd) const {
+  if (vex_) return is_f32(t) ? vps : vpd;
+  return is_f32(t) ? ss : sd;
+}
+
+// dst = a op b, using the destructive two-operand SSE form when there is no VEX.
+void BodyEmitter::three(InstId id, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
+  if (vex_) {
+    cc_.emit(id, dst, a, b);
+  } else {
+    cc_.movaps(dst.xmm(), a.xmm());
+    cc_.emit(id, dst, b);
+  }
+}
+
+void BodyEmitter::arith(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
+  InstId id = 0;
+  switch (op) {
+    case ScalarOp::Add: id = pick(t, ax::Inst::kIdVaddps, ax::Inst::kIdVaddpd, ax::Inst::kIdAddss, ax::Inst::kIdAddsd); break;
+    case ScalarOp::Sub: id = pick(t, ax::Inst::kIdVsubps, ax::Inst::kIdVsubpd, ax::Inst::kIdSubss, ax::Inst::kIdSubsd); break;
+    case ScalarOp::Mul: id = pick(t, ax::Inst::kIdVmulps, ax::Inst::kIdVmulpd, ax::Inst::kIdMulss, ax::Inst::kIdMulsd); break;
+    case ScalarOp::Div: id = pick(t, ax::Inst::kIdVdivps, ax::Inst::kIdVdivpd, ax::Inst::kIdDivss, ax::Inst::kIdDivsd); break;
+    default: break;
+  }
+  three(id, dst, a, b);
+}
+
+// Bitwise ops (and/andn/or/xor) on whole registers.
+void BodyEmitter::bits(DType t, InstId vex_ps, InstId vex_pd, InstId sse_ps, InstId sse_pd, const ax::Vec& dst,
+                       const ax::Vec& a, const ax::Vec& b) {
+  InstId id = vex_ ? (is_f32(t) ? vex_ps : vex_pd) : (is_f32(t) ? sse_ps : sse_pd);
+  three(id, dst, a, b);
+}
+
+// A mask constant (sign bit / everything but the sign bit) as a full register.
+ax::Vec BodyEmitter::mask_constant(DType t, bool sign_only) {
+  ax::Vec r = newv();
+  if (is_f32(t)) {
+    uint32_t bitsv = sign_only ? 0x80000000u : 0x7fffffffu;
+    ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 4);
+    vex_ ? cc_.vbroadcastss(r, m) : cc_.movss(r.xmm(), m);
+  } else {
+    uint64_t bitsv = sign_only ? 0x8000000000000000ull : 0x7fffffffffffffffull;
+    ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 8);
+    vex_ ? cc_.vbroadcastsd(r.ymm(), m) : cc_.movsd(r.xmm(), m);
+  }
+  return r;
+}
+
+void BodyEmitter::cmp(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b, int predicate) {
+  if (vex_) {
+    cc_.emit(is_f32(t) ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, dst, a, b, predicate);
+  } else {
+    cc_.movaps(dst.xmm(), a.xmm());
+    cc_.emit(is_f32(t) ? ax::Inst::kIdCmpss : ax::Inst::kIdCmpsd, dst, b, predicate);
+  }
+}
+
+// dst = mask ? a : b (mask lanes all ones or all zeros).
+void BodyEmitter::select(DType t, const ax::Vec& dst, const ax::Vec& mask, const ax::Vec& a, const ax::Vec& b) {
+  if (vex_) {
+    cc_.emit(is_f32(t) ? ax::Inst::kIdVblendvps : ax::Inst::kIdVblendvpd, dst, b, a, mask);
+  } else {
+    ax::Vec tmp = newv();
+    bits(t, ax::Inst::kIdVandps, ax::Inst::kIdVandpd, ax::Inst::kIdAndps, ax::Inst::kIdAndpd, tmp, mask, a);
+    bits(t, ax::Inst::kIdVandnps, ax::Inst::kIdVandnpd, ax::Inst::kIdAndnps, ax::Inst::kIdAndnpd, dst, mask, b);
+    bits(t, ax::Inst::kIdVorps, ax::Inst::kIdVorpd, ax::Inst::kIdOrps, ax::Inst::kIdOrpd, dst, dst, tmp);
+  }
+}
+
+void BodyEmitter::max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
+  // (a >= b || isnan(a)) ? a : b for maximum, <= for minimum.
+  ax::Vec keep_a = newv(), nan_a = newv();
+  cmp(t, keep_a, is_max ? b : a, is_max ? a : b, 2);  // LE (ordered)
+  cmp(t, nan_a, a, a, 3);                             // UNORD
+  bits(t, ax::Inst::kIdVorps, ax::Inst::kIdVorpd, ax::Inst::kIdOrps, ax::Inst::kIdOrpd, keep_a, keep_a, nan_a);
+  select(t, dst, keep_a, a, b);
+}
+
+void BodyEmitter::unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a) {
+  const bool f32 = is_f32(t);
+  switch (op) {
+    case ScalarOp::Neg:
+      bits(t, ax::Inst::kIdVxorps, ax::Inst::kIdVxorpd, ax::Inst::kIdXorps, ax::Inst::kIdXorpd, dst, a,
+           mask_constant(t, true));
+      return;
+    case ScalarOp::Abs:
+      bits(t, ax::Inst::kIdVandps, ax::Inst::kIdVandpd, ax::Inst::kIdAndps, ax::Inst::kIdAndpd, dst, a,
+           mask_constant(t, false));
+      return;
+    case ScalarOp::Square: arith(ScalarOp::Mul, t, dst, a, a); return;
+    case ScalarOp::Reciprocal: arith(ScalarOp::Div, t, dst, constant(t, 1.0), a); return;
+    case ScalarOp::Sqrt:
+      if (vex_) cc_.emit(f32 ? ax::Inst::kIdVsqrtps : ax::Inst::kIdVsqrtpd, dst, a);
+      else cc_.emit(f32 ? ax::Inst::kIdSqrtss : ax::Inst::kIdSqrtsd, dst, a);
+      return;
+    case ScalarOp::Floor:
+    case ScalarOp::Ceil: {
+      int imm = (op == ScalarOp::Floor ? 1 : 2) | 8;  // round down/up, suppress precision exception
+      if (vex_) cc_.emit(f32 ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
+      else cc_.emit(f32 ? ax::Inst::kIdRoundss : ax::Inst::kIdRoundsd, dst, a, imm);
+      return;
+    }
+    default: math(t).emit(math_fn_of(op), dst, a); return;
+  }
+}
+
+void BodyEmitter::binary_math(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
+  math(t).emit(math_fn_of(op), dst, a, b);
+}
+
+void BodyEmitter::move(const ax::Vec& dst, const ax::Vec& src) {
+  if (vex_) cc_.vmovaps(dst, src);
+  else cc_.movaps(dst.xmm(), src.xmm());
+}
+
+void BodyEmitter::load_mem(DType t, const ax::Vec& dst, const ax::Mem& m) {
+  if (is_f32(t)) vex_ ? cc_.vmovss(dst.xmm(), m) : cc_.movss(dst.xmm(), m);
+  else vex_ ? cc_.vmovsd(dst.xmm(), m) : cc_.movsd(dst.xmm(), m);
+}
+
+ax::Vec BodyEmitter::int_to_value(DType t, const ax::Gp& g) {
+  const bool f32 = is_f32(t);
+  ax::Xmm s = cc_.newXmm();
+  if (vex_) {
+    cc_.vxorps(s, s, s);
+    f32 ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
+    ax::Vec r = newv();
+    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.ymm(), s);
+    return r;
+  }
+  cc_.xorps(s, s);
+  f32 ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
+  return s;
+}
+
+ax::Vec BodyEmitter::zero() {
+  ax::Vec z = newv();
+  vex_ ? cc_.vpxor(z, z, z) : cc_.pxor(z.xmm(), z.xmm());
+  return z;
+}
+
+ax::Vec BodyEmitter::bytes_constant(const void* data, int bytes) {
+  const int width = vector_bytes(isa_);
+  uint8_t buf[64] = {};
+  std::memcpy(buf, data, std::min(bytes, width));
+  ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, buf, width);
+  ax::Vec r = newv();
+  vex_ ? cc_.vmovdqu(r, m) : cc_.movdqu(r.xmm(), m);
+  return r;
+}
+
+ax::Vec BodyEmitter::splat_bytes(uint8_t b) {
+  uint8_t buf[64];
+  std::memset(buf, b, sizeof buf);
+  return bytes_constant(buf, vector_bytes(isa_));
+}
+
+ax::Vec BodyEmitter::constant(DType t, double v) {
+  if (is_fp(t)) {
+    ax::Vec r = newv();
+    if (is_f32(t)) {
+      float f = static_cast<float>(v);
+      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &f, 4);
+      vex_ ? cc_.vbroadcastss(r, m) : cc_.movss(r.xmm(), m);
+    } else {
+      ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &v, 8);
+      vex_ ? cc_.vbroadcastsd(r.ymm(), m) : cc_.movsd(r.xmm(), m);
+    }
+    return r;
+  }
+  // Integers: the value converted as NumPy converts a Python int (wrapping to the width).
+  const int s = rt::dtype_itemsize(t);
+  const int64_t iv = t == DType::Bool ? (v != 0) : static_cast<int64_t>(v);
+  uint8_t buf[64];
+  for (int k = 0; k < 64; k += s) std::memcpy(buf + k, &iv, s);  // little-endian: the low bytes
+  return bytes_constant(buf, 64);
+}
+
+ax::Mem BodyEmitter::vector_mem(int bytes, const ax::Gp& ptr) const {
+  ax::Mem m = ax::ptr(ptr);
+  m.setSize(bytes);
+  return m;
+}
+
+void BodyEmitter::load_bytes(DType t, const ax::Vec& dst, const ax::Mem& m, int bytes) {
+  const ax::Xmm x = dst.xmm();
+  if (is_fp(t) && bytes == 32) return void(cc_.vmovups(dst.ymm(), m));
+  if (is_fp(t) && bytes == 16) return void(vex_ ? cc_.vmovups(x, m) : cc_.movups(x, m));
+  switch (bytes) {
+    case 32: cc_.vmovdqu(dst.ymm(), m); return;
+    case 16: vex_ ? cc_.vmovdqu(x, m) : cc_.movdqu(x, m); return;
+    case 8:
+      if (is_fp(t)) vex_ ? cc_.vmovsd(x, m) : cc_.movsd(x, m);
+      else vex_ ? cc_.vmovq(x, m) : cc_.movq(x, m);
+      return;
+    case 4:
+      if (is_fp(t)) vex_ ? cc_.vmovss(x, m) : cc_.movss(x, m);
+      else vex_ ? cc_.vmovd(x, m) : cc_.movd(x, m);
+      return;
+    default: {  // 1 or 2 bytes: through a general-purpose register
+      ax::Gp g = cc_.newInt32();
+      cc_.movzx(g, m);
+      vex_ ? cc_.vmovd(x, g) : cc_.movd(x, g);
+      return;
+    }
+  }
+}
+
+void BodyEmitter::store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int bytes) {
+  const ax::Xmm x = src.xmm();
+  if (is_fp(t) && bytes == 32) return void(cc_.vmovups(m, src.ymm()));
+  if (is_fp(t) && bytes == 16) return void(vex_ ? cc_.vmovups(m, x) : cc_.movups(m, x));
+  switch (bytes) {
+    case 32: cc_.vmovdqu(m, src.ymm()); return;
+    case 16: vex_ ? cc_.vmovdqu(m, x) : cc_.movdqu(m, x); return;
+    case 8:
+      if (is_fp(t)) vex_ ? cc_.vmovsd(m, x) : cc_.movsd(m, x);
+      else vex_ ? cc_.vmovq(m, x) : cc_.movq(m, x);
+      return;
+    case 4:
+      if (is_fp(t)) vex_ ? cc_.vmovss(m, x) : cc_.movss(m, x);
+      else vex_ ? cc_.vmovd(m, x) : cc_.movd(m, x);
+      return;
+    default: {
+      ax::Gp g = cc_.newInt32();
+      vex_ ? cc_.vmovd(g, x) : cc_.movd(g, x);
+      bytes == 1 ? cc_.mov(m, g.r8()) : cc_.mov(m, g.r16());
+      return;
+    }
+  }
+}
+
+void BodyEmitter::load(DType t, const ax::Vec& dst, const ax::Gp& ptr) {
+  const int bytes = count_ * rt::dtype_itemsize(t);
+  load_bytes(t, dst, vector_mem(bytes, ptr), bytes);
+}
+
+void BodyEmitter::store(DType t, const ax::Gp& ptr, const ax::Vec& src) {
+  const int bytes = count_ * rt::dtype_itemsize(t);
+  store_bytes(t, vector_mem(bytes, ptr), src, bytes);
+}
+
+ax::Vec BodyEmitter::param(DType t, const ax::Mem& mem, bool is_int) {
+  if (is_fp(t)) {
+    const bool f32 = is_f32(t);
+    ax::Xmm s = cc_.newXmm();
+    if (is_int) {
+      ax::Gp g = cc_.newInt64();
+      cc_.mov(g, mem);
+      if (vex_) {
+        cc_.vxorps(s, s, s);
+        f32 ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
+      } else {
+        cc_.xorps(s, s);
+        f32 ? cc_.cvtsi2ss(s, g) : cc_.cvtsi2sd(s, g);
+      }
+    } else {
+      vex_ ? cc_.vmovsd(s, mem) : cc_.movsd(s, mem);
+      if (f32) vex_ ? cc_.vcvtsd2ss(s, s, s) : cc_.cvtsd2ss(s, s);
+    }
+    if (!vex_) return s;
+    ax::Vec r = newv();
+    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.ymm(), s);
+    return r;
+  }
+  // Integer and bool loops only meet integer parameters (lowering); NumPy converts the Python
+  // int to the loop type, keeping the low bits (bool: != 0).
+  ax::Gp g = cc_.newInt64();
+  cc_.mov(g, mem);
+  if (t == DType::Bool) {
+    ax::Gp b = cc_.newInt64();
+    cc_.xor_(b, b);
+    cc_.test(g, g);
+    cc_.setnz(b.r8());
+    g = b;
+  }
+  (void)is_int;
+  ax::Vec r = newv();
+  const ax::Xmm x = r.xmm();
+  vex_ ? cc_.vmovq(x, g) : cc_.movq(x, g);
+  if (!vex_) return r;
+  switch (rt::dtype_itemsize(t)) {
+    case 1: cc_.vpbroadcastb(r, x); break;
+    case 4: cc_.vpbroadcastd(r, x); break;
+    default: cc_.vpbroadcastq(r, x); break;
+  }
+  return r;
+}
+
+std::vector<ax::Vec> emit_body(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Vec>& inputs,
+                               const std::vector<ax::Vec>& hoisted) {
+  std::vector<ax::Vec> v(ir.body.size());
+  for (size_t i = 0; i < ir.body.size(); ++i) {
+    const ScalarExpr& x = ir.body[i];
+    const DType t = x.dtype;
+    switch (x.op) {
+      case ScalarOp::Load: v[i] = inputs[x.input]; continue;
+      case ScalarOp::Param:
+      case ScalarOp::Const: v[i] = hoisted[i]; continue;
+      case ScalarOp::Cast:
+        if (ir.body[x.a].dtype == t) {
+          v[i] = v[x.a];
+          continue;
+        }
+        break;
+      default: break;
+    }
+    v[i] = e.newv();
+    if (x.op == ScalarOp::Cast) {
+      e.cast(ir.body[x.a].dtype, t, v[i], v[x.a]);
+    } else if (is_comparison(x.op)) {
+      e.compare(x.op, ir.body[x.a].dtype, v[i], v[x.a], v[x.b]);
+    } else if (x.op == ScalarOp::Where) {
+      e.where(t, v[i], v[x.c], v[x.a], v[x.b]);
+    } else if (!is_fp(t)) {
+      if (x.b >= 0) e.int_binary(x.op, t, v[i], v[x.a], v[x.b]);
+      else e.int_unary(x.op, t, v[i], v[x.a]);
+    } else {
+      switch (x.op) {
+        case ScalarOp::Add:
+        case ScalarOp::Sub:
+        case ScalarOp::Mul:
+        case ScalarOp::Div: e.arith(x.op, t, v[i], v[x.a], v[x.b]); break;
+        case ScalarOp::Max:
+        case ScalarOp::Min: e.max_min(x.op == ScalarOp::Max, t, v[i], v[x.a], v[x.b]); break;
+        case ScalarOp::Pow:
+        case ScalarOp::Atan2: e.binary_math(x.op, t, v[i], v[x.a], v[x.b]); break;
+        default: e.unary(x.op, t, v[i], v[x.a]); break;
+      }
+    }
+  }
+  return v;
+}
+
+std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, const ax::Gp& call, int params_offset) {
+  std::vector<ax::Vec> h(ir.body.size());
+  for (size_t i = 0; i < ir.body.size(); ++i) {
+    const ScalarExpr& x = ir.body[i];
+    if (x.op == ScalarOp::Const) h[i] = e.constant(x.dtype, x.fconst);
+    if (x.op == ScalarOp::Param) {
+      int off = static_cast<int>(params_offset + sizeof(rt::ParamValue) * x.input);
+      h[i] = e.param(x.dtype, ax::qword_ptr(call, off), ir.param_dtypes[x.input] == DType::Int64);
+    }
+  }
+  return h;
+}
+
+int widest_itemsize(const PointwiseKernelIR& ir) {
+  int w = 1;
+  for (DType t : ir.input_dtypes) w = std::max(w, rt::dtype_itemsize(t));
+  for (DType t : ir.output_dtypes) w = std::max(w, rt::dtype_itemsize(t));
+  for (const ScalarExpr& e : ir.body) w = std::max(w, rt::dtype_itemsize(e.dtype));
+  return w;
+}
+
+void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, const std::vector<DType>& dtypes,
+                   const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, const ax::Mem& scratch,
+                   std::vector<ax::Gp>& vptr, std::vector<ax::Gp>& vinc) {
+  const int vbytes = vector_bytes(isa);
+  const int nin = static_cast<int>(dtypes.size());
+  vptr.resize(nin);
+  vinc.resize(nin);
+  for (int k = 0; k < nin; ++k) {
+    vptr[k] = cc.newIntPtr("vptr%d", k);
+    vinc[k] = cc.newInt64("vinc%d", k);
+    ax::Vec b = ve.newv();
+    switch (dtypes[k]) {
+      case DType::Float32: cc.vbroadcastss(b, ax::dword_ptr(ptr[k])); break;
+      case DType::Float64: cc.vbroadcastsd(b.ymm(), ax::qword_ptr(ptr[k])); break;
+      case DType::Int32: cc.vpbroadcastd(b, ax::dword_ptr(ptr[k])); break;
+      case DType::Int64: cc.vpbroadcastq(b, ax::qword_ptr(ptr[k])); break;
+      default: cc.vpbroadcastb(b, ax::byte_ptr(ptr[k])); break;  // uint8, bool
+    }
+    ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
+    slot.setSize(vbytes);
+    cc.vmovdqu(slot, b);
+    cc.lea(vptr[k], slot);
+    cc.test(stride[k], stride[k]);
+    cc.cmovnz(vptr[k], ptr[k]);
+    cc.mov(vinc[k], stride[k]);
+    cc.imul(vinc[k], vinc[k], ve.count());
+  }
+}
+
+}  // namespace framejit::jit::x86::detail
