@@ -111,27 +111,71 @@ bool run_reduction_step(const ReductionStep& step, PyObject** vals) {
   int rank;
   int64_t shape[kMaxRank];
   if (!broadcast_shape(vals, step.inputs, rank, shape)) return false;
+  if (rank != static_cast<int>(step.reduced.size())) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: reduction operands do not have the traced rank");
+    return false;
+  }
   int64_t out_shape[kMaxRank];
-  std::copy(shape, shape + rank - 1, out_shape);
-  out_shape[rank - 1] = 1;
-  PyObject* out = new_array(out_shape, step.keepdims ? rank : rank - 1, step.output_dtype);
+  int out_rank = 0;
+  int64_t count = 1, total = 1;
+  for (int d = 0; d < rank; ++d) {
+    total *= shape[d];
+    if (step.reduced[d]) count *= shape[d];
+    if (!step.reduced[d] || step.keepdims) out_shape[out_rank++] = step.reduced[d] ? 1 : shape[d];
+  }
+  if (count == 0) {
+    // Lowering only compiles reductions whose counts cannot be zero (sizes 0 and 1 are guarded);
+    // should a count still be zero, refuse as NumPy would rather than return garbage.
+    PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+                 step.numpy_name);
+    return false;
+  }
+  PyObject* out = new_array(out_shape, out_rank, step.output_dtype);
   if (!out) return false;
   Py_XSETREF(vals[step.output], out);
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d) total *= shape[d];
+  NdArrayFields* o = as_ndarray(out);
+  int64_t out_strides[kMaxRank];
+  for (int d = 0, od = 0; d < rank; ++d) {
+    out_strides[d] = step.reduced[d] ? 0 : o->strides[od];
+    if (!step.reduced[d] || step.keepdims) ++od;
+  }
   rt::Operand ops[rt::kMaxKernelOperands];
   int64_t strides[rt::kMaxKernelOperands][kMaxRank];
   for (size_t k = 0; k < step.inputs.size(); ++k) ops[k] = operand_of(vals[step.inputs[k]], rank, strides[k]);
-  NdArrayFields* o = as_ndarray(out);
   rt::ParamValue params[rt::kMaxKernelParams];
   if (!read_params(vals, step.params, step.param_dtypes, params)) return false;
-  const int nin = static_cast<int>(step.inputs.size()), nparams = static_cast<int>(step.params.size());
+  bool reduced[kMaxRank];
+  std::copy(step.reduced.begin(), step.reduced.end(), reduced);
+
+  rt::ReductionLaunch launch;
+  launch.row = step.row.get();
+  launch.column = step.column.get();
+  launch.arg = step.arg;
+  launch.arg_max = step.arg_max;
+  launch.value_dtype = step.value_dtype;
+  launch.ddof = step.ddof;
+  launch.rank = rank;
+  launch.shape = shape;
+  launch.reduced = reduced;
+  launch.num_inputs = static_cast<int>(step.inputs.size());
+  launch.inputs = ops;
+  launch.out = o->data;
+  launch.out_strides = out_strides;
+  launch.params = params;
+  launch.num_params = static_cast<int>(step.params.size());
   if (total >= kReleaseGilElements) {
     Py_BEGIN_ALLOW_THREADS;
-    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
+    rt::run_reduction(launch);
     Py_END_ALLOW_THREADS;
   } else {
-    rt::run_reduction(*step.kernel, rank, shape, nin, ops, o->data, o->strides, params, nparams);
+    rt::run_reduction(launch);
+  }
+  if (step.numpy_scalar) {
+    // NumPy hands back a scalar (numpy.float32, numpy.int64...) for a full reduction: arr[()].
+    OwnedRef empty = OwnedRef::steal(PyTuple_New(0));
+    PyObject* scalar = empty ? PyObject_GetItem(out, empty.get()) : nullptr;  // new ref
+    if (!scalar) return false;
+    Py_SETREF(vals[step.output], scalar);
   }
   return true;
 }

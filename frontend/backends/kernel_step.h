@@ -19,15 +19,22 @@ struct KernelStep {
   std::vector<rt::DType> output_dtypes;
 };
 
-/// A row reduction: the prologue's inputs in, one new NumPy array out (the last axis reduced).
+/// A reduction: the prologue's inputs in, one new NumPy array (or NumPy scalar) out.
 struct ReductionStep {
-  rt::KernelPtr kernel;
+  rt::KernelPtr row;     // the row-form kernel
+  rt::KernelPtr column;  // the column-form kernel (null for argmax/argmin)
   std::vector<int> inputs;
   std::vector<int> params;
   std::vector<rt::DType> param_dtypes;
   int output = -1;
-  rt::DType output_dtype = rt::DType::Float32;
+  rt::DType value_dtype = rt::DType::Float32;   // the reduced values'
+  rt::DType output_dtype = rt::DType::Float32;  // int64 for argmax/argmin
+  std::vector<bool> reduced;  // per dim of the iteration space
   bool keepdims = false;
+  bool numpy_scalar = false;
+  bool arg = false, arg_max = false;
+  int64_t ddof = 0;
+  const char* numpy_name = "sum";  // the ufunc NumPy's messages name (maximum, minimum, ...)
 };
 
 /// C = A @ B with framejit's GEMM (A's leading dims are a batch; B is 2-D).

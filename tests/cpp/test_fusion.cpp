@@ -151,7 +151,7 @@ TEST(Fusion, SoftmaxReductionsTakeTheirPrologue) {
   EXPECT_EQ(plan.reductions[0].inputs, std::vector<int>({x}));
   EXPECT_EQ(plan.reductions[1].inputs, std::vector<int>({x, m}));
   EXPECT_EQ(plan.reductions[1].ir.to_string(),
-            "reduce_sum over the row of:\n"
+            "reduce_sum of:\n"
             "pointwise(in0: f32, in1: f32):\n"
             "  t0 = load(in0) : f32\n"
             "  t1 = load(in1) : f32\n"
