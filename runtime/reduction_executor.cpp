@@ -15,11 +15,13 @@ namespace {
 
 // About this many elements of work per parallel task.
 constexpr int64_t kElementsPerTask = 1 << 15;
-// Column form: outputs per task. The partial results of 2048 outputs (8 or 16 KB) stay in L1 while
-// the task streams its slice of every reduced row past them.
-constexpr int64_t kColumnChunk = 2048;
-// ... but a task gets at least this many outputs when the kept dims are split to feed threads.
-constexpr int64_t kMinColumnChunk = 256;
+// Column form: outputs per task. Each task streams its slice of every reduced row; a slice of a
+// whole row (up to 16 K outputs, whose partial results stay in L2) keeps the stream linear, which
+// is what the hardware prefetchers follow best.
+constexpr int64_t kColumnChunk = 1 << 14;
+// ... and a task gets at least this many outputs when the kept dims are split to feed threads:
+// slices of 4 K elements (4 or 8 pages) still stream well.
+constexpr int64_t kMinColumnChunk = 1 << 12;
 
 // One dimension of the iteration space with every operand's byte stride: the inputs, then the
 // output (stride 0 along reduced dims, so all the elements reduced into an output share it).

@@ -92,26 +92,43 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     std::vector<ax::Gp> vptr, vinc;
     vector_inputs(cc, ve, isa, dtype, ptr, stride, nin, scratch, vptr, vinc);
     ax::Gp rem = cc.newInt64("rem");
-    Label vtop = cc.newLabel();
-    cc.bind(vtop);
+    // One vector of outputs: out[j..j+lanes) = op(out[...], value(row, j..j+lanes)).
+    auto one_vector = [&](int u) {
+      std::vector<ax::Vec> loaded(nin);
+      for (int k = 0; k < nin; ++k) {
+        loaded[k] = ve.newv();
+        ve.load(loaded[k], vptr[k]);
+        cc.add(vptr[k], vinc[k]);
+      }
+      ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+      ax::Vec acc = ve.newv();
+      ax::Mem m = isa == Isa::Avx2 ? ax::ymmword_ptr(o, u * vbytes) : ax::xmmword_ptr(o, u * vbytes);
+      cc.vmovups(acc, m);
+      reduce_combine(ve, r.op, acc, v);
+      cc.vmovups(m, acc);
+    };
+    // kUnroll vectors per trip (independent outputs: the unrolling only saves loop overhead),
+    // then one at a time.
+    constexpr int kUnroll = 4;
+    Label unrolled = cc.newLabel(), single = cc.newLabel();
+    cc.bind(unrolled);
+    cc.mov(rem, n);
+    cc.sub(rem, j);
+    cc.cmp(rem, kUnroll * lanes);
+    cc.jl(single);
+    for (int u = 0; u < kUnroll; ++u) one_vector(u);
+    cc.add(o, kUnroll * vbytes);
+    cc.add(j, kUnroll * lanes);
+    cc.jmp(unrolled);
+    cc.bind(single);
     cc.mov(rem, n);
     cc.sub(rem, j);
     cc.cmp(rem, lanes);
     cc.jl(scalar_part);
-    std::vector<ax::Vec> loaded(nin);
-    for (int k = 0; k < nin; ++k) {
-      loaded[k] = ve.newv();
-      ve.load(loaded[k], vptr[k]);
-      cc.add(vptr[k], vinc[k]);
-    }
-    ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
-    ax::Vec acc = ve.newv();
-    ve.load(acc, o);
-    reduce_combine(ve, r.op, acc, v);
-    ve.store(o, acc);
+    one_vector(0);
     cc.add(o, vbytes);
     cc.add(j, lanes);
-    cc.jmp(vtop);
+    cc.jmp(single);
   }
   // The outputs from j on (a vector loop's tail, or all of a strided row).
   cc.bind(scalar_part);

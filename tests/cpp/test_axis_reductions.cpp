@@ -272,7 +272,9 @@ std::vector<Case> cases() {
   cs.push_back({{4, 1, 6}, {false, true, false}, Layout::C});  // a reduced dim of size 1
   cs.push_back({{0, 5}, {false, true}, Layout::C});            // no outputs
   cs.push_back({{2100, 3}, {false, true}, Layout::F});         // long kept dim, strided rows
-  cs.push_back({{300, 700}, {true, false}, Layout::C});        // column chunks over threads
+  cs.push_back({{300, 700}, {true, false}, Layout::C});        // many rows
+  cs.push_back({{3, 9000}, {true, false}, Layout::C});         // kept dim split to feed threads
+  cs.push_back({{2, 20000}, {true, false}, Layout::C});        // more outputs than one chunk
   return cs;
 }
 
