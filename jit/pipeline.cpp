@@ -68,7 +68,7 @@ Expected<CompiledGraph> compile_graph(const Graph& graph) {
     out.kernels.push_back(*k);
   }
   for (const ReductionGroup& r : out.plan.reductions) {
-    auto k = x86::reduction_kernel(r.ir);
+    auto k = x86::reduction_kernels(r.ir);
     if (!k) return k.error();
     out.reduction_kernels.push_back(*k);
   }

@@ -6,6 +6,7 @@
 #include "framejit/status.h"
 #include "jit/ir/graph.h"
 #include "jit/schedule/fusion.h"
+#include "jit/x86/reduction_codegen.h"
 #include "runtime/kernel_cache.h"
 
 namespace framejit::jit {
@@ -27,7 +28,7 @@ Expected<PassReport> run_graph_passes(Graph& graph);
 struct CompiledGraph {
   FusionPlan plan;
   std::vector<rt::KernelPtr> kernels;            // kernels[i] computes plan.groups[i]
-  std::vector<rt::KernelPtr> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
+  std::vector<x86::ReductionKernels> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
   double codegen_ms = 0;
 };
 

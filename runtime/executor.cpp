@@ -81,41 +81,6 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   });
 }
 
-void run_reduction(const Kernel& kernel, int rank, const int64_t* shape, int num_inputs, const Operand* inputs,
-                   char* out, const int64_t* out_strides, const ParamValue* params, int num_params) {
-  auto fn = reinterpret_cast<ReductionFn>(kernel.entry);
-  const int64_t row = shape[rank - 1];
-  int64_t rows = 1;
-  for (int d = 0; d < rank - 1; ++d) rows *= shape[d];
-  if (rows == 0) return;
-
-  ReductionCall base;
-  base.n = row;
-  base.contiguous = 1;
-  for (int k = 0; k < num_inputs; ++k) {
-    base.stride[k] = inputs[k].strides[rank - 1];
-    if (base.stride[k] != 0 && base.stride[k] != inputs[k].itemsize) base.contiguous = 0;
-  }
-  std::memcpy(base.params, params, sizeof(ParamValue) * num_params);
-  const int64_t grain = std::max<int64_t>(1, kElementsPerChunk / std::max<int64_t>(row, 1));
-  parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
-    ReductionCall call = base;
-    for (int64_t r = begin; r < end; ++r) {
-      // Unravel r over the outer dims (last outer dim fastest).
-      for (int k = 0; k < num_inputs; ++k) call.ptr[k] = inputs[k].data;
-      call.out = out;
-      int64_t rem = r;
-      for (int d = rank - 2; d >= 0; --d) {
-        int64_t idx = rem % shape[d];
-        rem /= shape[d];
-        for (int k = 0; k < num_inputs; ++k) call.ptr[k] += idx * inputs[k].strides[d];
-        call.out += idx * out_strides[d];
-      }
-      fn(&call);
-    }
-  });
-}
-
 void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launches, int count) {
   int64_t rows = 1;
   for (int d = 0; d < lead; ++d) rows *= lead_shape[d];
@@ -148,6 +113,8 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
     if (l.reduction) {
       rd[j].n = l.n;
       rd[j].contiguous = contiguous;
+      rd[j].finish = 1;  // each row is one whole reduction: mean's division and std's sqrt apply
+      rd[j].divisor = l.divisor;
       std::memcpy(rd[j].params, l.params, sizeof(ParamValue) * l.num_params);
     } else {
       pw[j].n = l.n;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "runtime/dtype.h"
 #include "runtime/kernel_cache.h"
 
 namespace framejit::rt {
@@ -27,15 +28,26 @@ struct PointwiseCall {
 };
 using PointwiseFn = void (*)(const PointwiseCall*);
 
-/// What a reduction kernel receives for one row: the prologue's inputs along the row, and where the
-/// row's single result goes.
+/// What a reduction kernel receives (see Note [Reduction kernel ABI] in
+/// jit/x86/reduction_codegen.cpp). The leading fields match PointwiseCall's.
+///
+///   row form     *out = reduce(value[i] for i < n), element i of input k at ptr[k] + i*stride[k]
+///   column form  out[j] = reduce(value[r, j] for r < rows) for j < n, element (r, j) of input k at
+///                ptr[k] + r*row_stride[k] + j*stride[k], output j at out + j*out_stride
 struct ReductionCall {
-  int64_t n = 0;
-  int64_t contiguous = 0;
+  int64_t n = 0;           // row form: elements reduced; column form: outputs
+  int64_t contiguous = 0;  // 1 when every inner stride is 0 or the element size (out_stride too)
   char* ptr[kMaxKernelOperands] = {};
-  int64_t stride[kMaxKernelOperands] = {};
+  int64_t stride[kMaxKernelOperands] = {};  // bytes between consecutive elements of the inner loop
   char* out = nullptr;
   ParamValue params[kMaxKernelParams] = {};
+  int64_t rows = 0;                             // column form: reduced rows
+  int64_t row_stride[kMaxKernelOperands] = {};  // column form: bytes between reduced rows
+  int64_t out_stride = 0;                       // column form: bytes between outputs
+  int64_t accumulate = 0;  // combine into the partial result at out instead of starting afresh
+  int64_t finish = 0;      // the last call for these outputs: apply mean's division and sqrt
+  int64_t divisor = 1;     // mean: count - ddof
+  char* out_value = nullptr;  // argmax/argmin (row form): also store the extreme value here
 };
 using ReductionFn = void (*)(const ReductionCall*);
 
@@ -53,13 +65,33 @@ struct Operand {
 void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
                    const ParamValue* params, int num_params);
 
-/// Runs a row-reduction kernel: the iteration space is `shape` (rank >= 1); the last dimension is
-/// reduced. `out` is the result's base pointer and `out_strides` its byte strides over the first
-/// rank-1 dimensions. Rows are spread over the thread pool.
-void run_reduction(const Kernel& kernel, int rank, const int64_t* shape, int num_inputs, const Operand* inputs,
-                   char* out, const int64_t* out_strides, const ParamValue* params, int num_params);
+/// One reduction over a strided iteration space: what to run and on which memory.
+struct ReductionLaunch {
+  const Kernel* row = nullptr;     // the row-form kernel (always present)
+  const Kernel* column = nullptr;  // the column-form kernel; null for argmax/argmin
+  bool arg = false;                // argmax/argmin: out holds int64 indices
+  bool arg_max = true;             // argmax (else argmin), for combining rows of a flattened arg
+  DType value_dtype = DType::Float32;  // the reduced values' type
+  int64_t ddof = 0;                // the mean's divisor is count - ddof
+  int rank = 0;
+  const int64_t* shape = nullptr;  // the iteration space (the reduced value's shape)
+  const bool* reduced = nullptr;   // per dim: reduced (else kept)
+  int num_inputs = 0;
+  const Operand* inputs = nullptr;  // the prologue's inputs, broadcast to `shape`
+  char* out = nullptr;
+  const int64_t* out_strides = nullptr;  // per iteration dim, in bytes; 0 along reduced dims
+  const ParamValue* params = nullptr;
+  int num_params = 0;
+};
 
-/// One launch of a row-blocked chain (run_row_blocked): a pointwise or row-reduction kernel over
+/// Runs a reduction: picks the kernel form from the layout (reduced elements innermost in memory:
+/// the row kernel; kept elements innermost: the column kernel, which streams whole rows), splits
+/// the outputs over the thread pool and accumulates outer reduced dimensions in order, so the
+/// result never depends on the number of threads. The number of reduced elements must not be 0.
+void run_reduction(const ReductionLaunch& launch);
+
+/// One launch of a row-blocked chain (run_row_blocked): a pointwise or row-form reduction kernel
+/// (Note [Reduction kernel ABI], each row reduced whole) over
 /// `lead` leading dims shared by the whole chain, plus its own innermost dim of `n` elements.
 /// Operand strides cover lead + 1 dims; a reduction writes one value per row at `out`.
 struct RowLaunch {
@@ -70,6 +102,7 @@ struct RowLaunch {
   const Operand* operands = nullptr;
   char* out = nullptr;                   // reduction only
   const int64_t* out_strides = nullptr;  // reduction only: bytes, over the leading dims
+  int64_t divisor = 1;                   // reduction only: mean's count - ddof
   const ParamValue* params = nullptr;
   int num_params = 0;
 };

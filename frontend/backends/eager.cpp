@@ -67,7 +67,14 @@ public:
   class Store final : public ValueStore {
   public:
     Store(const EagerProgram& p, PyObject** v) : ValueStore(v), p_(p) {}
-    bool is_folded(int v) const override { return !p_.view_of.empty() && p_.view_of[v] >= 0; }
+    bool is_folded(int v) const override {
+      return v < static_cast<int>(p_.view_of.size()) && p_.view_of[v] >= 0;  // temporaries lie past it
+    }
+    bool may_copy(int v) const override {
+      for (; is_folded(v); v = p_.views[p_.view_of[v]].source)
+        if (p_.views[p_.view_of[v]].kind == jit::ViewOp::Kind::Reshape) return true;
+      return false;
+    }
 
     bool layout(int v, jit::StridedLayout& out, int& itemsize) override {
       if (!vals[v] && is_folded(v)) {
@@ -346,18 +353,54 @@ void chain_consecutive_kernels(std::vector<Instr>& instrs) {
   instrs = std::move(out);
 }
 
+const char* numpy_reduce_name(jit::ReduceOp op) {
+  switch (op) {
+    case jit::ReduceOp::Sum: return "add";
+    case jit::ReduceOp::Prod: return "multiply";
+    case jit::ReduceOp::Max: return "maximum";
+    case jit::ReduceOp::Min: return "minimum";
+    case jit::ReduceOp::ArgMax: return "argmax";
+    case jit::ReduceOp::ArgMin: return "argmin";
+  }
+  return "?";
+}
+
+ReductionStep reduction_step(const jit::ReductionGroup& r, const jit::x86::ReductionKernels& kernels) {
+  ReductionStep s;
+  s.row = kernels.row;
+  s.column = kernels.column;
+  s.inputs = r.inputs;
+  s.params = r.params;
+  s.param_dtypes = r.ir.prologue.param_dtypes;
+  s.output = r.output;
+  s.value_dtype = r.ir.dtype();
+  s.output_dtype = r.ir.result_dtype();
+  s.reduced = r.reduced;
+  s.keepdims = r.keepdims;
+  s.numpy_scalar = r.numpy_scalar;
+  s.arg = jit::is_arg_reduce(r.ir.op);
+  s.arg_max = r.ir.op == jit::ReduceOp::ArgMax;
+  s.ddof = r.ir.ddof;
+  s.numpy_name = numpy_reduce_name(r.ir.op);
+  s.value_output = r.value_output;
+  return s;
+}
+
 // Builds the interpreter over `graph`; with `compiled`, each fused group runs as one kernel
 // instruction at its last member's position and its members are not interpreted.
 Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const jit::CompiledGraph* compiled) {
   auto p = std::make_unique<EagerProgram>();
   const auto& nodes = graph.nodes();
-  p->num_values = static_cast<int>(nodes.size());
-  std::vector<int> last_use(nodes.size(), -1);
+  p->num_values = static_cast<int>(nodes.size()) + (compiled ? compiled->plan.num_temps : 0);
+  std::vector<int> last_use(p->num_values, -1);
   if (compiled) {
     p->view_of = compiled->plan.view_of;
     p->views = compiled->plan.views;
   }
-  auto folded = [&](int v) { return compiled && compiled->plan.view_of[v] >= 0; };
+  // Values past the graph's nodes are var's temporaries, never views.
+  auto folded = [&](int v) {
+    return compiled && v < static_cast<int>(nodes.size()) && compiled->plan.view_of[v] >= 0;
+  };
   // Reading a folded view reads what it is made from: its source and run-time sizes stay alive.
   std::function<void(int, int)> use = [&](int v, int at) {
     last_use[v] = at;
@@ -384,20 +427,19 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
     if (group == jit::FusionPlan::kNotComputed) continue;  // only fused reductions read it
     int reduction = compiled ? compiled->plan.reduction_of[i] : -1;
     if (reduction >= 0) {
+      // var/std: the mean into a temporary first (see jit::ReductionGroup).
       const jit::ReductionGroup& r = compiled->plan.reductions[reduction];
-      in.kind = Instr::Kind::Reduction;
-      in.reduction.kernel = compiled->reduction_kernels[reduction];
-      in.reduction.inputs = r.inputs;
-      in.reduction.params = r.params;
-      in.reduction.param_dtypes = r.ir.prologue.param_dtypes;
-      in.reduction.output = static_cast<int>(i);
-      in.reduction.output_dtype = r.ir.dtype();
-      in.reduction.keepdims = r.keepdims;
-      in.reduction.value_output = r.value_output;
-      size_t instr_index = p->instrs.size();
-      for (int v : r.inputs) use(v, static_cast<int>(instr_index));
-      for (int v : r.params) use(v, static_cast<int>(instr_index));
-      p->instrs.push_back(std::move(in));
+      for (int k : {r.temp_producer, reduction}) {
+        if (k < 0) continue;
+        Instr step;
+        step.kind = Instr::Kind::Reduction;
+        step.out = compiled->plan.reductions[k].output;
+        step.reduction = reduction_step(compiled->plan.reductions[k], compiled->reduction_kernels[k]);
+        int instr_index = static_cast<int>(p->instrs.size());
+        for (int v : compiled->plan.reductions[k].inputs) use(v, instr_index);
+        for (int v : compiled->plan.reductions[k].params) use(v, instr_index);
+        p->instrs.push_back(std::move(step));
+      }
       continue;
     }
     int gemm = compiled ? compiled->plan.gemm_of[i] : -1;
@@ -473,14 +515,14 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
     p->instrs.push_back(std::move(in));
   }
   // Values die after their last use, as they would in eager Python (outputs are kept).
-  std::vector<bool> is_output(nodes.size(), false);
+  std::vector<bool> is_output(p->num_values, false);
   for (const jit::Arg& a : graph.outputs()) a.for_each_node([&](int v) { is_output[v] = true; });
-  for (size_t v = 0; v < nodes.size(); ++v)
+  for (size_t v = 0; v < last_use.size(); ++v)
     if (last_use[v] >= 0 && !is_output[v]) p->instrs[last_use[v]].release.push_back(static_cast<int>(v));
   for (Instr& in : p->instrs) {
     if (in.kind != Instr::Kind::Kernel) continue;
     for (int v : in.release)
-      if (nodes[v].kind != jit::NodeKind::Placeholder &&
+      if ((v >= static_cast<int>(nodes.size()) || nodes[v].kind != jit::NodeKind::Placeholder) &&
           std::find(in.kernel.inputs.begin(), in.kernel.inputs.end(), v) != in.kernel.inputs.end())
         in.kernel.dying.push_back(v);
   }

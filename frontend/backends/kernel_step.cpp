@@ -164,8 +164,12 @@ struct Bound {
   int64_t strides[rt::kMaxKernelOperands][kMaxRank];
   rt::ParamValue params[rt::kMaxKernelParams];
   int nparams = 0;
-  char* out = nullptr;                   // reduction
-  const int64_t* out_strides = nullptr;  // reduction: the output array's strides (it outlives us)
+  // Reductions: where results go (byte strides per iteration dim, 0 along reduced dims), which
+  // dims are reduced and how many elements each result combines.
+  char* out = nullptr;
+  int64_t out_strides[kMaxRank];
+  bool reduced[kMaxRank];
+  int64_t count = 1;
 };
 
 // Note [Output buffer reuse]
@@ -229,33 +233,108 @@ bool bind_reduction(const ReductionStep& step, ValueStore& values, Bound& b) {
   const size_t nin = step.inputs.size();
   ArrayRef in[rt::kMaxKernelOperands];
   if (!refs_of(values, step.inputs, in) || !broadcast_shape(in, nin, b.rank, b.shape)) return false;
-  for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  if (b.rank != static_cast<int>(step.reduced.size())) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: reduction operands do not have the traced rank");
+    return false;
+  }
   int64_t out_shape[kMaxRank];
-  std::copy(b.shape, b.shape + b.rank - 1, out_shape);
-  out_shape[b.rank - 1] = 1;
-  PyObject* out = new_array(out_shape, step.keepdims ? b.rank : b.rank - 1, step.output_dtype);
+  int out_rank = 0;
+  b.count = 1;
+  for (int d = 0; d < b.rank; ++d) {
+    b.total *= b.shape[d];
+    b.reduced[d] = step.reduced[d];
+    if (step.reduced[d]) b.count *= b.shape[d];
+    if (!step.reduced[d] || step.keepdims) out_shape[out_rank++] = step.reduced[d] ? 1 : b.shape[d];
+  }
+  if (b.count == 0) {
+    // Lowering only compiles reductions whose counts cannot be zero (sizes 0 and 1 are guarded);
+    // should a count still be zero, refuse as NumPy would rather than return garbage.
+    PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+                 step.numpy_name);
+    return false;
+  }
+  PyObject* out = new_array(out_shape, out_rank, step.output_dtype);
   if (!out) return false;
   Py_XSETREF(vals[step.output], out);
+  NdArrayFields* o = as_ndarray(out);
+  for (int d = 0, od = 0; d < b.rank; ++d) {
+    b.out_strides[d] = step.reduced[d] ? 0 : o->strides[od];
+    if (!step.reduced[d] || step.keepdims) ++od;
+  }
+  b.out = o->data;
   b.nops = static_cast<int>(nin);
   for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   if (step.value_output >= 0) {  // operand nops: every element's reduced value
-    PyObject* stored = new_array(b.shape, b.rank, step.output_dtype);
+    PyObject* stored = new_array(b.shape, b.rank, step.value_dtype);
     if (!stored) return false;
     Py_XSETREF(vals[step.value_output], stored);
     b.ops[b.nops] = operand_of(ref_of_array(stored), b.rank, b.strides[b.nops]);
     ++b.nops;
   }
-  b.out = as_ndarray(out)->data;
-  b.out_strides = as_ndarray(out)->strides;
   b.nparams = static_cast<int>(step.params.size());
   return read_params(vals, step.params, step.param_dtypes, b.params);
 }
 
-void launch(const rt::Kernel& kernel, bool reduction, const Bound& b) {
-  if (reduction)
-    rt::run_reduction(kernel, b.rank, b.shape, b.nops, b.ops, b.out, b.out_strides, b.params, b.nparams);
-  else
-    rt::run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
+// Whether the reduction reduces the last axis and nothing else: then each row is one whole
+// reduction and the row kernel can run row by row (what stored values and row blocking need).
+bool last_axis_only(const ReductionStep& step) {
+  return !step.arg && !step.numpy_scalar && step.reduced.size() >= 1 && step.reduced.back() &&
+         std::count(step.reduced.begin(), step.reduced.end(), true) == 1;
+}
+
+rt::RowLaunch row_launch(const rt::Kernel& kernel, bool reduction, int64_t ddof, const Bound& b) {
+  rt::RowLaunch l;
+  l.kernel = &kernel;
+  l.reduction = reduction;
+  l.n = b.shape[b.rank - 1];
+  l.num_operands = b.nops;
+  l.operands = b.ops;
+  l.out = b.out;
+  l.out_strides = b.out_strides;
+  l.divisor = b.count - ddof;
+  l.params = b.params;
+  l.num_params = b.nparams;
+  return l;
+}
+
+void launch_kernel(const rt::Kernel& kernel, const Bound& b) {
+  rt::run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
+}
+
+void launch_reduction(const ReductionStep& step, const Bound& b) {
+  if (step.value_output >= 0) {
+    // Only the row kernel stores the values: run it row by row, whatever the layout.
+    rt::RowLaunch l = row_launch(*step.row, true, step.ddof, b);
+    rt::run_row_blocked(b.rank - 1, b.shape, &l, 1);
+    return;
+  }
+  rt::ReductionLaunch launch;
+  launch.row = step.row.get();
+  launch.column = step.column.get();
+  launch.arg = step.arg;
+  launch.arg_max = step.arg_max;
+  launch.value_dtype = step.value_dtype;
+  launch.ddof = step.ddof;
+  launch.rank = b.rank;
+  launch.shape = b.shape;
+  launch.reduced = b.reduced;
+  launch.num_inputs = b.nops;
+  launch.inputs = b.ops;
+  launch.out = b.out;
+  launch.out_strides = b.out_strides;
+  launch.params = b.params;
+  launch.num_params = b.nparams;
+  rt::run_reduction(launch);
+}
+
+// NumPy hands back a scalar (numpy.float32, numpy.int64...) for a full reduction: arr[()].
+bool to_numpy_scalar(const ReductionStep& step, PyObject** vals) {
+  if (!step.numpy_scalar) return true;
+  OwnedRef empty = OwnedRef::steal(PyTuple_New(0));
+  PyObject* scalar = empty ? PyObject_GetItem(vals[step.output], empty.get()) : nullptr;  // new ref
+  if (!scalar) return false;
+  Py_SETREF(vals[step.output], scalar);
+  return true;
 }
 
 // Runs `fn` without the GIL when `elements` is worth it.
@@ -271,8 +350,9 @@ void maybe_without_gil(int64_t elements, Fn&& fn) {
 }
 
 // Whether a bound chain can run row block by row block: every part iterates over the same
-// leading dims, and each part reads what earlier parts wrote only at its own rows (a chain result
-// broadcast along a leading dim would need every row of it first).
+// leading dims, every reduction reduces only the last axis, and each part reads what earlier
+// parts wrote only at its own rows (a chain result broadcast along a leading dim would need every
+// row of it first).
 bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {  // produced values are arrays
   const int rank = b[0].rank;
   if (rank < 2) return false;
@@ -283,6 +363,7 @@ bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {  /
   for (size_t j = 0; j < chain.parts.size(); ++j) {
     const ChainStep::Part& p = chain.parts[j];
     if (b[j].rank != rank || !std::equal(b[j].shape, b[j].shape + rank - 1, b[0].shape)) return false;
+    if (p.reduction && !last_axis_only(p.red)) return false;
     const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
     for (int v : inputs) {
       if (std::find(produced.begin(), produced.end(), v) == produced.end()) continue;
@@ -292,7 +373,9 @@ bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {  /
     if (p.reduction) {
       produced.push_back(p.red.output);
       if (p.red.value_output >= 0) produced.push_back(p.red.value_output);
-    } else produced.insert(produced.end(), p.kernel.outputs.begin(), p.kernel.outputs.end());
+    } else {
+      produced.insert(produced.end(), p.kernel.outputs.begin(), p.kernel.outputs.end());
+    }
   }
   return true;
 }
@@ -306,15 +389,15 @@ constexpr int64_t kChainMinElements = 1 << 15;
 bool run_kernel_step(const KernelStep& step, ValueStore& values) {
   Bound b;
   if (!bind_kernel(step, values, b)) return false;
-  maybe_without_gil(b.total, [&] { launch(*step.kernel, false, b); });
+  maybe_without_gil(b.total, [&] { launch_kernel(*step.kernel, b); });
   return true;
 }
 
 bool run_reduction_step(const ReductionStep& step, ValueStore& values) {
   Bound b;
   if (!bind_reduction(step, values, b)) return false;
-  maybe_without_gil(b.total, [&] { launch(*step.kernel, true, b); });
-  return true;
+  maybe_without_gil(b.total, [&] { launch_reduction(step, b); });
+  return to_numpy_scalar(step, values.vals);
 }
 
 bool run_chain_step(const ChainStep& chain, ValueStore& values) {
@@ -324,12 +407,21 @@ bool run_chain_step(const ChainStep& chain, ValueStore& values) {
     const ChainStep::Part& p = chain.parts[j];
     return p.reduction ? bind_reduction(p.red, values, b) : bind_kernel(p.kernel, values, b);
   };
-  auto kernel_of = [&](size_t j) -> const rt::Kernel& {
+  auto launch = [&](size_t j, const Bound& b) {
     const ChainStep::Part& p = chain.parts[j];
-    return p.reduction ? *p.red.kernel : *p.kernel.kernel;
+    if (p.reduction) launch_reduction(p.red, b);
+    else launch_kernel(*p.kernel.kernel, b);
+  };
+  auto finish = [&] {
+    for (const ChainStep::Part& p : chain.parts)
+      if (p.reduction && !to_numpy_scalar(p.red, vals)) return false;
+    return true;
   };
   const std::vector<int>& first_inputs = chain.parts[0].reduction ? chain.parts[0].red.inputs : chain.parts[0].kernel.inputs;
   int64_t size = 0;
+  bool may_copy = false;
+  for (const ChainStep::Part& p : chain.parts)
+    for (int v : p.reduction ? p.red.inputs : p.kernel.inputs) may_copy = may_copy || values.may_copy(v);
   for (int v : first_inputs) {
     ArrayRef r;
     if (!values.layout(v, r.layout, r.itemsize)) return false;
@@ -337,13 +429,15 @@ bool run_chain_step(const ChainStep& chain, ValueStore& values) {
     for (int d = 0; d < r.layout.nd; ++d) s *= r.layout.dims[d];
     size = std::max(size, s);
   }
-  if (size < kChainMinElements) {
+  // Part by part: small data, or a view that NumPy may have to copy when its remap does not
+  // apply (it must read its source after the part computing the source has run).
+  if (size < kChainMinElements || may_copy) {
     for (size_t j = 0; j < n; ++j) {
       Bound b;
       if (!bind(j, b)) return false;
-      launch(kernel_of(j), chain.parts[j].reduction, b);
+      maybe_without_gil(b.total, [&] { launch(j, b); });
     }
-    return true;
+    return finish();
   }
   // Bind every part first (allocating all outputs with the GIL held), then run without it.
   std::unique_ptr<Bound[]> b(new Bound[n]);
@@ -351,26 +445,17 @@ bool run_chain_step(const ChainStep& chain, ValueStore& values) {
     if (!bind(j, b[j])) return false;
   if (!row_blockable(chain, vals, b.get())) {
     maybe_without_gil(size, [&] {
-      for (size_t j = 0; j < n; ++j) launch(kernel_of(j), chain.parts[j].reduction, b[j]);
+      for (size_t j = 0; j < n; ++j) launch(j, b[j]);
     });
-    return true;
+    return finish();
   }
   std::vector<rt::RowLaunch> launches(n);
-  const int lead = b[0].rank - 1;
   for (size_t j = 0; j < n; ++j) {
-    rt::RowLaunch& l = launches[j];
-    l.kernel = &kernel_of(j);
-    l.reduction = chain.parts[j].reduction;
-    l.n = b[j].shape[lead];
-    l.num_operands = b[j].nops;
-    l.operands = b[j].ops;
-    l.out = b[j].out;
-    l.out_strides = b[j].out_strides;
-    l.params = b[j].params;
-    l.num_params = b[j].nparams;
+    const ChainStep::Part& p = chain.parts[j];
+    launches[j] = p.reduction ? row_launch(*p.red.row, true, p.red.ddof, b[j]) : row_launch(*p.kernel.kernel, false, 0, b[j]);
   }
-  maybe_without_gil(size, [&] { rt::run_row_blocked(lead, b[0].shape, launches.data(), static_cast<int>(n)); });
-  return true;
+  maybe_without_gil(size, [&] { rt::run_row_blocked(b[0].rank - 1, b[0].shape, launches.data(), static_cast<int>(n)); });
+  return finish();
 }
 
 namespace {

@@ -22,6 +22,9 @@ public:
   virtual bool layout(int v, jit::StridedLayout& out, int& itemsize) = 0;
   /// Whether v is a folded view (then vals[v] may be null).
   virtual bool is_folded(int v) const = 0;
+  /// Whether reading v may run NumPy's copying reshape (a folded reshape somewhere in its views),
+  /// which reads v's source data at bind time.
+  virtual bool may_copy(int v) const = 0;
 
   PyObject** vals;  // values, new refs or null, owned by the program run
 };
@@ -38,19 +41,28 @@ struct KernelStep {
   std::vector<int> dying;
 };
 
-/// A row reduction: the prologue's inputs in, one new NumPy array out (the last axis reduced).
+/// A reduction: the prologue's inputs in, one new NumPy array (or NumPy scalar) out.
 struct ReductionStep {
-  rt::KernelPtr kernel;
+  rt::KernelPtr row;     // the row-form kernel
+  rt::KernelPtr column;  // the column-form kernel (null for argmax/argmin)
   std::vector<int> inputs;
   std::vector<int> params;
   std::vector<rt::DType> param_dtypes;
   int output = -1;
-  rt::DType output_dtype = rt::DType::Float32;
+  rt::DType value_dtype = rt::DType::Float32;   // the reduced values'
+  rt::DType output_dtype = rt::DType::Float32;  // int64 for argmax/argmin
+  std::vector<bool> reduced;  // per dim of the iteration space
   bool keepdims = false;
-  int value_output = -1;  // the reduced operand, stored as an array of the iteration shape (or -1)
+  bool numpy_scalar = false;
+  bool arg = false, arg_max = false;
+  int64_t ddof = 0;
+  const char* numpy_name = "sum";  // the ufunc NumPy's messages name (maximum, minimum, ...)
+  /// The reduced operand, stored as an array of the iteration shape (or -1). Only for reductions
+  /// of the last axis alone, which then run row by row (the form that stores them).
+  int value_output = -1;
 };
 
-/// C = A @ B with framejit's GEMM (A's leading dims are a batch; B is 2-D).
+/// C = A @ B with framejit's GEMM (batch dims of A and B broadcast as numpy.matmul's do).
 struct GemmStep {
   int a = -1, b = -1, output = -1;
   rt::DType dtype = rt::DType::Float32;

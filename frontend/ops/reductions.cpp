@@ -76,7 +76,22 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target,
   PyObject* fn = numpy_attr(name.c_str());
   BREAK_IF(!fn, "numpy has no " + name);
   DTypeAnswer dt = probe_dtype(tx, fn, {self}, probe_kwargs);
-  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.numpy_scalar), to_kwargs(tx, kwargs));
+  // axis and keepdims are specialized above (the result's shape depends on them): record them as
+  // the constants they are, so that backends see literal axes also when the program passed them
+  // in a variable. ddof is pinned the same way: code generation must know that count - ddof > 0.
+  std::vector<VarPtr> rec_args = args;
+  KwArgs rec_kwargs = kwargs;
+  for (const char* k : {"axis", "keepdims", "ddof"}) {
+    if (is_absent(bound, k) || is_const(bound[k])) continue;
+    VarPtr v = bound[k];
+    VarPtr c = tx.wrap_const(tx.python_value(v, k).get());
+    for (auto& a : rec_args)
+      if (a == v) a = c;
+    for (auto& kw : rec_kwargs)
+      if (kw.second == v) kw.second = c;
+  }
+  return tx.add_tensor(target, to_args(tx, rec_args), tensor_meta(dt.dtype, shape, dt.numpy_scalar),
+                       to_kwargs(tx, rec_kwargs));
 }
 
 }  // namespace framejit::frontend::ops

@@ -60,15 +60,21 @@ std::string PointwiseKernelIR::key() const {
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
     case ReduceOp::Sum: return "sum";
+    case ReduceOp::Prod: return "prod";
     case ReduceOp::Max: return "max";
     case ReduceOp::Min: return "min";
+    case ReduceOp::ArgMax: return "argmax";
+    case ReduceOp::ArgMin: return "argmin";
   }
   return "?";
 }
 
 std::string ReductionKernelIR::to_string() const {
-  return std::string("reduce_") + (mean ? "mean" : reduce_op_name(op)) + (store_value ? ", storing the values," : "") +
-         " over the row of:\n" + prologue.to_string();
+  std::string s = std::string("reduce_") + (mean ? "mean" : reduce_op_name(op));
+  if (mean && ddof != 0) s += "(ddof=" + std::to_string(ddof) + ")";
+  if (sqrt) s += " then sqrt";
+  if (store_value) s += ", storing the values";
+  return s + " of:\n" + prologue.to_string();
 }
 
 }  // namespace framejit::jit

@@ -102,21 +102,35 @@ struct PointwiseKernelIR {
   std::string key() const;
 };
 
-enum class ReduceOp : uint8_t { Sum, Max, Min };
+enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
 const char* reduce_op_name(ReduceOp op);
+inline bool is_arg_reduce(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }
 
-/// A row reduction: out[r] = reduce(value(r, 0..n-1)) over the innermost dimension, where the
-/// value is computed per element by a pointwise prologue (often just a load; for softmax's sum,
-/// exp(x - max)). `mean` divides the sum by n, as numpy.mean does.
+/// A reduction of a value computed per element by a pointwise prologue (often just a load; for
+/// softmax's sum, exp(x - max)) over some dimensions of its iteration space. Which dimensions are
+/// reduced, and how the reduced elements lie in memory, are run-time matters (see Note [Reduction
+/// kernel ABI] in jit/x86/reduction_codegen.cpp): the IR only says what is combined and how the
+/// result is finished.
+///
+///   op        sum / prod / max / min combine values; argmax / argmin find the first index of the
+///             extreme (int64 result; NaN counts as the extreme, as in NumPy)
+///   mean      the result is divided by (count - ddof), count = the number of reduced elements
+///             (numpy.mean with ddof 0; numpy.var's final division with its ddof)
+///   sqrt      then its square root is taken (numpy.std)
 struct ReductionKernelIR {
   PointwiseKernelIR prologue;  // exactly one output: the value reduced
   ReduceOp op = ReduceOp::Sum;
   bool mean = false;
+  int64_t ddof = 0;
+  bool sqrt = false;
   /// Also store each element's prologue value (the reduced operand) to an array of the iteration
   /// shape, for consumers that would otherwise recompute an expensive prologue (softmax's exp).
+  /// Row form only (see Note [Stored reduction operands]).
   bool store_value = false;
 
+  /// The type of the reduced value (the result's for all but argmax/argmin, which give int64).
   DType dtype() const { return prologue.output_dtypes.front(); }
+  DType result_dtype() const { return is_arg_reduce(op) ? DType::Int64 : dtype(); }
   std::string to_string() const;
   std::string key() const { return to_string(); }
 };

@@ -1,6 +1,7 @@
 // lowering.cpp — GraphLowering of elementwise nodes into loop-IR operations.
 #include "jit/lower/lowering.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <unordered_map>
@@ -258,42 +259,156 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
   return pw;
 }
 
+namespace {
+
+enum class RedKind : uint8_t { Sum, Prod, Max, Min, Mean, Var, Std, ArgMax, ArgMin };
+
+struct RedTarget {
+  RedKind kind;
+  std::vector<const char*> params;  // positional parameters after the array, in NumPy's order
+};
+
+const std::unordered_map<std::string, RedTarget>& reduction_targets() {
+  using V = std::vector<const char*>;
+  static const V kSum{"axis", "dtype", "out", "keepdims", "initial", "where"};
+  static const V kMean{"axis", "dtype", "out", "keepdims"};
+  static const V kMax{"axis", "out", "keepdims", "initial", "where"};
+  static const V kVar{"axis", "dtype", "out", "ddof", "keepdims"};
+  static const V kArg{"axis", "out"};
+  static const std::unordered_map<std::string, RedTarget> table = [] {
+    std::unordered_map<std::string, RedTarget> t;
+    auto add = [&](const char* name, RedKind kind, const V& params) {
+      t[std::string("method.") + name] = {kind, params};
+      t[std::string("numpy.") + name] = {kind, params};
+    };
+    add("sum", RedKind::Sum, kSum);
+    add("prod", RedKind::Prod, kSum);
+    add("max", RedKind::Max, kMax);
+    add("amax", RedKind::Max, kMax);
+    add("min", RedKind::Min, kMax);
+    add("amin", RedKind::Min, kMax);
+    add("mean", RedKind::Mean, kMean);
+    add("var", RedKind::Var, kVar);
+    add("std", RedKind::Std, kVar);
+    add("argmax", RedKind::ArgMax, kArg);
+    add("argmin", RedKind::ArgMin, kArg);
+    return t;
+  }();
+  return table;
+}
+
+// A lower bound of a size: symbols are sizes >= 2 (guards specialize 0 and 1); 0 when unknown.
+int64_t size_lower_bound(const SymInt& s) {
+  switch (s.kind()) {
+    case SymInt::Kind::Const: return s.const_value();
+    case SymInt::Kind::Symbol: return 2;
+    case SymInt::Kind::Add:
+    case SymInt::Kind::Mul: {
+      int64_t a = size_lower_bound(s.lhs()), b = size_lower_bound(s.rhs());
+      if (a < 0 || b < 0) return 0;
+      return s.kind() == SymInt::Kind::Add ? a + b : a * b;
+    }
+    default: return 0;
+  }
+}
+
+bool is_none(const Arg* a) { return !a || a->kind == Arg::Kind::None; }
+
+}  // namespace
+
 std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node) {
-  if (node.kind != NodeKind::Call || node.args.empty() || node.args.size() > 2) return std::nullopt;
-  static const std::unordered_map<std::string, std::pair<ReduceOp, bool>> kTargets = {
-      {"method.sum", {ReduceOp::Sum, false}},  {"numpy.sum", {ReduceOp::Sum, false}},
-      {"method.mean", {ReduceOp::Sum, true}},  {"numpy.mean", {ReduceOp::Sum, true}},
-      {"method.max", {ReduceOp::Max, false}},  {"numpy.max", {ReduceOp::Max, false}},
-      {"numpy.amax", {ReduceOp::Max, false}},  {"method.min", {ReduceOp::Min, false}},
-      {"numpy.min", {ReduceOp::Min, false}},   {"numpy.amin", {ReduceOp::Min, false}},
-  };
-  auto it = kTargets.find(node.target);
-  if (it == kTargets.end() || !node.args[0].is_node()) return std::nullopt;
+  if (node.kind != NodeKind::Call || node.args.empty()) return std::nullopt;
+  auto it = reduction_targets().find(node.target);
+  if (it == reduction_targets().end() || !node.args[0].is_node()) return std::nullopt;
+  const RedTarget& target = it->second;
   int input = static_cast<int>(node.args[0].i);
   const TensorMeta& in = graph.node(input).meta;
   const TensorMeta& m = node.meta;
-  if (in.kind != ValueKind::Tensor || in.numpy_scalar || in.rank() == 0 || !is_float(in.dtype)) return std::nullopt;
-  if (m.kind != ValueKind::Tensor || m.numpy_scalar || m.dtype != in.dtype) return std::nullopt;
-  // An empty row: NumPy's sum of nothing is +0.0 and max of nothing raises; leave those to NumPy.
-  if (in.shape.back().is_const() && in.shape.back().const_value() == 0) return std::nullopt;
-  const Arg* axis = node.args.size() == 2 ? &node.args[1] : nullptr;
-  bool keepdims = false;
+  const int rank = in.rank();
+  if (in.kind != ValueKind::Tensor || in.numpy_scalar || rank == 0 || !is_float(in.dtype)) return std::nullopt;
+  const bool arg = target.kind == RedKind::ArgMax || target.kind == RedKind::ArgMin;
+  if (m.kind != ValueKind::Tensor || m.dtype != (arg ? DType::Int64 : in.dtype)) return std::nullopt;
+
+  // Bind the arguments to NumPy's parameter names (positional after the array, then keywords).
+  std::unordered_map<std::string, const Arg*> bound;
+  if (node.args.size() - 1 > target.params.size()) return std::nullopt;
+  for (size_t p = 1; p < node.args.size(); ++p) bound[target.params[p - 1]] = &node.args[p];
   for (const auto& [k, v] : node.kwargs) {
-    if (k == "axis") {
-      if (axis) return std::nullopt;
-      axis = &v;
-    } else if (k == "keepdims") {
-      if (v.kind != Arg::Kind::Bool) return std::nullopt;
-      keepdims = v.i != 0;
+    if (bound.count(k)) return std::nullopt;
+    bound[k] = &v;
+  }
+  auto get = [&](const char* name) -> const Arg* {
+    auto b = bound.find(name);
+    return b == bound.end() ? nullptr : b->second;
+  };
+  for (const auto& [k, v] : bound) {
+    static const char* kKnown[] = {"axis", "dtype", "out", "keepdims", "initial", "where", "ddof"};
+    bool known = false;
+    for (const char* n : kKnown) known |= k == n;
+    if (!known) return std::nullopt;
+  }
+  // Only the defaults of dtype/out/initial/where: anything else changes what NumPy computes.
+  if (!is_none(get("dtype")) || !is_none(get("out")) || get("initial")) return std::nullopt;
+  if (const Arg* w = get("where"); w && !(w->kind == Arg::Kind::Bool && w->i)) return std::nullopt;
+
+  ReductionNode r;
+  r.dtype = in.dtype;
+  r.input = input;
+  r.numpy_scalar = m.numpy_scalar;
+  if (const Arg* k = get("keepdims")) {
+    if (k->kind != Arg::Kind::Bool && k->kind != Arg::Kind::Int) return std::nullopt;
+    r.keepdims = k->i != 0;
+  }
+  if (const Arg* d = get("ddof")) {
+    if (d->kind != Arg::Kind::Int) return std::nullopt;
+    r.ddof = d->i;
+  }
+  r.reduced.assign(rank, false);
+  const Arg* axis = get("axis");
+  if (is_none(axis)) {
+    r.reduced.assign(rank, true);
+  } else {
+    std::vector<const Arg*> axes;
+    if (axis->kind == Arg::Kind::Tuple || axis->kind == Arg::Kind::List) {
+      if (arg) return std::nullopt;  // argmax takes one axis
+      for (const Arg& a : axis->items) axes.push_back(&a);
     } else {
-      return std::nullopt;
+      axes.push_back(axis);
+    }
+    for (const Arg* a : axes) {
+      if (a->kind != Arg::Kind::Int || a->i < -rank || a->i >= rank) return std::nullopt;
+      int d = static_cast<int>(a->i < 0 ? a->i + rank : a->i);
+      if (r.reduced[d]) return std::nullopt;  // NumPy raises on a repeated axis
+      r.reduced[d] = true;
     }
   }
-  if (!axis) return std::nullopt;  // all axes: a NumPy scalar, or a multi-axis reduction
-  const Arg* a = axis;
-  if ((a->kind == Arg::Kind::Tuple || a->kind == Arg::Kind::List) && a->items.size() == 1) a = &a->items[0];
-  if (a->kind != Arg::Kind::Int || (a->i != -1 && a->i != in.rank() - 1)) return std::nullopt;
-  return ReductionNode{it->second.first, it->second.second, keepdims, in.dtype, input};
+  // The result's rank must be what these axes give (and a NumPy scalar only when nothing is left).
+  int kept = 0;
+  int64_t count_bound = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (r.reduced[d]) count_bound *= std::max<int64_t>(size_lower_bound(in.shape[d]), 0);
+    else ++kept;
+  }
+  if (m.rank() != (r.keepdims ? rank : kept) || (r.numpy_scalar && (r.keepdims || kept))) return std::nullopt;
+  // Reductions of nothing (NumPy raises, or warns and returns NaN) and var/std with
+  // count - ddof <= 0 (NumPy warns) stay with NumPy.
+  if (count_bound < 1) return std::nullopt;
+  switch (target.kind) {
+    case RedKind::Sum: r.op = ReduceOp::Sum; break;
+    case RedKind::Prod: r.op = ReduceOp::Prod; break;
+    case RedKind::Max: r.op = ReduceOp::Max; break;
+    case RedKind::Min: r.op = ReduceOp::Min; break;
+    case RedKind::Mean: r.op = ReduceOp::Sum, r.mean = true; break;
+    case RedKind::Var:
+    case RedKind::Std:
+      if (count_bound <= r.ddof) return std::nullopt;
+      r.op = ReduceOp::Sum, r.mean = true, r.var = true, r.sqrt = target.kind == RedKind::Std;
+      break;
+    case RedKind::ArgMax: r.op = ReduceOp::ArgMax; break;
+    case RedKind::ArgMin: r.op = ReduceOp::ArgMin; break;
+  }
+  if (!r.mean && r.ddof != 0) return std::nullopt;
+  return r;
 }
 
 std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {

@@ -37,17 +37,27 @@ bool pointwise_dtype(DType t);
 /// semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node);
 
-/// A reduction over the innermost axis of a float32/float64 array (sum, mean, max, min).
+/// A reduction the code generators run: sum, prod, max, min, mean, var, std over any set of axes
+/// (keepdims or not), argmax/argmin over one axis or the flattened array, of a float32/float64
+/// array. var and std become two reductions in fusion (the mean, then the mean of squared
+/// deviations from it).
 struct ReductionNode {
-  ReduceOp op;
-  bool mean;
-  bool keepdims;
-  DType dtype;
-  int input;  // the reduced value (a tensor node)
+  ReduceOp op;                // Sum for mean/var/std
+  bool mean = false;          // divide by count - ddof (mean, var, std)
+  bool var = false;           // reduce the squared deviations from the mean (var, std)
+  bool sqrt = false;          // std
+  int64_t ddof = 0;
+  std::vector<bool> reduced;  // per dim of the operand
+  bool keepdims = false;
+  bool numpy_scalar = false;  // every dim reduced without keepdims: NumPy returns a scalar
+  DType dtype;                // the operand's
+  int input;                  // the reduced value (a tensor node)
 };
 
-/// The node as a row reduction, if code generation supports it: one axis, the last; no dtype,
-/// out, initial or where arguments; the result an array (not a NumPy scalar).
+/// The node as a reduction, if code generation supports it: constant axes; no dtype, out,
+/// initial or where arguments (other than their defaults); a reduced element count that cannot be
+/// zero (NumPy raises or warns there) nor, for var/std, at most ddof. nullopt otherwise (it runs
+/// as a call).
 std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node);
 
 /// A matrix product C = A @ B run by framejit's GEMM: A and B of rank >= 2 whose leading dims are

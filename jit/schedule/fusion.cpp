@@ -152,6 +152,11 @@ void choose_stored_values(const Graph& graph, FusionPlan& plan, const std::vecto
     const int v = r.operand;
     if (tentative[v] != group_id || stored_by[v] >= 0 || r.ir.prologue.body.size() <= 1 || !expensive(r.ir.prologue))
       continue;
+    // Only a reduction of the last axis into an array stores its values: its kernel then runs row
+    // by row (rt::run_row_blocked), the form that writes them.
+    const bool last_axis_only = r.reduced.size() >= 2 && r.reduced.back() &&
+                                std::count(r.reduced.begin(), r.reduced.end(), true) == 1;
+    if (r.node < 0 || r.temp_producer >= 0 || r.numpy_scalar || !last_axis_only || is_arg_reduce(r.ir.op)) continue;
     bool read_in_group = false, readers_after = true;
     for (int m : members) {
       bool reads = false;
@@ -177,7 +182,8 @@ void fuse_gemm_epilogues(const Graph& graph, FusionPlan& plan) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (plan.group_of[i] == FusionPlan::kNotComputed) continue;  // recomputed by reductions
     if (plan.reduction_of[i] >= 0) {
-      for (int v : plan.reductions[plan.reduction_of[i]].inputs) ++reader_count[v];
+      for (int v : plan.reductions[plan.reduction_of[i]].inputs)
+        if (v < static_cast<int>(nodes.size())) ++reader_count[v];  // not var's temporary mean
       continue;
     }
     for (const Arg& a : nodes[i].args) a.for_each_node([&](int v) { ++reader_count[v]; });
@@ -302,19 +308,53 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
     }
     if (red[i]) {
       // A reduction whose operand comes from an open group recomputes it as its prologue.
-      int input = red[i]->input;
+      const ReductionNode& rn = *red[i];
+      int input = rn.input;
       int pg = tentative[input] >= 0 && is_open[tentative[input]] ? tentative[input] : -1;
       ReductionGroup r;
-      r.node = i;
+      r.node = r.output = i;
       r.operand = input;
-      r.keepdims = red[i]->keepdims;
+      r.reduced = rn.reduced;
+      r.keepdims = rn.keepdims;
+      r.numpy_scalar = rn.numpy_scalar;
       std::vector<int> members;
       if (pg >= 0) members = producers_of(graph, input, groups[pg], tentative, pg);
       r.ir.prologue = build_ir(graph, members, {input}, pw, r.inputs, r.params);
-      r.ir.op = red[i]->op;
-      r.ir.mean = red[i]->mean;
-      if (accept_reduction(r.ir)) {
-        for (int v : r.inputs) close_readers_of(v, -1);  // read as arrays
+      r.ir.op = rn.op;
+      r.ir.mean = rn.mean;
+      r.ir.ddof = rn.ddof;
+      r.ir.sqrt = rn.sqrt;
+      std::optional<ReductionGroup> mean;
+      if (rn.var) {
+        // The mean into a temporary, then the squared deviations from it (see ReductionGroup).
+        mean = r;
+        mean->node = -1;
+        mean->output = n + plan.num_temps;
+        mean->keepdims = true;
+        mean->numpy_scalar = false;
+        mean->ir.ddof = 0;
+        mean->ir.sqrt = false;
+        PointwiseKernelIR& p = r.ir.prologue;
+        const DType dt = rn.dtype;
+        int x = p.outputs[0];
+        int in = static_cast<int>(p.input_dtypes.size());
+        r.inputs.push_back(mean->output);
+        p.input_dtypes.push_back(dt);
+        p.body.push_back({ScalarOp::Load, dt, -1, -1, in, 0});
+        int t = static_cast<int>(p.body.size()) - 1;
+        p.body.push_back({ScalarOp::Sub, dt, x, t, -1, 0});
+        int d = static_cast<int>(p.body.size()) - 1;
+        p.body.push_back({ScalarOp::Mul, dt, d, d, -1, 0});  // NumPy: multiply(x, x), not power
+        p.outputs[0] = static_cast<int>(p.body.size()) - 1;
+      }
+      if (accept_reduction(r.ir) && (!mean || accept_reduction(mean->ir))) {
+        for (int v : r.inputs)
+          if (v < n) close_readers_of(v, -1);  // read as arrays
+        if (mean) {
+          r.temp_producer = static_cast<int>(plan.reductions.size());
+          plan.reductions.push_back(std::move(*mean));
+          ++plan.num_temps;
+        }
         plan.reduction_of[i] = static_cast<int>(plan.reductions.size());
         plan.reductions.push_back(std::move(r));
         continue;
@@ -333,7 +373,8 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       continue;
     }
     if (plan.reduction_of[i] >= 0) {
-      for (int v : plan.reductions[plan.reduction_of[i]].inputs) needed_outside[v] = needed_outside[v] || tentative[v] >= 0;
+      for (int v : plan.reductions[plan.reduction_of[i]].inputs)
+        if (v < n) needed_outside[v] = needed_outside[v] || tentative[v] >= 0;
       continue;
     }
     auto mark = [&](int v) {
@@ -406,7 +447,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
 std::string FusionPlan::to_string(const Graph& graph) const {
   std::string s;
   for (const ReductionGroup& r : reductions)
-    s += "reduction kernel for " + graph.node(r.node).name +
+    s += "reduction kernel for " + (r.node >= 0 ? graph.node(r.node).name : "temporary " + std::to_string(r.output)) +
          (r.value_output >= 0 ? " (stores " + graph.node(r.value_output).name + ")" : "") + ": " + r.ir.to_string();
   for (size_t k = 0; k < groups.size(); ++k) {
     const FusionGroup& g = groups[k];

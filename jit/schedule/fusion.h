@@ -25,15 +25,23 @@ struct FusionGroup {
   PointwiseKernelIR ir;
 };
 
-/// A row reduction, with the pointwise nodes that produce its operand folded in as a prologue
+/// A reduction, with the pointwise nodes that produce its operand folded in as a prologue
 /// (recomputed from their inputs, so the reduced array is never materialized).
+///
+/// numpy.var/std become two of them: the mean (keepdims, into a plan temporary), then the mean of
+/// (x - mean)^2, whose prologue is x's prologue plus the deviation reading the temporary
+/// broadcast, with var's ddof and std's sqrt. This is NumPy's own two-pass algorithm.
 struct ReductionGroup {
-  int node = -1;             // the reduction node (runs at its own position)
-  int operand = -1;          // the value reduced (computed by the prologue)
+  int node = -1;             // the graph node computed; -1 for a temporary
+  int output = -1;           // the value written: `node`, or a temporary's value index
+  int temp_producer = -1;    // the reduction computing the temporary this one reads, or -1
+  int operand = -1;          // the graph value reduced (computed by the prologue)
   int value_output = -1;     // `operand` when the kernel also stores it (ir.store_value), else -1
-  std::vector<int> inputs;   // tensor values the prologue reads
+  std::vector<int> inputs;   // values the prologue reads (graph values or temporaries)
   std::vector<int> params;   // scalar values the prologue reads
+  std::vector<bool> reduced;  // per dim of the iteration space (the operand's shape)
   bool keepdims = false;
+  bool numpy_scalar = false;  // hand back a NumPy scalar, not a 0-d array
   ReductionKernelIR ir;
 };
 
@@ -53,7 +61,9 @@ struct FusionPlan {
   std::vector<int> group_of;
   static constexpr int kNotFused = -1;
   static constexpr int kNotComputed = -2;
-  std::vector<int> reduction_of;  // per node: its reduction kernel, or -1
+  std::vector<int> reduction_of;  // per node: the reduction computing it, or -1
+  /// Values the plan adds past the graph's nodes (var's mean): value index nodes().size() + t.
+  int num_temps = 0;
   std::vector<int> gemm_of;       // per node: its entry in gemms (a GEMM call), or -1
   std::vector<MatmulNode> gemms;
   std::vector<int> gemm_epilogue;  // per gemm: the group fused as its epilogue, or -1

@@ -1,5 +1,7 @@
-// reduction_codegen.h — x86-64 code for row reductions (asmjit): sum, mean, max and min over the
-// innermost dimension, with the producing pointwise chain fused in as a prologue.
+// reduction_codegen.h — x86-64 code for reductions (asmjit): sum, prod, mean, max, min, argmax,
+// argmin (and var/std as two of them) over any dims, with the producing pointwise chain fused in
+// as a prologue. Each reduction has a row kernel and, except argmax/argmin, a column kernel; the
+// executor picks one per call from the layout (runtime/reduction_executor.cpp).
 #pragma once
 
 #include "framejit/status.h"
@@ -9,9 +11,18 @@
 
 namespace framejit::jit::x86 {
 
+/// The kernels of one reduction: `column` is null for argmax/argmin.
+struct ReductionKernels {
+  rt::KernelPtr row;
+  rt::KernelPtr column;
+};
+
 bool reduction_supported(const ReductionKernelIR& ir, Isa isa);
+/// The row-form kernel (for argmax/argmin, the arg kernel).
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& ir, Isa isa, bool want_listing);
-/// The kernel for `ir` at the host ISA, from the kernel cache.
-Expected<rt::KernelPtr> reduction_kernel(const ReductionKernelIR& ir);
+/// The column-form kernel (not for argmax/argmin).
+Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& ir, Isa isa, bool want_listing);
+/// The kernels for `ir` at the host ISA, from the kernel cache.
+Expected<ReductionKernels> reduction_kernels(const ReductionKernelIR& ir);
 
 }  // namespace framejit::jit::x86

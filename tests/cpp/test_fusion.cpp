@@ -221,7 +221,7 @@ TEST(Fusion, SoftmaxReductionsTakeTheirPrologue) {
   // The exp is expensive and the division reads it after the sum: the sum stores it (Note
   // [Stored reduction operands]) and the division's kernel reads it instead of recomputing it.
   EXPECT_EQ(plan.reductions[1].ir.to_string(),
-            "reduce_sum, storing the values, over the row of:\n"
+            "reduce_sum, storing the values of:\n"
             "pointwise(in0: f32, in1: f32):\n"
             "  t0 = load(in0) : f32\n"
             "  t1 = load(in1) : f32\n"

@@ -37,6 +37,26 @@ ReductionKernelIR squared_deviation(ReduceOp op, bool mean, DType dt) {
   return r;
 }
 
+// The old row-kernel entry: reduce the last of two dims, out strided over the first.
+void run_rows(const rt::Kernel& k, const int64_t* shape, const rt::Operand* in, int nin, char* out, int64_t out_stride,
+              const rt::ParamValue* p, int np, DType dt) {
+  bool reduced[2] = {false, true};
+  int64_t os[2] = {out_stride, 0};
+  rt::ReductionLaunch l;
+  l.row = &k;
+  l.value_dtype = dt;
+  l.rank = 2;
+  l.shape = shape;
+  l.reduced = reduced;
+  l.num_inputs = nin;
+  l.inputs = in;
+  l.out = out;
+  l.out_strides = os;
+  l.params = p;
+  l.num_params = np;
+  rt::run_reduction(l);
+}
+
 template <typename T>
 void check(Isa isa, ReduceOp op, bool mean, int64_t rows, int64_t cols, bool transposed) {
   DType dt = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
@@ -54,7 +74,8 @@ void check(Isa isa, ReduceOp op, bool mean, int64_t rows, int64_t cols, bool tra
   rt::Operand in[1] = {{reinterpret_cast<char*>(x.data()), sx, it}};
   rt::ParamValue p[1];
   p[0].f = 0.5;
-  rt::run_reduction(**k, 2, shape, 1, in, reinterpret_cast<char*>(out.data()), so, p, 1);
+  (void)so;
+  run_rows(**k, shape, in, 1, reinterpret_cast<char*>(out.data()), it, p, 1, dt);
   for (int64_t r = 0; r < rows; ++r) {
     double acc = op == ReduceOp::Sum ? 0 : (op == ReduceOp::Max ? -INFINITY : INFINITY);
     for (int64_t c = 0; c < cols; ++c) {
@@ -101,10 +122,11 @@ TEST_P(ReductionCodegen, MaxPropagatesNaNAndSumKeepsNegativeZero) {
   float out[2];
   int64_t shape[2] = {2, 19}, sx[2] = {19 * 4, 4}, so[1] = {4};
   rt::Operand in[1] = {{reinterpret_cast<char*>(x), sx, 4}};
-  rt::run_reduction(**kmax, 2, shape, 1, in, reinterpret_cast<char*>(out), so, nullptr, 0);
+  (void)so;
+  run_rows(**kmax, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32);
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_EQ(out[1], 0.0f);
-  rt::run_reduction(**ksum, 2, shape, 1, in, reinterpret_cast<char*>(out), so, nullptr, 0);
+  run_rows(**ksum, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32);
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_TRUE(std::signbit(out[1])) << "a sum of -0.0 stays -0.0, as in NumPy";
 }
@@ -129,8 +151,21 @@ TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
       int64_t so[1] = {4};
       rt::ParamValue p[1];
       p[0].f = 0.5;
-      rt::Operand ops[2] = {{reinterpret_cast<char*>(x.data()), sx, 4}, {reinterpret_cast<char*>(values.data()), sv, 4}};
-      rt::run_reduction(**k, 2, shape, 2, ops, reinterpret_cast<char*>(sums.data()), so, p, 1);
+      // One kernel call per row, by hand (Note [Reduction kernel ABI], row form).
+      auto fn = reinterpret_cast<rt::ReductionFn>((*k)->entry);
+      for (int64_t row = 0; row < rows; ++row) {
+        rt::ReductionCall call;
+        call.n = cols;
+        call.contiguous = !strided_values;
+        call.ptr[0] = reinterpret_cast<char*>(x.data() + row * cols);
+        call.stride[0] = 4;
+        call.ptr[1] = reinterpret_cast<char*>(values.data()) + row * sv[0];
+        call.stride[1] = sv[1];
+        call.out = reinterpret_cast<char*>(&sums[row]);
+        call.params[0] = p[0];
+        call.finish = 1;
+        fn(&call);
+      }
       rt::Operand bops[2] = {{reinterpret_cast<char*>(x.data()), sx, 4},
                              {reinterpret_cast<char*>(blocked_values.data()), sv, 4}};
       rt::RowLaunch launch;

@@ -148,7 +148,35 @@ def test_dump_dir_gets_each_graph_and_kernel(tmp_path):
     graph = (dump / "graph-1.txt").read_text()
     assert "numpy.exp(sub)" in graph and "reduce_sum, storing the values" in graph
     kernels = [dump / f for f in files[1:]]
-    assert len(kernels) == 3, files
+    # The division, the max (row and column forms) and the sum storing exp (row form only).
+    assert len(kernels) == 4, files
     texts = [k.read_text() for k in kernels]
     assert any("reduce_max" in t for t in texts) and any("div(t0, t1)" in t for t in texts)
     assert all("ret" in t.split("\n") or "\nret" in t for t in texts)  # a real listing
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(5, 7), (300, 1001)])
+def test_var_std_normalization(dtype, shape):
+    # var/std are two reductions (a temporary mean, then the squared deviations): both join the
+    # row chain with the kernels around them.
+    def f(x):
+        return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) + x.std(-1, keepdims=True)
+
+    check(f, (RNG.standard_normal(shape) * 3 + 1).astype(dtype), dtype=dtype)
+
+
+def test_chain_with_column_and_full_reductions():
+    # Reductions over axis 0 and over everything are not row-wise: the chain runs part by part,
+    # and full reductions still come back as NumPy scalars.
+    def f(x):
+        e = np.exp(x * 0.1)
+        return e / e.sum(0, keepdims=True), e.sum(), (e * 2).max()
+
+    x = RNG.standard_normal((400, 300)).astype(np.float32)
+    got = framejit.compile(f, backend="jit")(x)
+    want = f(x)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for g, w in zip(got[1:], want[1:]):
+        assert type(g) is type(w)
+        np.testing.assert_allclose(g, w, rtol=1e-5)

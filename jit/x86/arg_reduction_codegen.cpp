@@ -1,0 +1,135 @@
+// arg_reduction_codegen.cpp — asmjit code for argmax/argmin over a row: the extreme by the row
+// fold, then the index of its first occurrence.
+#include <cmath>
+
+#include "jit/x86/reduction_p.h"
+
+namespace framejit::jit::x86::detail {
+
+// Two passes over the row, both computing the prologue's value:
+//   1. best = max (min) of the row, NaN propagating (emit_row_fold, as for max/min);
+//   2. the first i with value[i] == best, or with value[i] NaN: a NaN anywhere makes best NaN and
+//      the first NaN the answer, as in NumPy. Without NaN the second test never fires.
+// Both passes send each element through the same instructions (the same vector blocks from the
+// row start, the same scalar code after), so pass 2 sees bit for bit the values pass 1 folded.
+// Ties go to the first index, and -0.0 == 0.0 as in NumPy's comparisons. Pass 2 stops at the
+// hit, so a row is read about 1.5 times on average.
+// The index goes to call->out (int64); with call->out_value, the extreme goes there too (the
+// executor combines rows of a flattened argmax).
+Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
+  const PointwiseKernelIR& ir = r.prologue;
+  const DType dtype = r.dtype();
+  const bool f32 = dtype == DType::Float32;
+  const int itemsize = rt::dtype_itemsize(dtype);
+  const int nin = static_cast<int>(ir.input_dtypes.size());
+  const int params_offset = static_cast<int>(offsetof(rt::ReductionCall, params));
+  const ReduceOp extreme = r.op == ReduceOp::ArgMax ? ReduceOp::Max : ReduceOp::Min;
+
+  RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin);
+  const ax::Gp call = rk.call, n = rk.n, i = rk.i;
+  BodyEmitter se(cc, isa, 1);
+  ax::Vec best = se.constant(dtype, reduce_identity(extreme));
+  emit_row_fold(cc, isa, r, extreme, rk, se, best);
+
+  // Pass 2, from the row's start again.
+  cc.xor_(i, i);
+  for (int k = 0; k < nin; ++k)
+    cc.mov(rk.ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, ptr) + 8 * k)));
+  Label found = cc.newLabel(), scalar_loop = cc.newLabel();
+  if (isa != Isa::Scalar) {
+    const int vbytes = vector_bytes(isa);
+    const int lanes = vbytes / itemsize;
+    BodyEmitter ve(cc, isa, lanes);
+    cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, contiguous)), 0);
+    cc.je(scalar_loop);
+    std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
+    ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1), 64);
+    std::vector<ax::Gp> vptr, vinc;
+    vector_inputs(cc, ve, isa, ir.input_dtypes, rk.ptr, rk.stride, scratch, vptr, vinc);
+    ax::Vec vbest = ve.newv();
+    if (f32)
+      cc.vbroadcastss(vbest, best.as<ax::Xmm>());
+    else
+      cc.vbroadcastsd(vbest.as<ax::Ymm>(), best.as<ax::Xmm>());
+    ax::Gp rem = cc.newInt64("rem"), bits = cc.newInt64("bits");
+    Label top = cc.newLabel(), hit = cc.newLabel(), vector_done = cc.newLabel();
+    cc.bind(top);
+    cc.mov(rem, n);
+    cc.sub(rem, i);
+    cc.cmp(rem, lanes);
+    cc.jl(vector_done);
+    std::vector<ax::Vec> loaded(nin);
+    for (int k = 0; k < nin; ++k) {
+      loaded[k] = ve.newv();
+      ve.load(dtype, loaded[k], vptr[k]);
+      cc.add(vptr[k], vinc[k]);
+    }
+    ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+    ax::Vec eq = ve.newv(), nan = ve.newv();
+    cc.emit(f32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, eq, v, vbest, 0);  // EQ_OQ
+    cc.emit(f32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, nan, v, v, 3);     // UNORD: v is NaN
+    cc.emit(f32 ? ax::Inst::kIdVorps : ax::Inst::kIdVorpd, eq, eq, nan);
+    cc.emit(f32 ? ax::Inst::kIdVmovmskps : ax::Inst::kIdVmovmskpd, bits.r32(), eq);
+    cc.test(bits, bits);
+    cc.jnz(hit);
+    cc.add(i, lanes);
+    cc.jmp(top);
+    cc.bind(hit);
+    cc.bsf(bits, bits);  // the lowest lane that matched: the first index
+    cc.add(i, bits);
+    cc.jmp(found);
+    cc.bind(vector_done);
+    ax::Gp off = cc.newInt64("off");
+    for (int k = 0; k < nin; ++k) {
+      cc.mov(off, rk.stride[k]);
+      cc.imul(off, i);
+      cc.add(rk.ptr[k], off);
+    }
+  }
+
+  cc.bind(scalar_loop);
+  std::vector<ax::Vec> shoisted = hoist(se, ir, call, params_offset);
+  Label top = cc.newLabel(), not_equal = cc.newLabel(), not_found = cc.newLabel();
+  cc.bind(top);
+  cc.cmp(i, n);
+  cc.jge(not_found);
+  std::vector<ax::Vec> loaded(nin);
+  for (int k = 0; k < nin; ++k) {
+    loaded[k] = se.newv();
+    se.load(dtype, loaded[k], rk.ptr[k]);
+  }
+  ax::Xmm v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]].as<ax::Xmm>();
+  const bool vex = isa != Isa::Scalar;
+  auto ucomis = [&](const ax::Xmm& a, const ax::Xmm& b) {
+    if (vex)
+      f32 ? cc.vucomiss(a, b) : cc.vucomisd(a, b);
+    else
+      f32 ? cc.ucomiss(a, b) : cc.ucomisd(a, b);
+  };
+  // ucomis sets ZF for equal and for unordered, PF only for unordered.
+  ucomis(v, best.as<ax::Xmm>());
+  cc.jp(not_equal);
+  cc.je(found);
+  cc.bind(not_equal);
+  ucomis(v, v);
+  cc.jp(found);  // v is NaN
+  for (int k = 0; k < nin; ++k) cc.add(rk.ptr[k], rk.stride[k]);
+  cc.inc(i);
+  cc.jmp(top);
+  cc.bind(not_found);  // unreachable (pass 1 folded the very values pass 2 compares): say index 0
+  cc.xor_(i, i);
+  cc.bind(found);
+  ax::Gp out = cc.newIntPtr("out");
+  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out)));
+  cc.mov(ax::qword_ptr(out), i);
+  Label done = cc.newLabel();
+  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out_value)));
+  cc.test(out, out);
+  cc.jz(done);
+  se.store(dtype, out, best);
+  cc.bind(done);
+  cc.endFunc();
+  return cc.finalize();
+}
+
+}  // namespace framejit::jit::x86::detail

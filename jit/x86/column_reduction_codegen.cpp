@@ -1,0 +1,182 @@
+// column_reduction_codegen.cpp — asmjit code for column reductions: out[j] = op(out[j], v[r, j])
+// over the reduced rows r, vectorized over the outputs j (axis=0 of a C-ordered matrix, and every
+// layout whose kept elements are the adjacent ones).
+#include <cmath>
+
+#include "jit/x86/reduction_p.h"
+
+namespace framejit::jit::x86::detail {
+
+// Why this form: when the kept elements are adjacent in memory, reducing one output at a time
+// would walk memory with a large stride (and a new page per element). Instead every reduced row
+// streams by contiguously and is combined into the chunk of outputs the executor gave this call,
+// which stays in L1. The outputs accumulate row after row, which is NumPy's own order for such
+// layouts, so sums round as NumPy's do.
+//
+//   out[j] = identity                        unless call->accumulate
+//   for r < rows: for j < n: out[j] = op(out[j], value(r, j))     vector over j, scalar tail
+//   out[j] = sqrt(out[j] / divisor)          with call->finish, each step as the IR asks
+//
+// Inputs broadcast along j (stride 0, e.g. a per-row weight) are re-broadcast for every row.
+Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
+  using Call = rt::ReductionCall;
+  const PointwiseKernelIR& ir = r.prologue;
+  const DType dtype = r.dtype();
+  const int itemsize = rt::dtype_itemsize(dtype);
+  const int nin = static_cast<int>(ir.input_dtypes.size());
+  const int params_offset = static_cast<int>(offsetof(Call, params));
+
+  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
+  ax::Gp call = cc.newIntPtr("call");
+  fn->setArg(0, call);
+  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();  // see begin_row_kernel
+  ax::Gp n = cc.newInt64("n"), rows = cc.newInt64("rows"), out = cc.newIntPtr("out");
+  ax::Gp out_stride = cc.newInt64("out_stride"), row = cc.newInt64("row"), j = cc.newInt64("j");
+  ax::Gp o = cc.newIntPtr("o");
+  cc.mov(n, ax::qword_ptr(call, offsetof(Call, n)));
+  cc.mov(rows, ax::qword_ptr(call, offsetof(Call, rows)));
+  cc.mov(out, ax::qword_ptr(call, offsetof(Call, out)));
+  cc.mov(out_stride, ax::qword_ptr(call, offsetof(Call, out_stride)));
+  std::vector<ax::Gp> ptr(nin), stride(nin), sptr(nin);
+  for (int k = 0; k < nin; ++k) {
+    ptr[k] = cc.newIntPtr("ptr%d", k);
+    stride[k] = cc.newInt64("stride%d", k);
+    sptr[k] = cc.newIntPtr("sptr%d", k);
+    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, ptr) + 8 * k)));
+    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, stride) + 8 * k)));
+  }
+  BodyEmitter se(cc, isa, 1);
+
+  // A scalar loop over the outputs j .. n-1 at `o` (stepping out_stride): per_element(value slot).
+  auto each_output = [&](auto&& per_element) {
+    Label top = cc.newLabel(), end = cc.newLabel();
+    cc.bind(top);
+    cc.cmp(j, n);
+    cc.jge(end);
+    per_element();
+    cc.add(o, out_stride);
+    cc.inc(j);
+    cc.jmp(top);
+    cc.bind(end);
+  };
+
+  // 1. Start the outputs from the identity, unless they hold a partial result.
+  Label started = cc.newLabel();
+  cc.cmp(ax::qword_ptr(call, offsetof(Call, accumulate)), 0);
+  cc.jne(started);
+  {
+    ax::Vec id = se.constant(dtype, reduce_identity(r.op));
+    cc.mov(o, out);
+    cc.xor_(j, j);
+    each_output([&] { se.store(dtype, o, id); });
+  }
+  cc.bind(started);
+
+  // 2. Combine the rows in order.
+  std::vector<ax::Vec> shoisted = hoist(se, ir, call, params_offset);
+  Label rows_top = cc.newLabel(), rows_done = cc.newLabel(), scalar_part = cc.newLabel();
+  cc.xor_(row, row);
+  cc.bind(rows_top);
+  cc.cmp(row, rows);
+  cc.jge(rows_done);
+  cc.xor_(j, j);
+  cc.mov(o, out);
+  if (isa != Isa::Scalar) {
+    const int vbytes = vector_bytes(isa);
+    const int lanes = vbytes / itemsize;
+    BodyEmitter ve(cc, isa, lanes);
+    cc.cmp(ax::qword_ptr(call, offsetof(Call, contiguous)), 0);
+    cc.je(scalar_part);
+    std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
+    ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1), 64);
+    std::vector<ax::Gp> vptr, vinc;
+    vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
+    ax::Gp rem = cc.newInt64("rem");
+    // One vector of outputs: out[j..j+lanes) = op(out[...], value(row, j..j+lanes)).
+    auto one_vector = [&](int u) {
+      std::vector<ax::Vec> loaded(nin);
+      for (int k = 0; k < nin; ++k) {
+        loaded[k] = ve.newv();
+        ve.load(dtype, loaded[k], vptr[k]);
+        cc.add(vptr[k], vinc[k]);
+      }
+      ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+      ax::Vec acc = ve.newv();
+      ax::Mem m = isa == Isa::Avx2 ? ax::ymmword_ptr(o, u * vbytes) : ax::xmmword_ptr(o, u * vbytes);
+      cc.vmovups(acc, m);
+      reduce_combine(ve, r.op, dtype, acc, v);
+      cc.vmovups(m, acc);
+    };
+    // kUnroll vectors per trip (independent outputs: the unrolling only saves loop overhead),
+    // then one at a time.
+    constexpr int kUnroll = 4;
+    Label unrolled = cc.newLabel(), single = cc.newLabel();
+    cc.bind(unrolled);
+    cc.mov(rem, n);
+    cc.sub(rem, j);
+    cc.cmp(rem, kUnroll * lanes);
+    cc.jl(single);
+    for (int u = 0; u < kUnroll; ++u) one_vector(u);
+    cc.add(o, kUnroll * vbytes);
+    cc.add(j, kUnroll * lanes);
+    cc.jmp(unrolled);
+    cc.bind(single);
+    cc.mov(rem, n);
+    cc.sub(rem, j);
+    cc.cmp(rem, lanes);
+    cc.jl(scalar_part);
+    one_vector(0);
+    cc.add(o, vbytes);
+    cc.add(j, lanes);
+    cc.jmp(single);
+  }
+  // The outputs from j on (a vector loop's tail, or all of a strided row).
+  cc.bind(scalar_part);
+  for (int k = 0; k < nin; ++k) {
+    cc.mov(sptr[k], stride[k]);
+    cc.imul(sptr[k], j);
+    cc.add(sptr[k], ptr[k]);
+  }
+  cc.mov(o, out_stride);
+  cc.imul(o, j);
+  cc.add(o, out);
+  each_output([&] {
+    std::vector<ax::Vec> loaded(nin);
+    for (int k = 0; k < nin; ++k) {
+      loaded[k] = se.newv();
+      se.load(dtype, loaded[k], sptr[k]);
+      cc.add(sptr[k], stride[k]);
+    }
+    ax::Vec v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]];
+    ax::Vec acc = se.newv();
+    se.load(dtype, acc, o);
+    reduce_combine(se, r.op, dtype, acc, v);
+    se.store(dtype, o, acc);
+  });
+  for (int k = 0; k < nin; ++k)
+    cc.add(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, row_stride) + 8 * k)));
+  cc.inc(row);
+  cc.jmp(rows_top);
+  cc.bind(rows_done);
+
+  // 3. Finish (mean's division, std's sqrt) on the last call for these outputs.
+  if (r.mean || r.sqrt) {
+    Label done = cc.newLabel();
+    cc.cmp(ax::qword_ptr(call, offsetof(Call, finish)), 0);
+    cc.je(done);
+    ax::Vec divisor = load_divisor(cc, se, dtype, call);
+    cc.mov(o, out);
+    cc.xor_(j, j);
+    each_output([&] {
+      ax::Vec v = se.newv();
+      se.load(dtype, v, o);
+      emit_finish(se, r, divisor, v);
+      se.store(dtype, o, v);
+    });
+    cc.bind(done);
+  }
+  cc.endFunc();
+  return cc.finalize();
+}
+
+}  // namespace framejit::jit::x86::detail

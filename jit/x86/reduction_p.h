@@ -1,0 +1,31 @@
+// reduction_p.h — pieces the reduction generators share: the row, column and arg kernels.
+#pragma once
+
+#include "jit/x86/body_emitter_p.h"
+
+namespace framejit::jit::x86::detail {
+
+/// The value a reduction starts from: combining it with v gives v exactly (-0.0 for sums, so that
+/// a sum of -0.0 stays -0.0 as in NumPy; 1 for products; ∓inf for max/min).
+double reduce_identity(ReduceOp op);
+
+/// acc = op(acc, v): add, multiply, or NumPy's maximum/minimum (NaN propagates).
+void reduce_combine(BodyEmitter& e, ReduceOp op, DType dtype, const ax::Vec& acc, const ax::Vec& v);
+
+/// Folds the prologue's value over the row (elements rk.i .. rk.n-1, pointers rk.ptr stepping
+/// rk.stride) into `sacc` (scalar width) with `op`. Contiguous rows run vector accumulators (see
+/// Note [Reduction kernel ABI]); the pointers and rk.i are consumed.
+void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, ReduceOp op, RowKernel& rk,
+                   BodyEmitter& se, const ax::Vec& sacc);
+
+/// call->divisor (mean's count - ddof) in the kernel type, at the emitter's width.
+ax::Vec load_divisor(ax::Compiler& cc, BodyEmitter& e, DType dtype, const ax::Gp& call);
+/// v = sqrt(v / divisor), each step only when the IR asks for it (mean, sqrt).
+void emit_finish(BodyEmitter& e, const ReductionKernelIR& r, const ax::Vec& divisor, const ax::Vec& v);
+
+/// The arg kernel (row form only): see arg_reduction_codegen.cpp.
+Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa);
+/// The column kernel: see column_reduction_codegen.cpp.
+Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa);
+
+}  // namespace framejit::jit::x86::detail

@@ -1,0 +1,213 @@
+// reduction_executor.cpp — launching reduction kernels over strided operands: which dimensions
+// the kernel loops over (row or column form), which the executor walks, and the thread split.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/executor.h"
+#include "runtime/threads.h"
+
+namespace framejit::rt {
+
+namespace {
+
+// About this many elements of work per parallel task.
+constexpr int64_t kElementsPerTask = 1 << 15;
+// Column form: outputs per task. Each task streams its slice of every reduced row; a slice of a
+// whole row (up to 16 K outputs, whose partial results stay in L2) keeps the stream linear, which
+// is what the hardware prefetchers follow best.
+constexpr int64_t kColumnChunk = 1 << 14;
+// ... and a task gets at least this many outputs when the kept dims are split to feed threads:
+// slices of 4 K elements (4 or 8 pages) still stream well.
+constexpr int64_t kMinColumnChunk = 1 << 12;
+
+// One dimension of the iteration space with every operand's byte stride: the inputs, then the
+// output (stride 0 along reduced dims, so all the elements reduced into an output share it).
+struct Dim {
+  int64_t size = 1;
+  bool reduced = false;
+  int64_t stride[kMaxKernelOperands + 1] = {};
+};
+
+// Walks some dims in C order (last fastest): the operands' byte offsets of the idx-th position.
+struct Walk {
+  std::vector<const Dim*> dims;
+  int64_t count() const {
+    int64_t c = 1;
+    for (const Dim* d : dims) c *= d->size;
+    return c;
+  }
+  void add_offsets(int64_t idx, int num_operands, int64_t* off) const {
+    for (size_t i = dims.size(); i-- > 0;) {
+      int64_t pos = idx % dims[i]->size;
+      idx /= dims[i]->size;
+      for (int k = 0; k < num_operands; ++k) off[k] += pos * dims[i]->stride[k];
+    }
+  }
+};
+
+// Argmax over the whole array when it is not one row: each row's (first extreme, its index) comes
+// from the kernel, and a later row wins only with a strictly better value, or with NaN while the
+// best so far is not NaN (NumPy: the first NaN is the answer).
+template <typename T>
+bool later_row_wins(T v, T best, bool is_max) {
+  if (std::isnan(best)) return false;
+  return std::isnan(v) || (is_max ? v > best : v < best);
+}
+
+}  // namespace
+
+// Note [Reduction layouts]
+// The iteration space is the reduced value's shape. Size-1 dims are dropped; for sum/prod/max/min
+// the dims are then ordered by stride (largest first, as NumPy's iterator does) so the innermost
+// dim is the one adjacent in memory, and neighbours of the same kind (both reduced or both kept)
+// that every operand steps through as one are merged. Then:
+//   - innermost dim reduced: the row kernel reduces it, one output per call; outer reduced dims
+//     accumulate into the output in order (call.accumulate), the last call finishes (mean, sqrt);
+//   - innermost dim kept: the column kernel streams the innermost reduced dim's rows, each row
+//     combined into a chunk of outputs (out[j] = op(out[j], v[r, j]), NumPy's order for axis=0).
+// Threads split the outputs (and the column form's chunks of them), never the reduced elements of
+// one output, so the order of every combination, and thus the result, is independent of the
+// thread count. argmax/argmin keep the logical dim order (the index is a position, not an
+// address) and use the row kernel only: a single axis is one strided row per output, and the
+// whole array is C-order rows combined here by `later_row_wins`.
+void run_reduction(const ReductionLaunch& L) {
+  const int nin = L.num_inputs, nops = nin + 1;
+  const int itemsize = dtype_itemsize(L.value_dtype);
+  std::vector<Dim> dims;
+  for (int d = 0; d < L.rank; ++d) {
+    if (L.shape[d] == 0) return;  // no outputs (a reduced dim of 0 is the caller's to handle)
+    if (L.shape[d] == 1) continue;
+    Dim x;
+    x.size = L.shape[d];
+    x.reduced = L.reduced[d];
+    for (int k = 0; k < nin; ++k) x.stride[k] = L.inputs[k].strides[d];
+    x.stride[nin] = L.reduced[d] ? 0 : L.out_strides[d];
+    dims.push_back(x);
+  }
+  if (!L.arg) {
+    auto key = [&](const Dim& x) {
+      int64_t m = 0;
+      for (int k = 0; k < nin; ++k) m = std::max<int64_t>(m, x.stride[k] < 0 ? -x.stride[k] : x.stride[k]);
+      return m;
+    };
+    std::stable_sort(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) { return key(a) > key(b); });
+  }
+  std::vector<Dim> merged;
+  for (const Dim& x : dims) {
+    bool merge = !merged.empty() && merged.back().reduced == x.reduced;
+    for (int k = 0; merge && k < nops; ++k) merge = merged.back().stride[k] == x.stride[k] * x.size;
+    if (merge) {
+      merged.back().size *= x.size;
+      for (int k = 0; k < nops; ++k) merged.back().stride[k] = x.stride[k];
+    } else {
+      merged.push_back(x);
+    }
+  }
+  int rdim = -1;
+  for (int i = 0; i < static_cast<int>(merged.size()); ++i)
+    if (merged[i].reduced) rdim = i;
+  if (rdim < 0) {  // every reduced dim has size 1: each output reduces one element
+    Dim one;
+    one.reduced = true;
+    merged.push_back(one);
+    rdim = static_cast<int>(merged.size()) - 1;
+  }
+  int64_t count = 1;
+  for (const Dim& x : merged)
+    if (x.reduced) count *= x.size;
+
+  const int last = static_cast<int>(merged.size()) - 1;
+  const bool column = L.column && !merged[last].reduced;
+  const int jdim = column ? last : -1;
+  Walk kept, outer_reduced;
+  for (int i = 0; i <= last; ++i)
+    if (i != rdim && i != jdim) (merged[i].reduced ? outer_reduced : kept).dims.push_back(&merged[i]);
+
+  ReductionCall base;
+  std::memcpy(base.params, L.params, sizeof(ParamValue) * L.num_params);
+  base.divisor = count - L.ddof;
+  base.contiguous = 1;
+  const Dim& inner = merged[column ? jdim : rdim];
+  for (int k = 0; k < nin; ++k) {
+    base.stride[k] = inner.stride[k];
+    if (base.stride[k] != 0 && base.stride[k] != L.inputs[k].itemsize) base.contiguous = 0;
+  }
+  int64_t jsize = 1, chunk = 1, chunks = 1;
+  if (column) {
+    base.rows = merged[rdim].size;
+    for (int k = 0; k < nin; ++k) base.row_stride[k] = merged[rdim].stride[k];
+    base.out_stride = inner.stride[nin];
+    if (base.out_stride != itemsize) base.contiguous = 0;
+    jsize = inner.size;
+    chunk = std::min(jsize, kColumnChunk);
+    if (kept.count() * ((jsize + chunk - 1) / chunk) < num_threads() && jsize >= 2 * kMinColumnChunk) {
+      int64_t want = std::min<int64_t>(num_threads(), jsize / kMinColumnChunk);
+      chunk = (jsize + want - 1) / want;
+      chunk = (chunk + 15) / 16 * 16;  // whole vectors, so only the last chunk has a tail
+    }
+    chunks = (jsize + chunk - 1) / chunk;
+  } else {
+    base.n = merged[rdim].size;
+  }
+
+  const auto row_fn = reinterpret_cast<ReductionFn>(L.row->entry);
+  const auto column_fn = column ? reinterpret_cast<ReductionFn>(L.column->entry) : nullptr;
+  const int64_t combos = outer_reduced.count();
+  const int64_t work = kept.count() * chunks;
+  const int64_t per_task = count * (column ? chunk : 1);
+  const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(per_task, 1));
+
+  parallel_for(work, grain, [&](int64_t begin, int64_t end) {
+    ReductionCall call = base;
+    for (int64_t w = begin; w < end; ++w) {
+      int64_t off0[kMaxKernelOperands + 1] = {};
+      kept.add_offsets(w / chunks, nops, off0);
+      if (column) {
+        int64_t j0 = (w % chunks) * chunk;
+        call.n = std::min(chunk, jsize - j0);
+        for (int k = 0; k < nops; ++k) off0[k] += j0 * inner.stride[k];
+      }
+      if (L.arg && combos > 1) {
+        // The flattened argmax: every dim is reduced, the rows are in C order.
+        int64_t idx = 0, best_idx = 0;
+        alignas(8) char value[8], best[8];
+        call.out = reinterpret_cast<char*>(&idx);
+        call.out_value = value;
+        for (int64_t c = 0; c < combos; ++c) {
+          int64_t off[kMaxKernelOperands + 1];
+          std::memcpy(off, off0, sizeof off);
+          outer_reduced.add_offsets(c, nops, off);
+          for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off[k];
+          row_fn(&call);
+          bool wins = c == 0;
+          if (!wins && L.value_dtype == DType::Float32)
+            wins = later_row_wins(*reinterpret_cast<float*>(value), *reinterpret_cast<float*>(best), L.arg_max);
+          else if (!wins)
+            wins = later_row_wins(*reinterpret_cast<double*>(value), *reinterpret_cast<double*>(best), L.arg_max);
+          if (wins) {
+            std::memcpy(best, value, sizeof best);
+            best_idx = c * base.n + idx;
+          }
+        }
+        std::memcpy(L.out + off0[nin], &best_idx, sizeof best_idx);
+        call.out_value = nullptr;
+        continue;
+      }
+      for (int64_t c = 0; c < combos; ++c) {
+        int64_t off[kMaxKernelOperands + 1];
+        std::memcpy(off, off0, sizeof off);
+        outer_reduced.add_offsets(c, nops, off);
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off[k];
+        call.out = L.out + off[nin];
+        call.accumulate = c > 0;
+        call.finish = c == combos - 1;
+        (column ? column_fn : row_fn)(&call);
+      }
+    }
+  });
+}
+
+}  // namespace framejit::rt
