@@ -2,6 +2,8 @@
 // per key at a time.
 #include "runtime/kernel_cache.h"
 
+#include <atomic>
+
 #include <pthread.h>
 
 #include <climits>
@@ -134,6 +136,19 @@ KernelPtr kernel_cache_get(const std::string& key, const std::function<KernelPtr
   }
   return k;
 }
+
+namespace {
+std::atomic<long long> g_live_kernels{0};
+}  // namespace
+
+Kernel::Kernel() { g_live_kernels.fetch_add(1, std::memory_order_relaxed); }
+
+Kernel::~Kernel() {
+  if (release) release();
+  g_live_kernels.fetch_sub(1, std::memory_order_relaxed);
+}
+
+long long live_kernels() { return g_live_kernels.load(std::memory_order_relaxed); }
 
 void kernel_cache_clear() {
   State& s = state();

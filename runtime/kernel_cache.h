@@ -10,14 +10,20 @@ namespace framejit::rt {
 
 /// A piece of executable code and what keeps it alive (e.g. an asmjit runtime allocation).
 struct Kernel {
+  Kernel();
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+  ~Kernel();
+
   void* entry = nullptr;        // the function to call
   std::string name;             // for logs
   std::string listing;          // loop IR / assembly text when FRAMEJIT_LOGS=kernels,asm asked for it
   std::function<void()> release;  // frees the executable memory; called when the last user drops it
-  ~Kernel() {
-    if (release) release();
-  }
 };
+
+/// Kernels alive in the process (framejit.stats()["live_kernels"]): what reset() and garbage
+/// collection of compiled functions must bring back down.
+long long live_kernels();
 using KernelPtr = std::shared_ptr<const Kernel>;
 
 /// Returns the cached kernel for `key` (a content description: same key, same code), or builds it

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/pooled_array.h"
 #include "frontend/pyref.h"
 #include "jit/x86/gemm.h"
 #include "runtime/executor.h"
@@ -72,6 +73,9 @@ ArrayRef ref_of_array(PyObject* arr) {  // an array framejit allocated (native d
 }
 
 PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new ref
+  int64_t bytes = rt::dtype_itemsize(dtype);
+  for (int d = 0; d < rank; ++d) bytes *= shape[d];
+  if (bytes >= kPooledArrayBytes) return new_pooled_array(shape, rank, dtype);
   const NumPyHandles* np = numpy_handles();
   OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
   for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
@@ -175,7 +179,8 @@ struct Bound {
 // Note [Output buffer reuse]
 // A kernel input that dies at this kernel (no later instruction reads it, and it is no graph
 // output) may take the kernel's output when nobody else can observe it: the program holds its
-// only reference, it is a plain ndarray owning C-contiguous aligned writable data, and it has
+// only reference, it is a plain ndarray owning C-contiguous aligned writable data (its own, or a
+// pool block only it uses: Note [Pooled arrays]), and it has
 // exactly the output's dtype and shape. Element i of the output then overwrites element i of the
 // input, which the kernel has already read (every kernel reads an element's inputs before it
 // stores the element's outputs). Softmax's division writes into its exp array this way, so the
@@ -188,9 +193,10 @@ PyObject* reusable_input(const KernelStep& step, PyObject** vals, const Bound& b
     if (!obj || Py_REFCNT(obj) != 1 || Py_TYPE(obj) != np->ndarray) continue;
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
     NdArrayFields* a = as_ndarray(obj);
-    constexpr int kOwnsData = 0x0004, kAligned = 0x0100, kWriteable = 0x0400, kCContiguous = 0x0001;
-    constexpr int kNeed = kOwnsData | kAligned | kWriteable | kCContiguous;
-    if (a->base || (a->flags & kNeed) != kNeed || a->nd != b.rank) continue;
+    constexpr int kOwnsData = 0x0004;
+    constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
+    const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kOwnsData) != 0;
+    if (!owns || (a->flags & kNeed) != kNeed || a->nd != b.rank) continue;
     if (!std::equal(b.shape, b.shape + b.rank, a->dimensions)) continue;
     std::optional<rt::DType> t = dtype_from_descr(a->descr);
     if (!t || *t != dtype) continue;

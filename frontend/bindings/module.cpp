@@ -8,7 +8,9 @@
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/log.h"
+#include "runtime/memory.h"
 
 namespace py = pybind11;
 using namespace framejit::frontend;
@@ -54,6 +56,11 @@ py::dict stats_dict() {
   d["gemms"] = s.gemms;
   d["extern_calls"] = s.extern_calls;
   d["cache_entries"] = count_cache_entries();
+  // Resources, not counters (reset() does not zero them; it frees what it can):
+  d["live_kernels"] = framejit::rt::live_kernels();  // executable kernels in memory
+  const framejit::rt::PoolStats pool = framejit::rt::pool_stats();
+  d["pool_bytes_in_use"] = pool.bytes_in_use;  // pooled arrays alive (Note [Pooled arrays])
+  d["pool_bytes_cached"] = pool.bytes_cached;  // freed blocks kept mapped for reuse
   return d;
 }
 
@@ -124,6 +131,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("reset", [] {
     reset_all_code_states();
     stats() = Stats{};
+    // Kernels still used by a program that is running elsewhere live until it is done.
+    framejit::rt::kernel_cache_clear();
+    framejit::rt::pool_trim();
   });
   m.def("set_recompile_limit", [](int n) {
     if (n < 0) throw py::value_error("framejit.config.recompile_limit must be >= 0");
