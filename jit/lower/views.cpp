@@ -190,6 +190,53 @@ bool apply_index(const ViewOp& op, const StridedLayout& in, const std::function<
   return true;
 }
 
+// Note [Reshape without copying]
+// NumPy reshapes without a copy whenever it can, not only for contiguous arrays: the old and new
+// dims split into groups of equal products (e.g. (4, 768) sliced to (4, 256) and reshaped to
+// (4, 8, 32): groups {4}->{4} and {256}->{8, 32}), and each group works as a view when its old
+// dims step through memory as one (stride[k] == stride[k+1] * dim[k+1]); the new dims of a group
+// then take strides from the group's innermost old stride. Size-1 dims never matter. When some
+// group is not such a chain NumPy copies, and so do we (by letting NumPy do it).
+bool reshape_strides(const StridedLayout& in, int64_t itemsize, int64_t total, StridedLayout& out) {
+  if (total == 0) {  // nothing to address: C strides
+    int64_t stride = itemsize;
+    for (int d = out.nd - 1; d >= 0; --d) {
+      out.strides[d] = stride;
+      stride *= std::max<int64_t>(out.dims[d], 1);
+    }
+    return true;
+  }
+  int64_t od[kMaxViewRank], os[kMaxViewRank];
+  int on = 0;
+  for (int d = 0; d < in.nd; ++d)
+    if (in.dims[d] != 1) {
+      od[on] = in.dims[d];
+      os[on++] = in.strides[d];
+    }
+  int oi = 0, ni = 0;
+  while (oi < on && ni < out.nd) {
+    int64_t op = od[oi], np = out.dims[ni];
+    int oj = oi + 1, nj = ni + 1;
+    while (op != np) {
+      if (np < op) {
+        if (nj == out.nd) return false;
+        np *= out.dims[nj++];
+      } else {
+        if (oj == on) return false;
+        op *= od[oj++];
+      }
+    }
+    for (int k = oi; k + 1 < oj; ++k)
+      if (os[k] != os[k + 1] * od[k + 1]) return false;
+    out.strides[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; --k) out.strides[k - 1] = out.strides[k] * out.dims[k];
+    oi = oj;
+    ni = nj;
+  }
+  for (; ni < out.nd; ++ni) out.strides[ni] = itemsize;  // trailing size-1 dims
+  return oi == on;
+}
+
 }  // namespace
 
 std::optional<ViewOp> lower_view(const Graph& graph, const Node& node) {
@@ -328,20 +375,8 @@ bool apply_view(const ViewOp& op, const StridedLayout& in, int64_t itemsize,
       } else if (known != total) {
         return false;
       }
-      // A view only of C-contiguous data (sizes-1 dims may have any stride); anything else is
-      // left to NumPy, which copies where it must.
-      int64_t expect = itemsize;
-      for (int d = in.nd - 1; d >= 0 && total != 0; --d) {
-        if (in.dims[d] != 1 && in.strides[d] != expect) return false;
-        expect *= in.dims[d];
-      }
       out.data = in.data;
-      int64_t stride = itemsize;
-      for (int d = out.nd - 1; d >= 0; --d) {
-        out.strides[d] = stride;
-        stride *= out.dims[d];
-      }
-      return true;
+      return reshape_strides(in, itemsize, total, out);
     }
     case ViewOp::Kind::BroadcastTo: {
       const int nd = static_cast<int>(op.shape.size());

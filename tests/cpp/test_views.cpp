@@ -113,6 +113,25 @@ TEST(Views, ReshapeOnlyOfContiguousData) {
   EXPECT_FALSE(apply(op, array({3, 4}), out));
 }
 
+// Note [Reshape without copying]: a sliced last dim splits without a copy, as in NumPy.
+TEST(Views, ReshapeOfAStridedArrayWhereNumPyNeedsNoCopy) {
+  ViewOp slice_op;
+  slice_op.kind = ViewOp::Kind::Index;
+  slice_op.index = {slice(none(), none(), none()), slice(c(256), c(512), none())};
+  StridedLayout sliced, out;
+  ASSERT_TRUE(apply(slice_op, array({4, 768}), sliced));
+  ViewOp op;
+  op.kind = ViewOp::Kind::Reshape;
+  op.shape = {c(4), c(1), c(8), c(32)};
+  ASSERT_TRUE(apply(op, sliced, out));
+  EXPECT_EQ(out.data, sliced.data);
+  EXPECT_EQ(out.strides[0], 3072);
+  EXPECT_EQ(out.strides[2], 128);
+  EXPECT_EQ(out.strides[3], 4);
+  op.shape = {c(2), c(512)};
+  EXPECT_FALSE(apply(op, sliced, out)) << "rows of the slice are not one chain: NumPy copies";
+}
+
 TEST(Views, BroadcastTo) {
   ViewOp op;
   op.kind = ViewOp::Kind::BroadcastTo;

@@ -131,3 +131,26 @@ def test_outputs_keep_numpys_memory_order():
         want, got = f(x, y), c(x, y)
         assert got.strides == want.strides, (x.strides, getattr(y, "strides", None))
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
+def test_attention_heads_split_without_copies():
+    # Slices of the fused qkv product reshaped into heads: NumPy makes these views (Note [Reshape
+    # without copying]); so does the remap, and the whole block stays one graph.
+    def heads(x, w, nh):
+        b, t, d = x.shape
+        qkv = x @ w
+        q, k, v = np.split(qkv, 3, axis=-1)
+        q = q.reshape(b, t, nh, d // nh).transpose(0, 2, 1, 3)
+        k = k.reshape(b, t, nh, d // nh).transpose(0, 2, 1, 3)
+        v = v.reshape(b, t, nh, d // nh).transpose(0, 2, 1, 3)
+        s = q @ k.transpose(0, 1, 3, 2) * 0.125
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p = p / p.sum(-1, keepdims=True)
+        return (p @ v).transpose(0, 2, 1, 3).reshape(b, t, d)
+
+    x = RNG.standard_normal((2, 16, 64)).astype(np.float32)
+    w = (RNG.standard_normal((64, 192)) / 8).astype(np.float32)
+    got = framejit.compile(heads, backend="jit")(x, w, 4)
+    np.testing.assert_allclose(got, heads(x, w, 4), rtol=1e-5, atol=1e-6)
+    s = framejit.stats()
+    assert s["graph_breaks"] == 0 and s["gemms"] == 3, s
