@@ -48,9 +48,9 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
     vector_inputs(cc, ve, isa, ir.input_dtypes, rk.ptr, rk.stride, scratch, vptr, vinc);
     ax::Vec vbest = ve.newv();
     if (f32)
-      cc.vbroadcastss(vbest, best.as<ax::Xmm>());
+      cc.vbroadcastss(vbest, best.xmm());
     else
-      cc.vbroadcastsd(vbest.as<ax::Ymm>(), best.as<ax::Xmm>());
+      cc.vbroadcastsd(vbest, best.xmm());
     ax::Gp rem = cc.newInt64("rem"), bits = cc.newInt64("bits");
     Label top = cc.newLabel(), hit = cc.newLabel(), vector_done = cc.newLabel();
     cc.bind(top);
@@ -65,11 +65,21 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
       cc.add(vptr[k], vinc[k]);
     }
     ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
-    ax::Vec eq = ve.newv(), nan = ve.newv();
-    cc.emit(f32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, eq, v, vbest, 0);  // EQ_OQ
-    cc.emit(f32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, nan, v, v, 3);     // UNORD: v is NaN
-    cc.emit(f32 ? ax::Inst::kIdVorps : ax::Inst::kIdVorpd, eq, eq, nan);
-    cc.emit(f32 ? ax::Inst::kIdVmovmskps : ax::Inst::kIdVmovmskpd, bits.r32(), eq);
+    // One bit per lane, lane 0 lowest: (v == best) | isnan(v).
+    const InstId vcmp = f32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd;
+    if (isa == Isa::Avx512) {
+      ax::KReg eq = cc.newKq(), nan = cc.newKq();
+      cc.emit(vcmp, eq, v, vbest, 0);  // EQ_OQ
+      cc.emit(vcmp, nan, v, v, 3);     // UNORD: v is NaN
+      cc.korq(eq, eq, nan);
+      cc.kmovq(bits, eq);
+    } else {
+      ax::Vec eq = ve.newv(), nan = ve.newv();
+      cc.emit(vcmp, eq, v, vbest, 0);
+      cc.emit(vcmp, nan, v, v, 3);
+      cc.emit(f32 ? ax::Inst::kIdVorps : ax::Inst::kIdVorpd, eq, eq, nan);
+      cc.emit(f32 ? ax::Inst::kIdVmovmskps : ax::Inst::kIdVmovmskpd, bits.r32(), eq);
+    }
     cc.test(bits, bits);
     cc.jnz(hit);
     cc.add(i, lanes);
@@ -98,7 +108,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
     loaded[k] = se.newv();
     se.load(dtype, loaded[k], rk.ptr[k]);
   }
-  ax::Xmm v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]].as<ax::Xmm>();
+  ax::Xmm v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]].xmm();
   const bool vex = isa != Isa::Scalar;
   auto ucomis = [&](const ax::Xmm& a, const ax::Xmm& b) {
     if (vex)
@@ -107,7 +117,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
       f32 ? cc.ucomiss(a, b) : cc.ucomisd(a, b);
   };
   // ucomis sets ZF for equal and for unordered, PF only for unordered.
-  ucomis(v, best.as<ax::Xmm>());
+  ucomis(v, best.xmm());
   cc.jp(not_equal);
   cc.je(found);
   cc.bind(not_equal);

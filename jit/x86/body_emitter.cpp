@@ -14,9 +14,19 @@ bool is_fp(DType t) { return t == DType::Float32 || t == DType::Float64; }
 
 BodyEmitter::BodyEmitter(ax::Compiler& cc, Isa isa, int count)
     : cc_(cc), isa_(isa), count_(count), vex_(isa != Isa::Scalar), math_f32_(cc, isa, DType::Float32),
-      math_f64_(cc, isa, DType::Float64) {}
+      math_f64_(cc, isa, DType::Float64) {
+  evex_ = isa == Isa::Avx512;
+}
 
-ax::Vec BodyEmitter::newv() { return vex_ ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm()); }
+ax::Vec BodyEmitter::newv() {
+  if (evex_) return cc_.newZmm();
+  return vex_ ? ax::Vec(cc_.newYmm()) : ax::Vec(cc_.newXmm());
+}
+
+void BodyEmitter::movdqu(const Operand& dst, const Operand& src) {
+  cc_.emit(evex_ ? ax::Inst::kIdVmovdqu32 : ax::Inst::kIdVmovdqu, dst, src);
+}
+
 
 InstId BodyEmitter::pick(DType t, InstId vps, InstId vpd, InstId ss, InstId sd) const {
   if (vex_) return is_f32(t) ? vps : vpd;
@@ -62,7 +72,7 @@ ax::Vec BodyEmitter::mask_constant(DType t, bool sign_only) {
   } else {
     uint64_t bitsv = sign_only ? 0x8000000000000000ull : 0x7fffffffffffffffull;
     ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &bitsv, 8);
-    vex_ ? cc_.vbroadcastsd(r.ymm(), m) : cc_.movsd(r.xmm(), m);
+    vex_ ? cc_.vbroadcastsd(full(r), m) : cc_.movsd(r.xmm(), m);
   }
   return r;
 }
@@ -90,6 +100,14 @@ void BodyEmitter::select(DType t, const ax::Vec& dst, const ax::Vec& mask, const
 
 void BodyEmitter::max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
   // (a >= b || isnan(a)) ? a : b for maximum, <= for minimum.
+  if (evex_) {
+    const InstId vcmp = is_f32(t) ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd;
+    ax::KReg keep_a = cc_.newKq(), nan_a = cc_.newKq();
+    cc_.emit(vcmp, keep_a, is_max ? b : a, is_max ? a : b, 2);  // LE (ordered)
+    cc_.emit(vcmp, nan_a, a, a, 3);                             // UNORD
+    cc_.korq(keep_a, keep_a, nan_a);
+    return k_select(rt::dtype_itemsize(t), keep_a, dst, a, b);
+  }
   ax::Vec keep_a = newv(), nan_a = newv();
   cmp(t, keep_a, is_max ? b : a, is_max ? a : b, 2);  // LE (ordered)
   cmp(t, nan_a, a, a, 3);                             // UNORD
@@ -117,7 +135,9 @@ void BodyEmitter::unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec&
     case ScalarOp::Floor:
     case ScalarOp::Ceil: {
       int imm = (op == ScalarOp::Floor ? 1 : 2) | 8;  // round down/up, suppress precision exception
-      if (vex_) cc_.emit(f32 ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
+      // vrndscale with scale 0 is vround's EVEX form (same immediate bits).
+      if (evex_) cc_.emit(f32 ? ax::Inst::kIdVrndscaleps : ax::Inst::kIdVrndscalepd, dst, a, imm);
+      else if (vex_) cc_.emit(f32 ? ax::Inst::kIdVroundps : ax::Inst::kIdVroundpd, dst, a, imm);
       else cc_.emit(f32 ? ax::Inst::kIdRoundss : ax::Inst::kIdRoundsd, dst, a, imm);
       return;
     }
@@ -146,7 +166,7 @@ ax::Vec BodyEmitter::int_to_value(DType t, const ax::Gp& g) {
     cc_.vxorps(s, s, s);
     f32 ? cc_.vcvtsi2ss(s, s, g) : cc_.vcvtsi2sd(s, s, g);
     ax::Vec r = newv();
-    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.ymm(), s);
+    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(full(r), s);
     return r;
   }
   cc_.xorps(s, s);
@@ -156,7 +176,8 @@ ax::Vec BodyEmitter::int_to_value(DType t, const ax::Gp& g) {
 
 ax::Vec BodyEmitter::zero() {
   ax::Vec z = newv();
-  vex_ ? cc_.vpxor(z, z, z) : cc_.pxor(z.xmm(), z.xmm());
+  if (evex_) cc_.vpxord(z, z, z);
+  else vex_ ? cc_.vpxor(z, z, z) : cc_.pxor(z.xmm(), z.xmm());
   return z;
 }
 
@@ -166,7 +187,7 @@ ax::Vec BodyEmitter::bytes_constant(const void* data, int bytes) {
   std::memcpy(buf, data, std::min(bytes, width));
   ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, buf, width);
   ax::Vec r = newv();
-  vex_ ? cc_.vmovdqu(r, m) : cc_.movdqu(r.xmm(), m);
+  vex_ ? movdqu(r, m) : void(cc_.movdqu(r.xmm(), m));
   return r;
 }
 
@@ -185,7 +206,7 @@ ax::Vec BodyEmitter::constant(DType t, double v) {
       vex_ ? cc_.vbroadcastss(r, m) : cc_.movss(r.xmm(), m);
     } else {
       ax::Mem m = cc_.newConst(ConstPoolScope::kLocal, &v, 8);
-      vex_ ? cc_.vbroadcastsd(r.ymm(), m) : cc_.movsd(r.xmm(), m);
+      vex_ ? cc_.vbroadcastsd(full(r), m) : cc_.movsd(r.xmm(), m);
     }
     return r;
   }
@@ -205,11 +226,13 @@ ax::Mem BodyEmitter::vector_mem(int bytes, const ax::Gp& ptr) const {
 
 void BodyEmitter::load_bytes(DType t, const ax::Vec& dst, const ax::Mem& m, int bytes) {
   const ax::Xmm x = dst.xmm();
+  if (is_fp(t) && bytes == 64) return void(cc_.vmovups(dst.zmm(), m));
   if (is_fp(t) && bytes == 32) return void(cc_.vmovups(dst.ymm(), m));
   if (is_fp(t) && bytes == 16) return void(vex_ ? cc_.vmovups(x, m) : cc_.movups(x, m));
   switch (bytes) {
-    case 32: cc_.vmovdqu(dst.ymm(), m); return;
-    case 16: vex_ ? cc_.vmovdqu(x, m) : cc_.movdqu(x, m); return;
+    case 64: movdqu(dst.zmm(), m); return;
+    case 32: movdqu(dst.ymm(), m); return;
+    case 16: vex_ ? movdqu(x, m) : void(cc_.movdqu(x, m)); return;
     case 8:
       if (is_fp(t)) vex_ ? cc_.vmovsd(x, m) : cc_.movsd(x, m);
       else vex_ ? cc_.vmovq(x, m) : cc_.movq(x, m);
@@ -229,11 +252,13 @@ void BodyEmitter::load_bytes(DType t, const ax::Vec& dst, const ax::Mem& m, int 
 
 void BodyEmitter::store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int bytes) {
   const ax::Xmm x = src.xmm();
+  if (is_fp(t) && bytes == 64) return void(cc_.vmovups(m, src.zmm()));
   if (is_fp(t) && bytes == 32) return void(cc_.vmovups(m, src.ymm()));
   if (is_fp(t) && bytes == 16) return void(vex_ ? cc_.vmovups(m, x) : cc_.movups(m, x));
   switch (bytes) {
-    case 32: cc_.vmovdqu(m, src.ymm()); return;
-    case 16: vex_ ? cc_.vmovdqu(m, x) : cc_.movdqu(m, x); return;
+    case 64: movdqu(m, src.zmm()); return;
+    case 32: movdqu(m, src.ymm()); return;
+    case 16: vex_ ? movdqu(m, x) : void(cc_.movdqu(m, x)); return;
     case 8:
       if (is_fp(t)) vex_ ? cc_.vmovsd(m, x) : cc_.movsd(m, x);
       else vex_ ? cc_.vmovq(m, x) : cc_.movq(m, x);
@@ -242,12 +267,18 @@ void BodyEmitter::store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int
       if (is_fp(t)) vex_ ? cc_.vmovss(m, x) : cc_.movss(m, x);
       else vex_ ? cc_.vmovd(m, x) : cc_.movd(m, x);
       return;
-    default: {
-      ax::Gp g = cc_.newInt32();
-      vex_ ? cc_.vmovd(g, x) : cc_.movd(g, x);
-      bytes == 1 ? cc_.mov(m, g.r8()) : cc_.mov(m, g.r16());
+    default:
+      // NB: not (v)movd to a general-purpose register: when the allocator spills the xmm it
+      // rewrites that to `movd r32, m32`, which does not exist (asmjit's validation rejects it).
+      // The pextr forms only take the vector operand in a register.
+      if (vex_) {
+        bytes == 1 ? cc_.vpextrb(m, x, 0) : cc_.vpextrw(m, x, 0);
+      } else {
+        ax::Gp g = cc_.newInt32();
+        cc_.pextrw(g, x, 0);
+        bytes == 1 ? cc_.mov(m, g.r8()) : cc_.mov(m, g.r16());
+      }
       return;
-    }
   }
 }
 
@@ -281,7 +312,7 @@ ax::Vec BodyEmitter::param(DType t, const ax::Mem& mem, bool is_int) {
     }
     if (!vex_) return s;
     ax::Vec r = newv();
-    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(r.ymm(), s);
+    f32 ? cc_.vbroadcastss(r, s) : cc_.vbroadcastsd(full(r), s);
     return r;
   }
   // Integer and bool loops only meet integer parameters (lowering); NumPy converts the Python
@@ -387,14 +418,14 @@ void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, const std::vector
     ax::Vec b = ve.newv();
     switch (dtypes[k]) {
       case DType::Float32: cc.vbroadcastss(b, ax::dword_ptr(ptr[k])); break;
-      case DType::Float64: cc.vbroadcastsd(b.ymm(), ax::qword_ptr(ptr[k])); break;
+      case DType::Float64: cc.vbroadcastsd(isa == Isa::Avx512 ? ax::Vec(b.zmm()) : ax::Vec(b.ymm()), ax::qword_ptr(ptr[k])); break;
       case DType::Int32: cc.vpbroadcastd(b, ax::dword_ptr(ptr[k])); break;
       case DType::Int64: cc.vpbroadcastq(b, ax::qword_ptr(ptr[k])); break;
       default: cc.vpbroadcastb(b, ax::byte_ptr(ptr[k])); break;  // uint8, bool
     }
     ax::Mem slot = scratch.cloneAdjusted(vbytes * k);
     slot.setSize(vbytes);
-    cc.vmovdqu(slot, b);
+    cc.vmovups(slot, b);
     cc.lea(vptr[k], slot);
     cc.test(stride[k], stride[k]);
     cc.cmovnz(vptr[k], ptr[k]);

@@ -1,5 +1,5 @@
 // body_emitter_int.cpp — integer and bool element operations, comparisons, select and casts:
-// AVX2 forms where the ISA has them, lane-wise general-purpose code otherwise.
+// AVX2 / AVX-512 forms where the ISA has them, lane-wise general-purpose code otherwise.
 #include "jit/x86/body_emitter_p.h"
 
 #include <cstring>
@@ -253,7 +253,7 @@ void BodyEmitter::lanewise(ScalarOp op, DType out, const std::vector<std::pair<a
   std::vector<ax::Gp> base(nin + 1);
   for (int k = 0; k <= nin; ++k) {
     ax::Mem slot = spill_slot(k);
-    if (k < nin) vex_ ? cc_.vmovdqu(slot, in[k].first) : cc_.movdqu(slot, in[k].first.xmm());
+    if (k < nin) vex_ ? movdqu(slot, in[k].first) : void(cc_.movdqu(slot, in[k].first.xmm()));
     base[k] = cc_.newIntPtr();
     cc_.lea(base[k], slot);
   }
@@ -294,16 +294,21 @@ void BodyEmitter::lanewise(ScalarOp op, DType out, const std::vector<std::pair<a
     cc_.jl(top);
   }
   ax::Mem res = spill_slot(nin);
-  vex_ ? cc_.vmovdqu(dst, res) : cc_.movdqu(dst.xmm(), res);
+  vex_ ? movdqu(dst, res) : void(cc_.movdqu(dst.xmm(), res));
 }
 
-// ---- vector forms (AVX2) ----
+// ---- vector forms (AVX2, AVX-512) ----
 
 // The low byte of each element of size `itemsize`, packed into the low `count` bytes of dst.
-// vpshufb gathers within each 128-bit lane: lane 0 puts its bytes first, lane 1 right after them
-// (at the same offsets within its own lane), so OR-ing the high lane down joins them.
+// AVX-512 has the truncating moves (vpmovdb, vpmovqb). On AVX2, vpshufb gathers within each
+// 128-bit lane: lane 0 puts its bytes first, lane 1 right after them (at the same offsets within
+// its own lane), so OR-ing the high lane down joins them.
 void BodyEmitter::narrow_to_bytes(int itemsize, const ax::Vec& dst, const ax::Vec& a) {
   if (itemsize == 1) return move(dst, a);
+  if (evex_) {
+    itemsize == 4 ? cc_.vpmovdb(dst.xmm(), a.zmm()) : cc_.vpmovqb(dst.xmm(), a.zmm());
+    return;
+  }
   const int per_lane = 16 / itemsize;
   uint8_t ctrl[32];
   std::memset(ctrl, 0x80, sizeof ctrl);  // 0x80: zero this byte
@@ -317,7 +322,7 @@ void BodyEmitter::narrow_to_bytes(int itemsize, const ax::Vec& dst, const ax::Ve
   }
 }
 
-// Lane masks (all ones / zeros) of `itemsize` -> bool bytes 0/1 (or 1/0 when negated).
+// AVX2: lane masks (all ones / zeros) of `itemsize` -> bool bytes 0/1 (or 1/0 when negated).
 void BodyEmitter::mask_to_bool(int itemsize, bool negate, const ax::Vec& dst, const ax::Vec& mask) {
   ax::Vec b = newv();
   narrow_to_bytes(itemsize, b, mask);
@@ -325,7 +330,7 @@ void BodyEmitter::mask_to_bool(int itemsize, bool negate, const ax::Vec& dst, co
   else cc_.vpabsb(dst, b);                         // |-1| = 1
 }
 
-// Bool bytes 0/1 -> lane masks of `itemsize` (0 - 1 is all ones).
+// AVX2: bool bytes 0/1 -> lane masks of `itemsize` (0 - 1 is all ones).
 void BodyEmitter::bool_to_mask(int itemsize, const ax::Vec& dst, const ax::Vec& c) {
   ax::Vec z = zero();
   switch (itemsize) {
@@ -345,10 +350,26 @@ void BodyEmitter::bool_to_mask(int itemsize, const ax::Vec& dst, const ax::Vec& 
   }
 }
 
+// NB: operands that emit code (constants) are made before cc_.k(): the mask and {z} apply to
+// whichever instruction is emitted next.
+void BodyEmitter::k_to_bool(const ax::KReg& k, const ax::Vec& dst) {
+  const ax::Vec ones = splat_bytes(1);
+  cc_.k(k).z().vmovdqu8(dst.zmm(), ones.zmm());
+}
+
+// dst = k ? a : b by element of `itemsize`. A merge-masked move rather than vpblendm: the
+// allocator treats a masked destination as read, and here it is (it holds b).
+void BodyEmitter::k_select(int itemsize, const ax::KReg& k, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
+  move(dst, b);
+  cc_.k(k).emit(itemsize == 1 ? ax::Inst::kIdVmovdqu8 : itemsize == 4 ? ax::Inst::kIdVmovdqa32 : ax::Inst::kIdVmovdqa64,
+                dst.zmm(), a.zmm());
+}
+
 void BodyEmitter::int_mul(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
   switch (size_of(t)) {
     case 4: cc_.vpmulld(dst, a, b); return;
     case 8: {
+      if (evex_) return void(cc_.vpmullq(dst, a, b));  // AVX-512DQ
       // No vpmullq before AVX-512: (ah*2^32 + al)(bh*2^32 + bl) mod 2^64
       //   = al*bl + ((ah*bl + al*bh) << 32), from 32x32->64 products.
       ax::Vec ah = newv(), bh = newv(), cross = newv(), low = newv();
@@ -367,14 +388,15 @@ void BodyEmitter::int_mul(DType t, const ax::Vec& dst, const ax::Vec& a, const a
       // bytes, so multiply even bytes in place and odd bytes shifted down, and merge.
       ax::Vec even = newv(), ah = newv(), bh = newv(), odd = newv();
       cc_.vpmullw(even, a, b);
-      uint8_t low_bytes[32];
-      for (int k = 0; k < 32; ++k) low_bytes[k] = k % 2 ? 0x00 : 0xff;
-      cc_.vpand(even, even, bytes_constant(low_bytes, 32));
+      uint8_t low_bytes[64];
+      for (int k = 0; k < 64; ++k) low_bytes[k] = k % 2 ? 0x00 : 0xff;
+      const ax::Vec keep = bytes_constant(low_bytes, 64);
+      evex_ ? cc_.vpandd(even, even, keep) : cc_.vpand(even, even, keep);
       cc_.vpsrlw(ah, a, 8);
       cc_.vpsrlw(bh, b, 8);
       cc_.vpmullw(odd, ah, bh);
       cc_.vpsllw(odd, odd, 8);
-      cc_.vpor(dst, even, odd);
+      evex_ ? cc_.vpord(dst, even, odd) : cc_.vpor(dst, even, odd);
       return;
     }
   }
@@ -390,13 +412,17 @@ void BodyEmitter::int_binary(ScalarOp op, DType t, const ax::Vec& dst, const ax:
       cc_.emit(by_size(t, ax::Inst::kIdVpsubb, ax::Inst::kIdVpsubd, ax::Inst::kIdVpsubq), dst, a, b);
       return;
     case ScalarOp::Mul: return int_mul(t, dst, a, b);
-    case ScalarOp::And: cc_.vpand(dst, a, b); return;
-    case ScalarOp::Or: cc_.vpor(dst, a, b); return;
-    case ScalarOp::Xor: cc_.vpxor(dst, a, b); return;
+    case ScalarOp::And: evex_ ? cc_.vpandd(dst, a, b) : cc_.vpand(dst, a, b); return;
+    case ScalarOp::Or: evex_ ? cc_.vpord(dst, a, b) : cc_.vpor(dst, a, b); return;
+    case ScalarOp::Xor: evex_ ? cc_.vpxord(dst, a, b) : cc_.vpxor(dst, a, b); return;
     case ScalarOp::Max:
     case ScalarOp::Min: {
       const bool mx = op == ScalarOp::Max;
       if (size_of(t) == 8) {
+        if (evex_) {
+          mx ? cc_.vpmaxsq(dst, a, b) : cc_.vpminsq(dst, a, b);
+          return;
+        }
         ax::Vec gt = newv();  // a > b
         cc_.vpcmpgtq(gt, a, b);
         mx ? cc_.vpblendvb(dst, b, a, gt) : cc_.vpblendvb(dst, a, b, gt);
@@ -421,6 +447,7 @@ void BodyEmitter::int_unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::
       if (size_of(t) == 4) {
         cc_.vpabsd(dst, a);
       } else if (size_of(t) == 8) {
+        if (evex_) return void(cc_.vpabsq(dst, a));
         ax::Vec neg = newv(), flipped = newv();  // |a| = (a ^ m) - m with m = (a < 0 ? -1 : 0)
         cc_.vpcmpgtq(neg, zero(), a);
         cc_.vpxor(flipped, a, neg);
@@ -432,7 +459,9 @@ void BodyEmitter::int_unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::
     case ScalarOp::Square: return int_mul(t, dst, a, a);
     case ScalarOp::Not:
       if (t == DType::Bool) {
-        cc_.vpxor(dst, a, splat_bytes(1));
+        evex_ ? cc_.vpxord(dst, a, splat_bytes(1)) : cc_.vpxor(dst, a, splat_bytes(1));
+      } else if (evex_) {
+        cc_.vpxord(dst, a, splat_bytes(0xff));
       } else {
         ax::Vec ones = newv();
         cc_.vpcmpeqd(ones, ones, ones);
@@ -445,6 +474,26 @@ void BodyEmitter::int_unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::
 
 void BodyEmitter::compare(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
   if (!vex_) return lanewise(op, DType::Bool, {{a, t}, {b, t}}, dst);
+  if (evex_) {
+    ax::KReg k = cc_.newKq();
+    if (is_fp(t)) {
+      cc_.emit(t == DType::Float32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, k, a, b, float_predicate(op));
+    } else {
+      // vpcmp[u] predicates: 0 EQ, 1 LT, 2 LE, 4 NE, 5 NLT (GE), 6 NLE (GT). uint8 and bool
+      // compare unsigned.
+      int p = 0;
+      switch (op) {
+        case ScalarOp::Eq: p = 0; break;
+        case ScalarOp::Ne: p = 4; break;
+        case ScalarOp::Lt: p = 1; break;
+        case ScalarOp::Le: p = 2; break;
+        case ScalarOp::Gt: p = 6; break;
+        default: p = 5; break;  // Ge
+      }
+      cc_.emit(by_size(t, ax::Inst::kIdVpcmpub, ax::Inst::kIdVpcmpd, ax::Inst::kIdVpcmpq), k, a, b, p);
+    }
+    return k_to_bool(k, dst);
+  }
   ax::Vec m = newv();
   if (is_fp(t)) {
     cc_.emit(t == DType::Float32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, m, a, b, float_predicate(op));
@@ -475,14 +524,29 @@ void BodyEmitter::compare(ScalarOp op, DType t, const ax::Vec& dst, const ax::Ve
 
 void BodyEmitter::where(DType t, const ax::Vec& dst, const ax::Vec& c, const ax::Vec& a, const ax::Vec& b) {
   if (!vex_) return lanewise(ScalarOp::Where, t, {{c, DType::Bool}, {a, t}, {b, t}}, dst);
+  if (evex_) {
+    // Bit j of k: bool byte j is nonzero; the blend then picks whole elements by lane.
+    ax::KReg k = cc_.newKq();
+    cc_.vptestmb(k, c.zmm(), c.zmm());
+    return k_select(size_of(t), k, dst, a, b);
+  }
   ax::Vec m = newv();
   bool_to_mask(size_of(t), m, c);
   cc_.vpblendvb(dst, b, a, m);
 }
 
 bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax::Vec& a) {
-  const ax::Xmm ax_ = a.xmm(), dx = dst.xmm();
+  const ax::Xmm ax_ = a.xmm();
   if (to == DType::Bool) {
+    if (evex_) {
+      ax::KReg k = cc_.newKq();
+      if (is_fp(from))
+        cc_.emit(from == DType::Float32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, k, a, zero(), 0x04);  // NaN: true
+      else
+        cc_.emit(by_size(from, ax::Inst::kIdVptestmb, ax::Inst::kIdVptestmd, ax::Inst::kIdVptestmq), k, a, a);
+      k_to_bool(k, dst);
+      return true;
+    }
     ax::Vec m = newv();
     if (is_fp(from)) {
       cc_.emit(from == DType::Float32 ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd, m, a, zero(), 0x04);  // NaN: true
@@ -498,6 +562,8 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
     move(dst, a);
     return true;
   }
+  // Widening conversions read the low half of the source register, narrowing ones write the low
+  // half of dst (Note [Element widths]: the count elements sit in the low bytes).
   switch (from) {
     case DType::UInt8:
       switch (to) {
@@ -506,39 +572,52 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
         default: {
           ax::Vec w = newv();
           cc_.vpmovzxbd(w, ax_);
-          to == DType::Float32 ? cc_.vcvtdq2ps(dst, w) : cc_.vcvtdq2pd(dst, w.xmm());
+          to == DType::Float32 ? cc_.vcvtdq2ps(dst, w) : cc_.vcvtdq2pd(dst, half(w));
           return true;
         }
       }
     case DType::Int32:
       switch (to) {
-        case DType::Int64: cc_.vpmovsxdq(dst, ax_); return true;
+        case DType::Int64: cc_.vpmovsxdq(dst, half(a)); return true;
         case DType::Float32: cc_.vcvtdq2ps(dst, a); return true;
-        case DType::Float64: cc_.vcvtdq2pd(dst, ax_); return true;
+        case DType::Float64: cc_.vcvtdq2pd(dst, half(a)); return true;
         default: narrow_to_bytes(4, dst, a); return true;  // uint8: the low byte
       }
     case DType::Int64:
+      if (to == DType::UInt8) {
+        narrow_to_bytes(8, dst, a);
+        return true;
+      }
+      if (evex_) {
+        // AVX-512DQ converts int64 like cvtsi2sd/ss (one rounding, MXCSR mode).
+        switch (to) {
+          case DType::Int32: cc_.vpmovqd(dst.ymm(), a.zmm()); return true;  // the low dword
+          case DType::Float32: cc_.vcvtqq2ps(dst.ymm(), a.zmm()); return true;
+          default: cc_.vcvtqq2pd(dst.zmm(), a.zmm()); return true;
+        }
+      }
       if (to == DType::Int32) {
         const uint32_t idx[8] = {0, 2, 4, 6, 0, 0, 0, 0};  // the low dword of each qword
         cc_.vpermd(dst, bytes_constant(idx, 32), a);
-        return true;
-      }
-      if (to == DType::UInt8) {
-        narrow_to_bytes(8, dst, a);
         return true;
       }
       return false;  // to float: no AVX2 instruction (lane-wise)
     case DType::Float32:
     case DType::Float64: {
       const bool f32 = from == DType::Float32;
-      if (to == DType::Int64) return false;  // no AVX2 instruction (lane-wise)
+      if (to == DType::Int64) {
+        if (!evex_) return false;  // no AVX2 instruction (lane-wise)
+        // Out of range and NaN give 0x8000000000000000, as cvttsd2si does.
+        f32 ? cc_.vcvttps2qq(dst.zmm(), a.ymm()) : cc_.vcvttpd2qq(dst.zmm(), a.zmm());
+        return true;
+      }
       if (is_fp(to)) {
-        f32 ? cc_.vcvtps2pd(dst, ax_) : cc_.vcvtpd2ps(dx, a.ymm());
+        f32 ? cc_.vcvtps2pd(dst, half(a)) : cc_.vcvtpd2ps(half(dst), full(a));
         return true;
       }
       // int32 (out of range: 0x80000000, as cvttsd2si) and uint8 (its low byte).
       ax::Vec i = to == DType::Int32 ? dst : newv();
-      f32 ? cc_.vcvttps2dq(i, a) : cc_.vcvttpd2dq(i.xmm(), a.ymm());
+      f32 ? cc_.vcvttps2dq(i, a) : cc_.vcvttpd2dq(half(i), full(a));
       if (to == DType::UInt8) narrow_to_bytes(4, dst, i);
       return true;
     }

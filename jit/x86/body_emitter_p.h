@@ -81,6 +81,15 @@ inline MathFn math_fn_of(ScalarOp op) {
 // and conversion operations run in general-purpose registers ("lane-wise"). Operations with no
 // reasonable AVX2 form (integer division, int64 <-> float conversions) run lane-wise too: the
 // operands are spilled to the stack and each element goes through the scalar instructions.
+//
+// Avx512 keeps the same layout on zmm registers (W doubles, so an int32 value of a float64 kernel
+// fills a ymm of its zmm). Predicates live in k registers there: a comparison's lane j is bit j,
+// which is also byte j of the packed bool value, so one zero-masking byte move of 1s writes the
+// bool bytes with no narrowing, and `where` tests the bool bytes back into a k register. AVX-512DQ
+// converts int64 <-> float in vector form, so only integer division stays lane-wise. Every
+// instruction either rounds the same way as its AVX2 / SSE2 counterpart or is exact, so results
+// match the other ISAs bit for bit; the exceptions are reductions (their lanes fold in another
+// order) and the math injectors, which are held to the same ulp bounds rather than to identity.
 class BodyEmitter {
 public:
   BodyEmitter(ax::Compiler& cc, Isa isa, int count);
@@ -127,6 +136,15 @@ public:
 private:
   friend struct LaneOps;
   InstId pick(DType t, InstId vps, InstId vpd, InstId ss, InstId sd) const;
+  // Views of a register at the vector width and at half of it (ymm/xmm for Avx2, zmm/ymm for
+  // Avx512): widening and narrowing conversions read or write the half.
+  ax::Vec full(const ax::Vec& v) const { return evex_ ? ax::Vec(v.zmm()) : ax::Vec(v.ymm()); }
+  ax::Vec half(const ax::Vec& v) const { return evex_ ? ax::Vec(v.ymm()) : ax::Vec(v.xmm()); }
+  // Integer moves between registers and memory: vmovdqu has no EVEX form (vmovdqu32 does).
+  void movdqu(const Operand& dst, const Operand& src);
+  // Avx512: a lane predicate as bool bytes (byte j = bit j of k).
+  void k_to_bool(const ax::KReg& k, const ax::Vec& dst);
+  void k_select(int itemsize, const ax::KReg& k, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   void bits(DType t, InstId vex_ps, InstId vex_pd, InstId sse_ps, InstId sse_pd, const ax::Vec& dst,
             const ax::Vec& a, const ax::Vec& b);
   ax::Vec mask_constant(DType t, bool sign_only);
@@ -156,7 +174,8 @@ private:
   ax::Compiler& cc_;
   Isa isa_;
   int count_;
-  bool vex_;
+  bool vex_;   // any AVX level (VEX or EVEX encodings, full-register operations)
+  bool evex_;  // Avx512: zmm registers, k-register predicates
   MathInjector math_f32_, math_f64_;
   ax::Mem spill_;  // lane-wise scratch: 4 vectors, allocated on first use
   bool have_spill_ = false;
@@ -181,14 +200,21 @@ struct RowKernel {
   std::vector<ax::Gp> ptr, stride;
 };
 
+// Tells the register allocator which registers and spill moves the kernel may use.
+inline void set_frame_isa(FuncNode* fn, Isa isa) {
+  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
+  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  // zmm spills, and zmm16-31 for the EVEX instructions.
+  if (isa == Isa::Avx512) fn->frame().setAvx512Enabled();
+}
+
 template <typename Call>
 RowKernel begin_row_kernel(ax::Compiler& cc, Isa isa, int num_operands) {
   RowKernel k;
   FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
   k.call = cc.newIntPtr("call");
   fn->setArg(0, k.call);
-  // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
-  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  set_frame_isa(fn, isa);
   k.n = cc.newInt64("n");
   k.i = cc.newInt64("i");
   cc.mov(k.n, ax::qword_ptr(k.call, offsetof(Call, n)));
@@ -209,18 +235,40 @@ void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, const std::vector
                    const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, const ax::Mem& scratch,
                    std::vector<ax::Gp>& vptr, std::vector<ax::Gp>& vinc);
 
+// Keeps the first error of any emitted instruction (emit calls return errors that generators do
+// not check one by one).
+struct FirstError : ErrorHandler {
+  Error error = kErrorOk;
+  std::string message;
+  void handleError(Error err, const char* msg, BaseEmitter*) override {
+    if (error != kErrorOk) return;
+    error = err;
+    message = msg;
+  }
+};
+
 // Assembles what `build` emits into executable memory, as a kernel named `name`.
 template <typename Build>
 Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_text, bool want_listing, Build&& build) {
   CodeHolder code;
   code.init(jit_runtime().environment());
+  FirstError first_error;
+  code.setErrorHandler(&first_error);
   StringLogger logger;
   if (want_listing) code.setLogger(&logger);
   ax::Compiler cc(&code);
-  if (Error err = build(cc)) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  // Operand forms are checked against asmjit's instruction tables, before and after register
+  // allocation (a VEX-only instruction given zmm16-31 fails here, not at run time). Kernels are
+  // generated once per shape/dtype signature, so this costs little; it is how the AVX-512 paths
+  // get checked on hosts that cannot run them.
+  cc.addDiagnosticOptions(DiagnosticOptions::kValidateIntermediate | DiagnosticOptions::kValidateAssembler);
+  Error err = build(cc);
+  if (first_error.error != kErrorOk)
+    return Status::internal("asmjit: " + name + ": " + first_error.message);
+  if (err) return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
   void* entry = nullptr;
-  if (Error err = jit_runtime().add(&entry, &code))
-    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(err));
+  if (Error add_err = jit_runtime().add(&entry, &code))
+    return Status::internal(std::string("asmjit: ") + DebugUtils::errorAsString(add_err));
   auto k = std::make_shared<rt::Kernel>();
   k->entry = entry;
   k->name = name;

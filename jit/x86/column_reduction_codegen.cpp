@@ -29,7 +29,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
   ax::Gp call = cc.newIntPtr("call");
   fn->setArg(0, call);
-  if (isa != Isa::Scalar) fn->frame().setAvxEnabled();  // see begin_row_kernel
+  set_frame_isa(fn, isa);
   ax::Gp n = cc.newInt64("n"), rows = cc.newInt64("rows"), out = cc.newIntPtr("out");
   ax::Gp out_stride = cc.newInt64("out_stride"), row = cc.newInt64("row"), j = cc.newInt64("j");
   ax::Gp o = cc.newIntPtr("o");
@@ -102,7 +102,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
       }
       ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
       ax::Vec acc = ve.newv();
-      ax::Mem m = isa == Isa::Avx2 ? ax::ymmword_ptr(o, u * vbytes) : ax::xmmword_ptr(o, u * vbytes);
+      ax::Mem m = ax::ptr(o, u * vbytes, vbytes);
       cc.vmovups(acc, m);
       reduce_combine(ve, r.op, dtype, acc, v);
       cc.vmovups(m, acc);

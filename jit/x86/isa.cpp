@@ -26,6 +26,9 @@ int env_cap() {
 
 Isa cpu_isa() {
   static const Isa isa = [] {
+    // NB: every AVX-512 server CPU since Skylake-X has F, BW, DQ and VL; the kernels use all four
+    // (vpmullq and int64<->float are DQ, byte ops and k-masked byte moves BW). asmjit reports a
+    // feature only when XCR0 says the OS saves its state (opmask and zmm for AVX-512).
     const asmjit::CpuFeatures::X86& f = asmjit::CpuInfo::host().features().x86();
     using F = asmjit::CpuFeatures::X86;
     if (f.has(F::kAVX512_F) && f.has(F::kAVX512_BW) && f.has(F::kAVX512_DQ) && f.has(F::kAVX512_VL) &&

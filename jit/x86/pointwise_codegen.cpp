@@ -129,8 +129,6 @@ bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
 }
 
 Expected<rt::KernelPtr> generate_pointwise(const PointwiseKernelIR& ir, Isa isa, bool want_listing) {
-  // AVX-512 code for these kernels is not written yet: such hosts run the AVX2 kernels.
-  if (isa == Isa::Avx512) isa = Isa::Avx2;
   return assemble(std::string("pointwise_") + isa_name(isa), ir.to_string(), want_listing,
                   [&](ax::Compiler& cc) { return build(cc, ir, isa); });
 }

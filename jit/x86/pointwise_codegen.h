@@ -1,5 +1,5 @@
 // pointwise_codegen.h — x86-64 code for fused pointwise kernels (asmjit): a vector main loop
-// (AVX2 today), a scalar tail, and a strided scalar loop, in one function per kernel.
+// (AVX-512 or AVX2), a scalar tail, and a strided scalar loop, in one function per kernel.
 #pragma once
 
 #include <string>

@@ -227,8 +227,6 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
 }
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
-  // AVX-512 code for these kernels is not written yet: such hosts run the AVX2 kernels.
-  if (isa == Isa::Avx512) isa = Isa::Avx2;
   const bool arg = is_arg_reduce(r.op);
   return assemble(std::string(arg ? "argreduce_" : "reduce_") + isa_name(isa), r.to_string(), want_listing,
                   [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); });
@@ -236,7 +234,6 @@ Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, 
 
 Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
   if (is_arg_reduce(r.op)) return Status::internal("argmax/argmin have no column kernel");
-  if (isa == Isa::Avx512) isa = Isa::Avx2;
   return assemble(std::string("reduce_columns_") + isa_name(isa), r.to_string(), want_listing,
                   [&](ax::Compiler& cc) { return build_column_reduction(cc, r, isa); });
 }

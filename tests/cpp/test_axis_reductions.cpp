@@ -22,6 +22,7 @@ using x86::Isa;
 std::vector<Isa> host_isas() {
   std::vector<Isa> out{Isa::Scalar};
   if (x86::cpu_isa() >= Isa::Avx2) out.push_back(Isa::Avx2);
+  if (x86::cpu_isa() >= Isa::Avx512) out.push_back(Isa::Avx512);
   return out;
 }
 
@@ -377,6 +378,26 @@ TEST_P(AxisReductions, PrologueWithBroadcastOperand) {
       ASSERT_NEAR(out[o], acc / count, 1e-5 * acc / count) << "axis " << axis << " output " << o;
     }
   }
+}
+
+// Every kernel form at every ISA, also those the host cannot run (AVX-512 is then assembled only).
+TEST(AxisReductionsCodegen, EveryFormAssemblesAtEveryIsa) {
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::ArgMax, ReduceOp::ArgMin})
+      for (int variant = 0; variant < 3; ++variant) {
+        const bool arg = is_arg_reduce(op);
+        if (arg && variant > 0) continue;
+        ReductionKernelIR ir = load_ir(op, dt, variant == 1, 0, variant == 1);
+        ir.store_value = variant == 2;
+        for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+          auto row = x86::generate_reduction(ir, isa, true);
+          ASSERT_TRUE(row) << x86::isa_name(isa) << ": " << row.error().message() << "\n" << ir.to_string();
+          EXPECT_NE((*row)->listing.find(isa == Isa::Avx512 ? "zmm" : isa == Isa::Avx2 ? "ymm" : "xmm"), std::string::npos);
+          if (arg) continue;
+          auto column = x86::generate_column_reduction(ir, isa, true);
+          ASSERT_TRUE(column) << x86::isa_name(isa) << ": " << column.error().message() << "\n" << ir.to_string();
+        }
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, AxisReductions, ::testing::ValuesIn(host_isas()),

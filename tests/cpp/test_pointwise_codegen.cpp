@@ -459,59 +459,54 @@ const int64_t kSizes[] = {0, 1, 7, 31, 33, 1000};
 const DType kAllTypes[] = {DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::UInt8, DType::Bool};
 const DType kIntTypes[] = {DType::Int32, DType::Int64, DType::UInt8};
 
-TEST_P(PointwiseCodegen, IntegerArithmeticWrapsAndDividesLikeNumPy) {
-  for (DType t : kIntTypes) {
-    for (int part = 0; part < 2; ++part) {
-      KernelBuilder kb;
-      int x = kb.load(t), y = kb.load(t);
-      if (part == 0) {
-        for (ScalarOp op : {ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Max, ScalarOp::Min,
-                            ScalarOp::FloorDiv, ScalarOp::Mod, ScalarOp::And, ScalarOp::Or, ScalarOp::Xor})
-          kb.out(kb.add(op, t, x, y));
-      } else {
-        for (ScalarOp op : {ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Square, ScalarOp::Not}) kb.out(kb.add(op, t, x));
-        int p = kb.param(t, DType::Int64);
-        kb.out(kb.add(ScalarOp::Mul, t, kb.add(ScalarOp::Add, t, x, p), kb.add(ScalarOp::Const, t, -1, -1, -1, 7)));
-        kb.out(kb.add(ScalarOp::FloorDiv, t, x, p));
-      }
-      for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string(rt::dtype_name(t)));
-    }
+// Integer arithmetic: two kernels per integer type (binary ops; unary ops with params/consts).
+PointwiseKernelIR int_kernel(DType t, int part) {
+  KernelBuilder kb;
+  int x = kb.load(t), y = kb.load(t);
+  if (part == 0) {
+    for (ScalarOp op : {ScalarOp::Add, ScalarOp::Sub, ScalarOp::Mul, ScalarOp::Max, ScalarOp::Min,
+                        ScalarOp::FloorDiv, ScalarOp::Mod, ScalarOp::And, ScalarOp::Or, ScalarOp::Xor})
+      kb.out(kb.add(op, t, x, y));
+  } else {
+    for (ScalarOp op : {ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Square, ScalarOp::Not}) kb.out(kb.add(op, t, x));
+    int p = kb.param(t, DType::Int64);
+    kb.out(kb.add(ScalarOp::Mul, t, kb.add(ScalarOp::Add, t, x, p), kb.add(ScalarOp::Const, t, -1, -1, -1, 7)));
+    kb.out(kb.add(ScalarOp::FloorDiv, t, x, p));
   }
+  return kb.ir;
 }
 
-TEST_P(PointwiseCodegen, CastsBetweenEveryPairOfTypes) {
-  for (DType from : kAllTypes) {
-    KernelBuilder kb;
-    int x = kb.load(from);
-    kb.load(DType::UInt8);  // a second input of another width
-    for (DType to : kAllTypes)
-      if (to != from) kb.out(kb.add(ScalarOp::Cast, to, x));
-    for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string("cast from ") + std::string(rt::dtype_name(from)));
-  }
+// Every cast from `from`, next to a second input of another width.
+PointwiseKernelIR cast_kernel(DType from) {
+  KernelBuilder kb;
+  int x = kb.load(from);
+  kb.load(DType::UInt8);
+  for (DType to : kAllTypes)
+    if (to != from) kb.out(kb.add(ScalarOp::Cast, to, x));
+  return kb.ir;
 }
 
-TEST_P(PointwiseCodegen, ComparisonsLogicAndSelect) {
-  for (DType t : kAllTypes) {
-    KernelBuilder kb;
-    int x = kb.load(t), y = kb.load(t);
-    std::vector<int> masks;
-    for (ScalarOp op : {ScalarOp::Eq, ScalarOp::Ne, ScalarOp::Lt, ScalarOp::Le, ScalarOp::Gt, ScalarOp::Ge}) {
-      masks.push_back(kb.add(op, DType::Bool, x, y));
-      kb.out(masks.back());
-    }
-    int both = kb.add(ScalarOp::And, DType::Bool, masks[2], kb.add(ScalarOp::Not, DType::Bool, masks[0]));
-    kb.out(kb.add(ScalarOp::Xor, DType::Bool, kb.add(ScalarOp::Or, DType::Bool, both, masks[1]), masks[5]));
-    kb.out(kb.add(ScalarOp::Where, t, x, y, -1, 0, masks[2]));  // where(x < y, x, y)
-    // where(x > 0, x, 0) in the type's own zero: relu.
-    int zero = kb.add(ScalarOp::Const, t, -1, -1, -1, 0);
-    kb.out(kb.add(ScalarOp::Where, t, x, zero, -1, 0, kb.add(ScalarOp::Gt, DType::Bool, x, zero)));
-    for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, std::string("compare ") + std::string(rt::dtype_name(t)));
+// Comparisons of t, bool logic on their results, and selects between values of t.
+PointwiseKernelIR compare_kernel(DType t) {
+  KernelBuilder kb;
+  int x = kb.load(t), y = kb.load(t);
+  std::vector<int> masks;
+  for (ScalarOp op : {ScalarOp::Eq, ScalarOp::Ne, ScalarOp::Lt, ScalarOp::Le, ScalarOp::Gt, ScalarOp::Ge}) {
+    masks.push_back(kb.add(op, DType::Bool, x, y));
+    kb.out(masks.back());
   }
+  int both = kb.add(ScalarOp::And, DType::Bool, masks[2], kb.add(ScalarOp::Not, DType::Bool, masks[0]));
+  kb.out(kb.add(ScalarOp::Xor, DType::Bool, kb.add(ScalarOp::Or, DType::Bool, both, masks[1]), masks[5]));
+  kb.out(kb.add(ScalarOp::Where, t, x, y, -1, 0, masks[2]));  // where(x < y, x, y)
+  // where(x > 0, x, 0) in the type's own zero: relu.
+  int zero = kb.add(ScalarOp::Const, t, -1, -1, -1, 0);
+  kb.out(kb.add(ScalarOp::Where, t, x, zero, -1, 0, kb.add(ScalarOp::Gt, DType::Bool, x, zero)));
+  return kb.ir;
 }
 
-TEST_P(PointwiseCodegen, MixedWidthsInOneKernel) {
-  // int32 + float64 -> float64, uint8 scaled in float32, an int64 comparison stored as bool, and
-  // a select between int32 values: four itemsizes in one loop.
+// int32 + float64 -> float64, uint8 scaled in float32, an int64 comparison stored as bool, and
+// a select between int32 values: four itemsizes in one loop.
+PointwiseKernelIR mixed_kernel() {
   KernelBuilder kb;
   int a = kb.load(DType::Int32), b = kb.load(DType::Float64), c = kb.load(DType::UInt8);
   int sum = kb.add(ScalarOp::Add, DType::Float64, kb.add(ScalarOp::Cast, DType::Float64, a), b);
@@ -524,11 +519,90 @@ TEST_P(PointwiseCodegen, MixedWidthsInOneKernel) {
   kb.out(gt);
   kb.out(kb.add(ScalarOp::Where, DType::Int32, a, kb.add(ScalarOp::Cast, DType::Int32, c), -1, 0, gt));
   kb.out(kb.add(ScalarOp::Cast, DType::UInt8, sum));
-  for (int64_t n : kSizes) check_mixed(GetParam(), kb.ir, n, "mixed widths");
+  return kb.ir;
+}
+
+TEST_P(PointwiseCodegen, IntegerArithmeticWrapsAndDividesLikeNumPy) {
+  for (DType t : kIntTypes)
+    for (int part = 0; part < 2; ++part)
+      for (int64_t n : kSizes) check_mixed(GetParam(), int_kernel(t, part), n, std::string(rt::dtype_name(t)));
+}
+
+TEST_P(PointwiseCodegen, CastsBetweenEveryPairOfTypes) {
+  for (DType from : kAllTypes)
+    for (int64_t n : kSizes)
+      check_mixed(GetParam(), cast_kernel(from), n, std::string("cast from ") + std::string(rt::dtype_name(from)));
+}
+
+TEST_P(PointwiseCodegen, ComparisonsLogicAndSelect) {
+  for (DType t : kAllTypes)
+    for (int64_t n : kSizes)
+      check_mixed(GetParam(), compare_kernel(t), n, std::string("compare ") + std::string(rt::dtype_name(t)));
+}
+
+TEST_P(PointwiseCodegen, MixedWidthsInOneKernel) {
+  for (int64_t n : kSizes) check_mixed(GetParam(), mixed_kernel(), n, "mixed widths");
+}
+
+// Float kernels whose operations are all correctly rounded IEEE operations (arithmetic, sqrt,
+// floor, NumPy's max) give the same bits at every ISA, in the vector loop, the tail and strided.
+TEST_P(PointwiseCodegen, FloatResultsAreBitIdenticalToTheScalarIsa) {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    PointwiseKernelIR ir = sample_kernel(dt);
+    auto want = x86::generate_pointwise(ir, Isa::Scalar, false);
+    auto got = x86::generate_pointwise(ir, GetParam(), false);
+    ASSERT_TRUE(want && got);
+    const int it = rt::dtype_itemsize(dt);
+    for (int64_t n : {1, 7, 33, 1000})
+      for (int64_t step : {1, 3}) {
+        std::vector<char> x = edge_data(dt, n * step, 3), y = edge_data(dt, n, 4);
+        std::vector<char> out_want(3 * n * it), out_got(3 * n * it);
+        int64_t shape[1] = {n}, sx[1] = {step * it}, s[1] = {it};
+        rt::ParamValue p[2];
+        p[0].f = 1.5;
+        p[1].i = -1;
+        for (auto [k, out] : {std::pair{&want, &out_want}, std::pair{&got, &out_got}}) {
+          rt::Operand ops[5] = {{x.data(), sx, it}, {y.data(), s, it}, {out->data(), s, it},
+                                {out->data() + n * it, s, it}, {out->data() + 2 * n * it, s, it}};
+          rt::run_pointwise(***k, 1, shape, 5, ops, p, 2);
+        }
+        for (int64_t e = 0; e < 3 * n; ++e)
+          ASSERT_EQ(std::memcmp(out_got.data() + e * it, out_want.data() + e * it, it), 0)
+              << x86::isa_name(GetParam()) << " " << rt::dtype_name(dt) << " n " << n << " step " << step << " output "
+              << e / n << " element " << e % n;
+      }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, PointwiseCodegen, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
+
+// Every kernel of these tests is generated at every ISA, also those the host cannot run: an
+// AVX-512 kernel is at least assembled (operand forms, register classes) on any machine.
+TEST(PointwiseCodegen, EveryKernelAssemblesAtEveryIsa) {
+  std::vector<PointwiseKernelIR> irs = {mixed_kernel(), sample_kernel(DType::Float32), sample_kernel(DType::Float64)};
+  for (DType t : kIntTypes)
+    for (int part = 0; part < 2; ++part) irs.push_back(int_kernel(t, part));
+  for (DType t : kAllTypes) {
+    irs.push_back(cast_kernel(t));
+    irs.push_back(compare_kernel(t));
+  }
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    KernelBuilder kb;
+    int x = kb.load(dt), y = kb.load(dt);
+    for (ScalarOp op : {ScalarOp::Exp, ScalarOp::Tanh, ScalarOp::Sin, ScalarOp::Ceil, ScalarOp::Reciprocal})
+      kb.out(kb.add(op, dt, x));
+    kb.out(kb.add(ScalarOp::Pow, dt, x, y));
+    kb.out(kb.add(ScalarOp::Min, dt, x, y));
+    irs.push_back(kb.ir);
+  }
+  for (const PointwiseKernelIR& ir : irs)
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512}) {
+      auto k = x86::generate_pointwise(ir, isa, true);
+      ASSERT_TRUE(k) << x86::isa_name(isa) << ": " << k.error().message() << "\n" << ir.to_string();
+      EXPECT_NE((*k)->listing.find(isa == Isa::Avx512 ? "zmm" : isa == Isa::Avx2 ? "ymm" : "xmm"), std::string::npos);
+    }
+}
 
 TEST(PointwiseCodegen, SupportCheck) {
   PointwiseKernelIR ir = sample_kernel(DType::Float32);

@@ -18,6 +18,7 @@ using x86::Isa;
 std::vector<Isa> host_isas() {
   std::vector<Isa> out{Isa::Scalar};
   if (x86::cpu_isa() >= Isa::Avx2) out.push_back(Isa::Avx2);
+  if (x86::cpu_isa() >= Isa::Avx512) out.push_back(Isa::Avx512);
   return out;
 }
 
