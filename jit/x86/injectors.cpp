@@ -76,7 +76,9 @@ const char* math_fn_name(MathFn fn) {
 bool math_fn_is_binary(MathFn fn) { return fn == MathFn::Atan2 || fn == MathFn::Pow; }
 
 MathInjector::MathInjector(asmjit::x86::Compiler& cc, Isa isa, rt::DType dtype)
-    : cc_(cc), isa_(isa), dtype_(dtype) {}
+    : cc_(cc), isa_(isa), dtype_(dtype), pool_(std::make_unique<injectors::RegPool>()) {}
+MathInjector::~MathInjector() = default;
+MathInjector::MathInjector(MathInjector&&) noexcept = default;
 
 asmjit::x86::Vec MathInjector::new_vec(const char* name) {
   switch (isa_) {
@@ -92,12 +94,15 @@ void MathInjector::emit(MathFn fn, const asmjit::x86::Vec& dst, const asmjit::x8
   const bool f32 = dtype_ == rt::DType::Float32;
   // NB: sqrt never widens — it is the correctly rounded IEEE instruction at every width.
   const bool widen = f32 && fn != MathFn::Sqrt && (isa_ == Isa::Scalar || fn == MathFn::Pow);
+  // Every temporary of this call is dead once its result is in dst (Note [Recycled injector
+  // registers]).
+  pool_->release_all();
   if (!widen) {
-    VecOps o(cc_, isa_, f32 ? injectors::Elem::F32 : injectors::Elem::F64);
+    VecOps o(cc_, isa_, f32 ? injectors::Elem::F32 : injectors::Elem::F64, pool_.get());
     o.mov(dst, apply(o, fn, a, b));
     return;
   }
-  VecOps o(cc_, isa_, injectors::Elem::F64);
+  VecOps o(cc_, isa_, injectors::Elem::F64, pool_.get());
   const bool binary = math_fn_is_binary(fn);
   switch (isa_) {
     case Isa::Scalar: {

@@ -4,10 +4,16 @@
 
 #include <asmjit/x86.h>
 
+#include <memory>
+
 #include "jit/x86/isa.h"
 #include "runtime/dtype.h"
 
 namespace framejit::jit::x86 {
+
+namespace injectors {
+struct RegPool;
+}
 
 enum class MathFn : uint8_t {
   Exp,
@@ -43,6 +49,8 @@ inline bool math_injector_supports(MathFn, rt::DType dtype) {
 class MathInjector {
 public:
   MathInjector(asmjit::x86::Compiler& cc, Isa isa, rt::DType dtype);  // dtype: Float32 or Float64
+  ~MathInjector();
+  MathInjector(MathInjector&&) noexcept;
 
   /// dst = fn(a) or fn(a, b). dst may alias a or b.
   void emit(MathFn fn, const asmjit::x86::Vec& dst, const asmjit::x86::Vec& a,
@@ -55,6 +63,7 @@ private:
   asmjit::x86::Compiler& cc_;
   Isa isa_;
   rt::DType dtype_;
+  std::unique_ptr<injectors::RegPool> pool_;  // temporaries shared by successive calls
 };
 
 }  // namespace framejit::jit::x86

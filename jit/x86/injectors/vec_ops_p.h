@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "jit/x86/isa.h"
 
@@ -55,9 +56,19 @@ struct VecPair {
   Vec lo;
 };
 
+/// Virtual registers lent to the VecOps of successive injector calls (Note [Recycled injector
+/// registers]). `next*` count the ones handed out to the current call.
+struct RegPool {
+  std::vector<Vec> vecs;
+  std::vector<KReg> kb, kw;
+  size_t next_vec = 0, next_kb = 0, next_kw = 0;
+  void release_all() { next_vec = next_kb = next_kw = 0; }
+};
+
 class VecOps {
 public:
-  VecOps(Compiler& cc, Isa isa, Elem elem);
+  /// With `pool`, registers come from it and must all be dead when the caller releases it.
+  VecOps(Compiler& cc, Isa isa, Elem elem, RegPool* pool = nullptr);
 
   Compiler& cc() const { return cc_; }
   Isa isa() const { return isa_; }
@@ -172,6 +183,7 @@ private:
   Compiler& cc_;
   Isa isa_;
   Elem elem_;
+  RegPool* pool_;
 };
 
 }  // namespace framejit::jit::x86::injectors
