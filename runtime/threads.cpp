@@ -92,6 +92,7 @@ struct Pool {
   std::atomic<uint32_t> sleepers_{0};                // workers in (or entering) that sleep
   alignas(64) std::atomic<uint32_t> unfinished_{0};  // chunks of the current job not yet done
   std::atomic<uint32_t> caller_sleeping_{0};
+  std::atomic<int> caller_cpu_{-1};  // where the caller of the current job runs (Note [Worker placement])
   // The last job word that claimed each chunk. One cache line each: participants CAS their own
   // chunk's slot at the same moment.
   struct alignas(64) Slot {
@@ -207,6 +208,35 @@ uint64_t wait_for_job(Pool* p, uint64_t last) {
   }
 }
 
+// Note [Worker placement]
+// A worker woken after the machine was idle for a while is often placed by the scheduler on the
+// CPU its waker runs on, and then shares that CPU with the caller until the load balancer moves
+// one of them, milliseconds later: a two-way GEMM ran 1.7x slower after a 0.2 s pause, with dozens
+// of migrations where back-to-back calls had one. So a worker that finds itself on the caller's
+// CPU narrows its affinity to the other CPUs it may use, which moves it at once; it widens it
+// again when the caller is elsewhere. Nothing is pinned for good, and with a single allowed CPU
+// nothing changes.
+void keep_off_caller_cpu(Pool* p) {
+  thread_local bool narrowed = false;
+  const int caller = p->caller_cpu_.load(std::memory_order_relaxed);
+  const int here = sched_getcpu();
+  if (caller < 0 || here < 0 || (here != caller && !narrowed)) return;
+  static const cpu_set_t allowed = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_ZERO(&set);
+    return set;
+  }();
+  if (CPU_COUNT(&allowed) < 2 || caller >= CPU_SETSIZE || !CPU_ISSET(caller, &allowed)) return;
+  cpu_set_t set = allowed;
+  if (here == caller) {
+    CPU_CLR(caller, &set);
+    narrowed = sched_setaffinity(0, sizeof set, &set) == 0;
+  } else if (narrowed) {
+    narrowed = sched_setaffinity(0, sizeof set, &set) != 0;
+  }
+}
+
 void worker_main(Pool* p, int index, uint64_t last) {
   tl_in_parallel = true;  // nested parallel_for calls from a body run inline
   char name[16];
@@ -216,6 +246,7 @@ void worker_main(Pool* p, int index, uint64_t last) {
     uint64_t job = wait_for_job(p, last);
     if (p->stop_.load(std::memory_order_acquire)) break;
     last = job;
+    keep_off_caller_cpu(p);
     run_chunks(p, job, static_cast<uint32_t>(index + 1));
   }
   // NB: the last touch of the pool; the process may be exiting (see Note [Pool at exit]).
@@ -360,6 +391,7 @@ void parallel_for(int64_t n, int64_t grain, const Body& fn) {
     run_body(fn, 0, n);
     return;
   }
+  p->caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
   const uint64_t job = publish(p, &fn, n, static_cast<uint32_t>(k));
   tl_in_parallel = true;
   run_chunks(p, job, 0);
