@@ -40,6 +40,8 @@ bool is_library_code(PyCodeObject* code) {
   }
   std::string file = f;
   if (file.rfind("<frozen", 0) == 0) return true;
+  // NumPy 1.x builds its __array_function__ dispatch wrappers with exec() under this name.
+  if (file.rfind("<__array_function__ internals>", 0) == 0) return true;
   if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos)
     return true;
   for (const std::string& p : prefixes)

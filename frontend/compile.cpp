@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "frontend/trace/tracer.h"
 #include "jit/pipeline.h"
@@ -78,6 +81,45 @@ Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const O
 
 }  // namespace
 
+namespace {
+
+// What FRAMEJIT_LOGS=breaks,recompiles reported, counted per (function, reason), for the summary
+// `python -m framejit` and framejit-run print at exit. Recorded only while those topics are on.
+struct EventLog {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, int> breaks, recompiles;
+};
+EventLog& event_log() {
+  static EventLog* log = new EventLog();  // NB: immortal: read at interpreter exit
+  return *log;
+}
+void record(std::map<std::pair<std::string, std::string>, int> EventLog::*which, const std::string& fn,
+            const std::string& reason) {
+  EventLog& log = event_log();
+  std::lock_guard<std::mutex> lock(log.mu);
+  ++(log.*which)[{fn, reason}];
+}
+
+}  // namespace
+
+std::string event_summary() {
+  EventLog& log = event_log();
+  std::lock_guard<std::mutex> lock(log.mu);
+  std::string s;
+  auto section = [&](const char* title, const std::map<std::pair<std::string, std::string>, int>& events,
+                     bool enabled) {
+    if (!enabled) return;
+    int total = 0;
+    for (const auto& [key, n] : events) total += n;
+    s += std::string(title) + ": " + std::to_string(total) + "\n";
+    for (const auto& [key, n] : events)
+      s += "  " + std::to_string(n) + "x " + key.first + ": " + key.second + "\n";
+  };
+  section("graph breaks", log.breaks, rt::log_enabled(rt::LogTopic::Breaks));
+  section("recompiles", log.recompiles, rt::log_enabled(rt::LogTopic::Recompiles));
+  return s;
+}
+
 std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
                                           CodeState& state) {
   auto t0 = Clock::now();
@@ -144,7 +186,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   if (st.code() == StatusCode::Unsupported) {
     ++stats().graph_breaks;
     entry->break_reason = st.message();
-    if (rt::log_enabled(rt::LogTopic::Breaks)) rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
+    if (rt::log_enabled(rt::LogTopic::Breaks)) {
+      rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
+      record(&EventLog::breaks, state.name, st.message());
+    }
     if (cfg.explain) cfg.explain->break_reasons.push_back(st.message());
     if (cfg.fullgraph) {
       stats().compile_ms += ms_since(t0);
@@ -174,8 +219,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     for (auto& g : guard_lines) cfg.explain->guards.push_back(g);
   if (had_entries && !cfg.explain) {
     ++stats().recompiles;
-    if (rt::log_enabled(rt::LogTopic::Recompiles))
+    if (rt::log_enabled(rt::LogTopic::Recompiles)) {
       rt::log_write(rt::LogTopic::Recompiles, "recompiling " + state.name + ": " + recompile_reason);
+      record(&EventLog::recompiles, state.name, recompile_reason);
+    }
   }
   stats().compile_ms += ms_since(t0);
   return entry;

@@ -22,6 +22,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
 /// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
 PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);
 
+/// The graph breaks and recompiles seen so far, per function and reason, for the topics
+/// FRAMEJIT_LOGS enables (breaks, recompiles); empty when neither is on.
+std::string event_summary();
+
 /// The framejit.Unsupported exception type (borrowed); created by the bindings.
 PyObject*& unsupported_error();
 

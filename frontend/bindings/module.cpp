@@ -128,6 +128,8 @@ PYBIND11_MODULE(_C, m) {
   }, "Imports what the C++ side needs from Python; called once by framejit/__init__.py.");
 
   m.def("stats", &stats_dict);
+  m.def("_event_summary", &event_summary,
+        "Graph breaks and recompiles per function and reason, for FRAMEJIT_LOGS=breaks,recompiles.");
   m.def("reset", [] {
     reset_all_code_states();
     stats() = Stats{};
