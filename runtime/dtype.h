@@ -5,26 +5,12 @@
 #include <optional>
 #include <string_view>
 
+#include "framejit/dtype.h"
+
 namespace framejit::rt {
 
-/// Element types. `Bool` is one byte (NumPy's layout). Types framejit cannot compute still have a
-/// name here so that graphs holding them print and guard correctly.
-enum class DType : uint8_t {
-  Bool,
-  Int8,
-  Int16,
-  Int32,
-  Int64,
-  UInt8,
-  UInt16,
-  UInt32,
-  UInt64,
-  Float16,
-  Float32,
-  Float64,
-  Complex64,
-  Complex128,
-};
+/// Element types: the public framejit::DType (include/framejit/dtype.h).
+using DType = ::framejit::DType;
 constexpr int kNumDTypes = 14;
 
 /// NumPy's name ("float32").
@@ -39,11 +25,7 @@ bool dtype_is_integer(DType t);  // signed or unsigned, not bool
 bool dtype_is_signed(DType t);
 bool dtype_is_complex(DType t);
 
-enum class DeviceType : uint8_t { CPU, CUDA };
-struct Device {
-  DeviceType type = DeviceType::CPU;
-  int index = 0;
-  bool operator==(const Device& o) const { return type == o.type && index == o.index; }
-};
+using DeviceType = ::framejit::DeviceType;
+using Device = ::framejit::Device;
 
 }  // namespace framejit::rt

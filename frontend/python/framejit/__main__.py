@@ -33,6 +33,32 @@ def _print_summary():
         sys.stderr.write("[framejit] summary\n" + text)
 
 
+def run_script(path, args):
+    """Run `path` as __main__ with sys.argv = [path, *args] in this (already framejit-enabled)
+    interpreter; print the summary FRAMEJIT_LOGS asks for. Returns the exit status: 0, the code
+    of a SystemExit, or 1 after printing an uncaught exception (framejit-run uses this)."""
+    import traceback
+
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+        return 0
+    except SystemExit as e:
+        if e.code is None:
+            return 0
+        if isinstance(e.code, int):
+            return e.code
+        print(e.code, file=sys.stderr)
+        return 1
+    except BaseException:
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout.flush()
+        _print_summary()
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     # Everything after the script (or after -m module) belongs to it, options included.
