@@ -29,6 +29,7 @@ test: build
 	exit $$status
 
 bench: build
+	@tools/install_deps.sh --bench
 	PYTHONPATH=$(BUILD)/python $(PYTHON) samples/bench.py
 
 clean:

@@ -9,6 +9,7 @@ import framejit
 import arc_distance
 import axpb
 import elementwise
+import host_model
 import harness
 import install_overhead
 import layernorm
@@ -18,6 +19,7 @@ import peak_memory
 import sgemm
 import softmax
 import trace_time
+import transformer
 
 # In the order of issue 3's Benchmarks table after the capture issue's cases; compile times of every
 # case's graph are also gathered into one table at the end.
@@ -34,6 +36,8 @@ CASES = {
         sgemm,
         mlp,
         arc_distance,
+        transformer,
+        host_model,
         peak_memory,
     )
 }
@@ -75,7 +79,8 @@ def main(argv: list[str]) -> int:
     if compile_times:
         print("\nCompile time per graph:\n")
         print(compile_times)
-    print(f"\nwrote {md} and {js} ({seconds:.0f} s)")
+    png = harness.draw_speedups(rows)
+    print(f"\nwrote {md}, {js}{f' and {png}' if png else ''} ({seconds:.0f} s)")
     if failures:
         print("\n" + "\n".join(failures), file=sys.stderr)
         return 1

@@ -331,8 +331,8 @@ def progress(case: str, message: str) -> None:
 
 def _number(v: float) -> str:
     """Three significant digits without exponents for the sizes we report."""
-    if v != v:
-        return "nan"
+    if v != v:  # no measurement: a peer that is not installed
+        return "n/a"
     if abs(v) >= 100:
         return f"{v:.0f}"
     if abs(v) >= 10:
@@ -417,3 +417,39 @@ def write_results(rows: list[Row], failures: list[str], seconds: float) -> tuple
     }
     js.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     return md, js
+
+
+def draw_speedups(rows: list[Row]) -> Path | None:
+    """build/bench/speedup.png: one bar per "speedup of framejit over <peer>" row, on a log scale,
+    with each row's target as a tick; None (and a note) when matplotlib is not installed."""
+    bars = [r for r in rows if r.contender.startswith("speedup of framejit over ") and r.median == r.median]
+    if not bars:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no display
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("[bench] matplotlib is not installed: no speedup.png", flush=True)
+        return None
+    labels = [f"{r.case}\nvs {r.contender.removeprefix('speedup of framejit over ')}" for r in bars]
+    values = [r.median for r in bars]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.9 * len(bars)), 5.0))
+    colors = ["tab:green" if r.met in (True, None) and v >= 1 else "tab:red" for r, v in zip(bars, values)]
+    ax.bar(range(len(bars)), values, color=colors)
+    for i, r in enumerate(bars):
+        ax.text(i, values[i], f"{values[i]:.2f}×", ha="center", va="bottom", fontsize=8)
+        if r.target:
+            target = float(r.target.removeprefix("≥ ").rstrip("×"))
+            ax.hlines(target, i - 0.4, i + 0.4, colors="black", linestyles="dashed", linewidth=1)
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup of framejit (×, log scale; dashed: target)")
+    ax.set_xticks(range(len(bars)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_title("framejit vs peers, measured side by side (medians of per-round ratios)")
+    fig.tight_layout()
+    path = RESULTS_DIR / "speedup.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -11,6 +11,12 @@ packages=(
   googletest libgtest-dev                 # C++ tests
 )
 
+# `--bench`: also what `make bench` draws and compares with (matplotlib for speedup.png, PyTorch's
+# CPU eager mode as a peer). Not needed to build or test.
+if [[ "${1:-}" == --bench ]]; then
+  packages+=(python3-matplotlib python3-torch)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   # dpkg-query succeeds for removed-but-configured packages too, so check the status text.

@@ -41,6 +41,7 @@ def test_sample_host_program_builds_from_the_installed_package_and_runs(prefix, 
     r = subprocess.run([str(build / "host_sample")], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok: 2 threads x 50 calls of mlp_model.forward on host buffers" in r.stdout
+    assert "backend jit:" in r.stdout
 
 
 def test_installed_framejit_run_runs_a_script(prefix, tmp_path):
