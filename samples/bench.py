@@ -9,6 +9,7 @@ import framejit
 import arc_distance
 import axpb
 import elementwise
+import gelu_mlp
 import host_model
 import harness
 import install_overhead
@@ -36,6 +37,7 @@ CASES = {
         sgemm,
         mlp,
         arc_distance,
+        gelu_mlp,
         transformer,
         host_model,
         peak_memory,

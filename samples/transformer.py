@@ -80,7 +80,6 @@ def torch_block():
         import torch
     except ImportError:
         return None
-    torch.set_num_threads(2)
 
     def run(*arrays):
         x, wqkv, bqkv, wo, bo, w1, b1, w2, b2, g1, c1, g2, c2 = (torch.from_numpy(a) for a in arrays)
@@ -117,14 +116,17 @@ def run() -> list[Row]:
     torch_run = torch_block()
     if torch_run is not None:
         check_close(f"{NAME} PyTorch eager", torch_run(*args), want, rtol=RTOL, atol=ATOL)
-        contenders.append(Contender("PyTorch CPU eager (2 threads)", torch_run, args))
+        import torch
+
+        torch_name = f"PyTorch CPU eager ({torch.get_num_threads()} thread{'s' if torch.get_num_threads() != 1 else ''})"
+        contenders.append(Contender(torch_name, torch_run, args))
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls, float32 [{B}, {T}, {D}], {H} heads")
     samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP, settle_s=0.05)
     rows = timing_rows(NAME, samples, "NumPy", scale=1e6, unit="ms")
     rows[1].note = note
     rows.append(speedup_row(NAME, samples, "framejit", "NumPy"))
     if torch_run is not None:
-        rows.append(speedup_row(NAME, samples, "framejit", "PyTorch CPU eager (2 threads)"))
+        rows.append(speedup_row(NAME, samples, "framejit", torch_name))
     else:
         rows.append(Row(NAME, "PyTorch CPU eager", float("nan"), "", note="n/a: PyTorch is not installed"))
 
