@@ -626,6 +626,10 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
 }
 
 void BodyEmitter::cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a) {
+  // A uint64 value only arises as the accumulator of a uint8 sum or product (Note [Unsigned
+  // accumulators] in reduction_codegen.cpp): an integer converts to it with the bits it gives
+  // int64 (zero- or sign-extension, as C's conversions do).
+  if (to == DType::UInt64 && !is_fp(from)) to = DType::Int64;
   if (from == to) return move(dst, a);
   if (!vex_ && is_fp(from) && is_fp(to)) {
     from == DType::Float32 ? cc_.cvtss2sd(dst.xmm(), a.xmm())
