@@ -244,3 +244,20 @@ def test_dtypes_left_to_numpy_stay_correct():
         for got, want in run(f, x):
             for g, w in zip(got, want):
                 same(g, w)
+
+
+@pytest.mark.parametrize("shape", [(8, 33), (512, 300)], ids=str)
+def test_row_blocked_chains_with_integer_reductions(shape):
+    # Large enough for the chain to run row block by row block (kernel_step.cpp).
+    x = RNG.integers(-100, 100, shape).astype(np.int32)
+
+    def f(x):
+        m = x.max(-1, keepdims=True)
+        c = (x > 0).sum(-1, keepdims=True)
+        return (x - m).sum(-1), x * 2 - c, (x == m).argmax(-1), (x - m).mean(-1)
+
+    for got, want in run(f, x):
+        for g, w in zip(got, want):
+            same(g, w)
+    s = framejit.stats()
+    assert s["extern_calls"] == 0 and s["reductions"] >= 4, s
