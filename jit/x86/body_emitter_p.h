@@ -79,7 +79,8 @@ inline MathFn math_fn_of(ScalarOp op) {
 // the same instructions, wherever it sits in the array, and no legacy SSE encoding mixes in.
 // Without AVX (Isa::Scalar) floats use the SSE2 ss/sd instructions on lane 0, and integer, bool
 // and conversion operations run in general-purpose registers ("lane-wise"). Operations with no
-// reasonable AVX2 form (integer division, int64 <-> float conversions) run lane-wise too: the
+// reasonable AVX2 form (integer division, float -> int64 and int64 -> float32 conversions) run
+// lane-wise too: the
 // operands are spilled to the stack and each element goes through the scalar instructions.
 //
 // Avx512 keeps the same layout on zmm registers (W doubles, so an int32 value of a float64 kernel

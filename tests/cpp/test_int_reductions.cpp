@@ -393,6 +393,27 @@ TEST_P(IntReductions, ComparisonPrologues) {
   }
 }
 
+// int64 -> float64 in a mean's prologue rounds once, as cvtsi2sd does (AVX2 has no instruction
+// for it: body_emitter_int.cpp composes it from the two halves). A column mean over one row
+// converts every element alone: out[j] = double(x[j]) / 1.
+TEST_P(IntReductions, Int64ToFloat64RoundsOnce) {
+  std::vector<int64_t> x = {INT64_MIN, INT64_MAX, (int64_t{1} << 53) + 1, (int64_t{1} << 53) + 3,
+                            -(int64_t{1} << 53) - 1, INT64_MAX - 1024, INT64_MAX - 1025, -1, 0,
+                            int64_t{1} << 32, -(int64_t{1} << 32), (int64_t{1} << 32) - 1};
+  std::mt19937_64 rng(3);
+  while (x.size() < 1000) x.push_back(static_cast<int64_t>(rng() >> (rng() % 64)) * (rng() % 2 ? 1 : -1));
+  const int64_t n = static_cast<int64_t>(x.size());
+  const Case c{{1, n}, {true, false}, Layout::C};
+  Input in = make_input(c, DType::Int64, x);
+  const ReductionKernelIR ir = int_ir(ReduceOp::Sum, DType::Int64, true);
+  const std::vector<char> got = run(build(ir, GetParam()), ir, c, DType::Int64, in, 1);
+  for (int64_t j = 0; j < n; ++j) {
+    double g;
+    std::memcpy(&g, got.data() + 8 * j, 8);
+    ASSERT_EQ(g, static_cast<double>(x[j])) << x[j];
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, IntReductions, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
 
