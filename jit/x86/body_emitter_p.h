@@ -80,8 +80,8 @@ inline MathFn math_fn_of(ScalarOp op) {
 // Without AVX (Isa::Scalar) floats use the SSE2 ss/sd instructions on lane 0, and integer, bool
 // and conversion operations run in general-purpose registers ("lane-wise"). Operations with no
 // reasonable AVX2 form (integer division, float -> int64 and int64 -> float32 conversions) run
-// lane-wise too: the
-// operands are spilled to the stack and each element goes through the scalar instructions.
+// lane-wise too: the operands are spilled to the stack and each element goes through the scalar
+// instructions.
 //
 // Avx512 keeps the same layout on zmm registers (W doubles, so an int32 value of a float64 kernel
 // fills a ymm of its zmm). Predicates live in k registers there: a comparison's lane j is bit j,
