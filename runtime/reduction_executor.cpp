@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "runtime/executor.h"
@@ -51,10 +52,32 @@ struct Walk {
 // Argmax over the whole array when it is not one row: each row's (first extreme, its index) comes
 // from the kernel, and a later row wins only with a strictly better value, or with NaN while the
 // best so far is not NaN (NumPy: the first NaN is the answer).
+// Integer and bool values have no NaN: a strictly better value wins.
 template <typename T>
 bool later_row_wins(T v, T best, bool is_max) {
-  if (std::isnan(best)) return false;
-  return std::isnan(v) || (is_max ? v > best : v < best);
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(best)) return false;
+    if (std::isnan(v)) return true;
+  }
+  return is_max ? v > best : v < best;
+}
+
+template <typename T>
+bool later_row_wins(const char* v, const char* best, bool is_max) {
+  T a, b;
+  std::memcpy(&a, v, sizeof a);
+  std::memcpy(&b, best, sizeof b);
+  return later_row_wins(a, b, is_max);
+}
+
+bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
+  switch (t) {
+    case DType::Float32: return later_row_wins<float>(v, best, is_max);
+    case DType::Float64: return later_row_wins<double>(v, best, is_max);
+    case DType::Int32: return later_row_wins<int32_t>(v, best, is_max);
+    case DType::Int64: return later_row_wins<int64_t>(v, best, is_max);
+    default: return later_row_wins<uint8_t>(v, best, is_max);  // uint8, bool (0 or 1)
+  }
 }
 
 }  // namespace
@@ -182,11 +205,7 @@ void run_reduction(const ReductionLaunch& L) {
           outer_reduced.add_offsets(c, nops, off);
           for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off[k];
           row_fn(&call);
-          bool wins = c == 0;
-          if (!wins && L.value_dtype == DType::Float32)
-            wins = later_row_wins(*reinterpret_cast<float*>(value), *reinterpret_cast<float*>(best), L.arg_max);
-          else if (!wins)
-            wins = later_row_wins(*reinterpret_cast<double*>(value), *reinterpret_cast<double*>(best), L.arg_max);
+          const bool wins = c == 0 || later_row_wins(L.value_dtype, value, best, L.arg_max);
           if (wins) {
             std::memcpy(best, value, sizeof best);
             best_idx = c * base.n + idx;

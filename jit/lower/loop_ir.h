@@ -129,6 +129,9 @@ struct ReductionKernelIR {
   bool store_value = false;
 
   /// The type of the reduced value (the result's for all but argmax/argmin, which give int64).
+  /// The prologue converts to it as NumPy does before combining: an int32 sum reduces int64
+  /// values, an integer mean float64 ones (Note [Integer reductions] in
+  /// jit/x86/reduction_codegen.cpp).
   DType dtype() const { return prologue.output_dtypes.front(); }
   DType result_dtype() const { return is_arg_reduce(op) ? DType::Int64 : dtype(); }
   std::string to_string() const;

@@ -325,9 +325,23 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   const TensorMeta& in = graph.node(input).meta;
   const TensorMeta& m = node.meta;
   const int rank = in.rank();
-  if (in.kind != ValueKind::Tensor || in.numpy_scalar || rank == 0 || !is_float(in.dtype)) return std::nullopt;
+  if (in.kind != ValueKind::Tensor || in.numpy_scalar || rank == 0 || !pointwise_dtype(in.dtype)) return std::nullopt;
   const bool arg = target.kind == RedKind::ArgMax || target.kind == RedKind::ArgMin;
-  if (m.kind != ValueKind::Tensor || m.dtype != (arg ? DType::Int64 : in.dtype)) return std::nullopt;
+  // The type NumPy 1.24 combines the elements in (Note [Integer reductions]): sums and products
+  // of bool and integers in the platform integer (uint64 for unsigned), means of them in
+  // float64; max/min and argmax/argmin compare in the array's own type.
+  DType value = in.dtype;
+  if (!is_float(in.dtype)) {
+    switch (target.kind) {
+      case RedKind::Sum:
+      case RedKind::Prod: value = in.dtype == DType::UInt8 ? DType::UInt64 : DType::Int64; break;
+      case RedKind::Mean:
+      case RedKind::Var:
+      case RedKind::Std: value = DType::Float64; break;
+      default: break;
+    }
+  }
+  if (m.kind != ValueKind::Tensor || m.dtype != (arg ? DType::Int64 : value)) return std::nullopt;
 
   // Bind the arguments to NumPy's parameter names (positional after the array, then keywords).
   std::unordered_map<std::string, const Arg*> bound;
@@ -353,6 +367,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
 
   ReductionNode r;
   r.dtype = in.dtype;
+  r.value_dtype = value;
   r.input = input;
   r.numpy_scalar = m.numpy_scalar;
   if (const Arg* k = get("keepdims")) {

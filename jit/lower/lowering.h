@@ -51,6 +51,8 @@ struct ReductionNode {
   bool keepdims = false;
   bool numpy_scalar = false;  // every dim reduced without keepdims: NumPy returns a scalar
   DType dtype;                // the operand's
+  DType value_dtype;          // what NumPy converts the operand to before combining (Note
+                              // [Integer reductions] in jit/x86/reduction_codegen.cpp)
   int input;                  // the reduced value (a tensor node)
 };
 

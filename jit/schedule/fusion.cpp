@@ -152,6 +152,9 @@ void choose_stored_values(const Graph& graph, FusionPlan& plan, const std::vecto
     const int v = r.operand;
     if (tentative[v] != group_id || stored_by[v] >= 0 || r.ir.prologue.body.size() <= 1 || !expensive(r.ir.prologue))
       continue;
+    // The stored array is the operand itself: only when the reduction combines the operand's own
+    // values (no conversion to an accumulation type, Note [Integer reductions]).
+    if (r.ir.dtype() != graph.node(v).meta.dtype) continue;
     // Only a reduction of the last axis into an array stores its values: its kernel then runs row
     // by row (rt::run_row_blocked), the form that writes them.
     const bool last_axis_only = r.reduced.size() >= 2 && r.reduced.back() &&
@@ -320,6 +323,14 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
       std::vector<int> members;
       if (pg >= 0) members = producers_of(graph, input, groups[pg], tentative, pg);
       r.ir.prologue = build_ir(graph, members, {input}, pw, r.inputs, r.params);
+      if (rn.value_dtype != rn.dtype) {
+        // NumPy converts each element to the type it combines in (an int32 sum adds int64s, an
+        // integer mean float64s): the prologue's last step.
+        PointwiseKernelIR& p = r.ir.prologue;
+        p.body.push_back({ScalarOp::Cast, rn.value_dtype, p.outputs[0], -1, -1, 0});
+        p.outputs[0] = static_cast<int>(p.body.size()) - 1;
+        p.output_dtypes[0] = rn.value_dtype;
+      }
       r.ir.op = rn.op;
       r.ir.mean = rn.mean;
       r.ir.ddof = rn.ddof;
@@ -335,7 +346,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
         mean->ir.ddof = 0;
         mean->ir.sqrt = false;
         PointwiseKernelIR& p = r.ir.prologue;
-        const DType dt = rn.dtype;
+        const DType dt = rn.value_dtype;  // float64 for integers, as NumPy's var computes
         int x = p.outputs[0];
         int in = static_cast<int>(p.input_dtypes.size());
         r.inputs.push_back(mean->output);

@@ -155,8 +155,7 @@ void BodyEmitter::move(const ax::Vec& dst, const ax::Vec& src) {
 }
 
 void BodyEmitter::load_mem(DType t, const ax::Vec& dst, const ax::Mem& m) {
-  if (is_f32(t)) vex_ ? cc_.vmovss(dst.xmm(), m) : cc_.movss(dst.xmm(), m);
-  else vex_ ? cc_.vmovsd(dst.xmm(), m) : cc_.movsd(dst.xmm(), m);
+  load_bytes(t, dst, m, rt::dtype_itemsize(t));
 }
 
 ax::Vec BodyEmitter::int_to_value(DType t, const ax::Gp& g) {
@@ -211,15 +210,19 @@ ax::Vec BodyEmitter::constant(DType t, double v) {
     return r;
   }
   // Integers: the value converted as NumPy converts a Python int (wrapping to the width).
+  return int_constant(t, t == DType::Bool ? (v != 0) : static_cast<int64_t>(v));
+}
+
+ax::Vec BodyEmitter::int_constant(DType t, int64_t v) {
   const int s = rt::dtype_itemsize(t);
-  const int64_t iv = t == DType::Bool ? (v != 0) : static_cast<int64_t>(v);
+  if (t == DType::Bool) v = v != 0;
   uint8_t buf[64];
-  for (int k = 0; k < 64; k += s) std::memcpy(buf + k, &iv, s);  // little-endian: the low bytes
+  for (int k = 0; k < 64; k += s) std::memcpy(buf + k, &v, s);  // little-endian: the low bytes
   return bytes_constant(buf, 64);
 }
 
-ax::Mem BodyEmitter::vector_mem(int bytes, const ax::Gp& ptr) const {
-  ax::Mem m = ax::ptr(ptr);
+ax::Mem BodyEmitter::vector_mem(int bytes, const ax::Gp& ptr, int disp) const {
+  ax::Mem m = ax::ptr(ptr, disp);
   m.setSize(bytes);
   return m;
 }
@@ -282,14 +285,14 @@ void BodyEmitter::store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int
   }
 }
 
-void BodyEmitter::load(DType t, const ax::Vec& dst, const ax::Gp& ptr) {
+void BodyEmitter::load(DType t, const ax::Vec& dst, const ax::Gp& ptr, int disp) {
   const int bytes = count_ * rt::dtype_itemsize(t);
-  load_bytes(t, dst, vector_mem(bytes, ptr), bytes);
+  load_bytes(t, dst, vector_mem(bytes, ptr, disp), bytes);
 }
 
-void BodyEmitter::store(DType t, const ax::Gp& ptr, const ax::Vec& src) {
+void BodyEmitter::store(DType t, const ax::Gp& ptr, const ax::Vec& src, int disp) {
   const int bytes = count_ * rt::dtype_itemsize(t);
-  store_bytes(t, vector_mem(bytes, ptr), src, bytes);
+  store_bytes(t, vector_mem(bytes, ptr, disp), src, bytes);
 }
 
 ax::Vec BodyEmitter::param(DType t, const ax::Mem& mem, bool is_int) {

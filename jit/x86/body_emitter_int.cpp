@@ -601,7 +601,23 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
         cc_.vpermd(dst, bytes_constant(idx, 32), a);
         return true;
       }
-      return false;  // to float: no AVX2 instruction (lane-wise)
+      if (to == DType::Float64) {
+        // No AVX2 instruction, but x = hi * 2**32 + lo with hi its signed high dword and lo its
+        // unsigned low dword: hi converts exactly (vcvtdq2pd) and scales exactly, lo becomes
+        // exact as the low mantissa bits of 2**52 + lo (minus 2**52), and the one vaddpd rounds
+        // the exact sum once, as cvtsi2sd rounds x: the same bits as the lane-wise conversion.
+        const uint32_t idx[8] = {1, 3, 5, 7, 0, 0, 0, 0};  // the high dword of each qword
+        ax::Vec hi = newv(), hi_d = newv(), lo = newv();
+        cc_.vpermd(hi, bytes_constant(idx, 32), a);
+        cc_.vcvtdq2pd(hi_d, hi.xmm());
+        cc_.vmulpd(hi_d, hi_d, constant(DType::Float64, 4294967296.0));
+        const ax::Vec two52 = int_constant(DType::Int64, 0x4330000000000000);  // the double 2**52
+        cc_.vpblendd(lo, a, two52, 0xAA);  // odd dwords (the high halves) from 2**52
+        cc_.vsubpd(lo, lo, two52);
+        cc_.vaddpd(dst, hi_d, lo);
+        return true;
+      }
+      return false;  // to float32: no AVX2 instruction (lane-wise; two roundings otherwise)
     case DType::Float32:
     case DType::Float64: {
       const bool f32 = from == DType::Float32;
@@ -626,6 +642,10 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
 }
 
 void BodyEmitter::cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a) {
+  // A uint64 value only arises as the accumulator of a uint8 sum or product (Note [Unsigned
+  // accumulators] in reduction_codegen.cpp): an integer converts to it with the bits it gives
+  // int64 (zero- or sign-extension, as C's conversions do).
+  if (to == DType::UInt64 && !is_fp(from)) to = DType::Int64;
   if (from == to) return move(dst, a);
   if (!vex_ && is_fp(from) && is_fp(to)) {
     from == DType::Float32 ? cc_.cvtss2sd(dst.xmm(), a.xmm())

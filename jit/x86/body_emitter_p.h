@@ -79,8 +79,9 @@ inline MathFn math_fn_of(ScalarOp op) {
 // the same instructions, wherever it sits in the array, and no legacy SSE encoding mixes in.
 // Without AVX (Isa::Scalar) floats use the SSE2 ss/sd instructions on lane 0, and integer, bool
 // and conversion operations run in general-purpose registers ("lane-wise"). Operations with no
-// reasonable AVX2 form (integer division, int64 <-> float conversions) run lane-wise too: the
-// operands are spilled to the stack and each element goes through the scalar instructions.
+// reasonable AVX2 form (integer division, float -> int64 and int64 -> float32 conversions) run
+// lane-wise too: the operands are spilled to the stack and each element goes through the scalar
+// instructions.
 //
 // Avx512 keeps the same layout on zmm registers (W doubles, so an int32 value of a float64 kernel
 // fills a ymm of its zmm). Predicates live in k registers there: a comparison's lane j is bit j,
@@ -105,7 +106,7 @@ public:
   void max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   void unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a);
   void binary_math(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
-  // One element from memory (reduction lane folding).
+  // One element of any dtype from memory (reduction lane folding).
   void load_mem(DType t, const ax::Vec& dst, const ax::Mem& m);
   // An int64 register converted to float t, in every lane.
   ax::Vec int_to_value(DType t, const ax::Gp& g);
@@ -113,9 +114,12 @@ public:
   // ---- every dtype ----
   // `v` in every lane (bool: v != 0).
   ax::Vec constant(DType t, double v);
-  // count elements of t at ptr.
-  void load(DType t, const ax::Vec& dst, const ax::Gp& ptr);
-  void store(DType t, const ax::Gp& ptr, const ax::Vec& src);
+  // An integer or bool `v` in every lane, kept to the width of t (values a double cannot hold,
+  // such as INT64_MAX).
+  ax::Vec int_constant(DType t, int64_t v);
+  // count elements of t at ptr + disp.
+  void load(DType t, const ax::Vec& dst, const ax::Gp& ptr, int disp = 0);
+  void store(DType t, const ax::Gp& ptr, const ax::Vec& src, int disp = 0);
   // A parameter (double or int64 at `mem`) converted to t, in every lane.
   ax::Vec param(DType t, const ax::Mem& mem, bool is_int);
   // dst = src (whole register).
@@ -152,7 +156,7 @@ private:
   void cmp(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b, int predicate);
   void select(DType t, const ax::Vec& dst, const ax::Vec& mask, const ax::Vec& a, const ax::Vec& b);
   MathInjector& math(DType t) { return t == DType::Float32 ? math_f32_ : math_f64_; }
-  ax::Mem vector_mem(int bytes, const ax::Gp& ptr) const;
+  ax::Mem vector_mem(int bytes, const ax::Gp& ptr, int disp) const;
   void load_bytes(DType t, const ax::Vec& dst, const ax::Mem& m, int bytes);
   void store_bytes(DType t, const ax::Mem& m, const ax::Vec& src, int bytes);
   // A register whose first `bytes` bytes are `data` (the rest zero).

@@ -65,7 +65,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   cc.cmp(ax::qword_ptr(call, offsetof(Call, accumulate)), 0);
   cc.jne(started);
   {
-    ax::Vec id = se.constant(dtype, reduce_identity(r.op));
+    ax::Vec id = reduce_identity(se, r.op, dtype);
     cc.mov(o, out);
     cc.xor_(j, j);
     each_output([&] { se.store(dtype, o, id); });
@@ -83,7 +83,9 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   cc.mov(o, out);
   if (isa != Isa::Scalar) {
     const int vbytes = vector_bytes(isa);
-    const int lanes = vbytes / itemsize;
+    const int lanes = reduction_lanes(isa, r);
+    const int out_bytes = lanes * itemsize;  // one vector of outputs (less than vbytes when a
+                                             // prologue value is wider than the result)
     BodyEmitter ve(cc, isa, lanes);
     cc.cmp(ax::qword_ptr(call, offsetof(Call, contiguous)), 0);
     cc.je(scalar_part);
@@ -97,15 +99,14 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
       std::vector<ax::Vec> loaded(nin);
       for (int k = 0; k < nin; ++k) {
         loaded[k] = ve.newv();
-        ve.load(dtype, loaded[k], vptr[k]);
+        ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
         cc.add(vptr[k], vinc[k]);
       }
       ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
       ax::Vec acc = ve.newv();
-      ax::Mem m = ax::ptr(o, u * vbytes, vbytes);
-      cc.vmovups(acc, m);
+      ve.load(dtype, acc, o, u * out_bytes);
       reduce_combine(ve, r.op, dtype, acc, v);
-      cc.vmovups(m, acc);
+      ve.store(dtype, o, acc, u * out_bytes);
     };
     // kUnroll vectors per trip (independent outputs: the unrolling only saves loop overhead),
     // then one at a time.
@@ -117,7 +118,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     cc.cmp(rem, kUnroll * lanes);
     cc.jl(single);
     for (int u = 0; u < kUnroll; ++u) one_vector(u);
-    cc.add(o, kUnroll * vbytes);
+    cc.add(o, kUnroll * out_bytes);
     cc.add(j, kUnroll * lanes);
     cc.jmp(unrolled);
     cc.bind(single);
@@ -126,7 +127,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     cc.cmp(rem, lanes);
     cc.jl(scalar_part);
     one_vector(0);
-    cc.add(o, vbytes);
+    cc.add(o, out_bytes);
     cc.add(j, lanes);
     cc.jmp(single);
   }
@@ -144,7 +145,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     std::vector<ax::Vec> loaded(nin);
     for (int k = 0; k < nin; ++k) {
       loaded[k] = se.newv();
-      se.load(dtype, loaded[k], sptr[k]);
+      se.load(ir.input_dtypes[k], loaded[k], sptr[k]);
       cc.add(sptr[k], stride[k]);
     }
     ax::Vec v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]];

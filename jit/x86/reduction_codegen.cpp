@@ -30,27 +30,75 @@ namespace detail {
 // max/min follow numpy.maximum/minimum (NaN propagates); argmax/argmin return the first NaN.
 constexpr int kUnroll = 4;
 
-double reduce_identity(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return -0.0;
-    case ReduceOp::Prod: return 1.0;
-    case ReduceOp::Max:
-    case ReduceOp::ArgMax: return -INFINITY;
-    case ReduceOp::Min:
-    case ReduceOp::ArgMin: return INFINITY;
+// Note [Integer reductions]
+// NumPy 1.24 reduces bool, int32, int64 and uint8 arrays as follows, and the loop IR says so
+// explicitly: the prologue ends with a Cast of the value to the accumulation dtype (lowering
+// picks it, fusion appends the Cast), so the reduction itself only ever combines values of one
+// dtype, ReductionKernelIR::dtype().
+//
+//   sum, prod        bool/int32/int64 accumulate in int64, uint8 in uint64 (np.add.reduce's loop
+//                    for the platform long), wrapping around on overflow
+//   max, min         in the input dtype: signed compares for int32/int64, unsigned for uint8;
+//                    bool max/min are logical or/and
+//   mean, var, std   in float64: each element is converted to float64 and summed there
+//                    (np.mean passes dtype=float64 to add.reduce), so the kernel is a float64
+//                    reduction whose prologue starts with the conversion
+//   argmax, argmin   in the input dtype (bool: the first True for argmax)
+//
+// Integer results are exact whatever the order of combination (wrap-around addition and
+// multiplication are associative and commutative, max/min too), so the vector accumulators,
+// the lane folds and the executor's order need no care; float64 means of integers round like
+// any float64 sum (exact while the partial sums stay below 2**53).
+//
+// Note [Unsigned accumulators]
+// uint64 appears only as the accumulator of a uint8 sum or product (reduction_supported allows
+// nothing else). Addition and multiplication modulo 2**64 give the same bits for signed and
+// unsigned operands, and a uint8 value zero-extends to the same 64 bits for either, so the body
+// emitter computes uint64 with its int64 instructions; only the result's dtype, which the
+// executor allocates, differs. uint64 max/min (unsigned compares of 64-bit lanes) would need
+// code of their own and are not generated.
+ax::Vec reduce_identity(BodyEmitter& e, ReduceOp op, DType dtype) {
+  const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+  if (dtype == DType::Float32 || dtype == DType::Float64) {
+    if (op == ReduceOp::Sum) return e.constant(dtype, -0.0);
+    if (op == ReduceOp::Prod) return e.constant(dtype, 1.0);
+    return e.constant(dtype, is_max ? -INFINITY : INFINITY);
   }
-  return 0;
+  if (op == ReduceOp::Sum) return e.int_constant(dtype, 0);
+  if (op == ReduceOp::Prod) return e.int_constant(dtype, 1);
+  int64_t lowest = 0, highest = 0;
+  switch (dtype) {
+    case DType::Bool: lowest = 0, highest = 1; break;
+    case DType::UInt8: lowest = 0, highest = UINT8_MAX; break;
+    case DType::Int32: lowest = INT32_MIN, highest = INT32_MAX; break;
+    default: lowest = INT64_MIN, highest = INT64_MAX; break;
+  }
+  return e.int_constant(dtype, is_max ? lowest : highest);
 }
 
 void reduce_combine(BodyEmitter& e, ReduceOp op, DType dtype, const ax::Vec& acc, const ax::Vec& v) {
   ax::Vec t = e.newv();
-  if (op == ReduceOp::Sum)
-    e.arith(ScalarOp::Add, dtype, t, acc, v);
-  else if (op == ReduceOp::Prod)
-    e.arith(ScalarOp::Mul, dtype, t, acc, v);
-  else
-    e.max_min(op == ReduceOp::Max || op == ReduceOp::ArgMax, dtype, t, acc, v);
+  const bool is_max = op == ReduceOp::Max || op == ReduceOp::ArgMax;
+  if (dtype == DType::Float32 || dtype == DType::Float64) {
+    if (op == ReduceOp::Sum)
+      e.arith(ScalarOp::Add, dtype, t, acc, v);
+    else if (op == ReduceOp::Prod)
+      e.arith(ScalarOp::Mul, dtype, t, acc, v);
+    else
+      e.max_min(is_max, dtype, t, acc, v);
+  } else if (dtype == DType::Bool) {  // max/min only (sums accumulate in int64)
+    e.int_binary(is_max ? ScalarOp::Or : ScalarOp::And, dtype, t, acc, v);
+  } else {
+    ScalarOp o = is_max ? ScalarOp::Max : ScalarOp::Min;
+    if (op == ReduceOp::Sum) o = ScalarOp::Add;
+    if (op == ReduceOp::Prod) o = ScalarOp::Mul;
+    e.int_binary(o, dtype, t, acc, v);  // uint64 as int64: Note [Unsigned accumulators]
+  }
   e.move(acc, t);
+}
+
+int reduction_lanes(Isa isa, const ReductionKernelIR& r) {
+  return vector_bytes(isa) / widest_itemsize(r.prologue);
 }
 
 ax::Vec load_divisor(ax::Compiler& cc, BodyEmitter& e, DType dtype, const ax::Gp& call) {
@@ -87,7 +135,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
   const bool store = r.store_value && !is_arg_reduce(op);
   if (isa != Isa::Scalar) {
     const int vbytes = vector_bytes(isa);
-    const int lanes = vbytes / itemsize;
+    const int lanes = reduction_lanes(isa, r);
     BodyEmitter ve(cc, isa, lanes);
     cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, contiguous)), 0);
     cc.je(scalar_loop);
@@ -96,7 +144,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     std::vector<ax::Gp> vptr, vinc;
     vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
     std::vector<ax::Vec> vacc(kUnroll);
-    for (auto& a : vacc) a = ve.constant(dtype, reduce_identity(op));
+    for (auto& a : vacc) a = reduce_identity(ve, op, dtype);
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
     ax::Gp rem = cc.newInt64("rem");
     auto one_vector = [&](const ax::Vec& acc) {
@@ -109,7 +157,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
       std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
       if (store) {
         ve.store(dtype, ptr[nin], vals[ir.outputs[0]]);
-        cc.add(ptr[nin], vbytes);
+        cc.add(ptr[nin], lanes * itemsize);
       }
       reduce_combine(ve, op, dtype, acc, vals[ir.outputs[0]]);
     };
@@ -188,7 +236,7 @@ Error build_row(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   BodyEmitter se(cc, isa, 1);
   ax::Gp out = cc.newIntPtr("out");
   cc.mov(out, ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, out)));
-  ax::Vec sacc = se.constant(dtype, reduce_identity(r.op));
+  ax::Vec sacc = reduce_identity(se, r.op, dtype);
   Label fresh = cc.newLabel();
   cc.cmp(ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, accumulate)), 0);
   cc.je(fresh);
@@ -211,16 +259,39 @@ Error build_row(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
 
 bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
   const PointwiseKernelIR& ir = r.prologue;
-  if (ir.outputs.size() != 1) return false;
+  if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return false;
   const DType dtype = r.dtype();
-  if (dtype != DType::Float32 && dtype != DType::Float64) return false;
+  const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
   if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return false;
   if (r.sqrt && !r.mean) return false;
-  // Reductions stay single-dtype float for now: every prologue value has the reduction's dtype.
-  for (DType t : ir.input_dtypes)
-    if (t != dtype) return false;
-  for (const ScalarExpr& e : ir.body)
-    if (e.dtype != dtype) return false;
+  // Per dtype, what Note [Integer reductions] lists: means in floats only, bool only max/min and
+  // their arg forms, uint64 only as a uint8 sum's or product's accumulator.
+  if (r.mean && !fp) return false;
+  if (r.store_value && !fp) return false;
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8: break;
+    case DType::Bool:
+      if (r.op == ReduceOp::Sum || r.op == ReduceOp::Prod) return false;
+      break;
+    case DType::UInt64: {
+      if (r.op != ReduceOp::Sum && r.op != ReduceOp::Prod) return false;
+      const ScalarExpr& last = ir.body.at(ir.outputs[0]);
+      if (last.op != ScalarOp::Cast || last.a < 0) return false;
+      const DType from = ir.body[last.a].dtype;
+      if (from != DType::UInt8 && from != DType::Bool) return false;
+      // Check the prologue as a pointwise kernel whose last cast is to the accumulator's int64
+      // twin (Note [Unsigned accumulators]); any other uint64 value fails that check.
+      PointwiseKernelIR twin = ir;
+      twin.body[ir.outputs[0]].dtype = DType::Int64;
+      twin.output_dtypes[0] = DType::Int64;
+      return pointwise_supported(twin, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
+    }
+    default: return false;
+  }
   // The prologue obeys the pointwise generator's rules (same element emitter); room for the
   // stored values' operand.
   return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);

@@ -17,6 +17,8 @@ struct ReductionKernels {
   rt::KernelPtr column;
 };
 
+/// Whether the generators handle `ir`: float32/float64 reductions, and those of bool, int32,
+/// int64 and uint8 values as Note [Integer reductions] lists them.
 bool reduction_supported(const ReductionKernelIR& ir, Isa isa);
 /// The row-form kernel (for argmax/argmin, the arg kernel).
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& ir, Isa isa, bool want_listing);

@@ -5,12 +5,18 @@
 
 namespace framejit::jit::x86::detail {
 
-/// The value a reduction starts from: combining it with v gives v exactly (-0.0 for sums, so that
-/// a sum of -0.0 stays -0.0 as in NumPy; 1 for products; ∓inf for max/min).
-double reduce_identity(ReduceOp op);
+/// The value a reduction starts from, in every lane: combining it with v gives v exactly (-0.0
+/// for float sums, so that a sum of -0.0 stays -0.0 as in NumPy; 0 for integer sums; 1 for
+/// products; ∓inf for float max/min, the type's lowest/highest value for integers, False/True for
+/// bool max/min).
+ax::Vec reduce_identity(BodyEmitter& e, ReduceOp op, DType dtype);
 
-/// acc = op(acc, v): add, multiply, or NumPy's maximum/minimum (NaN propagates).
+/// acc = op(acc, v): add, multiply, or NumPy's maximum/minimum (floats: NaN propagates; integers
+/// wrap; bool max/min are logical or/and). See Note [Integer reductions].
 void reduce_combine(BodyEmitter& e, ReduceOp op, DType dtype, const ax::Vec& acc, const ax::Vec& v);
+
+/// Elements per vector-loop step of a reduction prologue (Note [Element widths]).
+int reduction_lanes(Isa isa, const ReductionKernelIR& r);
 
 /// Folds the prologue's value over the row (elements rk.i .. rk.n-1, pointers rk.ptr stepping
 /// rk.stride) into `sacc` (scalar width) with `op`. Contiguous rows run vector accumulators (see
