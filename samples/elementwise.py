@@ -18,9 +18,11 @@ from harness import (
     compiled_and_checked,
     fresh_compile_ms,
     interleave,
+    not_installed_row,
     progress,
     speedup_row,
     timing_rows,
+    torch_peer,
 )
 
 NAME = "elementwise"
@@ -81,7 +83,7 @@ def run() -> list[Row]:
         notes[name] = check_close(f"{NAME} NumExpr", ne(EXPR), want, rtol=RTOL, atol=ATOL)
         contenders.append(Contender(name, ne, (EXPR,)))
     except ImportError:
-        progress(NAME, "numexpr not installed: no NumExpr row")
+        extra_rows.append(not_installed_row(NAME, "NumExpr", "numexpr"))
 
     try:
         import numba
@@ -97,7 +99,13 @@ def run() -> list[Row]:
         contenders.append(Contender(name, nb, nb_args))
         extra_rows.append(Row(NAME, "Numba compile time (njit parallel=True, one signature)", numba_compile_ms, "ms"))
     except ImportError:
-        progress(NAME, "numba not installed: no Numba row")
+        extra_rows.append(not_installed_row(NAME, "Numba parallel=True", "numba"))
+    torch_c, torch_na = torch_peer(NAME, lambda t, x, a, b: t.tanh(x * a + b) * t.exp(-x * x), (x, a, b), want,
+                                   rtol=RTOL, atol=ATOL)
+    if torch_c:
+        contenders.append(torch_c)
+    else:
+        extra_rows.append(torch_na)
     del want
 
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls on float32[{SIZE}]")
@@ -107,7 +115,9 @@ def run() -> list[Row]:
         r.note = notes.get(r.contender, "")
     for c in contenders:
         if c.name != "framejit":
-            rows.append(speedup_row(NAME, samples, "framejit", c.name, target=TARGET_SPEEDUP))
+            # The targets are against NumPy, NumExpr and Numba; PyTorch is reported.
+            target = None if c.name.startswith("PyTorch") else TARGET_SPEEDUP
+            rows.append(speedup_row(NAME, samples, "framejit", c.name, target=target))
     rows += extra_rows
 
     progress(NAME, "fresh compiles")

@@ -15,6 +15,7 @@ from harness import (
     progress,
     speedup_row,
     timing_rows,
+    use_all_cpus,
 )
 
 NAME = "gelu_mlp"
@@ -42,6 +43,7 @@ def torch_model():
         import torch
     except ImportError:
         return None
+    use_all_cpus(torch)
 
     def run(x, w1, b1, w2, b2):
         x, w1, b1, w2, b2 = (torch.from_numpy(a) for a in (x, w1, b1, w2, b2))

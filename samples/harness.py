@@ -192,6 +192,37 @@ def interleave(
     return samples
 
 
+def use_all_cpus(torch) -> None:
+    """PyTorch on every CPU, as framejit and OpenBLAS are (Debian's build may default to one)."""
+    torch.set_num_threads(os.cpu_count() or 1)
+
+
+def torch_peer(case: str, fn: Callable[..., Any], args: tuple, want: Any, *, rtol: float, atol: Any):
+    """PyTorch's CPU eager mode as a peer: `fn(torch, *tensors)` computes the case from `args`
+    (NumPy arrays become tensors sharing their memory). Returns (Contender, None), checked against
+    `want`, or (None, an n/a Row) when PyTorch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None, Row(case, "PyTorch CPU eager", float("nan"), "", note="n/a: PyTorch is not installed")
+    use_all_cpus(torch)
+    tensors = tuple(torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args)
+
+    def run():
+        with torch.no_grad():
+            return fn(torch, *tensors).numpy()
+
+    n = torch.get_num_threads()
+    name = f"PyTorch CPU eager ({n} thread{'s' if n != 1 else ''})"
+    check_close(f"{case} {name}", run(), want, rtol=rtol, atol=atol)
+    return Contender(name, run, ()), None
+
+
+def not_installed_row(case: str, peer: str, package: str) -> Row:
+    """The row of a peer whose package is missing: n/a, never a failure."""
+    return Row(case, peer, float("nan"), "", note=f"n/a: {package} is not installed")
+
+
 def paired_deltas(samples: dict[str, list[float]], name: str, baseline: str) -> list[float]:
     """Per round, name minus baseline measured in the same round: cancels slow drifts of the machine."""
     return [a - b for a, b in zip(samples[name], samples[baseline])]

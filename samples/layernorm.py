@@ -14,6 +14,7 @@ from harness import (
     progress,
     speedup_row,
     timing_rows,
+    torch_peer,
 )
 
 NAME = "layernorm"
@@ -61,11 +62,17 @@ def run() -> list[Row]:
     check_close(f"{NAME} framejit 37×1001", compiled(*small), model(*small), rtol=RTOL, atol=ATOL)
 
     contenders = [Contender("NumPy", model, (x, g, b)), Contender("framejit", compiled, (x, g, b))]
+    torch_c, torch_na = torch_peer(
+        NAME, lambda t, x, g, b: t.nn.functional.layer_norm(x, (x.shape[-1],), g, b, 1e-5), (x, g, b), want,
+        rtol=RTOL, atol=ATOL)
+    if torch_c:
+        contenders.append(torch_c)
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls on float32{list(SHAPE)}")
     samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP)
     rows = timing_rows(NAME, samples, "NumPy", scale=1e6, unit="ms")
     rows[1].note = note
     rows.append(speedup_row(NAME, samples, "framejit", "NumPy", target=TARGET_SPEEDUP))
+    rows.append(speedup_row(NAME, samples, "framejit", torch_c.name) if torch_c else torch_na)
 
     progress(NAME, "fresh compiles")
     rows.append(compile_row(NAME, "layernorm", fresh_compile_ms(model, (x, g, b)), limit=COMPILE_TARGET_MS))

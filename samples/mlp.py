@@ -14,6 +14,7 @@ from harness import (
     progress,
     speedup_row,
     timing_rows,
+    torch_peer,
 )
 
 NAME = "mlp"
@@ -80,12 +81,23 @@ def run() -> list[Row]:
     check_close(f"{NAME} framejit batch 3", compiled(x3), model.forward(x3), rtol=RTOL, atol=ATOL)
 
     contenders = [Contender("NumPy (OpenBLAS)", model.forward, (x,)), Contender("framejit", compiled, (x,))]
+
+    def torch_forward(t, x, w1, b1, w2, b2, w3, b3):
+        h = t.relu(x @ w1 + b1)
+        h = t.relu(h @ w2 + b2)
+        return t.softmax(h @ w3 + b3, dim=-1)
+
+    torch_c, torch_na = torch_peer(NAME, torch_forward, (x, model.w1, model.b1, model.w2, model.b2, model.w3, model.b3),
+                                   want, rtol=RTOL, atol=ATOL)
+    if torch_c:
+        contenders.append(torch_c)
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls, batch {BATCH}, {SIZES}")
     # OpenBLAS's threads spin ~0.1 s after each call; let them go idle before the next contender.
     samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP, settle_s=0.2)
     rows = timing_rows(NAME, samples, "NumPy (OpenBLAS)", scale=1e6, unit="ms")
     rows[1].note = note
     rows.append(speedup_row(NAME, samples, "framejit", "NumPy (OpenBLAS)", target=TARGET_SPEEDUP))
+    rows.append(speedup_row(NAME, samples, "framejit", torch_c.name) if torch_c else torch_na)
 
     progress(NAME, "fresh compiles")
     rows.append(compile_row(NAME, "3-layer MLP", fresh_compile_ms(model.forward, (x,)), limit=COMPILE_TARGET_MS))

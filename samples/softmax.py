@@ -13,6 +13,7 @@ from harness import (
     progress,
     speedup_row,
     timing_rows,
+    torch_peer,
 )
 
 NAME = "softmax"
@@ -51,11 +52,15 @@ def run() -> list[Row]:
     check_close(f"{NAME} framejit 37×1001", compiled(small), model(small), rtol=RTOL, atol=ATOL)
 
     contenders = [Contender("NumPy", model, (x,)), Contender("framejit", compiled, (x,))]
+    torch_c, torch_na = torch_peer(NAME, lambda t, x: t.softmax(x, dim=-1), (x,), want, rtol=RTOL, atol=ATOL)
+    if torch_c:
+        contenders.append(torch_c)
     progress(NAME, f"{len(contenders)} contenders × {ROUNDS} rounds × {CALLS} calls on float32{list(SHAPE)}")
     samples = interleave(contenders, calls=CALLS, rounds=ROUNDS, warmup=WARMUP)
     rows = timing_rows(NAME, samples, "NumPy", scale=1e6, unit="ms")
     rows[1].note = note
     rows.append(speedup_row(NAME, samples, "framejit", "NumPy", target=TARGET_SPEEDUP))
+    rows.append(speedup_row(NAME, samples, "framejit", torch_c.name) if torch_c else torch_na)
 
     progress(NAME, "fresh compiles")
     rows.append(compile_row(NAME, "row softmax", fresh_compile_ms(model, (x,)), limit=COMPILE_TARGET_MS))

@@ -19,6 +19,7 @@ from harness import (
     progress,
     speedup_row,
     timing_rows,
+    use_all_cpus,
 )
 
 NAME = "transformer"
@@ -80,6 +81,7 @@ def torch_block():
         import torch
     except ImportError:
         return None
+    use_all_cpus(torch)
 
     def run(*arrays):
         x, wqkv, bqkv, wo, bo, w1, b1, w2, b2, g1, c1, g2, c2 = (torch.from_numpy(a) for a in arrays)
