@@ -17,7 +17,7 @@ struct GuardLeaf {
   OwnedRef obj;  // the type, object, constant or keys tuple; also keeps TensorGuard::type alive
   TensorGuard tensor;
   Py_ssize_t length = 0;
-  RangeGuard range;
+  RangeGuard range = {};
 };
 
 // Note [Guard tree]

@@ -7,6 +7,7 @@
 #undef Py_BUILD_CORE
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "frontend/cache.h"
@@ -324,7 +325,10 @@ PyGetSetDef compiled_getset[] = {
 };
 
 PyTypeObject CompiledFunctionType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  // Zeroed, then the header and the slots we use (a braced initializer would name every slot).
+  PyTypeObject t;
+  std::memset(&t, 0, sizeof t);
+  t.ob_base = PyVarObject{PyObject_HEAD_INIT(nullptr) 0};
   t.tp_name = "framejit.CompiledFunction";
   t.tp_basicsize = sizeof(CompiledFunction);
   t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;

@@ -32,8 +32,6 @@ PyObject* builtin(const char* name) {  // borrowed from the builtins module
   return r;
 }
 
-bool is_const_kind(const VarPtr& v) { return v->kind == VarKind::Const; }
-
 // The module a builtin function belongs to, e.g. "math" for math.sqrt ("" if none).
 std::string module_of(PyObject* fn) {
   if (!PyCFunction_Check(fn)) return "";
@@ -432,8 +430,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       BREAK_IF(!is("abs"), "converting an array to a Python number needs its data");
       return ops::unary(*this, "abs", args[0]);
     }
-    if (args[0]->kind == VarKind::Scalar && is("abs") && as_sym(args[0]))
-      ;  // falls through to specialization below: abs of a size is rare
+    // abs() of a size falls through to specialization below (rare).
   }
   if (is("dict") && nargs == 0) {
     auto d = std::make_shared<DictVar>();

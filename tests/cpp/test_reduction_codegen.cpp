@@ -192,8 +192,9 @@ TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
         ASSERT_NEAR(sums[row], acc, 1e-6 * std::max(1.0, acc) * std::sqrt(static_cast<double>(cols)));
         ASSERT_EQ(blocked_sums[row], sums[row]) << "blocking must not change a row's result";
       }
-      if (strided_values)  // the gaps between strided values are untouched
+      if (strided_values) {  // the gaps between strided values are untouched
         for (int64_t i = 1; i < rows * cols * 2; i += 2) ASSERT_EQ(values[i], -99.0f);
+      }
     }
 }
 

@@ -50,7 +50,9 @@ TEST(Views, SlicesFollowPythonsRules) {
     StridedLayout out;
     ASSERT_TRUE(apply(op, array({10}), out));
     EXPECT_EQ(out.dims[0], k.count);
-    if (k.count) EXPECT_EQ(out.data - reinterpret_cast<char*>(0x1000), 4 * k.first);
+    if (k.count) {
+      EXPECT_EQ(out.data - reinterpret_cast<char*>(0x1000), 4 * k.first);
+    }
     int64_t step = k.s.kind == IntTerm::Kind::None ? 1 : k.s.value;
     EXPECT_EQ(out.strides[0], 4 * step);
   }
