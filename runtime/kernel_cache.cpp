@@ -25,17 +25,39 @@ struct Pending {
   std::atomic<uint32_t> done{0};
 };
 
-// Exactly one of the two is set: a cached kernel, or the build that will produce it.
+// Note [Kernel lifetime]
+// The cache does not own kernels: it maps keys to weak references, and the programs that use a
+// kernel own it. A kernel (and its executable memory) is released when the last compiled function
+// using it is garbage collected or reset() drops the caches; an entry whose kernel is gone is
+// built again on its next use, and such dead entries are swept from the map now and then.
+//
+// Exactly one of the two is set: a (possibly expired) cached kernel, or the build that will
+// produce it.
 struct Entry {
-  KernelPtr kernel;
+  std::weak_ptr<const Kernel> kernel;
   std::shared_ptr<Pending> pending;
 };
+
+// Sweep dead entries after this many insertions.
+constexpr size_t kSweepEvery = 256;
 
 struct State {
   std::mutex mu;
   std::unordered_map<std::string, Entry> map;
   KernelCacheStats stats;
+  size_t inserts_since_sweep = 0;
 };
+
+// Drops entries whose kernel died (not builds in flight). Called with mu held.
+void sweep(State& s) {
+  for (auto it = s.map.begin(); it != s.map.end();) {
+    if (!it->second.pending && it->second.kernel.expired())
+      it = s.map.erase(it);
+    else
+      ++it;
+  }
+  s.inserts_since_sweep = 0;
+}
 
 // fork(): the map must be consistent in the child, and builds that other threads had in flight
 // will never finish there — drop them (nobody in the child waits on them).
@@ -98,15 +120,19 @@ KernelPtr kernel_cache_get(const std::string& key, const std::function<KernelPtr
   {
     std::lock_guard<std::mutex> lock(s.mu);
     auto [it, inserted] = s.map.try_emplace(key);
-    if (!inserted && it->second.kernel) {
-      ++s.stats.hits;
-      return it->second.kernel;
+    if (!inserted && !it->second.pending) {
+      if (KernelPtr alive = it->second.kernel.lock()) {
+        ++s.stats.hits;
+        return alive;
+      }
+      inserted = true;  // its kernel died with the last program using it: build it again
     }
     if (!inserted && it->second.pending->builder != std::this_thread::get_id()) {
       theirs = it->second.pending;
     } else if (inserted) {
       mine = std::make_shared<Pending>();
       it->second.pending = mine;
+      if (++s.inserts_since_sweep >= kSweepEvery) sweep(s);
     }
     // Else: `build` asks for its own key; waiting would deadlock, so build again, uncached.
     if (!theirs) ++s.stats.builds;
@@ -164,7 +190,7 @@ size_t kernel_cache_size() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   size_t n = 0;
-  for (const auto& [key, entry] : s.map) n += entry.kernel != nullptr;
+  for (const auto& [key, entry] : s.map) n += !entry.pending && !entry.kernel.expired();
   return n;
 }
 

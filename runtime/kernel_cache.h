@@ -27,7 +27,8 @@ long long live_kernels();
 using KernelPtr = std::shared_ptr<const Kernel>;
 
 /// Returns the cached kernel for `key` (a content description: same key, same code), or builds it
-/// with `build` (which returns null on failure; failures are not cached). Thread-safe.
+/// with `build` (which returns null on failure; failures are not cached). Thread-safe. The cache
+/// holds kernels weakly: callers own them (Note [Kernel lifetime] in kernel_cache.cpp).
 ///
 /// `build` runs without the cache's lock held, once per key at a time: threads asking for a key
 /// that another thread is building wait for that build and share its result (null if it failed,
@@ -38,7 +39,7 @@ KernelPtr kernel_cache_get(const std::string& key, const std::function<KernelPtr
 /// Drops the cache's references (framejit.reset()); kernels still used by live programs stay alive
 /// until those programs are freed.
 void kernel_cache_clear();
-/// Number of kernels cached (builds in progress not counted).
+/// Number of cached kernels still alive (builds in progress not counted).
 size_t kernel_cache_size();
 
 struct KernelCacheStats {

@@ -515,17 +515,29 @@ TEST(KernelCache, FailuresAreNotCached) {
   kernel_cache_clear();
 }
 
+// Note [Kernel lifetime]: the cache holds kernels weakly; the last user releases a kernel, and a
+// later get of its key builds it again.
 TEST(KernelCache, ReleaseRunsWhenTheLastUserDrops) {
   kernel_cache_clear();
-  std::atomic<int> released{0};
-  KernelPtr held = kernel_cache_get("held", [&] { return make_kernel("held", &released); });
-  kernel_cache_get("unheld", [&] { return make_kernel("unheld", &released); });
-  EXPECT_EQ(released.load(), 0);
+  std::atomic<int> released{0}, builds{0};
+  auto build = [&](const char* name) {
+    return [&, name] {
+      builds.fetch_add(1);
+      return make_kernel(name, &released);
+    };
+  };
+  KernelPtr held = kernel_cache_get("held", build("held"));
+  kernel_cache_get("unheld", build("unheld"));
+  EXPECT_EQ(released.load(), 1) << "nobody holds \"unheld\": the cache does not keep it";
+  EXPECT_EQ(kernel_cache_get("held", build("held")), held) << "a live kernel is shared";
   kernel_cache_clear();
-  EXPECT_EQ(released.load(), 1);  // "unheld": the cache held the only reference
+  EXPECT_EQ(released.load(), 1);
   EXPECT_EQ(held->name, "held");  // still usable by its program
   held.reset();
   EXPECT_EQ(released.load(), 2);
+  KernelPtr again = kernel_cache_get("unheld", build("unheld"));
+  EXPECT_EQ(builds.load(), 3) << "an expired key is built again";
+  EXPECT_EQ(kernel_cache_size(), 1u);
 }
 
 // Threads asking for one key at once: exactly one build, every thread gets that kernel.
@@ -587,7 +599,8 @@ TEST(KernelCache, BuildMayUseTheCache) {
   });
   EXPECT_EQ(outer->name, "outer:inner");
   EXPECT_EQ(kernel_cache_get("outer", [] { return make_kernel("rebuilt"); }), outer);
-  EXPECT_EQ(kernel_cache_size(), 2u);
+  // "inner" died with the build that used it (nobody kept it); "outer" is alive.
+  EXPECT_EQ(kernel_cache_size(), 1u);
   kernel_cache_clear();
 }
 
