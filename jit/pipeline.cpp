@@ -9,6 +9,7 @@
 #include "jit/x86/isa.h"
 #include "jit/x86/pointwise_codegen.h"
 #include "jit/x86/reduction_codegen.h"
+#include "runtime/faults.h"
 #include "runtime/log.h"
 
 namespace framejit::jit {
@@ -44,6 +45,8 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
 }
 
 Expected<CompiledGraph> compile_graph(const Graph& graph) {
+  if (rt::fault_active(rt::Fault::Codegen))
+    return Status::internal("code generation failed on purpose (FRAMEJIT_FAULTS=codegen)");
   auto t0 = std::chrono::steady_clock::now();
   CompiledGraph out;
   const x86::Isa isa = x86::host_isa();

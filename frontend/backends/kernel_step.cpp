@@ -11,6 +11,7 @@
 #include "frontend/pyref.h"
 #include "jit/x86/gemm.h"
 #include "runtime/executor.h"
+#include "runtime/faults.h"
 #include "runtime/threads.h"
 
 namespace framejit::frontend {
@@ -73,6 +74,7 @@ ArrayRef ref_of_array(PyObject* arr) {  // an array framejit allocated (native d
 }
 
 PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new ref
+  if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
   int64_t bytes = rt::dtype_itemsize(dtype);
   for (int d = 0; d < rank; ++d) bytes *= shape[d];
   if (bytes >= kPooledArrayBytes) return new_pooled_array(shape, rank, dtype);

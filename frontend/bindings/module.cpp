@@ -8,6 +8,7 @@
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
+#include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
 #include "runtime/memory.h"
@@ -142,6 +143,8 @@ PYBIND11_MODULE(_C, m) {
     settings().recompile_limit = n;
   });
   m.def("get_recompile_limit", [] { return settings().recompile_limit; });
+  m.def("_set_faults", [](const std::string& spec) { framejit::rt::set_faults(spec); },
+        "Makes stages fail on purpose for tests: 'codegen', 'alloc' (comma-separated), '' for none.");
   m.def("set_logs", [](const std::string& spec) { framejit::rt::set_log_spec(spec); },
         "Overrides FRAMEJIT_LOGS for this process.");
 }
