@@ -68,4 +68,38 @@ bool init_numpy_handles() {
   return true;
 }
 
+// Note [NumPy error state]
+// Generated kernels compute what NumPy computes but do not report floating-point events: with
+// np.errstate(divide="raise") NumPy raises FloatingPointError where a kernel just returns inf. So a
+// jit program checks the thread's error state before each run and, when any category asks for
+// raise, call or log, lets CPython run that call (the eager result, exception included). NumPy
+// 1.x keeps the state in the thread's dict under "UFUNC_PYVALS" as [bufsize, errmask, callback];
+// errmask holds 3 bits per category (divide, over, under, invalid), 0 ignore, 1 warn, 2 raise,
+// 3 call, 4 print, 5 log. No entry means the default (warn, warn, ignore, warn). Warnings are not
+// reproduced (the results are the same); NumPy 2 keeps the state in a context variable, which is
+// not read yet.
+bool numpy_errstate_raises() {
+  const NumPyHandles* np = numpy_handles();
+  if (!np || np->major != 1) return false;
+  PyObject* dict = PyThreadState_GetDict();  // borrowed
+  if (!dict) return false;
+  static PyObject* key = PyUnicode_InternFromString("UFUNC_PYVALS");  // immortal
+  PyObject* vals = PyDict_GetItemWithError(dict, key);  // borrowed
+  if (!vals) {
+    PyErr_Clear();
+    return false;
+  }
+  if (!PyList_Check(vals) || PyList_GET_SIZE(vals) < 2) return true;  // unknown form: be safe
+  long mask = PyLong_AsLong(PyList_GET_ITEM(vals, 1));
+  if (mask == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return true;
+  }
+  for (int shift = 0; shift <= 9; shift += 3) {
+    long mode = (mask >> shift) & 7;
+    if (mode == 2 || mode == 3 || mode == 5) return true;
+  }
+  return false;
+}
+
 }  // namespace framejit::frontend

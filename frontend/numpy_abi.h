@@ -65,6 +65,11 @@ const NumPyHandles* numpy_handles();
 /// not installed. Called once by initialize_python_env().
 bool init_numpy_handles();
 
+/// Whether NumPy's error state (np.seterr / np.errstate) in this thread asks for more than
+/// ignoring or warning in some category (raise, call or log). Needs the GIL. See Note [NumPy error
+/// state] in numpy_abi.cpp.
+bool numpy_errstate_raises();
+
 /// Our DType for a NumPy type number, if framejit knows it.
 std::optional<rt::DType> dtype_from_type_num(int type_num);
 /// Our DType for a numpy.dtype object (native byte order only).

@@ -116,6 +116,10 @@ public:
     const EagerProgram& p_;
   };
 
+  // Set for jit programs: their kernels do not report floating-point events.
+  bool needs_default_errstate = false;
+  bool can_run_now() const override { return !needs_default_errstate || !numpy_errstate_raises(); }
+
   bool run(PyObject* const* inputs, PyObject** out) override {
     constexpr int kStack = 64;
     PyObject* stack_vals[kStack];
@@ -527,6 +531,7 @@ Expected<std::unique_ptr<Program>> build_program(const jit::Graph& graph, const 
         in.kernel.dying.push_back(v);
   }
   chain_consecutive_kernels(p->instrs);
+  p->needs_default_errstate = compiled != nullptr;
   p->set_counts(static_cast<int>(p->input_values.size()), static_cast<int>(p->outputs.size()));
   return std::unique_ptr<Program>(std::move(p));
 }

@@ -19,6 +19,9 @@ class Program {
 public:
   virtual ~Program() = default;
   virtual bool run(PyObject* const* inputs, PyObject** outputs) = 0;
+  /// False when the program cannot give eager semantics under the current process state (see
+  /// Note [NumPy error state]); the caller then runs the frame in CPython for this call.
+  virtual bool can_run_now() const { return true; }
   int num_inputs() const { return num_inputs_; }
   int num_outputs() const { return num_outputs_; }
   void set_counts(int inputs, int outputs) {

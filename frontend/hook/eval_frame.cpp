@@ -49,8 +49,9 @@ PyObject* eval_default(PyThreadState* ts, _PyInterpreterFrame* frame, int throwf
 }
 
 PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e, PyObject** slots) {
-  // A graph-break entry: CPython runs the frame; its callees still come through this hook.
-  if (!e.program) return eval_default(ts, frame, 0);
+  // A graph-break entry: CPython runs the frame; its callees still come through this hook. So
+  // does a program that cannot honour the current NumPy error state.
+  if (!e.program || !e.program->can_run_now()) return eval_default(ts, frame, 0);
   constexpr int kMaxIO = 64;
   PyObject* inputs[kMaxIO];
   PyObject* outputs[kMaxIO];
@@ -230,7 +231,7 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   PyObject* slots[kMaxSlots];
   int same_backend = 0;
   CacheEntry* e = lookup(*cs, cfg, view, slots, &same_backend);
-  if (!e || !e->program || e->guards.max_local() >= nargs) return false;
+  if (!e || !e->program || e->guards.max_local() >= nargs || !e->program->can_run_now()) return false;
   ++stats().frames;
   ++stats().cache_hits;
   constexpr int kMaxIO = 64;

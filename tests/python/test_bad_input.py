@@ -163,3 +163,26 @@ def test_four_threads_with_different_shapes_and_dtypes():
     for th in threads:
         th.join()
     assert not errors, errors[:5]
+
+
+def test_numpy_error_state_raise_is_honoured():
+    # Note [NumPy error state]: kernels do not report floating-point events, so under
+    # np.errstate(...="raise") the call runs in CPython and raises what NumPy raises.
+    def f(x, y):
+        return np.log(x) + x / y
+
+    c = framejit.compile(f)
+    x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.0, 2.0])
+    with np.errstate(all="ignore"):
+        want = f(x, y)
+        np.testing.assert_array_equal(c(x, y), want)
+    hits = framejit.stats()["cache_hits"]
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError) as got:
+            c(x, y)
+        with pytest.raises(FloatingPointError) as expected:
+            f(x, y)
+        assert str(got.value) == str(expected.value)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(c(x, y), want)
+    assert framejit.stats()["cache_hits"] > hits  # the compiled program serves again
