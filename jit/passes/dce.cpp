@@ -2,6 +2,7 @@
 #include <string_view>
 
 #include "jit/passes/passes.h"
+#include "runtime/dtype.h"
 
 namespace framejit::jit {
 
@@ -31,6 +32,19 @@ bool has_side_effects(const Node& node) {
   return false;
 }
 
+bool may_raise_on_values(const Node& node) {
+  if (node.kind != NodeKind::Call) return false;
+  // NumPy raises ValueError for an integer array raised to a negative integer power; whether it
+  // does depends on the exponent's values, so only running the call can tell. (Exponents that are
+  // constants were checked when the graph was traced.)
+  std::string_view t = node.target;
+  bool power = t == "operator.pow" || t == "numpy.power" || t == "method.__pow__" ||
+               t == "method.__rpow__";
+  if (!power || !rt::dtype_is_integer(node.meta.dtype)) return false;
+  const size_t exponent = t == "method.__rpow__" ? 0 : 1;
+  return node.args.size() > exponent && node.args[exponent].is_node();
+}
+
 int dead_code_elimination(Graph& graph) {
   const std::vector<Node>& nodes = graph.nodes();
   const int n = static_cast<int>(nodes.size());
@@ -39,7 +53,8 @@ int dead_code_elimination(Graph& graph) {
   std::vector<bool> live(n, false);
   for (int i = n - 1; i >= 0; --i) {
     const Node& node = nodes[i];
-    if (node.kind != NodeKind::Call || has_side_effects(node)) live[i] = true;
+    if (node.kind != NodeKind::Call || has_side_effects(node) || may_raise_on_values(node))
+      live[i] = true;
     if (!live[i]) continue;
     auto mark = [&](int ref) {
       if (ref >= 0 && ref < n) live[ref] = true;

@@ -10,7 +10,12 @@ namespace framejit::jit {
 /// "numpy.random.*" (the generator's state). Passes neither remove nor merge them. Defined in dce.cpp.
 bool has_side_effects(const Node& node);
 
-/// Removes call nodes whose values nothing uses. Placeholders and the output always stay.
+/// True for calls whose run can raise depending on the values of their operands, such as an integer
+/// array raised to an array power (NumPy raises for negative exponents). DCE keeps them even when
+/// nothing uses their value, so the compiled function raises where CPython raises. In dce.cpp.
+bool may_raise_on_values(const Node& node);
+
+/// Removes call nodes whose values nothing uses (except has_side_effects / may_raise_on_values). Placeholders and the output always stay.
 int dead_code_elimination(Graph& graph);
 
 /// Merges call nodes with the same target, args and kwargs into the first of them. Targets that

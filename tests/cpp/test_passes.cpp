@@ -87,6 +87,20 @@ TEST(SideEffects, Classification) {
   EXPECT_FALSE(has_side_effects(call("method.__getitem__")));
 }
 
+TEST(DeadCodeElimination, KeepsIntegerPowerThatMayRaise) {
+  // Found by the fuzzer: `y = x ** x` with nothing using y must still raise for x < 0.
+  Graph g;
+  int x = g.add_placeholder("x", tensor({4}, DType::Int64));
+  int p = g.add_call("operator.pow", {n(x), n(x)}, {}, tensor({4}, DType::Int64));
+  g.add_call("operator.pow", {n(x), Arg::integer(2)}, {}, tensor({4}, DType::Int64));
+  int f = g.add_placeholder("f", tensor({4}));
+  g.add_call("numpy.power", {n(f), n(f)}, {}, tensor({4}));
+  g.set_output({n(x)});
+  EXPECT_TRUE(may_raise_on_values(g.node(p)));
+  EXPECT_EQ(dead_code_elimination(g), 2);  // the constant and the float power go
+  EXPECT_EQ(g.num_calls(), 1);
+}
+
 // ----- CSE -------------------------------------------------------------------------------------
 
 TEST(CommonSubexpressionElimination, MergesTransitively) {
