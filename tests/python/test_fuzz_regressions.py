@@ -16,3 +16,29 @@ def test_unused_integer_power_still_raises(backend):
 
     ok = np.arange(6, dtype=np.int64).reshape(3, 2)
     check_sequence(f, [(ok,), (ok - 3,)], backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unused_min_of_slice_that_becomes_empty_still_raises(backend):
+    # fuzz seed 20 program 1799: x[1:-1] of a symbolic length is empty for len(x) == 2; DCE
+    # dropped the unused np.min, so no "zero-size array to reduction operation" ValueError.
+    def f(x, y):
+        unused = np.min(x[1:-1], axis=None)  # noqa: F841
+        return y.argmin(0)
+
+    y = np.arange(25, dtype=np.int32).reshape(5, 5) % 7
+    check_sequence(f, [(np.ones(16, np.float32), y), (np.ones(2, np.float32), y)],
+                   backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unused_reshape_minus_one_of_empty_slice_still_raises(backend):
+    # fuzz seed 1 program 2453: x[1:-1] is empty for len(x) == 2 and reshape(0, -1) raises;
+    # DCE dropped the unused reshape.
+    def f(x):
+        v = x[1:-1]
+        unused = v.reshape(v.shape[0], -1)  # noqa: F841
+        return x + 1
+
+    check_sequence(f, [(np.arange(5, dtype=np.int32),), (np.arange(2, dtype=np.int32),)],
+                   backend=backend)
