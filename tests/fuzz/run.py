@@ -37,7 +37,10 @@ matmul and float ** set it. Then:
   magnitudes the computation went through, so cancellation (exp(a) - exp(b)) is covered;
 * discontinuous ops (comparisons, //, %, argmax/argmin, casts to int or bool, int(), helper
   calls) only take exact operands, so a last-ulp difference can never flip a branch of the
-  result. The grammar never compares transcendental results.
+  result. The grammar never compares transcendental results;
+* so do ill-conditioned ones, where a value that cancelled to about 0 would blow a small error
+  up: divisors, x ** -1 and x ** 0.5, sin and cos (large arguments); log and sqrt of inexact
+  values are generated as log(|x| + 1) and sqrt(|x|).
 """
 
 import argparse
@@ -77,7 +80,8 @@ class ArgSpec:
         if self.kind != "array":
             return f"{self.kind} {self.value!r}"
         shape = tuple(dimvals[d] if isinstance(d, str) else d for d in self.dims)
-        extra = (" +nan/inf/-0" if self.special else "") + (" full-range" if self.full_range else "")
+        extra = (" +nan/inf/-0" if self.special else "")
+        extra += " full-range" if self.full_range else ""
         return f"{self.dtype}{list(shape)} layout={self.layout}{extra}"
 
 
@@ -111,7 +115,8 @@ def make_array(spec, shape, rng):
             data = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
             if n:
                 k = max(1, n // 8)
-                data[rng.integers(0, n, k)] = rng.choice([info.min, info.max, 0, 1, -1 % (info.max + 1) if info.min == 0 else -1], k).astype(dt)
+                edges = [info.min, info.max, 0, 1, info.max if info.min == 0 else -1]
+                data[rng.integers(0, n, k)] = np.array(edges, dtype=dt)[rng.integers(0, 5, k)]
         else:
             lo = 0 if info.min == 0 else -9
             data = rng.integers(lo, 10, n).astype(dt)
@@ -266,7 +271,12 @@ class Generator:
     def pick(self, env, inexact, pred=lambda v: True, exact=False, arrays=True):
         c = [n for n, v in env.items()
              if (not arrays or is_array(v)) and pred(v) and not (exact and inexact[n])]
-        return self.r.choice(c) if c else None
+        if not c:
+            return None
+        # Prefer recent values: chains of dependent ops are what fusion works on.
+        if self.r.random() < 0.5:
+            return c[-1 - min(len(c) - 1, int(self.r.expovariate(1.0)))]
+        return self.r.choice(c)
 
     def const_for(self, v):
         k = kind_of(v)
@@ -294,8 +304,15 @@ class Generator:
             ("np.exp", True), ("np.tanh", True), ("np.sqrt", False), ("np.abs", False)])
         if fn in ("np.exp",) and r.random() < 0.5:
             return Stmt("{t} = np.exp(np.minimum({a0}, 30.0))", t, [a], op_inexact=True)
-        if fn in ("np.log", "np.sqrt") and r.random() < 0.5:
-            return Stmt(f"{{t}} = {fn}(np.abs({{a0}}))", t, [a], op_inexact=op_inexact)
+        # Ill-conditioned on inexact operands (Note [Exactness]): log and sqrt near 0 (a value
+        # that cancelled to +-1e-17 gives NaN or -39), sin and cos of large arguments. Inexact
+        # operands get well-conditioned forms; exact ones the plain function.
+        if fn == "np.log" and (inex[a] or r.random() < 0.3):
+            return Stmt("{t} = np.log(np.abs({a0}) + 1.0)", t, [a], op_inexact=True)
+        if fn == "np.sqrt" and (inex[a] or r.random() < 0.3):
+            return Stmt("{t} = np.sqrt(np.abs({a0}))", t, [a])
+        if fn in ("np.sin", "np.cos"):
+            return Stmt(f"{{t}} = {fn}({{a0}})", t, [a], exact_slots=(0,), op_inexact=True)
         if fn in ("-", "~"):
             return Stmt(f"{{t}} = {fn}{{a0}}", t, [a])
         return Stmt(f"{{t}} = {fn}({{a0}})", t, [a], op_inexact=op_inexact)
@@ -333,9 +350,12 @@ class Generator:
             if r.random() < 0.1:  # array ** array: ints may raise for negative exponents
                 b = self.compatible_partner(env, inex, a)
                 if b is not None:
-                    return Stmt("{t} = {a0} ** {a1}", t, [a, b], exact_slots=(1,),
+                    return Stmt("{t} = {a0} ** {a1}", t, [a, b], exact_slots=(0, 1),
                                 op_inexact=True)
-            return Stmt(f"{{t}} = {{a0}} ** {e}", t, [a], op_inexact=kind_of(va) == "f")
+            # x ** -1 and x ** 0.5 are ill-conditioned near 0: exact bases only.
+            slots = (0,) if e in ("-1", "0.5") else ()
+            return Stmt(f"{{t}} = {{a0}} ** {e}", t, [a], exact_slots=slots,
+                        op_inexact=kind_of(va) == "f")
         # Second operand: an array (usually broadcast-compatible), a constant, or a scalar var.
         x = r.random()
         if x < 0.6:
@@ -353,11 +373,13 @@ class Generator:
                 return Stmt(f"{{t}} = {op}({{a0}}, {self.const_for(env[a])})", t, [a])
             return Stmt(f"{{t}} = {op}({{a0}}, {{a1}})", t, [a, b],
                         exact_slots=(0, 1) if discont else ())
-        slots = (0, 1) if discont else ()
+        # A divisor that cancelled to near 0 makes any quotient error unbounded: exact divisors.
+        slots = (0, 1) if discont else (1,) if op == "/" else ()
         if b is None:
             c = self.const_for(env[a])
             if r.random() < 0.3:
-                return Stmt(f"{{t}} = {c} {op} {{a0}}", t, [a], exact_slots=(0,) if discont else ())
+                return Stmt(f"{{t}} = {c} {op} {{a0}}", t, [a],
+                            exact_slots=(0,) if discont or op == "/" else ())
             return Stmt(f"{{t}} = {{a0}} {op} {c}", t, [a], exact_slots=(0,) if discont else ())
         return Stmt(f"{{t}} = {{a0}} {op} {{a1}}", t, [a, b], exact_slots=slots)
 
@@ -663,6 +685,8 @@ def gen_program(seed, index):
     sinks = [n for n in names if n not in used] or names
     k = min(len(sinks), r.choice([1, 1, 2, 3]))
     ret = r.sample(sinks, k)
+    if names[-1] not in ret and r.random() < 0.7:
+        ret[0] = names[-1]
     ret_tuple = len(ret) > 1 or r.random() < 0.3
     return Program(params, specs, stmts, g.helpers, ret, ret_tuple, dims_a, dims_b,
                    seed * 7 + index)
