@@ -29,12 +29,13 @@ matmul and float ** set it. Then:
 * ints and bools are compared exactly (values, dtype, shape, Python type);
 * floats whose flag is clear are compared exactly (NaN == NaN, -0.0 == 0.0);
 * floats whose flag is set are compared with |a - e| <= rtol*|e| + atol, rtol = 64 eps of the
-  result dtype and atol = eps * scale * (32 + 4 sqrt(n)), where `scale` is the largest finite
-  magnitude of any intermediate value of the program on that input (measured by running an
-  instrumented copy of the program), n the largest input size, and eps the epsilon of the
-  coarsest float dtype any value of the program had (an inexact float32 value cast to float64
-  still carries float32's error). This is relative to the
-  magnitudes the computation went through, so cancellation (exp(a) - exp(b)) is covered;
+  result dtype and atol = eps * scale * (32 + 4 sqrt(n)) (32 + n if the program has a product,
+  whose rounding errors add up linearly), where `scale` is the largest finite magnitude of any
+  intermediate value of the program on that input (measured by running an instrumented copy of
+  the program), n the largest input size, and eps the epsilon of the coarsest float dtype any
+  value of the program had (an inexact float32 value cast to float64 still carries float32's
+  error). This is relative to the magnitudes the computation went through, so cancellation
+  (exp(a) - exp(b)) is covered;
 * discontinuous ops (comparisons, //, %, argmax/argmin, casts to int or bool, int(), helper
   calls) only take exact operands, so a last-ulp difference can never flip a branch of the
   result. The grammar never compares transcendental results;
@@ -768,9 +769,9 @@ def compare(exp, act, inexact, tol, path="result"):
             return f"{path}: values differ (exact)\n actual={a!r}\n expected={e!r}"
         return None
     # An inexact float32 value cast to float64 carries float32's error: use the coarsest eps.
-    scale, eps_seen, n = tol
+    scale, eps_seen, n, linear = tol
     eps = max(float(np.finfo(e.dtype).eps), eps_seen)
-    atol = eps * scale * (32 + 4 * math.sqrt(n))
+    atol = eps * scale * (32 + (n if linear else 4 * math.sqrt(n)))
     rtol = 64 * eps
     with np.errstate(all="ignore"):
         fin = np.isfinite(e64) & np.isfinite(a64)
@@ -791,6 +792,8 @@ def run_program(prog, framejit, backend, ref=None):
     inexact = [taint.get(n, False) for n in prog.ret]
     if not prog.ret_tuple:
         inexact = inexact[0]
+    # A product's rounding errors add up linearly in its length, a sum's like a random walk.
+    linear = "prod" in prog.source()
     ref_fn = load(prog, instrument=True)
     fn = load(prog)
     cf = framejit.compile(fn, backend=backend)
@@ -816,7 +819,7 @@ def run_program(prog, framejit, backend, ref=None):
             tb = "".join(traceback.format_exception(got_exc)[-6:])
             return f"{where}: compiled raised {type(got_exc).__name__}: {got_exc}\n{tb}"
         n = max([np.size(x) for x in ref_args] + [1])
-        msg = compare(want, got, inexact, (Scale.value, Scale.eps, n))
+        msg = compare(want, got, inexact, (Scale.value, Scale.eps, n, linear))
         if msg:
             return f"{where}: {msg}"
         fresh = make_inputs(prog.specs, dims, seed)
