@@ -42,3 +42,19 @@ def test_unused_reshape_minus_one_of_empty_slice_still_raises(backend):
 
     check_sequence(f, [(np.arange(5, dtype=np.int32),), (np.arange(2, dtype=np.int32),)],
                    backend=backend)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_maximum_minimum_of_signed_zeros_return_the_second_operand(backend, dtype):
+    # fuzz seed 71 program 4855: np.minimum(np.abs(x), x) at x = -0.0 is -0.0 in NumPy (a tie
+    # returns the second operand) but the JIT returned +0.0, so a later v // that flipped +-inf.
+    def f(a, b, x):
+        return (np.maximum(a, b), np.minimum(a, b), x // np.minimum(np.abs(b), b),
+                np.maximum(a, np.nan), np.minimum(np.nan, b))
+
+    a = np.array([0.0, -0.0, 0.0, -0.0, 1.0, np.nan] * 3, dtype=dtype)
+    b = np.array([-0.0, 0.0, 0.0, -0.0, np.nan, 2.0] * 3, dtype=dtype)
+    x = np.array([1.5, -2.0, 3.0, -4.0, 5.0, 6.0] * 3, dtype=dtype)
+    with np.errstate(all="ignore"):
+        check_sequence(f, [(a, b, x)], backend=backend)
