@@ -10,7 +10,15 @@ namespace framejit::jit {
 /// "numpy.random.*" (the generator's state). Passes neither remove nor merge them. Defined in dce.cpp.
 bool has_side_effects(const Node& node);
 
-/// Removes call nodes whose values nothing uses. Placeholders and the output always stay.
+/// True for calls that can raise depending on values only known when the graph runs: an integer
+/// array raised to an array power (NumPy raises for negative exponents), max/min/argmax/argmin of
+/// an array with symbolic sizes (empty after, say, x[1:-1]) and reshapes of one with a -1. DCE
+/// keeps them even when nothing uses their value, so the compiled function raises where CPython
+/// raises. Defined in dce.cpp.
+bool may_raise_on_values(const Graph& graph, const Node& node);
+
+/// Removes call nodes whose values nothing uses, except has_side_effects / may_raise_on_values
+/// ones. Placeholders and the output always stay.
 int dead_code_elimination(Graph& graph);
 
 /// Merges call nodes with the same target, args and kwargs into the first of them. Targets that

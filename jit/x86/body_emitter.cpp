@@ -99,17 +99,18 @@ void BodyEmitter::select(DType t, const ax::Vec& dst, const ax::Vec& mask, const
 }
 
 void BodyEmitter::max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b) {
-  // (a >= b || isnan(a)) ? a : b for maximum, <= for minimum.
+  // NumPy's (a > b || isnan(a)) ? a : b for maximum, < for minimum. NB: strict, so a tie
+  // returns b: np.maximum(0.0, -0.0) is -0.0, and a later x / that zero is -inf.
   if (evex_) {
     const InstId vcmp = is_f32(t) ? ax::Inst::kIdVcmpps : ax::Inst::kIdVcmppd;
     ax::KReg keep_a = cc_.newKq(), nan_a = cc_.newKq();
-    cc_.emit(vcmp, keep_a, is_max ? b : a, is_max ? a : b, 2);  // LE (ordered)
+    cc_.emit(vcmp, keep_a, is_max ? b : a, is_max ? a : b, 1);  // LT (ordered)
     cc_.emit(vcmp, nan_a, a, a, 3);                             // UNORD
     cc_.korq(keep_a, keep_a, nan_a);
     return k_select(rt::dtype_itemsize(t), keep_a, dst, a, b);
   }
   ax::Vec keep_a = newv(), nan_a = newv();
-  cmp(t, keep_a, is_max ? b : a, is_max ? a : b, 2);  // LE (ordered)
+  cmp(t, keep_a, is_max ? b : a, is_max ? a : b, 1);  // LT (ordered)
   cmp(t, nan_a, a, a, 3);                             // UNORD
   bits(t, ax::Inst::kIdVorps, ax::Inst::kIdVorpd, ax::Inst::kIdOrps, ax::Inst::kIdOrpd, keep_a, keep_a, nan_a);
   select(t, dst, keep_a, a, b);

@@ -87,6 +87,35 @@ TEST(SideEffects, Classification) {
   EXPECT_FALSE(has_side_effects(call("method.__getitem__")));
 }
 
+TEST(DeadCodeElimination, KeepsIntegerPowerThatMayRaise) {
+  // Found by the fuzzer: `y = x ** x` with nothing using y must still raise for x < 0.
+  Graph g;
+  int x = g.add_placeholder("x", tensor({4}, DType::Int64));
+  int p = g.add_call("operator.pow", {n(x), n(x)}, {}, tensor({4}, DType::Int64));
+  g.add_call("operator.pow", {n(x), Arg::integer(2)}, {}, tensor({4}, DType::Int64));
+  int f = g.add_placeholder("f", tensor({4}));
+  g.add_call("numpy.power", {n(f), n(f)}, {}, tensor({4}));
+  g.set_output({n(x)});
+  EXPECT_TRUE(may_raise_on_values(g, g.node(p)));
+  EXPECT_EQ(dead_code_elimination(g), 2);  // the constant and the float power go
+  EXPECT_EQ(g.num_calls(), 1);
+}
+
+TEST(DeadCodeElimination, KeepsEmptyReductionThatMayRaise) {
+  // Found by the fuzzer: an unused np.min(x[1:-1]) must still raise when len(x) == 2.
+  Graph g;
+  int x = g.add_placeholder("x", tensor({SymInt::symbol(0)}));
+  g.add_symbol(x, 0, 16);
+  int mn = g.add_call("numpy.min", {n(x)}, {}, scalar(DType::Float32));
+  int y = g.add_placeholder("y", tensor({4}));
+  g.add_call("method.max", {n(y)}, {}, scalar(DType::Float32));  // static size: cannot raise
+  g.add_call("numpy.sum", {n(x)}, {}, scalar(DType::Float32));   // has an identity
+  g.set_output({n(x)});
+  EXPECT_TRUE(may_raise_on_values(g, g.node(mn)));
+  EXPECT_EQ(dead_code_elimination(g), 2);
+  EXPECT_EQ(g.num_calls(), 1);
+}
+
 // ----- CSE -------------------------------------------------------------------------------------
 
 TEST(CommonSubexpressionElimination, MergesTransitively) {
