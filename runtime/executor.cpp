@@ -2,7 +2,6 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "runtime/threads.h"
@@ -52,7 +51,9 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
     base.stride[k] = strides[k].back();
     if (base.stride[k] != 0 && base.stride[k] != operands[k].itemsize) base.contiguous = 0;
   }
-  std::memcpy(base.params, params, sizeof(ParamValue) * num_params);
+  // NB: copy_n, not memcpy: a kernel without parameters passes params == nullptr, and memcpy
+  // from a null pointer is undefined even for zero bytes (UBSan reports it).
+  std::copy_n(params, num_params, base.params);
 
   // Rows, or pieces of rows when there are fewer rows than threads and the rows are long.
   int64_t pieces_per_row = 1;
@@ -115,11 +116,11 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
       rd[j].contiguous = contiguous;
       rd[j].finish = 1;  // each row is one whole reduction: mean's division and std's sqrt apply
       rd[j].divisor = l.divisor;
-      std::memcpy(rd[j].params, l.params, sizeof(ParamValue) * l.num_params);
+      std::copy_n(l.params, l.num_params, rd[j].params);
     } else {
       pw[j].n = l.n;
       pw[j].contiguous = contiguous;
-      std::memcpy(pw[j].params, l.params, sizeof(ParamValue) * l.num_params);
+      std::copy_n(l.params, l.num_params, pw[j].params);
     }
   }
 

@@ -150,7 +150,7 @@ void run_reduction(const ReductionLaunch& L) {
     if (i != rdim && i != jdim) (merged[i].reduced ? outer_reduced : kept).dims.push_back(&merged[i]);
 
   ReductionCall base;
-  std::memcpy(base.params, L.params, sizeof(ParamValue) * L.num_params);
+  std::copy_n(L.params, L.num_params, base.params);  // NB: not memcpy: L.params may be null
   base.divisor = count - L.ddof;
   base.contiguous = 1;
   const Dim& inner = merged[column ? jdim : rdim];

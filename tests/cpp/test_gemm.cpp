@@ -109,12 +109,12 @@ const Reference& reference(int64_t m, int64_t n, int64_t k, const std::vector<fl
   for (int64_t i = 0; i < k * n; ++i) babs[i] = std::fabs(bd[i]);
   for (int64_t i = 0; i < m; ++i) {  // i-p-j order: unit-stride inner loop
     if (!checked_row(i, m, n, k)) continue;
-    double* ci = &r.c[i * n];
-    double* ci_abs = &r.abs[i * n];
+    double* ci = r.c.data() + i * n;  // NB: not &r.c[i * n]: n may be 0
+    double* ci_abs = r.abs.data() + i * n;
     for (int64_t p = 0; p < k; ++p) {
       const double aip = a[i * k + p], aip_abs = std::fabs(aip);
-      const double* bp = &bd[p * n];
-      const double* bp_abs = &babs[p * n];
+      const double* bp = bd.data() + p * n;
+      const double* bp_abs = babs.data() + p * n;
       const __m128d va = _mm_set1_pd(aip), va_abs = _mm_set1_pd(aip_abs);  // SSE2: every x86-64
       int64_t j = 0;
       for (; j + 2 <= n; j += 2) {
