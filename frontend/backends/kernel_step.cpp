@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -491,10 +492,48 @@ void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb,
 
 }  // namespace
 
+namespace {
+
+// An operand the GEMM's C++ packing code would read through misaligned element pointers (NumPy
+// allows arrays at any byte offset): copied into aligned, C-contiguous memory first. Rare, and
+// reading a misaligned float through a float* is undefined behaviour (UBSan reports it).
+bool is_aligned(const ArrayRef& r) {
+  auto misaligned = [&](int64_t v) { return v % r.itemsize != 0; };
+  if (misaligned(static_cast<int64_t>(reinterpret_cast<uintptr_t>(r.layout.data)))) return false;
+  for (int d = 0; d < r.layout.nd; ++d)
+    if (misaligned(r.layout.strides[d])) return false;
+  return true;
+}
+
+void aligned_copy(ArrayRef& r, std::vector<char>& storage) {
+  int64_t total = 1;
+  for (int d = 0; d < r.layout.nd; ++d) total *= r.layout.dims[d];
+  storage.assign(static_cast<size_t>(total * r.itemsize) + 64, 0);
+  char* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  int64_t index[kMaxRank] = {};
+  for (int64_t e = 0; e < total; ++e) {
+    const char* src = r.layout.data;
+    for (int d = 0; d < r.layout.nd; ++d) src += index[d] * r.layout.strides[d];
+    std::memcpy(dst + e * r.itemsize, src, static_cast<size_t>(r.itemsize));
+    for (int d = r.layout.nd - 1; d >= 0 && ++index[d] == r.layout.dims[d]; --d) index[d] = 0;
+  }
+  r.layout.data = dst;
+  int64_t stride = r.itemsize;
+  for (int d = r.layout.nd - 1; d >= 0; --d) {
+    r.layout.strides[d] = stride;
+    stride *= r.layout.dims[d];
+  }
+}
+
+}  // namespace
+
 bool run_gemm_step(const GemmStep& step, ValueStore& values) {
   PyObject** vals = values.vals;
   ArrayRef ar, br;
   if (!values.layout(step.a, ar.layout, ar.itemsize) || !values.layout(step.b, br.layout, br.itemsize)) return false;
+  std::vector<char> a_copy, b_copy;
+  if (!is_aligned(ar)) aligned_copy(ar, a_copy);
+  if (!is_aligned(br)) aligned_copy(br, b_copy);
   const jit::StridedLayout& a = ar.layout;
   const jit::StridedLayout& b = br.layout;
   const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
