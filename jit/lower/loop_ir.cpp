@@ -22,6 +22,24 @@ constexpr OpInfo kOps[] = {
 static_assert(sizeof(kOps) / sizeof(kOps[0]) == static_cast<int>(ScalarOp::Where) + 1);
 }  // namespace
 
+bool scalar_op_is_math(ScalarOp op) {
+  switch (op) {
+    case ScalarOp::Exp:
+    case ScalarOp::Log:
+    case ScalarOp::Log1p:
+    case ScalarOp::Expm1:
+    case ScalarOp::Tanh:
+    case ScalarOp::Sigmoid:
+    case ScalarOp::Sin:
+    case ScalarOp::Cos:
+    case ScalarOp::Tan:
+    case ScalarOp::Atan:
+    case ScalarOp::Pow:
+    case ScalarOp::Atan2: return true;
+    default: return false;
+  }
+}
+
 const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
 int scalar_op_arity(ScalarOp op) { return kOps[static_cast<int>(op)].arity; }
 

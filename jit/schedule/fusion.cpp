@@ -114,25 +114,10 @@ std::vector<int> producers_of(const Graph& graph, int value, const std::vector<i
 }
 
 // Whether computing the kernel's values costs more than reading them back from memory: any
-// transcendental function does (tens of instructions per element).
+// transcendental function does.
 bool expensive(const PointwiseKernelIR& ir) {
-  for (const ScalarExpr& e : ir.body) {
-    switch (e.op) {
-      case ScalarOp::Exp:
-      case ScalarOp::Log:
-      case ScalarOp::Log1p:
-      case ScalarOp::Expm1:
-      case ScalarOp::Tanh:
-      case ScalarOp::Sigmoid:
-      case ScalarOp::Sin:
-      case ScalarOp::Cos:
-      case ScalarOp::Tan:
-      case ScalarOp::Atan:
-      case ScalarOp::Pow:
-      case ScalarOp::Atan2: return true;
-      default: break;
-    }
-  }
+  for (const ScalarExpr& e : ir.body)
+    if (scalar_op_is_math(e.op)) return true;
   return false;
 }
 

@@ -30,24 +30,6 @@ inline JitRuntime& jit_runtime() {
   return *rt;
 }
 
-inline bool is_math(ScalarOp op) {
-  switch (op) {
-    case ScalarOp::Exp:
-    case ScalarOp::Log:
-    case ScalarOp::Log1p:
-    case ScalarOp::Expm1:
-    case ScalarOp::Tanh:
-    case ScalarOp::Sigmoid:
-    case ScalarOp::Sin:
-    case ScalarOp::Cos:
-    case ScalarOp::Tan:
-    case ScalarOp::Atan:
-    case ScalarOp::Pow:
-    case ScalarOp::Atan2: return true;
-    default: return false;
-  }
-}
-
 inline MathFn math_fn_of(ScalarOp op) {
   switch (op) {
     case ScalarOp::Exp: return MathFn::Exp;

@@ -120,7 +120,7 @@ bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
   for (const ScalarExpr& e : ir.body) {
     if (!pointwise_dtype(e.dtype)) return false;
     if (e.op == ScalarOp::Load && e.dtype != ir.input_dtypes[e.input]) return false;
-    if (is_math(e.op) && !math_injector_supports(math_fn_of(e.op), e.dtype)) return false;
+    if (scalar_op_is_math(e.op) && !math_injector_supports(math_fn_of(e.op), e.dtype)) return false;
     if ((e.op == ScalarOp::Floor || e.op == ScalarOp::Ceil) && isa == Isa::Scalar &&
         !CpuInfo::host().features().x86().hasSSE4_1())
       return false;
