@@ -40,6 +40,7 @@ struct DescrFields {
 
 constexpr int kNpyCContiguous = 0x0001;
 constexpr int kNpyFContiguous = 0x0002;
+constexpr int kNpyOwnData = 0x0004;
 constexpr int kNpyAligned = 0x0100;
 constexpr int kNpyWriteable = 0x0400;
 

@@ -196,9 +196,8 @@ PyObject* reusable_input(const KernelStep& step, PyObject** vals, const Bound& b
     if (!obj || Py_REFCNT(obj) != 1 || Py_TYPE(obj) != np->ndarray) continue;
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
     NdArrayFields* a = as_ndarray(obj);
-    constexpr int kOwnsData = 0x0004;
     constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
-    const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kOwnsData) != 0;
+    const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kNpyOwnData) != 0;
     if (!owns || (a->flags & kNeed) != kNeed || a->nd != b.rank) continue;
     if (!std::equal(b.shape, b.shape + b.rank, a->dimensions)) continue;
     std::optional<rt::DType> t = dtype_from_descr(a->descr);
