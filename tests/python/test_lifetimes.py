@@ -11,6 +11,11 @@ import numpy as np
 import framejit
 
 
+# Under AddressSanitizer (make test-asan) freed memory sits in ASan's quarantine by design, so
+# resident memory grows with every allocation and says nothing about leaks there.
+UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
 def rss_bytes():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -34,7 +39,8 @@ def test_300k_cache_hits_keep_memory_and_refcounts_flat():
         f(x, y, 0.5)
     grew = rss_bytes() - before
     assert (sys.getrefcount(x), sys.getrefcount(y)) == refs
-    assert grew <= 2 * 1024 * 1024, f"resident memory grew by {grew} bytes over 300k calls"
+    if not UNDER_ASAN:
+        assert grew <= 2 * 1024 * 1024, f"resident memory grew by {grew} bytes over 300k calls"
 
 
 def test_returned_inputs_and_views_hold_exactly_one_reference_each():
