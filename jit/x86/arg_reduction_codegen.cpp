@@ -87,13 +87,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
     cc.sub(rem, i);
     cc.cmp(rem, lanes);
     cc.jl(vector_done);
-    std::vector<ax::Vec> loaded(nin);
-    for (int k = 0; k < nin; ++k) {
-      loaded[k] = ve.newv();
-      ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
-      cc.add(vptr[k], vinc[k]);
-    }
-    ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+    ax::Vec v = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr, &vinc), vhoisted)[ir.outputs[0]];
     // One bit per lane, lane 0 lowest: (v == best) | isnan(v).
     if (!fp) {
       ax::Vec eq = ve.newv();
@@ -126,12 +120,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
     cc.add(i, bits);
     cc.jmp(found);
     cc.bind(vector_done);
-    ax::Gp off = cc.newInt64("off");
-    for (int k = 0; k < nin; ++k) {
-      cc.mov(off, rk.stride[k]);
-      cc.imul(off, i);
-      cc.add(rk.ptr[k], off);
-    }
+    advance_to(cc, rk.ptr, rk.stride, nin, i);
   }
 
   cc.bind(scalar_loop);
@@ -140,12 +129,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
   cc.bind(top);
   cc.cmp(i, n);
   cc.jge(not_found);
-  std::vector<ax::Vec> loaded(nin);
-  for (int k = 0; k < nin; ++k) {
-    loaded[k] = se.newv();
-    se.load(ir.input_dtypes[k], loaded[k], rk.ptr[k]);
-  }
-  ax::Vec value = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]];
+  ax::Vec value = emit_body(se, ir, load_inputs(cc, se, ir, rk.ptr), shoisted)[ir.outputs[0]];
   if (!fp) {
     ax::Vec eq = se.newv();
     ax::Gp bits = cc.newInt64("bits");

@@ -401,6 +401,27 @@ std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, const ax
   return h;
 }
 
+std::vector<ax::Vec> load_inputs(ax::Compiler& cc, BodyEmitter& e, const PointwiseKernelIR& ir,
+                                 const std::vector<ax::Gp>& ptrs, const std::vector<ax::Gp>* steps) {
+  std::vector<ax::Vec> loaded(ir.input_dtypes.size());
+  for (size_t k = 0; k < loaded.size(); ++k) {
+    loaded[k] = e.newv();
+    e.load(ir.input_dtypes[k], loaded[k], ptrs[k]);
+    if (steps) cc.add(ptrs[k], (*steps)[k]);
+  }
+  return loaded;
+}
+
+void advance_to(ax::Compiler& cc, const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, int count,
+                const ax::Gp& i) {
+  ax::Gp off = cc.newInt64("off");
+  for (int k = 0; k < count; ++k) {
+    cc.mov(off, stride[k]);
+    cc.imul(off, i);
+    cc.add(ptr[k], off);
+  }
+}
+
 int widest_itemsize(const PointwiseKernelIR& ir) {
   int w = 1;
   for (DType t : ir.input_dtypes) w = std::max(w, rt::dtype_itemsize(t));

@@ -171,6 +171,16 @@ private:
 std::vector<ax::Vec> emit_body(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Vec>& inputs,
                                const std::vector<ax::Vec>& hoisted);
 
+// Loads every kernel input at its pointer (one element, or the emitter's width); with `steps`,
+// then advances each pointer by its step (the loops of the reduction generators).
+std::vector<ax::Vec> load_inputs(ax::Compiler& cc, BodyEmitter& e, const PointwiseKernelIR& ir,
+                                 const std::vector<ax::Gp>& ptrs, const std::vector<ax::Gp>* steps = nullptr);
+
+// ptr[k] += stride[k] * i for the first `count` operands: where a scalar tail continues a row
+// after a vector loop that stepped its own copies of the pointers.
+void advance_to(ax::Compiler& cc, const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, int count,
+                const ax::Gp& i);
+
 // Constants and parameters, emitted once before the loops. `params_offset` is where the call
 // struct keeps its parameter values.
 std::vector<ax::Vec> hoist(BodyEmitter& e, const PointwiseKernelIR& ir, const ax::Gp& call, int params_offset);

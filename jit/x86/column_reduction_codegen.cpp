@@ -96,13 +96,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     ax::Gp rem = cc.newInt64("rem");
     // One vector of outputs: out[j..j+lanes) = op(out[...], value(row, j..j+lanes)).
     auto one_vector = [&](int u) {
-      std::vector<ax::Vec> loaded(nin);
-      for (int k = 0; k < nin; ++k) {
-        loaded[k] = ve.newv();
-        ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
-        cc.add(vptr[k], vinc[k]);
-      }
-      ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+      ax::Vec v = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr, &vinc), vhoisted)[ir.outputs[0]];
       ax::Vec acc = ve.newv();
       ve.load(dtype, acc, o, u * out_bytes);
       reduce_combine(ve, r.op, dtype, acc, v);
@@ -142,13 +136,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   cc.imul(o, j);
   cc.add(o, out);
   each_output([&] {
-    std::vector<ax::Vec> loaded(nin);
-    for (int k = 0; k < nin; ++k) {
-      loaded[k] = se.newv();
-      se.load(ir.input_dtypes[k], loaded[k], sptr[k]);
-      cc.add(sptr[k], stride[k]);
-    }
-    ax::Vec v = emit_body(se, ir, loaded, shoisted)[ir.outputs[0]];
+    ax::Vec v = emit_body(se, ir, load_inputs(cc, se, ir, sptr, &stride), shoisted)[ir.outputs[0]];
     ax::Vec acc = se.newv();
     se.load(dtype, acc, o);
     reduce_combine(se, r.op, dtype, acc, v);

@@ -61,12 +61,7 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
     cc.sub(rem, i);
     cc.cmp(rem, lanes);
     cc.jl(vector_done);
-    std::vector<ax::Vec> loaded(nin);
-    for (int k = 0; k < nin; ++k) {
-      loaded[k] = ve.newv();
-      ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
-    }
-    std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
+    std::vector<ax::Vec> vals = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr), vhoisted);
     for (int j = 0; j < nout; ++j) {
       ve.store(ir.output_dtypes[j], voptr[j], vals[ir.outputs[j]]);
       cc.add(voptr[j], lanes * rt::dtype_itemsize(ir.output_dtypes[j]));
@@ -76,12 +71,7 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
     cc.jmp(vector_loop);
     cc.bind(vector_done);
     // The scalar loop finishes the row from element i.
-    ax::Gp off = cc.newInt64("off");
-    for (int k = 0; k < nops; ++k) {
-      cc.mov(off, stride[k]);
-      cc.imul(off, i);
-      cc.add(ptr[k], off);
-    }
+    advance_to(cc, ptr, stride, nops, i);
   }
 
   // ---- scalar loop (tails and strided rows) ----
@@ -92,12 +82,7 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
   cc.bind(scalar_top);
   cc.cmp(i, n);
   cc.jge(done);
-  std::vector<ax::Vec> loaded(nin);
-  for (int k = 0; k < nin; ++k) {
-    loaded[k] = se.newv();
-    se.load(ir.input_dtypes[k], loaded[k], ptr[k]);
-  }
-  std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
+  std::vector<ax::Vec> vals = emit_body(se, ir, load_inputs(cc, se, ir, ptr), shoisted);
   for (int j = 0; j < nout; ++j) se.store(ir.output_dtypes[j], ptr[nin + j], vals[ir.outputs[j]]);
   for (int k = 0; k < nops; ++k) cc.add(ptr[k], stride[k]);
   cc.inc(i);

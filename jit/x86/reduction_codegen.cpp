@@ -148,13 +148,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
     ax::Gp rem = cc.newInt64("rem");
     auto one_vector = [&](const ax::Vec& acc) {
-      std::vector<ax::Vec> loaded(nin);
-      for (int k = 0; k < nin; ++k) {
-        loaded[k] = ve.newv();
-        ve.load(ir.input_dtypes[k], loaded[k], vptr[k]);
-        cc.add(vptr[k], vinc[k]);
-      }
-      std::vector<ax::Vec> vals = emit_body(ve, ir, loaded, vhoisted);
+      std::vector<ax::Vec> vals = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr, &vinc), vhoisted);
       if (store) {
         ve.store(dtype, ptr[nin], vals[ir.outputs[0]]);
         cc.add(ptr[nin], lanes * itemsize);
@@ -192,12 +186,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     }
     // The vector loop stepped its own input pointers (and the stored values', already past
     // element i); the scalar tail continues the inputs from element i.
-    ax::Gp off = cc.newInt64("off");
-    for (int k = 0; k < nin; ++k) {
-      cc.mov(off, stride[k]);
-      cc.imul(off, i);
-      cc.add(ptr[k], off);
-    }
+    advance_to(cc, ptr, stride, nin, i);
   }
 
   cc.bind(scalar_loop);
@@ -206,12 +195,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
   cc.bind(scalar_top);
   cc.cmp(i, n);
   cc.jge(done);
-  std::vector<ax::Vec> loaded(nin);
-  for (int k = 0; k < nin; ++k) {
-    loaded[k] = se.newv();
-    se.load(ir.input_dtypes[k], loaded[k], ptr[k]);
-  }
-  std::vector<ax::Vec> vals = emit_body(se, ir, loaded, shoisted);
+  std::vector<ax::Vec> vals = emit_body(se, ir, load_inputs(cc, se, ir, ptr), shoisted);
   if (store) {
     se.store(dtype, ptr[nin], vals[ir.outputs[0]]);
     cc.add(ptr[nin], stride[nin]);
