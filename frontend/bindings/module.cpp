@@ -16,6 +16,8 @@
 namespace py = pybind11;
 using namespace framejit::frontend;
 
+void bind_promotion(py::module_& m);  // promotion.cpp: test hooks for the native dtype rules
+
 namespace {
 
 std::shared_ptr<CompileConfig> make_config(py::object backend, bool fullgraph, py::object dynamic) {
@@ -147,4 +149,5 @@ PYBIND11_MODULE(_C, m) {
         "Makes stages fail on purpose for tests: 'codegen', 'alloc' (comma-separated), '' for none.");
   m.def("set_logs", [](const std::string& spec) { framejit::rt::set_log_spec(spec); },
         "Overrides FRAMEJIT_LOGS for this process.");
+  bind_promotion(m);
 }
