@@ -85,6 +85,10 @@ public:
   VarPtr call_builtin(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr inline_function(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr load_attr(const VarPtr& obj, PyObject* name);  // name borrowed
+  /// super(cls, self).name: a bound method of self (Python functions only).
+  VarPtr super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name);  // name borrowed
+  /// super() without arguments in the frame being traced: its __class__ cell and first argument.
+  VarPtr zero_arg_super();
   VarPtr get_item(const VarPtr& obj, const VarPtr& index);
 
   // -- Python-level values --
