@@ -110,7 +110,7 @@ constexpr int kMaxSlots = 256;
 constexpr int kMaxSymbols = 256;
 constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
 
-// The three exits of the hook (besides a cache hit's run_entry).
+// The hook's two exits: CPython runs the frame, or framejit answered for it.
 PyObject* eval_default(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   return _PyEval_EvalFrameDefault(ts, frame, throwflag);
 }

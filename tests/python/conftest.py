@@ -24,8 +24,8 @@ except ImportError:
 BACKENDS = ["eager", "jit"]
 
 # Modules that need NumPy without importing it themselves: they run NumPy programs in a
-# subprocess (the fuzzer; the C++ host's models).
-_NEEDS_NUMPY_INDIRECTLY = {"test_fuzz.py", "test_host_package.py"}
+# subprocess (the fuzzer, `python -m framejit script.py`, the C++ host's models).
+_NEEDS_NUMPY_INDIRECTLY = {"test_cli.py", "test_fuzz.py", "test_host_package.py"}
 
 
 def _needs_numpy(path):

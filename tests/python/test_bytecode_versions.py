@@ -265,3 +265,30 @@ def test_super_follows_a_changed_base_method():
     assert compiled(b, 1.0) == 4.0
     A.f = lambda self, v: v - 1.0
     assert compiled(b, 1.0) == 0.0
+
+
+class _Holder:
+    def __init__(self, v):
+        self.v = v
+
+
+def test_answered_frames_are_released():
+    # A hit with a keyword argument goes through the frame CPython pushed, which framejit answers
+    # without running: 3.12+ leave clearing and popping it to the evaluator. Calls from many stack
+    # depths also answer frames that opened a new chunk of the thread's frame stack.
+    def f(obj, k=1.0):
+        return obj.v * k
+
+    compiled = framejit.compile(f, backend="eager", fullgraph=True)
+    obj = _Holder(1.5)
+    assert compiled(obj, k=2.0) == 3.0
+    refs = sys.getrefcount(obj)
+    hits = framejit.stats()["cache_hits"]
+
+    def recurse(depth):
+        return recurse(depth - 1) + compiled(obj, k=2.0) if depth else 0.0
+
+    for depth in range(0, 400, 3):
+        assert recurse(depth) == 3.0 * depth
+    assert framejit.stats()["cache_hits"] - hits == sum(range(0, 400, 3))
+    assert sys.getrefcount(obj) == refs
