@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "frontend/numpy_abi.h"
 #include "frontend/pyref.h"
 #include "frontend/tensor_object_p.h"
 #include "runtime/dtype.h"
@@ -286,6 +287,16 @@ Kind classify(PyObject* o) {
   if (PyFloat_Check(o)) return Kind::Float;
   if (PyComplex_Check(o)) return Kind::Complex;
   if (PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o)) return Kind::None;
+  // A 0-d NumPy array: its dtype's kind (ndarray has nb_index even when it holds floats).
+  if (const NumPyHandles* np = numpy_handles(); np && PyObject_TypeCheck(o, np->ndarray)) {
+    switch (descr_of(o)->kind) {
+      case 'b': return Kind::Bool;
+      case 'i': case 'u': return Kind::Int;
+      case 'f': return Kind::Float;
+      case 'c': return Kind::Complex;
+      default: return Kind::None;
+    }
+  }
   PyNumberMethods* nb = Py_TYPE(o)->tp_as_number;
   if (nb && nb->nb_index) return Kind::Int;
   if (nb && nb->nb_float) return Kind::Float;
@@ -297,7 +308,13 @@ Kind classify(PyObject* o) {
 bool is_nested_sequence(PyObject* o) {
   if (PyList_Check(o) || PyTuple_Check(o)) return true;
   if (PyUnicode_Check(o) || PyBytes_Check(o) || PyByteArray_Check(o) || PyDict_Check(o)) return false;
-  return PySequence_Check(o) && !is_any_tensor(o);
+  if (!PySequence_Check(o) || is_any_tensor(o)) return false;
+  // A 0-d NumPy array is a sequence type without a length: a number here.
+  if (PySequence_Size(o) < 0) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
 }
 
 struct Discovery {

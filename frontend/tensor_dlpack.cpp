@@ -102,10 +102,9 @@ void deleter_legacy(DLManagedTensor* m) { release_export(m); }
 void deleter_versioned(DLManagedTensorVersioned* m) { release_export(m); }
 
 // Runs the deleter of a capsule nobody consumed.
+// NB: PyCapsule_GetPointer cannot fail after PyCapsule_IsValid, so an exception in flight while
+// the capsule dies is left alone.
 void capsule_destructor(PyObject* capsule) {
-  // An exception may be in flight while the capsule dies: keep it.
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
   if (PyCapsule_IsValid(capsule, kVersionedName)) {
     auto* m = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, kVersionedName));
     if (m && m->deleter) m->deleter(m);
@@ -113,7 +112,6 @@ void capsule_destructor(PyObject* capsule) {
     auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
     if (m && m->deleter) m->deleter(m);
   }
-  PyErr_Restore(type, value, tb);
 }
 
 // Fills the DLTensor of an export of `t`; shape and strides go to `dims` (2 * nd slots).

@@ -346,6 +346,10 @@ PyObject* from_array_interface(PyObject* obj, PyObject* iface) {
 // memory wherever the source allows it.
 PyObject* from_object(PyObject* data, const DType* dtype) {
   if (is_any_tensor(data)) return Py_NewRef(data);
+  // Python data first: the protocol probes below cost an AttributeError each for a list.
+  if (PyList_CheckExact(data) || PyTuple_CheckExact(data) || PyLong_CheckExact(data) || PyFloat_CheckExact(data) ||
+      PyBool_Check(data) || PyComplex_CheckExact(data))
+    return tensor_from_python_data(data, dtype);
   const NumPyHandles* np = numpy_handles();
   if (np && PyObject_TypeCheck(data, np->ndarray)) return from_ndarray_checked(data);
   // A NumPy scalar is a value, not memory to share (np.asarray copies it too).

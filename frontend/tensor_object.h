@@ -15,8 +15,10 @@ namespace framejit::frontend {
 // dtype, device, and the owner that keeps the memory alive — plus mirrors of the fields the hot
 // paths read (guard checks, kernel binding), so they cost a load, not a call. Storage is either
 // owned (a framejit pool block, freed when the last tensor viewing it dies) or borrowed from a
-// Python object (`base`: a NumPy array, a bytes/bytearray/memoryview, a DLPack capsule's owner, a
-// parent tensor), which the tensor keeps alive.
+// Python object (`base`: a NumPy array, a held buffer export, a DLPack import's holder), which
+// the tensor keeps alive; see Note [Tensor storage] in tensor_object.cpp. The object is written in
+// tensor_object.cpp (type, buffer protocol, framejit.tensor), tensor_data.cpp (casts, tolist,
+// repr, Python data) and tensor_dlpack.cpp (DLPack both ways).
 //
 // framejit.Tensor is a Python subclass (framejit/_tensor.py) that adds the operators and methods;
 // it has no __dict__, so its instances have exactly this layout. Everything framejit allocates is

@@ -336,6 +336,9 @@ def test_numpy_scalar_and_0d():
     assert t.dtype == "int16" and t.shape == () and t._base is z
     assert t.numpy().shape == () and np.shares_memory(t.numpy(), z)
     assert framejit.tensor([np.float32(1), np.int64(2), np.bool_(True)]).dtype == "float64"
+    assert framejit.tensor([np.int8(1), np.uint64(2)]).dtype == "int64"
+    assert framejit.tensor([np.arange(2), np.arange(2)]).tolist() == [[0, 1], [0, 1]]
+    assert framejit.tensor([np.array(1.5), np.array(2.5)]).tolist() == [1.5, 2.5]
 
 
 @needs_numpy
