@@ -1,7 +1,8 @@
 # Thin wrapper over CMake: fetch missing Debian packages, build asmjit (PIC), build, test.
 # The real build description is CMakeLists.txt.
 
-# Debian's interpreter is the target: it has numpy (the pyenv python3 on PATH does not).
+# Debian's interpreter is the main target: it has numpy (the pyenv python3 on PATH does not).
+# CMake also builds framejit for pyenv's 3.12 and 3.13 when they are there (FRAMEJIT_PYTHONS).
 PYTHON := /usr/bin/python3
 BUILD  := build
 # `make test-asan`: the same build with AddressSanitizer + UndefinedBehaviorSanitizer.
@@ -22,12 +23,12 @@ build:
 	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=$(PYTHON)
 	cmake --build $(BUILD) -j2
 
-# Runs both suites even if the first fails, fails if either failed; pytest goes last so its
-# summary line is the final output.
+# Runs both suites even if the first fails, fails if either failed; pytest goes last (once per
+# interpreter built, see tools/run_pytest.sh) so its summary lines are the final output.
 test: build
 	@status=0; \
 	ctest --test-dir $(BUILD) --output-on-failure || status=1; \
-	PYTHONPATH=$(BUILD)/python $(PYTHON) -m pytest -q tests/python || status=1; \
+	tools/run_pytest.sh $(BUILD) -q tests/python || status=1; \
 	exit $$status
 
 # ---- sanitizers ----------------------------------------------------------------------------------

@@ -44,6 +44,11 @@ std::string Source::to_string() const {
       return base->to_string() + ".__closure__[" + std::to_string(index) + "].cell_contents";
     case SourceKind::FuncGlobal:
       return base->to_string() + ".__globals__['" + attr_text(key.get()) + "']";
+    case SourceKind::SuperAttr: {
+      auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(key.get(), 0));
+      return "super(" + std::string(cls->tp_name) + ", " + base->to_string() + ")." +
+             attr_text(PyTuple_GET_ITEM(key.get(), 1));
+    }
   }
   return "?";
 }
@@ -133,6 +138,22 @@ PyObject* fetch_step(const Source& s, const FrameView& frame, PyObject* base) {
       PyObject* v = dict_get(fn->func_globals, s.key.get());
       return v ? v : dict_get(fn->func_builtins, s.key.get());
     }
+    case SourceKind::SuperAttr:
+      return super_lookup(Py_TYPE(base), PyTuple_GET_ITEM(s.key.get(), 0), PyTuple_GET_ITEM(s.key.get(), 1));
+  }
+  return nullptr;
+}
+
+PyObject* super_lookup(PyTypeObject* type, PyObject* start, PyObject* name) {
+  PyObject* mro = type->tp_mro;  // borrowed
+  if (!mro || !PyTuple_Check(mro)) return nullptr;
+  Py_ssize_t n = PyTuple_GET_SIZE(mro), i = 0;
+  while (i < n && PyTuple_GET_ITEM(mro, i) != start) ++i;
+  for (++i; i < n; ++i) {
+    auto* t = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(mro, i));
+    // NB: static builtin types have no tp_dict of their own from 3.12 on; heap types always do.
+    PyObject* v = (t->tp_flags & Py_TPFLAGS_HEAPTYPE) ? dict_get(t->tp_dict, name) : _PyType_Lookup(t, name);
+    if (v) return v;
   }
   return nullptr;
 }

@@ -32,6 +32,7 @@ enum class SourceKind : uint8_t {
   FuncKwDefault, // base.__kwdefaults__[key]
   FuncCell,      // base.__closure__[index].cell_contents
   FuncGlobal,    // base.__globals__[key], else base's builtins[key] (an inlined function's globals)
+  SuperAttr,     // super(key[0], base).key[1] unbound: key[1] along type(base)'s MRO after key[0]
 };
 
 /// An immutable chain of accessors from a frame root to a value.
@@ -59,6 +60,11 @@ SourcePtr child_source(SourceKind kind, SourcePtr base, int index);
 /// Fetches one accessor step from `base` (borrowed result, or nullptr when absent). Never runs user
 /// code and never leaves an exception set. For roots, `base` is ignored and `frame` is used.
 PyObject* fetch_step(const Source& step, const FrameView& frame, PyObject* base);
+/// `name` in the classes after `start` in `type`'s MRO (borrowed, or nullptr): what
+/// super(start, obj).name finds, before binding. A builtin (static) type on the way is looked up
+/// with its own whole MRO, which can only stop the search early, never pick a wrong Python class.
+PyObject* super_lookup(PyTypeObject* type, PyObject* start, PyObject* name);
+
 /// Fetches a whole chain.
 PyObject* fetch_source(const Source& src, const FrameView& frame);
 

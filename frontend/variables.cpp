@@ -22,6 +22,8 @@ const char* var_kind_name(VarKind k) {
     case VarKind::Cell: return "a cell";
     case VarKind::Iterator: return "an iterator";
     case VarKind::Slice: return "a slice";
+    case VarKind::Set: return "a set";
+    case VarKind::Super: return "a super() object";
   }
   return "?";
 }

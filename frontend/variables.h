@@ -35,6 +35,8 @@ enum class VarKind : uint8_t {
   Cell,      // a closure cell made during the trace
   Iterator,  // a trace-time iterator over known items (range, list, zip, enumerate ...)
   Slice,     // a slice with a size-derived bound (x[:x.shape[0] - 1]); constant slices are Consts
+  Set,       // a set made by the traced code (BUILD_SET, set comprehensions) of hashable constants
+  Super,     // super(cls, self), whose attributes are looked up along type(self)'s MRO after cls
 };
 
 struct Var {
@@ -138,6 +140,20 @@ struct IteratorVar : Var {
 struct SliceVar : Var {
   SliceVar(VarPtr a, VarPtr b, VarPtr c) : Var(VarKind::Slice), start(std::move(a)), stop(std::move(b)), step(std::move(c)) {}
   VarPtr start, stop, step;  // each a Const (int or None) or a size-derived Scalar
+};
+
+/// A set made during the trace. Its items are trace-time Python values (a traced number is pinned
+/// by a guard when it goes in); `set` is owned by the trace and never handed out: python_value()
+/// gives a copy.
+struct SetVar : Var {
+  explicit SetVar(OwnedRef s) : Var(VarKind::Set), set(std::move(s)) {}
+  OwnedRef set;
+};
+
+struct SuperVar : Var {
+  SuperVar(VarPtr c, VarPtr s) : Var(VarKind::Super), cls(std::move(c)), self(std::move(s)) {}
+  VarPtr cls;   // a Class
+  VarPtr self;  // an Object with a source
 };
 
 template <typename T>

@@ -1,5 +1,5 @@
-// eval_frame.cpp — the PEP 523 frame evaluator (CPython 3.11 frame layout), the cache lookup on
-// the hot path, and the wrapper types that switch it on for a call.
+// eval_frame.cpp — the PEP 523 frame evaluator (CPython 3.11, 3.12 and 3.13 frame layouts), the
+// cache lookup on the hot path, and the wrapper types that switch it on for a call.
 #include "frontend/hook/eval_frame.h"
 
 #define Py_BUILD_CORE
@@ -34,7 +34,73 @@ std::shared_ptr<CompileConfig> g_installed;
 CompileConfig* g_installed_raw = nullptr;  // g_installed.get(), read on every frame
 int g_hook_users = 0;  // wrappers in flight + install(); guarded by the GIL
 
-// CPython 3.11 keeps co_extra as this struct (Objects/codeobject.c; not in any header).
+// ---- CPython's interpreter frame, per version ------------------------------------------------
+// Every use of _PyInterpreterFrame's layout is in this section.
+
+#if PY_VERSION_HEX >= 0x030D0000
+// 3.13: f_executable is the code object for function frames (None only for C-stack shim frames,
+// which never reach an evaluator).
+inline PyCodeObject* frame_code(_PyInterpreterFrame* f) { return reinterpret_cast<PyCodeObject*>(f->f_executable); }
+inline PyFunctionObject* frame_function(_PyInterpreterFrame* f) {
+  return reinterpret_cast<PyFunctionObject*>(f->f_funcobj);
+}
+#elif PY_VERSION_HEX >= 0x030C0000
+inline PyCodeObject* frame_code(_PyInterpreterFrame* f) { return f->f_code; }
+inline PyFunctionObject* frame_function(_PyInterpreterFrame* f) {
+  return reinterpret_cast<PyFunctionObject*>(f->f_funcobj);
+}
+#else
+inline PyCodeObject* frame_code(_PyInterpreterFrame* f) { return f->f_code; }
+inline PyFunctionObject* frame_function(_PyInterpreterFrame* f) { return f->f_func; }
+#endif
+
+// Note [Answering without running the frame]
+// A cache hit (or a fullgraph error) answers the call without evaluating the frame CPython pushed
+// for it, so somebody must clear the frame (drop its references) and pop it off the thread's data
+// stack. 3.11: _PyEval_Vector does that after any evaluator returns. 3.12 and 3.13: the
+// evaluation loop does it when the frame returns or unwinds, so an evaluator that never runs the
+// loop must do it itself. 3.13 exports the loop's own routine; 3.12 does not, and its steps
+// (_PyFrame_ClearExceptCode + _PyThreadState_PopFrame for a frame that never ran and so has no
+// frame object) are spelled out below from the 3.12 layout.
+#if PY_VERSION_HEX >= 0x030D0000
+extern "C" void _PyEval_FrameClearAndPop(PyThreadState* ts, _PyInterpreterFrame* frame);
+void dispose_unrun_frame(PyThreadState* ts, _PyInterpreterFrame* frame) { _PyEval_FrameClearAndPop(ts, frame); }
+#elif PY_VERSION_HEX >= 0x030C0000
+void dispose_unrun_frame(PyThreadState* ts, _PyInterpreterFrame* frame) {
+  // Clear: the frame owns (strong) its locals, f_locals, the function and the code object.
+  for (int i = 0; i < frame->stacktop; ++i) Py_XDECREF(frame->localsplus[i]);
+  Py_XDECREF(frame->f_locals);
+  Py_DECREF(frame->f_funcobj);
+  Py_DECREF(frame->f_code);
+  // Pop: the frame is the top of the data stack; if it opened a chunk, free the chunk.
+  PyObject** base = reinterpret_cast<PyObject**>(frame);
+  _PyStackChunk* chunk = ts->datastack_chunk;
+  if (base == &chunk->data[0]) {
+    _PyStackChunk* previous = chunk->previous;  // never null: the root chunk is never popped
+    ts->datastack_top = &previous->data[previous->top];
+    ts->datastack_chunk = previous;
+    ts->datastack_limit = reinterpret_cast<PyObject**>(reinterpret_cast<char*>(previous) + previous->size);
+    PyObjectArenaAllocator arena;
+    PyObject_GetArenaAllocator(&arena);
+    arena.free(arena.ctx, chunk, chunk->size);
+  } else {
+    ts->datastack_top = base;
+  }
+}
+#else
+void dispose_unrun_frame(PyThreadState*, _PyInterpreterFrame*) {}
+#endif
+
+/// Whether framejit may answer for this frame: a fresh function frame on the thread's stack. A
+/// frame that already has a frame object (someone looked at it) is left to CPython, since
+/// disposing of it would need the frame object's ownership hand-off (Note [Answering without
+/// running the frame]).
+inline bool frame_is_fresh_function(_PyInterpreterFrame* f) {
+  return f->owner == FRAME_OWNED_BY_THREAD && f->frame_obj == nullptr;
+}
+
+// CPython 3.11-3.13 keep co_extra as this struct (Objects/codeobject.c; only 3.12+ name it, in an
+// internal header, as _PyCodeObjectExtra).
 struct CodeExtra {
   Py_ssize_t ce_size;
   void* ce_extras[1];
@@ -44,8 +110,15 @@ constexpr int kMaxSlots = 256;
 constexpr int kMaxSymbols = 256;
 constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
 
+// The hook's two exits: CPython runs the frame, or framejit answered for it.
 PyObject* eval_default(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
   return _PyEval_EvalFrameDefault(ts, frame, throwflag);
+}
+
+/// Leaves with `result` (new ref, or null with an exception set) for a frame that never ran.
+PyObject* eval_answered(PyThreadState* ts, _PyInterpreterFrame* frame, PyObject* result) {
+  dispose_unrun_frame(ts, frame);
+  return result;
 }
 
 PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e, PyObject** slots) {
@@ -61,9 +134,9 @@ PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e
   tls.busy = true;
   bool ok = e.program->run(inputs, outputs);
   tls.busy = saved;
-  if (!ok) return nullptr;  // the exception the program raised, as eager code would
-  // The frame never ran: returning here is the whole call. _PyEval_Vector pops and clears it.
-  return build_return(e.output, outputs, slots);
+  // The frame never ran: answering here is the whole call. On failure, the exception the program
+  // raised, as eager code would.
+  return eval_answered(ts, frame, ok ? build_return(e.output, outputs, slots) : nullptr);
 }
 
 void report_limit(CodeState& cs) {
@@ -85,10 +158,10 @@ std::string describe_code(PyCodeObject* code) {
 PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs,
                           const FrameView& view) {
   tls.busy = true;
-  std::unique_ptr<CacheEntry> entry = compile_frame(*cfg, frame->f_func, view, *cs);
+  std::unique_ptr<CacheEntry> entry = compile_frame(*cfg, frame_function(frame), view, *cs);
   tls.busy = false;
   if (!entry) {
-    if (PyErr_Occurred()) return nullptr;  // fullgraph=True: framejit.Unsupported
+    if (PyErr_Occurred()) return eval_answered(ts, frame, nullptr);  // fullgraph=True: framejit.Unsupported
     cs->failed = true;                      // an internal error: never again for this code
     cs->update_never();
     return eval_default(ts, frame, 0);
@@ -147,7 +220,7 @@ inline CodeState* fast_code_state(PyCodeObject* code) { return untag(raw_code_st
 PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs);
 
 PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag) {
-  PyCodeObject* code = frame->f_code;
+  PyCodeObject* code = frame_code(frame);
   void* raw = raw_code_state(code);
   if (reinterpret_cast<uintptr_t>(raw) & kNeverTag) return eval_default(ts, frame, throwflag);
   ThreadState& t = tls;
@@ -157,7 +230,7 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
   // The common case under install(): code framejit has already decided to leave alone.
   if (cs && cs->never && reinterpret_cast<PyObject*>(code) != cfg->root_code) return eval_default(ts, frame, 0);
   // Module bodies, class bodies (not CO_OPTIMIZED), generators and coroutines run in CPython.
-  if (frame->owner != FRAME_OWNED_BY_THREAD || (code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED))
+  if (!frame_is_fresh_function(frame) || (code->co_flags & kUntraceable) || !(code->co_flags & CO_OPTIMIZED))
     return eval_default(ts, frame, 0);
   return callback_slow(ts, frame, cfg, cs);
 }
@@ -165,7 +238,7 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
 // Everything past the first tests: kept out of line so the fast exit above has no stack frame.
 __attribute__((noinline)) PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg,
                                                   CodeState* cs) {
-  PyCodeObject* code = frame->f_code;
+  PyCodeObject* code = frame_code(frame);
   if (!cs) cs = code_state(code);
   if (!cs) return eval_default(ts, frame, 0);
   if (!cs->skip_known) {
@@ -180,7 +253,7 @@ __attribute__((noinline)) PyObject* callback_slow(PyThreadState* ts, _PyInterpre
     return eval_default(ts, frame, 0);
 
   ++stats().frames;
-  FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, frame->f_func->func_closure};
+  FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, frame_function(frame)->func_closure};
   if (!cfg->explain) {
     PyObject* slots[kMaxSlots];
     int same_backend = 0;
@@ -204,7 +277,7 @@ void hook_acquire() {
 }
 
 void hook_release() {
-  // Without a custom evaluator CPython 3.11 inlines Python-to-Python calls; give that back as soon
+  // Without a custom evaluator CPython inlines Python-to-Python calls; give that back as soon
   // as nothing needs the hook.
   if (--g_hook_users == 0) _PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), _PyEval_EvalFrameDefault);
 }

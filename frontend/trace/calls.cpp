@@ -153,6 +153,14 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       args.insert(args.begin(), fn);
       return call(fvar, std::move(args), std::move(kwargs));
     }
+    case VarKind::Const:
+      if (const_value(fn) == reinterpret_cast<PyObject*>(&PySuper_Type)) {
+        // super() (3.11 compiles every super() to a call; 3.12+ only the ones it cannot fold into
+        // LOAD_SUPER_ATTR, such as s = super(); s.f()).
+        BREAK_IF(!kwargs.empty() || (args.size() != 0 && args.size() != 2), "super() with these arguments");
+        return args.empty() ? zero_arg_super() : std::make_shared<SuperVar>(args[0], args[1]);
+      }
+      break;
     case VarKind::Class:
       graph_break(std::string("constructing a ") +
                   reinterpret_cast<PyTypeObject*>(as<ObjectVar>(fn)->obj.get())->tp_name +
@@ -302,6 +310,16 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     if (is_seq(a)) return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<SeqVar>(a)->items.size())).get());
     if (a->kind == VarKind::Dict)
       return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<DictVar>(a)->items.size())).get());
+    if (a->kind == VarKind::Set)
+      return wrap_const(OwnedRef::steal(PyLong_FromSsize_t(PySet_GET_SIZE(as<SetVar>(a)->set.get()))).get());
+    if (is_const(a)) {
+      // Builtin constants only: their length runs no user code.
+      PyObject* c = const_value(a);
+      BREAK_IF(!PyUnicode_CheckExact(c) && !PyTuple_CheckExact(c) && !PyBytes_CheckExact(c) && !PyRange_Check(c) &&
+                   !PyFrozenSet_CheckExact(c),
+               std::string("len() of a ") + Py_TYPE(c)->tp_name);
+      return wrap_const(OwnedRef::steal(PyLong_FromSsize_t(PyObject_Length(c))).get());
+    }
   }
   if (is("isinstance") && nargs == 2 && kwargs.empty()) {
     OwnedRef cls = python_value(args[1], "isinstance class");
@@ -527,6 +545,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
     case VarKind::Tuple:
     case VarKind::List:
     case VarKind::Dict: return std::make_shared<AttrMethodVar>(obj, n);
+    case VarKind::Super: return super_attr(as<SuperVar>(obj)->cls, as<SuperVar>(obj)->self, name);
     case VarKind::Const: {
       PyObject* c = const_value(obj);
       OwnedRef v = OwnedRef::steal(PyObject_GetAttr(c, name));
@@ -553,6 +572,24 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
     default: break;
   }
   graph_break("attribute '" + n + "' of " + var_kind_name(obj->kind));
+}
+
+VarPtr Tracer::super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name) {
+  std::string n = str_of(name);
+  BREAK_IF(cls->kind != VarKind::Class, "super() whose class is " + std::string(var_kind_name(cls->kind)));
+  BREAK_IF(self->kind != VarKind::Object || !self->source,
+           "super() of " + std::string(var_kind_name(self->kind)) + " (only methods of objects the function received)");
+  PyObject* start = as<ObjectVar>(cls)->obj.get();  // borrowed
+  PyObject* obj = as<ObjectVar>(self)->obj.get();    // borrowed
+  BREAK_IF(!PyType_IsSubtype(Py_TYPE(obj), reinterpret_cast<PyTypeObject*>(start)),
+           "super(type, obj): obj is not an instance of type");
+  PyObject* v = super_lookup(Py_TYPE(obj), start, name);  // borrowed
+  BREAK_IF(!v, "'super' object has no attribute '" + n + "'");
+  BREAK_IF(!PyFunction_Check(v), "super()." + n + " is a " + Py_TYPE(v)->tp_name + ", not a Python function");
+  // The guard re-runs the lookup from self's type (itself guarded) and checks it finds this very
+  // function, so a class attribute assigned later recompiles.
+  OwnedRef key = OwnedRef::steal(PyTuple_Pack(2, start, name));  // new ref
+  return std::make_shared<MethodVar>(self, wrap(v, child_source(SourceKind::SuperAttr, self->source, key.get())));
 }
 
 VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {

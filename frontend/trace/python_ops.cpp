@@ -193,8 +193,9 @@ VarPtr contains_op(Tracer& tx, const VarPtr& item, const VarPtr& container, bool
       if (eq < 0) PyErr_Clear();
       if (eq == 1) found = true;
     }
-  } else if (is_const(container)) {
-    int r = PySequence_Contains(const_value(container), needle.get());
+  } else if (is_const(container) || container->kind == VarKind::Set) {
+    OwnedRef haystack = tx.python_value(container, "`in` test");
+    int r = PySequence_Contains(haystack.get(), needle.get());
     if (r < 0) graph_break("Python raised " + fetch_error_text() + " in an `in` test");
     found = r == 1;
   } else {

@@ -50,7 +50,7 @@ struct TraceFrame {
   SourcePtr globals_base;  // see FunctionVar::globals_base
   std::vector<bool> lazy_args;  // root only: argument slots not yet wrapped (wrapped on first read)
   bool is_root = false;
-  VarPtr kw_names;
+  VarPtr kw_names;     // KW_NAMES' tuple for the next CALL (3.11, 3.12; 3.13 has CALL_KW)
   int ip = 0;          // index of the next code unit
   int cur_offset = 0;  // code unit index of the instruction being run
   VarPtr result;       // set by RETURN_VALUE
@@ -85,6 +85,10 @@ public:
   VarPtr call_builtin(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr inline_function(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr load_attr(const VarPtr& obj, PyObject* name);  // name borrowed
+  /// super(cls, self).name: a bound method of self (Python functions only).
+  VarPtr super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name);  // name borrowed
+  /// super() without arguments in the frame being traced: its __class__ cell and first argument.
+  VarPtr zero_arg_super();
   VarPtr get_item(const VarPtr& obj, const VarPtr& index);
 
   // -- Python-level values --

@@ -1,4 +1,5 @@
-// translator.cpp — the bytecode loop of the symbolic interpreter (CPython 3.11 opcodes).
+// translator.cpp — the bytecode loop of the symbolic interpreter (CPython 3.11-3.13 opcodes, decoded
+// through the per-version tables of opcodes.h).
 #include <Python.h>
 
 #include <algorithm>
@@ -117,27 +118,86 @@ struct Interpreter {
     if (tx.truth(cond, "branch condition") == jump_if) jump_to(target);
   }
 
-  void call(int argc) {
-    // CALL (method_or_null, self_or_callable, args[argc] -- result)
+  void store_fast(int i, VarPtr v) {
+    // NULL comes back from LOAD_FAST_AND_CLEAR (3.12+ inlined comprehensions): unbound again.
+    f.locals[i] = v->kind == VarKind::Null ? nullptr : std::move(v);
+    if (f.is_root) f.lazy_args[i] = false;
+  }
+
+  /// Pushes a callable with the NULL that CALL pairs with it (kNullAboveCallable).
+  void push_with_null(VarPtr callable) {
+    if (!kNullAboveCallable) push(std::make_shared<NullVar>());
+    push(std::move(callable));
+    if (kNullAboveCallable) push(std::make_shared<NullVar>());
+  }
+
+  /// Pops what CALL and CALL_FUNCTION_EX find under their arguments: a callable and a NULL, in
+  /// either order (kNullAboveCallable), or a method and its self (lower, upper) in every version.
+  /// Returns the callable; `self` is set for the method pair.
+  VarPtr pop_callable(VarPtr* self) {
+    VarPtr upper = pop();
+    VarPtr lower = pop();
+    if (lower->kind == VarKind::Null) return upper;
+    if (upper->kind != VarKind::Null) *self = std::move(upper);
+    return lower;
+  }
+
+  // CALL (callable and null/self, args[argc] -- result); `kw_names` (tuple of str, or null) names
+  // the last arguments.
+  void call(int argc, PyObject* kw_names) {  // kw_names borrowed
     std::vector<VarPtr> args = pop_n(argc);
-    VarPtr second = pop();
-    VarPtr first = pop();
-    VarPtr fn = second;
-    if (first->kind != VarKind::Null) {
-      fn = first;
-      args.insert(args.begin(), second);
-    }
+    VarPtr self;
+    VarPtr fn = pop_callable(&self);
+    if (self) args.insert(args.begin(), std::move(self));
     KwArgs kwargs;
-    if (f.kw_names) {
-      PyObject* names = const_value(f.kw_names);  // borrowed tuple of str
-      Py_ssize_t nk = PyTuple_GET_SIZE(names);
+    if (kw_names) {
+      Py_ssize_t nk = PyTuple_GET_SIZE(kw_names);
       size_t base = args.size() - nk;
       for (Py_ssize_t k = 0; k < nk; ++k)
-        kwargs.emplace_back(str_of(PyTuple_GET_ITEM(names, k)), args[base + k]);
+        kwargs.emplace_back(str_of(PyTuple_GET_ITEM(kw_names, k)), args[base + k]);
       args.resize(base);
-      f.kw_names.reset();
     }
     push(tx.call(fn, std::move(args), std::move(kwargs)));
+  }
+
+  /// A slice from BUILD_SLICE's or BINARY_SLICE's parts (start, stop[, step]).
+  VarPtr make_slice(std::vector<VarPtr> parts) {
+    bool has_step = parts.size() == 3;
+    if (!has_step) parts.push_back(tx.wrap_const(Py_None));
+    bool symbolic = false;
+    for (auto& p : parts)
+      symbolic |= p->kind == VarKind::Scalar && as<ScalarVar>(p)->sym && !as<ScalarVar>(p)->sym->is_const();
+    if (symbolic && !(parts[2]->kind == VarKind::Scalar)) {
+      // Bounds computed from sizes stay symbolic: a new batch size reuses the graph.
+      return std::make_shared<SliceVar>(parts[0], parts[1], parts[2]);
+    }
+    OwnedRef start = tx.python_value(parts[0], "slice bound");
+    OwnedRef stop = tx.python_value(parts[1], "slice bound");
+    OwnedRef step = has_step ? tx.python_value(parts[2], "slice step") : OwnedRef::borrow(Py_None);
+    return make_const_steal(PySlice_New(start.get(), stop.get(), step.get()));
+  }
+
+  /// f-string pieces: format(value, spec) after an optional !s/!r/!a conversion (kConvert*, 0 for
+  /// none). Only builtin values, whose formatting runs no user code.
+  VarPtr format_value(const VarPtr& value, int conversion, const VarPtr& spec) {
+    OwnedRef s = spec ? tx.python_value(spec, "format spec") : OwnedRef();
+    OwnedRef v = tx.python_value(value, "f-string value");
+    BREAK_IF(!PyLong_CheckExact(v.get()) && !PyFloat_CheckExact(v.get()) && !PyUnicode_CheckExact(v.get()) &&
+                 v.get() != Py_None && !PyBool_Check(v.get()),
+             "formatting a non-builtin value");
+    OwnedRef converted = conversion == kConvertStr     ? OwnedRef::steal(PyObject_Str(v.get()))
+                         : conversion == kConvertRepr  ? OwnedRef::steal(PyObject_Repr(v.get()))
+                         : conversion == kConvertAscii ? OwnedRef::steal(PyObject_ASCII(v.get()))
+                                                       : v;
+    BREAK_IF(!converted, "formatting failed: " + fetch_error_text());
+    OwnedRef r = OwnedRef::steal(PyObject_Format(converted.get(), s.get()));
+    BREAK_IF(!r, "formatting failed: " + fetch_error_text());
+    return make_const(std::move(r));
+  }
+
+  void set_add(const VarPtr& set, const VarPtr& item) {
+    OwnedRef v = tx.python_value(item, "set item");
+    if (PySet_Add(as<SetVar>(set)->set.get(), v.get()) < 0) graph_break("set.add: " + fetch_error_text());
   }
 
   VarPtr run() {
@@ -146,55 +206,79 @@ struct Interpreter {
                "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
       BREAK_IF(f.ip >= f.num_instrs, "internal: ran off the end of the code");
       f.cur_offset = f.ip;
-      int op = f.instrs[f.ip] & 0xff;
+      int raw = f.instrs[f.ip] & 0xff;
       int arg = f.instrs[f.ip] >> 8;
       ++f.ip;
-      while (op == EXTENDED_ARG) {
-        op = f.instrs[f.ip] & 0xff;
+      while (raw == EXTENDED_ARG) {
+        raw = f.instrs[f.ip] & 0xff;
         arg = (arg << 8) | (f.instrs[f.ip] >> 8);
         ++f.ip;
       }
-      f.ip += inline_cache_entries(op);
+      const OpInfo info = kOpTable[raw];
+      f.ip += info.cache_entries;
       const int next = f.ip;  // relative jumps count from the end of the instruction's caches
 
-      switch (op) {
-        case NOP:
-        case RESUME:
-        case CACHE:
-        case PRECALL:  // (--) 3.11 splits calls; CALL does the work
+      switch (info.op) {
+        case Op::Nop:
+        case Op::Resume:
+        case Op::Cache:
+        case Op::Precall:  // (--) 3.11 splits calls; CALL does the work
           break;
 
         // -- stack manipulation --
-        case POP_TOP: pop(); break;  // (value --)
-        case PUSH_NULL: push(std::make_shared<NullVar>()); break;  // (-- null)
-        case COPY: push(peek(arg)); break;  // (x ... -- x ... x)
-        case SWAP: std::swap(peek(1), peek(arg)); break;
+        case Op::PopTop: pop(); break;  // (value --)
+        case Op::PushNull: push(std::make_shared<NullVar>()); break;  // (-- null)
+        case Op::Copy: push(peek(arg)); break;  // (x ... -- x ... x)
+        case Op::Swap: std::swap(peek(1), peek(arg)); break;
 
         // -- loads and stores --
-        case LOAD_CONST: push(tx.wrap_const(co_const(arg))); break;  // (-- value)
-        case LOAD_FAST: push(load_fast(arg)); break;                  // (-- value)
-        case STORE_FAST:  // (value --)
-          f.locals[arg] = pop();
-          if (f.is_root) f.lazy_args[arg] = false;
+        case Op::LoadConst: push(tx.wrap_const(co_const(arg))); break;  // (-- value)
+        case Op::LoadFast:                                                // (-- value)
+        case Op::LoadFastCheck:
+        case Op::LoadClosure: push(load_fast(arg)); break;  // a cell slot holds its CellVar
+        case Op::LoadFastAndClear: {  // (-- value or null) and the slot becomes unbound
+          if (f.is_root && f.lazy_args[arg]) load_fast(arg);
+          VarPtr v = f.locals[arg];
+          push(v ? v : std::make_shared<NullVar>());
+          f.locals[arg].reset();
           break;
-        case DELETE_FAST:
+        }
+        case Op::LoadFastLoadFast:  // (-- value1, value2)
+          push(load_fast(arg >> 4));
+          push(load_fast(arg & 15));
+          break;
+        case Op::StoreFast: store_fast(arg, pop()); break;  // (value --)
+        case Op::StoreFastStoreFast: {  // (value2, value1 --)
+          store_fast(arg >> 4, pop());
+          store_fast(arg & 15, pop());
+          break;
+        }
+        case Op::StoreFastLoadFast:  // (value -- value2)
+          store_fast(arg >> 4, pop());
+          push(load_fast(arg & 15));
+          break;
+        case Op::DeleteFast:
           f.locals[arg].reset();
           if (f.is_root) f.lazy_args[arg] = false;
           break;
-        case LOAD_GLOBAL:  // (-- null?, value)
-          if (arg & 1) push(std::make_shared<NullVar>());
-          push(load_global(co_name(arg >> 1)));
+        case Op::LoadGlobal: {  // (-- value, with a null if arg & 1)
+          VarPtr v = load_global(co_name(arg >> 1));
+          if (arg & 1)
+            push_with_null(std::move(v));
+          else
+            push(std::move(v));
           break;
-        case STORE_GLOBAL:
-        case DELETE_GLOBAL: graph_break("assigning a global variable (a side effect)");
-        case MAKE_CELL: {  // (--) wraps the slot's current value in a new cell
+        }
+        case Op::StoreGlobal:
+        case Op::DeleteGlobal: graph_break("assigning a global variable (a side effect)");
+        case Op::MakeCell: {  // (--) wraps the slot's current value in a new cell
           auto cell = std::make_shared<CellVar>();
           if (f.is_root && f.lazy_args[arg]) load_fast(arg);
           cell->contents = f.locals[arg];
           f.locals[arg] = cell;
           break;
         }
-        case COPY_FREE_VARS: {  // (--) the function's closure cells become the last slots
+        case Op::CopyFreeVars: {  // (--) the function's closure cells become the last slots
           int first = f.code->co_nlocalsplus - arg;
           if (f.is_root) {
             for (int i = 0; i < arg; ++i) {
@@ -207,98 +291,130 @@ struct Interpreter {
           // Inlined frames got their closure cells when the call was set up.
           break;
         }
-        case LOAD_CLOSURE: push(f.locals[arg]); break;  // (-- cell)
-        case LOAD_DEREF: {                              // (-- value)
-          CellVar* cell = cell_at(arg);
-          if (!cell->contents && cell->source) {
-            PyObject* v = fetch_source(*cell->source, tx.view());  // borrowed
-            BREAK_IF(!v, "free variable '" + local_name(f.code, arg) + "' is unbound");
-            cell->contents = tx.wrap(v, cell->source);
-          }
-          BREAK_IF(!cell->contents, "free variable '" + local_name(f.code, arg) + "' is unbound");
-          push(cell->contents);
-          break;
-        }
-        case STORE_DEREF: {  // (value --)
+        case Op::LoadDeref: push(deref(arg)); break;  // (-- value)
+        case Op::StoreDeref: {                        // (value --)
           CellVar* cell = cell_at(arg);
           BREAK_IF(cell->source, "assigning to a variable of an enclosing function (a side effect)");
           cell->contents = pop();
           break;
         }
-        case LOAD_ATTR: {  // (owner -- attr)
+        case Op::LoadAttr: {  // (owner -- attr), or with the method bit (owner -- attr, null)
           VarPtr owner = pop();
-          push(tx.load_attr(owner, co_name(arg)));
+          bool method = kLoadAttrHasMethodBit && (arg & 1);
+          VarPtr attr = tx.load_attr(owner, co_name(kLoadAttrHasMethodBit ? arg >> 1 : arg));
+          if (method)
+            push_with_null(std::move(attr));
+          else
+            push(std::move(attr));
           break;
         }
-        case LOAD_METHOD: {  // (owner -- null, bound)
+        case Op::LoadMethod: {  // (owner -- null, bound) 3.11
           VarPtr owner = pop();
-          VarPtr bound = tx.load_attr(owner, co_name(arg));
-          push(std::make_shared<NullVar>());
-          push(bound);
+          push_with_null(tx.load_attr(owner, co_name(arg)));
           break;
         }
-        case STORE_ATTR:
-        case DELETE_ATTR: graph_break("assigning an attribute (a side effect)");
-        case BINARY_SUBSCR: {  // (container, index -- value)
+        case Op::LoadSuperAttr: {  // (super, class, self -- attr[, null]) 3.12+
+          VarPtr self = pop();
+          VarPtr cls = pop();
+          VarPtr global_super = pop();
+          BREAK_IF(!is_const(global_super) || const_value(global_super) != reinterpret_cast<PyObject*>(&PySuper_Type),
+                   "super is not the builtin super");
+          VarPtr attr = tx.super_attr(cls, self, co_name(arg >> kLoadSuperAttrNameShift));
+          if (arg & 1)
+            push_with_null(std::move(attr));
+          else
+            push(std::move(attr));
+          break;
+        }
+        case Op::StoreAttr:
+        case Op::DeleteAttr: graph_break("assigning an attribute (a side effect)");
+        case Op::BinarySubscr: {  // (container, index -- value)
           VarPtr index = pop();
           VarPtr container = pop();
           push(tx.get_item(container, index));
           break;
         }
-        case STORE_SUBSCR: {  // (value, container, index --)
+        case Op::BinarySlice: {  // (container, start, stop -- value) 3.12+
+          std::vector<VarPtr> bounds = pop_n(2);
+          VarPtr container = pop();
+          push(tx.get_item(container, make_slice(std::move(bounds))));
+          break;
+        }
+        case Op::StoreSubscr: {  // (value, container, index --)
           VarPtr index = pop();
           VarPtr container = pop();
           VarPtr value = pop();
           store_subscr(container, index, value);
           break;
         }
-        case DELETE_SUBSCR: graph_break("del container[index] (a side effect)");
+        case Op::StoreSlice: {  // (value, container, start, stop --) 3.12+
+          std::vector<VarPtr> bounds = pop_n(2);
+          VarPtr container = pop();
+          VarPtr value = pop();
+          store_subscr(container, make_slice(std::move(bounds)), value);
+          break;
+        }
+        case Op::DeleteSubscr: graph_break("del container[index] (a side effect)");
 
         // -- operators --
-        case BINARY_OP: {  // (lhs, rhs -- result)
+        case Op::BinaryOp: {  // (lhs, rhs -- result)
           VarPtr rhs = pop();
           VarPtr lhs = pop();
           push(binary_op(tx, arg, lhs, rhs));
           break;
         }
-        case COMPARE_OP: {  // (lhs, rhs -- result)
+        case Op::CompareOp: {  // (lhs, rhs -- result)
           VarPtr rhs = pop();
           VarPtr lhs = pop();
-          push(compare_op(tx, arg, lhs, rhs));
+          push(compare_op(tx, arg >> kCompareOpShift, lhs, rhs));
           break;
         }
-        case IS_OP: {  // (lhs, rhs -- bool)
+        case Op::IsOp: {  // (lhs, rhs -- bool)
           VarPtr rhs = pop();
           VarPtr lhs = pop();
           push(is_op(tx, lhs, rhs, arg != 0));
           break;
         }
-        case CONTAINS_OP: {  // (item, container -- bool)
+        case Op::ContainsOp: {  // (item, container -- bool)
           VarPtr container = pop();
           VarPtr item = pop();
           push(contains_op(tx, item, container, arg != 0));
           break;
         }
-        case UNARY_POSITIVE: push(unary_op(tx, UnaryOp::Positive, pop())); break;
-        case UNARY_NEGATIVE: push(unary_op(tx, UnaryOp::Negative, pop())); break;
-        case UNARY_INVERT: push(unary_op(tx, UnaryOp::Invert, pop())); break;
-        case UNARY_NOT: push(unary_op(tx, UnaryOp::Not, pop())); break;
+        case Op::UnaryPositive: push(unary_op(tx, UnaryOp::Positive, pop())); break;
+        case Op::UnaryNegative: push(unary_op(tx, UnaryOp::Negative, pop())); break;
+        case Op::UnaryInvert: push(unary_op(tx, UnaryOp::Invert, pop())); break;
+        case Op::UnaryNot: push(unary_op(tx, UnaryOp::Not, pop())); break;
+        case Op::ToBool:  // (value -- bool) 3.13
+          push(tx.wrap_const(tx.truth(pop(), "truth value") ? Py_True : Py_False));
+          break;
+        case Op::CallIntrinsic1: {  // (value -- result) 3.12+
+          VarPtr v = pop();
+          if (arg == kIntrinsicUnaryPositive) {
+            push(unary_op(tx, UnaryOp::Positive, v));
+          } else if (arg == kIntrinsicListToTuple) {
+            push(std::make_shared<SeqVar>(VarKind::Tuple, as<SeqVar>(v)->items));
+          } else {
+            graph_break("CALL_INTRINSIC_1 " + std::to_string(arg));
+          }
+          break;
+        }
 
         // -- building containers --
-        case BUILD_TUPLE: push(std::make_shared<SeqVar>(VarKind::Tuple, pop_n(arg))); break;
-        case BUILD_LIST: push(std::make_shared<SeqVar>(VarKind::List, pop_n(arg))); break;
-        case LIST_TO_TUPLE: {
+        case Op::BuildTuple: push(std::make_shared<SeqVar>(VarKind::Tuple, pop_n(arg))); break;
+        case Op::BuildList: push(std::make_shared<SeqVar>(VarKind::List, pop_n(arg))); break;
+        case Op::ListToTuple: {
           VarPtr l = pop();
           push(std::make_shared<SeqVar>(VarKind::Tuple, as<SeqVar>(l)->items));
           break;
         }
-        case LIST_APPEND: {  // (list, ..., value -- list, ...)
+        case Op::ListAppend: {  // (list, ..., value -- list, ...)
           VarPtr v = pop();
           VarPtr list = peek(arg);
           as<SeqVar>(list)->items.push_back(v);
           break;
         }
-        case LIST_EXTEND: {
+        case Op::ListExtend: {
           VarPtr v = pop();
           VarPtr list = peek(arg);
           std::vector<VarPtr> xs = tx.unpack(v, "list.extend");
@@ -306,14 +422,34 @@ struct Interpreter {
           items.insert(items.end(), xs.begin(), xs.end());
           break;
         }
-        case BUILD_MAP: {  // (k1, v1, ... -- dict)
+        case Op::BuildSet: {  // (items[arg] -- set)
+          std::vector<VarPtr> items = pop_n(arg);
+          auto set = std::make_shared<SetVar>(OwnedRef::steal(PySet_New(nullptr)));
+          for (auto& x : items) set_add(set, x);
+          push(set);
+          break;
+        }
+        case Op::SetAdd: {  // (set, ..., value -- set, ...)
+          VarPtr v = pop();
+          BREAK_IF(peek(arg)->kind != VarKind::Set, "internal: SET_ADD on a non-set");
+          set_add(peek(arg), v);
+          break;
+        }
+        case Op::SetUpdate: {  // (set, ..., iterable -- set, ...)
+          VarPtr v = pop();
+          BREAK_IF(peek(arg)->kind != VarKind::Set, "internal: SET_UPDATE on a non-set");
+          VarPtr set = peek(arg);
+          for (auto& x : tx.unpack(v, "set.update")) set_add(set, x);
+          break;
+        }
+        case Op::BuildMap: {  // (k1, v1, ... -- dict)
           std::vector<VarPtr> kv = pop_n(2 * arg);
           auto d = std::make_shared<DictVar>();
           for (int i = 0; i < arg; ++i) dict_set(*d, kv[2 * i], kv[2 * i + 1]);
           push(d);
           break;
         }
-        case BUILD_CONST_KEY_MAP: {  // (v1, ..., keys -- dict)
+        case Op::BuildConstKeyMap: {  // (v1, ..., keys -- dict)
           VarPtr keys = pop();
           std::vector<VarPtr> vals = pop_n(arg);
           auto d = std::make_shared<DictVar>();
@@ -322,38 +458,22 @@ struct Interpreter {
           push(d);
           break;
         }
-        case MAP_ADD: {  // (dict, ..., key, value -- dict, ...)
+        case Op::MapAdd: {  // (dict, ..., key, value -- dict, ...)
           VarPtr v = pop();
           VarPtr k = pop();
           dict_set(*as<DictVar>(peek(arg)), k, v);
           break;
         }
-        case DICT_UPDATE:
-        case DICT_MERGE: {
+        case Op::DictUpdate:
+        case Op::DictMerge: {
           VarPtr other = pop();
           BREAK_IF(other->kind != VarKind::Dict, "dict update from a non-dict");
           DictVar* target = as<DictVar>(peek(arg));
           for (auto& [k, v] : as<DictVar>(other)->items) dict_set(*target, tx.wrap_const(k.get()), v);
           break;
         }
-        case BUILD_SLICE: {  // (start, stop[, step] -- slice)
-          std::vector<VarPtr> parts = pop_n(arg);
-          if (arg == 2) parts.push_back(tx.wrap_const(Py_None));
-          bool symbolic = false;
-          for (auto& p : parts)
-            symbolic |= p->kind == VarKind::Scalar && as<ScalarVar>(p)->sym && !as<ScalarVar>(p)->sym->is_const();
-          if (symbolic && !(parts[2]->kind == VarKind::Scalar)) {
-            // Bounds computed from sizes stay symbolic: a new batch size reuses the graph.
-            push(std::make_shared<SliceVar>(parts[0], parts[1], parts[2]));
-            break;
-          }
-          OwnedRef start = tx.python_value(parts[0], "slice bound");
-          OwnedRef stop = tx.python_value(parts[1], "slice bound");
-          OwnedRef step = arg == 3 ? tx.python_value(parts[2], "slice step") : OwnedRef::borrow(Py_None);
-          push(make_const_steal(PySlice_New(start.get(), stop.get(), step.get())));
-          break;
-        }
-        case BUILD_STRING: {
+        case Op::BuildSlice: push(make_slice(pop_n(arg))); break;  // (start, stop[, step] -- slice)
+        case Op::BuildString: {
           std::vector<VarPtr> parts = pop_n(arg);
           OwnedRef empty = OwnedRef::steal(PyUnicode_FromString(""));
           OwnedRef list = OwnedRef::steal(PyList_New(0));
@@ -361,28 +481,29 @@ struct Interpreter {
           push(make_const_steal(PyUnicode_Join(empty.get(), list.get())));
           break;
         }
-        case FORMAT_VALUE: {  // (value[, spec] -- str)
-          OwnedRef spec = (arg & 0x04) ? tx.python_value(pop(), "format spec") : OwnedRef();
-          OwnedRef v = tx.python_value(pop(), "f-string value");
-          BREAK_IF(!PyLong_CheckExact(v.get()) && !PyFloat_CheckExact(v.get()) &&
-                       !PyUnicode_CheckExact(v.get()) && v.get() != Py_None && !PyBool_Check(v.get()),
-                   "formatting a non-builtin value");
-          int conv = arg & 0x03;
-          OwnedRef conv_v = conv == 1   ? OwnedRef::steal(PyObject_Str(v.get()))
-                            : conv == 2 ? OwnedRef::steal(PyObject_Repr(v.get()))
-                            : conv == 3 ? OwnedRef::steal(PyObject_ASCII(v.get()))
-                                        : v;
-          push(make_const_steal(PyObject_Format(conv_v.get(), spec.get())));
-          BREAK_IF(!const_value(f.stack.back()), "formatting failed");
+        case Op::FormatValue: {  // (value[, spec] -- str) 3.11, 3.12: conversion in the low bits
+          VarPtr spec = (arg & FVS_HAVE_SPEC) ? pop() : nullptr;
+          push(format_value(pop(), arg & FVC_MASK, spec));
           break;
         }
-        case UNPACK_SEQUENCE: {  // (seq -- items[n] reversed)
+        case Op::ConvertValue: push(format_value(pop(), arg, nullptr)); break;  // (value -- str) 3.13
+        case Op::FormatSimple: {  // (value -- str) 3.13
+          VarPtr v = pop();
+          push(is_const(v) && PyUnicode_CheckExact(const_value(v)) ? v : format_value(v, 0, nullptr));
+          break;
+        }
+        case Op::FormatWithSpec: {  // (value, spec -- str) 3.13
+          VarPtr spec = pop();
+          push(format_value(pop(), 0, spec));
+          break;
+        }
+        case Op::UnpackSequence: {  // (seq -- items[n] reversed)
           std::vector<VarPtr> items = tx.unpack(pop(), "unpacking");
           BREAK_IF(static_cast<int>(items.size()) != arg, "unpacking the wrong number of values");
           for (auto it = items.rbegin(); it != items.rend(); ++it) push(*it);
           break;
         }
-        case UNPACK_EX: {  // (seq -- after..., rest list, before... )
+        case Op::UnpackEx: {  // (seq -- after..., rest list, before... )
           int before = arg & 0xff, after = arg >> 8;
           std::vector<VarPtr> items = tx.unpack(pop(), "unpacking");
           int n = static_cast<int>(items.size());
@@ -395,9 +516,18 @@ struct Interpreter {
         }
 
         // -- calls --
-        case KW_NAMES: f.kw_names = tx.wrap_const(co_const(arg)); break;
-        case CALL: call(arg); break;
-        case CALL_FUNCTION_EX: {  // (null, func, args[, kwargs] -- result)
+        case Op::KwNames: f.kw_names = tx.wrap_const(co_const(arg)); break;  // 3.11, 3.12
+        case Op::Call: {
+          VarPtr names = std::move(f.kw_names);
+          call(arg, names ? const_value(names) : nullptr);
+          break;
+        }
+        case Op::CallKw: {  // (callable, self_or_null, args[arg], kw_names -- result) 3.13
+          VarPtr names = pop();
+          call(arg, const_value(names));
+          break;
+        }
+        case Op::CallFunctionEx: {  // (callable and null, args[, kwargs] -- result)
           KwArgs kwargs;
           if (arg & 1) {
             VarPtr kw = pop();
@@ -405,101 +535,118 @@ struct Interpreter {
             for (auto& [k, v] : as<DictVar>(kw)->items) kwargs.emplace_back(str_of(k.get()), v);
           }
           std::vector<VarPtr> args = tx.unpack(pop(), "*args");
-          VarPtr fn = pop();
-          VarPtr null = pop();
-          if (null->kind != VarKind::Null) {
-            args.insert(args.begin(), fn);
-            fn = null;
-          }
+          VarPtr self;
+          VarPtr fn = pop_callable(&self);
+          if (self) args.insert(args.begin(), std::move(self));
           push(tx.call(fn, std::move(args), std::move(kwargs)));
           break;
         }
-        case MAKE_FUNCTION: push(make_function(arg)); break;
-        case RETURN_VALUE: return pop();  // (value --)
-
-        // -- control flow --
-        case JUMP_FORWARD: jump_to(next + arg); break;
-        case JUMP_BACKWARD:
-        case JUMP_BACKWARD_NO_INTERRUPT: jump_to(next - arg); break;
-        case POP_JUMP_FORWARD_IF_FALSE: branch(false, next + arg, pop()); break;
-        case POP_JUMP_FORWARD_IF_TRUE: branch(true, next + arg, pop()); break;
-        case POP_JUMP_BACKWARD_IF_FALSE: branch(false, next - arg, pop()); break;
-        case POP_JUMP_BACKWARD_IF_TRUE: branch(true, next - arg, pop()); break;
-        case POP_JUMP_FORWARD_IF_NONE:
-        case POP_JUMP_FORWARD_IF_NOT_NONE:
-        case POP_JUMP_BACKWARD_IF_NONE:
-        case POP_JUMP_BACKWARD_IF_NOT_NONE: {
-          VarPtr v = pop();
-          bool none = is_none(tx, v);
-          bool want_none = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE;
-          bool forward = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_FORWARD_IF_NOT_NONE;
-          if (none == want_none) jump_to(forward ? next + arg : next - arg);
+        case Op::MakeFunction: push(make_function(kMakeFunctionHasFlags ? arg : 0)); break;
+        case Op::SetFunctionAttribute: {  // (attr, func -- func) 3.13
+          VarPtr fn = pop();
+          VarPtr attr = pop();
+          set_function_attribute(*as<FunctionVar>(fn), arg, attr);
+          push(fn);
           break;
         }
-        case JUMP_IF_FALSE_OR_POP:
-        case JUMP_IF_TRUE_OR_POP: {  // (cond -- cond if jumping)
+        case Op::ReturnValue: return pop();  // (value --)
+        case Op::ReturnConst: return tx.wrap_const(co_const(arg));  // (--) 3.12+
+
+        // -- control flow --
+        case Op::JumpForward: jump_to(next + arg); break;
+        case Op::JumpBackward:
+        case Op::JumpBackwardNoInterrupt: jump_to(next - arg); break;
+        case Op::PopJumpForwardIfFalse:  // 3.11
+        case Op::PopJumpIfFalse: branch(false, next + arg, pop()); break;
+        case Op::PopJumpForwardIfTrue:  // 3.11
+        case Op::PopJumpIfTrue: branch(true, next + arg, pop()); break;
+        case Op::PopJumpBackwardIfFalse: branch(false, next - arg, pop()); break;
+        case Op::PopJumpBackwardIfTrue: branch(true, next - arg, pop()); break;
+        case Op::PopJumpForwardIfNone:  // 3.11
+        case Op::PopJumpIfNone:
+          if (is_none(tx, pop())) jump_to(next + arg);
+          break;
+        case Op::PopJumpForwardIfNotNone:  // 3.11
+        case Op::PopJumpIfNotNone:
+          if (!is_none(tx, pop())) jump_to(next + arg);
+          break;
+        case Op::PopJumpBackwardIfNone:
+          if (is_none(tx, pop())) jump_to(next - arg);
+          break;
+        case Op::PopJumpBackwardIfNotNone:
+          if (!is_none(tx, pop())) jump_to(next - arg);
+          break;
+        case Op::JumpIfFalseOrPop:
+        case Op::JumpIfTrueOrPop: {  // (cond -- cond if jumping) 3.11
           bool t = tx.truth(peek(1), "and/or condition");
-          if (t == (op == JUMP_IF_TRUE_OR_POP))
+          if (t == (info.op == Op::JumpIfTrueOrPop))
             jump_to(next + arg);
           else
             pop();
           break;
         }
-        case GET_ITER: {  // (iterable -- iterator)
+        case Op::GetIter: {  // (iterable -- iterator)
           VarPtr v = pop();
           push(v->kind == VarKind::Iterator ? v
                                             : std::make_shared<IteratorVar>(tx.unpack(v, "iteration")));
           break;
         }
-        case FOR_ITER: {  // (iter -- iter, next) or (iter --) and jump when exhausted
+        case Op::ForIter: {  // (iter -- iter, next) or (iter --) and jump when exhausted
           BREAK_IF(peek(1)->kind != VarKind::Iterator, "internal: FOR_ITER on a non-iterator");
           auto* it = as<IteratorVar>(peek(1));
           if (it->pos < it->items.size()) {
             push(it->items[it->pos++]);
           } else {
             pop();
-            jump_to(next + arg);
+            jump_to(next + arg + kForIterExitSkip);  // past END_FOR (3.12+), see opcodes.h
           }
           break;
         }
 
         // -- exceptions: the handlers of try blocks that do not raise are never reached --
-        case PUSH_EXC_INFO:
-        case POP_EXCEPT:
-        case CHECK_EXC_MATCH:
-        case RERAISE:
-        case WITH_EXCEPT_START:
-        case PREP_RERAISE_STAR:
-        case CHECK_EG_MATCH: graph_break("an exception handler was reached while tracing");
-        case RAISE_VARARGS: graph_break("raise statement reached while tracing");
-        case LOAD_ASSERTION_ERROR: graph_break("a failing assert was reached while tracing");
-        case RETURN_GENERATOR:
-        case YIELD_VALUE:
-        case SEND:
-        case GET_AWAITABLE: graph_break("generators and coroutines run in CPython");
-        case BEFORE_WITH: graph_break("with statements are not supported yet");
-        case IMPORT_NAME:
-        case IMPORT_FROM: graph_break("import inside a traced function");
-        default: {
-          const char* name = op < 256 ? opcode_name(op) : "?";
-          graph_break(std::string("unsupported opcode ") + name);
-        }
+        case Op::PushExcInfo:
+        case Op::PopExcept:
+        case Op::CheckExcMatch:
+        case Op::Reraise:
+        case Op::WithExceptStart:
+        case Op::PrepReraiseStar:
+        case Op::CheckEgMatch: graph_break("an exception handler was reached while tracing");
+        case Op::RaiseVarargs: graph_break("raise statement reached while tracing");
+        case Op::LoadAssertionError: graph_break("a failing assert was reached while tracing");
+        case Op::ReturnGenerator:
+        case Op::YieldValue:
+        case Op::Send:
+        case Op::GetAwaitable: graph_break("generators and coroutines run in CPython");
+        case Op::BeforeWith: graph_break("with statements are not supported yet");
+        case Op::ImportName:
+        case Op::ImportFrom: graph_break("import inside a traced function");
+        case Op::ExtendedArg:  // consumed above
+        case Op::Unknown: graph_break("unsupported opcode " + opcode_name(raw));
       }
     }
   }
 
-  static const char* opcode_name(int op) {
-    switch (op) {
-#define FJ_OPNAME(X) \
-  case X: return #X;
-      FJ_OPNAME(LOAD_NAME) FJ_OPNAME(STORE_NAME) FJ_OPNAME(GET_LEN) FJ_OPNAME(MATCH_CLASS)
-      FJ_OPNAME(MATCH_MAPPING) FJ_OPNAME(MATCH_SEQUENCE) FJ_OPNAME(MATCH_KEYS)
-      FJ_OPNAME(BUILD_SET) FJ_OPNAME(SET_ADD) FJ_OPNAME(SET_UPDATE) FJ_OPNAME(LOAD_BUILD_CLASS)
-      FJ_OPNAME(DELETE_DEREF) FJ_OPNAME(LOAD_CLASSDEREF) FJ_OPNAME(GET_AITER) FJ_OPNAME(GET_ANEXT)
-      FJ_OPNAME(SETUP_ANNOTATIONS) FJ_OPNAME(PRINT_EXPR) FJ_OPNAME(IMPORT_STAR)
-#undef FJ_OPNAME
-      default: return "?";
+  /// CPython's name of an opcode, for messages (Lib/opcode.py knows every version's names).
+  static std::string opcode_name(int raw) {
+    OwnedRef mod = OwnedRef::steal(PyImport_ImportModule("opcode"));
+    OwnedRef names = mod ? OwnedRef::steal(PyObject_GetAttrString(mod.get(), "opname")) : OwnedRef();
+    OwnedRef name = names ? OwnedRef::steal(PySequence_GetItem(names.get(), raw)) : OwnedRef();
+    if (!name) {
+      PyErr_Clear();
+      return std::to_string(raw);
     }
+    return str_of(name.get());
+  }
+
+  VarPtr deref(int i) {
+    CellVar* cell = cell_at(i);
+    if (!cell->contents && cell->source) {
+      PyObject* v = fetch_source(*cell->source, tx.view());  // borrowed
+      BREAK_IF(!v, "free variable '" + local_name(f.code, i) + "' is unbound");
+      cell->contents = tx.wrap(v, cell->source);
+    }
+    BREAK_IF(!cell->contents, "free variable '" + local_name(f.code, i) + "' is unbound");
+    return cell->contents;
   }
 
   void dict_set(DictVar& d, const VarPtr& key, const VarPtr& value) {
@@ -537,29 +684,55 @@ struct Interpreter {
   }
 
   VarPtr make_function(int flags) {
-    // MAKE_FUNCTION (defaults?, kwdefaults?, annotations?, closure?, code -- function)
+    // MAKE_FUNCTION (defaults?, kwdefaults?, annotations?, closure?, code -- function); 3.13 has
+    // no flags and sets each part with SET_FUNCTION_ATTRIBUTE.
     auto fn = std::make_shared<FunctionVar>();
     VarPtr code = pop();
     fn->code = OwnedRef::borrow(const_value(code));
-    if (flags & 0x08) {
-      VarPtr closure = pop();
-      for (auto& c : as<SeqVar>(closure)->items) {
-        BREAK_IF(c->kind != VarKind::Cell, "internal: closure item is not a cell");
-        fn->closure.push_back(std::static_pointer_cast<CellVar>(c));
-      }
-    }
-    if (flags & 0x04) pop();  // annotations do not change what the function computes
-    if (flags & 0x02) {
-      VarPtr kw = pop();
-      for (auto& [k, v] : as<DictVar>(kw)->items) fn->kwdefaults.emplace_back(k, v);
-    }
-    if (flags & 0x01) fn->defaults = tx.unpack(pop(), "defaults");
+    for (int part : {kFunctionClosure, kFunctionAnnotations, kFunctionKwDefaults, kFunctionDefaults})
+      if (flags & part) set_function_attribute(*fn, part, pop());
     fn->globals = f.globals;
     fn->globals_base = f.globals_base;
     fn->qualname = OwnedRef::borrow(reinterpret_cast<PyCodeObject*>(fn->code.get())->co_qualname);
     return fn;
   }
+
+  void set_function_attribute(FunctionVar& fn, int part, const VarPtr& value) {
+    switch (part) {
+      case kFunctionClosure:
+        for (auto& c : as<SeqVar>(value)->items) {
+          BREAK_IF(c->kind != VarKind::Cell, "internal: closure item is not a cell");
+          fn.closure.push_back(std::static_pointer_cast<CellVar>(c));
+        }
+        break;
+      case kFunctionAnnotations: break;  // annotations do not change what the function computes
+      case kFunctionKwDefaults:
+        for (auto& [k, v] : as<DictVar>(value)->items) fn.kwdefaults.emplace_back(k, v);
+        break;
+      case kFunctionDefaults: fn.defaults = tx.unpack(value, "defaults"); break;
+      default: graph_break("function attribute " + std::to_string(part));
+    }
+  }
 };
+
+VarPtr Tracer::zero_arg_super() {
+  // What CPython's super() does without arguments: the __class__ cell of the method being run and
+  // its first argument (read through its cell if a closure captured it).
+  BREAK_IF(!current_, "internal: super() outside a frame");
+  TraceFrame& f = *current_;
+  PyCodeObject* code = f.code;
+  BREAK_IF(code->co_argcount == 0, "super(): no arguments");
+  Interpreter interp{*this, f};
+  int nfree = code->co_nfreevars;
+  for (int i = code->co_nlocalsplus - nfree; i < code->co_nlocalsplus; ++i) {
+    if (local_name(code, i) != "__class__") continue;
+    VarPtr self = interp.load_fast(0);
+    if (self->kind == VarKind::Cell) self = as<CellVar>(self)->contents;
+    BREAK_IF(!self, "super(): first argument is unbound");
+    return std::make_shared<SuperVar>(interp.deref(i), self);
+  }
+  graph_break("super(): no __class__ cell");
+}
 
 VarPtr Tracer::run_frame(TraceFrame& f) {
   OwnedRef bytes = OwnedRef::steal(PyCode_GetCode(f.code));  // new ref: co_code, unquickened

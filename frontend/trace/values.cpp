@@ -48,6 +48,17 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
       OwnedRef a = python_value(sl->start, why), b = python_value(sl->stop, why), c = python_value(sl->step, why);
       return OwnedRef::steal(PySlice_New(a.get(), b.get(), c.get()));
     }
+    case VarKind::Dict: {
+      OwnedRef r = OwnedRef::steal(PyDict_New());
+      for (auto& [k, x] : as<DictVar>(v)->items)
+        BREAK_IF(PyDict_SetItem(r.get(), k.get(), python_value(x, why).get()) < 0, fetch_error_text());
+      return r;
+    }
+    case VarKind::Set: {
+      OwnedRef copy = OwnedRef::steal(PySet_New(as<SetVar>(v)->set.get()));  // new ref
+      BREAK_IF(!copy, "copying a set: " + fetch_error_text());
+      return copy;
+    }
     case VarKind::Builtin: return as<BuiltinVar>(v)->obj;
     case VarKind::Module: return as<ModuleVar>(v)->module;
     case VarKind::Object:
@@ -86,6 +97,7 @@ bool Tracer::truth(const VarPtr& v, const std::string& why) {
     case VarKind::Tuple:
     case VarKind::List: return !as<SeqVar>(v)->items.empty();
     case VarKind::Dict: return !as<DictVar>(v)->items.empty();
+    case VarKind::Set: return PySet_GET_SIZE(as<SetVar>(v)->set.get()) != 0;
     case VarKind::Tensor:
       graph_break("the truth value of an array depends on its data (" + why + ")");
     case VarKind::Function:
@@ -121,6 +133,13 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
       std::vector<VarPtr> rest(it->items.begin() + it->pos, it->items.end());
       it->pos = it->items.size();
       return rest;
+    }
+    case VarKind::Set: {
+      // CPython iterates a set in its table order; ours was built by the same insertions.
+      std::vector<VarPtr> items;
+      OwnedRef it = OwnedRef::steal(PyObject_GetIter(as<SetVar>(v)->set.get()));
+      while (OwnedRef x = OwnedRef::steal(PyIter_Next(it.get()))) items.push_back(wrap_const(x.get()));
+      return items;
     }
     case VarKind::Const: {
       PyObject* c = const_value(v);
