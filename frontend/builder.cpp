@@ -4,10 +4,12 @@
 
 #include <cctype>
 
+#include "frontend/backends/arrays.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
 #include "frontend/python_env.h"
+#include "frontend/tensor_object.h"
 #include "frontend/trace/tracer.h"
 
 namespace framejit::frontend {
@@ -81,29 +83,43 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
   VarPtr v;
   PyTypeObject* type = Py_TYPE(value);
 
-  if (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic))) {
-    bool is_array = type == np->ndarray;
+  const bool is_fj_tensor = is_tensor(value);
+  if (is_fj_tensor || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
+    bool is_array = is_fj_tensor || type == np->ndarray;
     std::optional<rt::DType> dt;
-    if (is_array) {
+    if (is_fj_tensor) {
+      dt = as_tensor(value)->dtype;
+    } else if (is_array) {
       dt = dtype_from_descr(as_ndarray(value)->descr);
     } else {
       dt = numpy_scalar_dtype(np, type);
     }
-    BREAK_IF(PyObject_TypeCheck(value, np->ndarray) && !is_array,
+    BREAK_IF(!is_fj_tensor && PyObject_TypeCheck(value, np->ndarray) && !is_array,
              std::string("ndarray subclass ") + type->tp_name + " is not supported");
     BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
-                      (is_array ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
+                      (is_array && !is_fj_tensor ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
                       ") are not supported");
+    BREAK_IF(is_fj_tensor && as_tensor(value)->tensor.device().type != rt::DeviceType::CPU,
+             "framejit.Tensor on a device other than the CPU");
+    // Note [One array kind per graph]
+    // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
+    // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
+    // the mix, where a Tensor operator takes the NumPy array as a Tensor view.
+    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor : ArrayKind::NumPy;
+    BREAK_IF(out_.array_kind != ArrayKind::None && out_.array_kind != kind,
+             "NumPy arrays and framejit.Tensors in one graph (" + key + ")");
+    out_.array_kind = kind;
     jit::TensorMeta m;
     m.dtype = *dt;
     TensorGuard tg;
     tg.type = type;
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
     if (is_array) {
-      NdArrayFields* a = as_ndarray(value);
-      tg.type_num = descr_of(value)->type_num;
-      tg.ndim = a->nd;
-      tg.c_contiguous = (a->flags & kNpyCContiguous) != 0;
+      ArrayFields a = array_fields(value);
+      tg.type_num = is_fj_tensor ? static_cast<int>(*dt) : descr_of(value)->type_num;
+      tg.ndim = a.nd;
+      tg.c_contiguous = is_fj_tensor ? (as_tensor(value)->flags & kTensorCContiguous) != 0
+                                     : (as_ndarray(value)->flags & kNpyCContiguous) != 0;
       m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
       // Arrays the caller passes in get symbolic sizes; arrays held by objects, globals and
       // closures (weights) keep their sizes: they do not change from call to call, and static
@@ -111,8 +127,8 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
       bool from_args = true;
       for (const Source* s = src.get(); s; s = s->base.get())
         from_args &= s->kind == SourceKind::Local || s->kind == SourceKind::SeqItem || s->kind == SourceKind::DictItem;
-      for (int d = 0; d < a->nd; ++d) {
-        int64_t n = a->dimensions[d];
+      for (int d = 0; d < a.nd; ++d) {
+        int64_t n = a.dims[d];
         if (!cfg_.dynamic || !from_args || n == 0 || n == 1) {
           tg.sizes.push_back(n);
           tg.symbols.push_back(-1);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/tensor_object.h"
 
 namespace framejit::frontend {
 
@@ -115,21 +116,40 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     if (kVerbose) *why = std::string("type is ") + Py_TYPE(v)->tp_name + ", expected " + g.type->tp_name;
     return false;
   }
-  const NumPyHandles* np = numpy_handles();
-  if (g.type != np->ndarray) return true;  // a NumPy scalar: its exact type pins the dtype
-  NdArrayFields* a = as_ndarray(v);
-  auto* d = reinterpret_cast<DescrFields*>(a->descr);
-  if (d->type_num != g.type_num || d->byteorder == '>') {
-    if (kVerbose) *why = "dtype changed (type number " + std::to_string(d->type_num) +
+  int nd, type_num;
+  const int64_t* dims;
+  bool c;
+  if (is_tensor(v)) {
+    const TensorObject* t = as_tensor(v);
+    nd = t->nd;
+    dims = t->shape;
+    type_num = static_cast<int>(t->dtype);
+    c = (t->flags & kTensorCContiguous) != 0;
+  } else {
+    const NumPyHandles* np = numpy_handles();
+    if (g.type != np->ndarray) return true;  // a NumPy scalar: its exact type pins the dtype
+    NdArrayFields* a = as_ndarray(v);
+    auto* d = reinterpret_cast<DescrFields*>(a->descr);
+    if (d->byteorder == '>') {
+      if (kVerbose) *why = "byte order is big-endian";
+      return false;
+    }
+    nd = a->nd;
+    dims = a->dimensions;
+    type_num = d->type_num;
+    c = (a->flags & kNpyCContiguous) != 0;
+  }
+  if (type_num != g.type_num) {
+    if (kVerbose) *why = "dtype changed (type number " + std::to_string(type_num) +
                          ", expected " + std::to_string(g.type_num) + ")";
     return false;
   }
-  if (a->nd != g.ndim) {
-    if (kVerbose) *why = "rank is " + std::to_string(a->nd) + ", expected " + std::to_string(g.ndim);
+  if (nd != g.ndim) {
+    if (kVerbose) *why = "rank is " + std::to_string(nd) + ", expected " + std::to_string(g.ndim);
     return false;
   }
   for (int i = 0; i < g.ndim; ++i) {
-    int64_t n = a->dimensions[i];
+    int64_t n = dims[i];
     if (g.sizes[i] >= 0 ? n != g.sizes[i] : n < 2) {
       if (kVerbose)
         *why = "size of dim " + std::to_string(i) + " is " + std::to_string(n) + ", expected " +
@@ -138,7 +158,6 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     }
     if (g.symbols[i] >= 0 && syms) syms[g.symbols[i]] = n;
   }
-  bool c = (a->flags & kNpyCContiguous) != 0;
   if (c != g.c_contiguous) {
     if (kVerbose) *why = c ? "became C-contiguous" : "is no longer C-contiguous";
     return false;
@@ -260,7 +279,9 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
       const TensorGuard& g = leaf.tensor;
       std::string s = what + ": " + g.type->tp_name;
       if (g.type_num >= 0) {
-        auto dt = dtype_from_type_num(g.type_num);
+        // A framejit.Tensor's guard holds its DType; an ndarray's, NumPy's type number.
+        auto dt = g.type == tensor_type() ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
+                                          : dtype_from_type_num(g.type_num);
         s += " " + std::string(dt ? rt::dtype_name(*dt) : "?") + " shape (";
         for (int i = 0; i < g.ndim; ++i) {
           if (i) s += ", ";

@@ -18,7 +18,7 @@ namespace framejit::frontend {
 struct TensorGuard {
   PyTypeObject* type = nullptr;  // exact type (numpy.ndarray or a NumPy scalar type); borrowed,
                                  // kept alive by the leaf that owns the guard
-  int type_num = -1;             // NumPy's type number
+  int type_num = -1;             // NumPy's type number; for a framejit.Tensor its rt::DType
   int ndim = 0;
   /// Per dim: >= 0 a static size; kSymbolic: any size >= 2, bound to symbols[dim].
   std::vector<int64_t> sizes;

@@ -36,6 +36,9 @@ struct GraphInput {
   int node = -1;  // the placeholder
 };
 
+/// What a graph's arrays are (Note [One array kind per graph] in frontend/builder.cpp).
+enum class ArrayKind : uint8_t { None, NumPy, Tensor };
+
 class OutputGraph {
 public:
   jit::Graph graph;
@@ -44,7 +47,8 @@ public:
   std::vector<int64_t> symbol_hints;
   std::vector<std::string> symbol_names;  // "L['x'].shape[0]"
   OutputSpec output;
-  bool saw_tensor = false;  // any array input or array op: otherwise the frame is not worth a graph
+  bool saw_tensor = false;
+  ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).
   int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);

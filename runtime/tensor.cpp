@@ -70,6 +70,18 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+Tensor Tensor::view(void* data, std::vector<int64_t> shape, std::vector<int64_t> strides) const {
+  if (!impl_) undefined();
+  if (strides.size() != shape.size())
+    throw std::invalid_argument("framejit::Tensor::view: " + std::to_string(strides.size()) + " strides for " +
+                                std::to_string(shape.size()) + " dimensions");
+  return from_blob(data, std::move(shape), impl_->dtype, std::move(strides), impl_->owner, impl_->device);
+}
+
+bool Tensor::sole_owner() const {
+  return impl_ && impl_->owner && impl_.use_count() == 1 && impl_->owner.use_count() == 1;
+}
+
 bool Tensor::is_contiguous() const {
   int64_t expect = element_size(dtype());
   for (size_t d = shape().size(); d-- > 0;) {

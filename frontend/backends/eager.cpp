@@ -6,6 +6,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "frontend/backends/arrays.h"
 #include "frontend/backends/kernel_step.h"
 #include "frontend/backends/program.h"
 #include "frontend/config.h"
@@ -93,12 +94,17 @@ public:
         PyErr_Format(PyExc_RuntimeError, "framejit: internal error: value %d read before it was computed", v);
         return false;
       }
-      NdArrayFields* a = as_ndarray(vals[v]);
-      out.data = a->data;
-      out.nd = a->nd;
-      std::copy(a->dimensions, a->dimensions + a->nd, out.dims);
-      std::copy(a->strides, a->strides + a->nd, out.strides);
-      itemsize = rt::dtype_itemsize(*dtype_from_descr(a->descr));
+      ArrayFields a = array_fields(vals[v]);
+      if (!a.ok) {
+        PyErr_Format(PyExc_TypeError, "framejit: internal error: value %d is a %s, not an array", v,
+                     Py_TYPE(vals[v])->tp_name);
+        return false;
+      }
+      out.data = a.data;
+      out.nd = a.nd;
+      std::copy(a.dims, a.dims + a.nd, out.dims);
+      std::copy(a.strides, a.strides + a.nd, out.strides);
+      itemsize = rt::dtype_itemsize(a.dtype);
       return true;
     }
 
@@ -136,6 +142,7 @@ public:
     }
     bool ok = true;
     Store store(*this, vals);
+    for (size_t i = 0; i < input_values.size() && !store.tensors; ++i) store.tensors = is_tensor_value(inputs[i]);
     for (const Instr& in : instrs) {
       if (in.kind != Instr::Kind::Call && in.kind != Instr::Kind::Method && in.kind != Instr::Kind::SymSize) {
         bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, store)
@@ -207,8 +214,8 @@ public:
 private:
   static PyObject* execute(const Instr& in, PyObject** vals) {  // new ref or null
     if (in.kind == Instr::Kind::SymSize) {
-      PyObject* x = vals[in.args[0].index];
-      return PyLong_FromSsize_t(as_ndarray(x)->dimensions[in.dim]);
+      ArrayFields x = array_fields(vals[in.args[0].index]);
+      return PyLong_FromLongLong(x.dims[in.dim]);
     }
     constexpr int kMaxArgs = 16;
     // Slot 0 is scratch so calls may use PY_VECTORCALL_ARGUMENTS_OFFSET.
@@ -287,8 +294,10 @@ OwnedRef const_arg_to_python(const jit::Arg& a) {
     case K::Bool: return OwnedRef::borrow(a.i ? Py_True : Py_False);
     case K::Str: return OwnedRef::steal(PyUnicode_FromStringAndSize(a.s.data(), a.s.size()));
     case K::DType: {
+      // A numpy.dtype where NumPy exists; its name otherwise (what framejit.Tensor.astype takes).
       const NumPyHandles* np = numpy_handles();
-      return np ? OwnedRef::borrow(np->dtypes[a.i]) : OwnedRef();
+      if (np) return OwnedRef::borrow(np->dtypes[a.i]);
+      return OwnedRef::steal(PyUnicode_FromString(rt::dtype_name(static_cast<rt::DType>(a.i)).data()));
     }
     case K::Tuple:
     case K::List: {

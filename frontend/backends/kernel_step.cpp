@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 
+#include "frontend/backends/arrays.h"
 #include "frontend/numpy_abi.h"
 #include "frontend/pooled_array.h"
+#include "frontend/tensor_object.h"
 #include "frontend/pyref.h"
 #include "jit/x86/gemm.h"
 #include "runtime/executor.h"
@@ -64,26 +66,14 @@ rt::Operand operand_of(const ArrayRef& r, int rank, int64_t* strides) {
 }
 
 ArrayRef ref_of_array(PyObject* arr) {  // an array framejit allocated (native dtype)
-  NdArrayFields* a = as_ndarray(arr);
+  ArrayFields a = array_fields(arr);
   ArrayRef r;
-  r.layout.data = a->data;
-  r.layout.nd = a->nd;
-  std::copy(a->dimensions, a->dimensions + a->nd, r.layout.dims);
-  std::copy(a->strides, a->strides + a->nd, r.layout.strides);
-  r.itemsize = rt::dtype_itemsize(*dtype_from_descr(a->descr));
+  r.layout.data = a.data;
+  r.layout.nd = a.nd;
+  std::copy(a.dims, a.dims + a.nd, r.layout.dims);
+  std::copy(a.strides, a.strides + a.nd, r.layout.strides);
+  r.itemsize = rt::dtype_itemsize(a.dtype);
   return r;
-}
-
-PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype) {  // new ref
-  if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
-  int64_t bytes = rt::dtype_itemsize(dtype);
-  for (int d = 0; d < rank; ++d) bytes *= shape[d];
-  if (bytes >= kPooledArrayBytes) return new_pooled_array(shape, rank, dtype);
-  const NumPyHandles* np = numpy_handles();
-  OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
-  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
-  PyObject* args[3] = {nullptr, dims.get(), np->dtypes[static_cast<int>(dtype)]};
-  return PyObject_Vectorcall(np->empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
 }
 
 // Note [Output memory order]
@@ -125,16 +115,13 @@ bool output_order(const rt::Operand* ops, int nin, int rank, int* outer_first) {
 }
 
 // A new array of `shape` whose memory runs through the axes in `outer_first` order.
-PyObject* new_array_in_order(const int64_t* shape, int rank, rt::DType dtype, const int* outer_first) {  // new ref
+PyObject* new_array_in_order(const int64_t* shape, int rank, rt::DType dtype, const int* outer_first,
+                             bool tensors) {  // new ref
   int64_t permuted[kMaxRank];
   for (int i = 0; i < rank; ++i) permuted[i] = shape[outer_first[i]];
-  OwnedRef base = OwnedRef::steal(new_array(permuted, rank, dtype));
+  OwnedRef base = OwnedRef::steal(new_array(permuted, rank, dtype, tensors));
   if (!base) return nullptr;
-  // Axis outer_first[i] of the result is axis i of `base`.
-  OwnedRef axes = OwnedRef::steal(PyTuple_New(rank));
-  if (!axes) return nullptr;
-  for (int i = 0; i < rank; ++i) PyTuple_SET_ITEM(axes.get(), outer_first[i], PyLong_FromLong(i));
-  return PyObject_CallMethod(base.get(), "transpose", "O", axes.get());
+  return permuted_view(base.get(), outer_first, rank);
 }
 
 bool read_params(PyObject** vals, const std::vector<int>& params, const std::vector<rt::DType>& dtypes,
@@ -193,15 +180,19 @@ PyObject* reusable_input(const KernelStep& step, PyObject** vals, const Bound& b
   const NumPyHandles* np = numpy_handles();
   for (int v : step.dying) {
     PyObject* obj = vals[v];
-    if (!obj || Py_REFCNT(obj) != 1 || Py_TYPE(obj) != np->ndarray) continue;
+    if (!obj || Py_REFCNT(obj) != 1) continue;
     if (std::find(taken.begin(), taken.end(), v) != taken.end()) continue;
-    NdArrayFields* a = as_ndarray(obj);
-    constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
-    const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kNpyOwnData) != 0;
-    if (!owns || (a->flags & kNeed) != kNeed || a->nd != b.rank) continue;
-    if (!std::equal(b.shape, b.shape + b.rank, a->dimensions)) continue;
-    std::optional<rt::DType> t = dtype_from_descr(a->descr);
-    if (!t || *t != dtype) continue;
+    if (is_tensor(obj)) {
+      if (!tensor_is_private(obj) || !(as_tensor(obj)->flags & kTensorCContiguous)) continue;
+    } else {
+      if (!np || Py_TYPE(obj) != np->ndarray) continue;
+      NdArrayFields* a = as_ndarray(obj);
+      constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
+      const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kNpyOwnData) != 0;
+      if (!owns || (a->flags & kNeed) != kNeed) continue;
+    }
+    ArrayFields f = array_fields(obj);
+    if (!f.ok || f.dtype != dtype || f.nd != b.rank || !std::equal(b.shape, b.shape + b.rank, f.dims)) continue;
     taken.push_back(v);
     return obj;
   }
@@ -224,8 +215,8 @@ bool bind_kernel(const KernelStep& step, ValueStore& values, Bound& b) {
   for (size_t j = 0; j < nout; ++j) {
     PyObject* out = reuse ? reusable_input(step, vals, b, step.output_dtypes[j], taken) : nullptr;
     if (out) Py_INCREF(out);
-    else if (c_order) out = new_array(b.shape, b.rank, step.output_dtypes[j]);
-    else out = new_array_in_order(b.shape, b.rank, step.output_dtypes[j], order);
+    else if (c_order) out = new_array(b.shape, b.rank, step.output_dtypes[j], values.tensors);
+    else out = new_array_in_order(b.shape, b.rank, step.output_dtypes[j], order, values.tensors);
     if (!out) return false;
     Py_XSETREF(vals[step.outputs[j]], out);  // new ref owned by vals
   }
@@ -261,19 +252,19 @@ bool bind_reduction(const ReductionStep& step, ValueStore& values, Bound& b) {
                  step.numpy_name);
     return false;
   }
-  PyObject* out = new_array(out_shape, out_rank, step.output_dtype);
+  PyObject* out = new_array(out_shape, out_rank, step.output_dtype, values.tensors);
   if (!out) return false;
   Py_XSETREF(vals[step.output], out);
-  NdArrayFields* o = as_ndarray(out);
+  ArrayFields o = array_fields(out);
   for (int d = 0, od = 0; d < b.rank; ++d) {
-    b.out_strides[d] = step.reduced[d] ? 0 : o->strides[od];
+    b.out_strides[d] = step.reduced[d] ? 0 : o.strides[od];
     if (!step.reduced[d] || step.keepdims) ++od;
   }
-  b.out = o->data;
+  b.out = o.data;
   b.nops = static_cast<int>(nin);
   for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   if (step.value_output >= 0) {  // operand nops: every element's reduced value
-    PyObject* stored = new_array(b.shape, b.rank, step.value_dtype);
+    PyObject* stored = new_array(b.shape, b.rank, step.value_dtype, values.tensors);
     if (!stored) return false;
     Py_XSETREF(vals[step.value_output], stored);
     b.ops[b.nops] = operand_of(ref_of_array(stored), b.rank, b.strides[b.nops]);
@@ -375,8 +366,8 @@ bool row_blockable(const ChainStep& chain, PyObject** vals, const Bound* b) {  /
     const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
     for (int v : inputs) {
       if (std::find(produced.begin(), produced.end(), v) == produced.end()) continue;
-      NdArrayFields* a = as_ndarray(vals[v]);
-      if (a->nd != rank || !std::equal(a->dimensions, a->dimensions + rank - 1, b[0].shape)) return false;
+      ArrayFields a = array_fields(vals[v]);
+      if (a.nd != rank || !std::equal(a.dims, a.dims + rank - 1, b[0].shape)) return false;
     }
     if (p.reduction) {
       produced.push_back(p.red.output);
@@ -557,10 +548,10 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
   }
   out_shape[rank - 2] = m;
   out_shape[rank - 1] = n;
-  PyObject* out = new_array(out_shape, rank, step.dtype);
+  PyObject* out = new_array(out_shape, rank, step.dtype, values.tensors);
   if (!out) return false;
   Py_XSETREF(vals[step.output], out);
-  NdArrayFields* c = as_ndarray(out);
+  ArrayFields c = array_fields(out);
   const int64_t item = rt::dtype_itemsize(step.dtype);
   int64_t batches = 1;
   for (int d = 0; d < nbatch; ++d) batches *= out_shape[d];
@@ -582,7 +573,7 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
     const size_t nin = ep.inputs.size();
     ArrayRef in[rt::kMaxKernelOperands];
     if (!refs_of(values, ep.inputs, in) || !broadcast_shape(in, nin, eb.rank, eb.shape)) return false;
-    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c->dimensions)) {
+    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
       PyErr_SetString(PyExc_ValueError, "framejit: GEMM epilogue operands do not match the product's shape");
       return false;
     }
@@ -618,7 +609,7 @@ bool run_gemm_step(const GemmStep& step, ValueStore& values) {
       }
       g.a = a.data + a_off;
       g.b = b.data + b_off;
-      g.c = c->data + bi * m * n * item;
+      g.c = c.data + bi * m * n * item;
       jit::x86::gemm(g);
     }
   };

@@ -1,4 +1,4 @@
-// kernel_step.h — running one fused kernel inside a program: NumPy arrays in, new NumPy arrays out.
+// kernel_step.h — running one fused kernel inside a program: arrays in, new arrays out.
 #pragma once
 
 #include <Python.h>
@@ -27,6 +27,8 @@ public:
   virtual bool may_copy(int v) const = 0;
 
   PyObject** vals;  // values, new refs or null, owned by the program run
+  /// New arrays are framejit.Tensors, not NumPy arrays (Note [Program array kind]).
+  bool tensors = false;
 };
 
 struct KernelStep {

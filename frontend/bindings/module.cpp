@@ -8,6 +8,7 @@
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
+#include "frontend/tensor_object.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
@@ -15,6 +16,8 @@
 
 namespace py = pybind11;
 using namespace framejit::frontend;
+
+void bind_promotion(py::module_& m);  // promotion.cpp: test hooks for the native dtype rules
 
 namespace {
 
@@ -77,6 +80,8 @@ PYBIND11_MODULE(_C, m) {
   unsupported_error() = unsupported;
   m.attr("Unsupported") = py::handle(unsupported);
   if (!init_hook_types(m.ptr())) throw py::error_already_set();
+  // framejit._C.TensorBase, tensor(), from_dlpack() and _register_tensor_class().
+  if (!init_tensor_type(m.ptr())) throw py::error_already_set();
 
   m.def(
       "compile",
@@ -147,4 +152,5 @@ PYBIND11_MODULE(_C, m) {
         "Makes stages fail on purpose for tests: 'codegen', 'alloc' (comma-separated), '' for none.");
   m.def("set_logs", [](const std::string& spec) { framejit::rt::set_log_spec(spec); },
         "Overrides FRAMEJIT_LOGS for this process.");
+  bind_promotion(m);
 }

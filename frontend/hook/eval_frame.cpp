@@ -503,6 +503,9 @@ void retag_code_extra(PyCodeObject* code, Py_ssize_t index, void* value) {
   if (ex && index >= 0 && index < ex->ce_size) ex->ce_extras[index] = value;
 }
 
+HookBusyScope::HookBusyScope() : saved_(tls.busy) { tls.busy = true; }
+HookBusyScope::~HookBusyScope() { tls.busy = saved_; }
+
 bool init_hook_types(PyObject* module) {
   if (PyType_Ready(&CompiledFunctionType) < 0) return false;
   Py_INCREF(&CompiledFunctionType);

@@ -35,6 +35,19 @@ PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, Compi
 /// Note [Tagged co_extra]. The slot must already hold this code's state.
 void retag_code_extra(PyCodeObject* code, Py_ssize_t index, void* value);
 
+/// While alive, this thread runs framejit's own Python: no frame is traced (as while a compiled
+/// program or a trace runs). For entry points that run programs outside the hook.
+class HookBusyScope {
+public:
+  HookBusyScope();
+  ~HookBusyScope();
+  HookBusyScope(const HookBusyScope&) = delete;
+  HookBusyScope& operator=(const HookBusyScope&) = delete;
+
+private:
+  bool saved_;
+};
+
 /// Registers the wrapper types; call once from module init. False with an exception set on error.
 bool init_hook_types(PyObject* module);
 

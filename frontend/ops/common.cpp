@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/ops/promotion.h"
 #include "frontend/python_env.h"
 
 namespace framejit::frontend::ops {
@@ -61,8 +62,94 @@ OwnedRef make_spec(Tracer& tx, const VarPtr& v) {
 
 }  // namespace
 
-DTypeAnswer probe_dtype(Tracer& tx, PyObject* fn, const std::vector<VarPtr>& args,
+namespace {
+
+// A Python int's value as the promotion rules see it.
+PyIntValue int_value_of(PyObject* v) {  // borrowed int
+  int overflow = 0;
+  long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+  if (!overflow) return PyIntValue::of(x);
+  PyErr_Clear();
+  unsigned long long u = PyLong_AsUnsignedLongLong(v);
+  if (!PyErr_Occurred()) return PyIntValue::of_unsigned(u);
+  PyErr_Clear();
+  return PyIntValue::huge(overflow < 0);
+}
+
+// Guards a run-time Python int to the range of the integer dtype it is computed in: NumPy 2
+// raises OverflowError for a value outside it, so a new value outside must not reuse the graph.
+void guard_int_range(Tracer& tx, const ScalarVar& s, rt::DType dtype) {
+  if (!s.source || !rt::dtype_is_integer(dtype) || dtype == rt::DType::Int64 || dtype == rt::DType::UInt64) return;
+  const int bits = 8 * rt::dtype_itemsize(dtype);
+  RangeGuard g;
+  g.is_float = false;
+  g.ilo = rt::dtype_is_signed(dtype) ? -(int64_t{1} << (bits - 1)) : 0;
+  g.ihi = rt::dtype_is_signed(dtype) ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+  tx.out().guards.add_range(s.source, g);
+}
+
+DTypeAnswer native_dtype(Tracer& tx, std::string_view op, const std::vector<VarPtr>& args,
+                         const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
+  std::optional<rt::DType> dtype_kw;
+  for (auto& [k, v] : kwargs) {
+    if (k == "dtype") {
+      if (!(v->kind == VarKind::Const && const_value(v) == Py_None)) dtype_kw = dtype_of(tx, v);
+    } else if (k != "axis" && k != "keepdims" && k != "ddof") {
+      graph_break(std::string(op) + "() with " + k + "= on framejit.Tensor");
+    }
+  }
+  PromoResult r;
+  bool is_reduction = false;
+  for (const char* n : {"sum", "prod", "mean", "var", "std", "max", "amax", "min", "amin", "argmax", "argmin",
+                        "any", "all"})
+    is_reduction |= op == n;
+  if (is_reduction) {
+    BREAK_IF(args.size() != 1 || args[0]->kind != VarKind::Tensor, std::string(op) + " of a non-array");
+    r = reduction_result(op, tx.meta(args[0]).dtype, dtype_kw);
+  } else if (op == "matmul" || op == "dot") {
+    BREAK_IF(args.size() != 2 || args[0]->kind != VarKind::Tensor || args[1]->kind != VarKind::Tensor,
+             std::string(op) + " of a non-array");
+    r = matmul_result(tx.meta(args[0]).dtype, tx.meta(args[1]).dtype);
+  } else {
+    BREAK_IF(dtype_kw, std::string(op) + "(dtype=) on framejit.Tensor");
+    std::vector<PromoOperand> operands;
+    for (const VarPtr& a : args) {
+      if (a->kind == VarKind::Tensor) {
+        operands.push_back(PromoOperand::tensor(tx.meta(a).dtype));
+        continue;
+      }
+      PyObject* v = a->kind == VarKind::Scalar ? as<ScalarVar>(a)->hint.get()
+                    : a->kind == VarKind::Const ? const_value(a)
+                                                : nullptr;
+      if (v && PyBool_Check(v)) operands.push_back(PromoOperand::py_bool());
+      else if (v && PyLong_Check(v)) operands.push_back(PromoOperand::py_int(int_value_of(v)));
+      else if (v && PyFloat_Check(v)) operands.push_back(PromoOperand::py_float());
+      else if (v == Py_None && op == "clip") operands.push_back(PromoOperand::tensor(tx.meta(args[0]).dtype));
+      else graph_break(std::string("an operand of type ") + (v ? Py_TYPE(v)->tp_name : var_kind_name(a->kind)) +
+                       " in " + std::string(op) + " on framejit.Tensor");
+    }
+    r = elementwise_result(op, operands);
+    if (r.ok())
+      for (size_t i = 0; i < args.size() && i < r.operand_dtypes.size(); ++i)
+        if (args[i]->kind == VarKind::Scalar && PyLong_Check(as<ScalarVar>(args[i])->hint.get()))
+          guard_int_range(tx, *as<ScalarVar>(args[i]), r.operand_dtypes[i]);
+  }
+  switch (r.status) {
+    case PromoStatus::Ok: return {r.dtype, false};  // a full reduction of a Tensor is a 0-d Tensor
+    case PromoStatus::Overflow: graph_break("a Python int out of range of its dtype (NumPy 2 raises OverflowError)");
+    case PromoStatus::TypeError: graph_break(std::string(op) + " raises TypeError: " + r.why);
+    case PromoStatus::Unsupported: break;
+  }
+  graph_break(r.why.empty() ? std::string(op) + " is not supported" : r.why);
+}
+
+}  // namespace
+
+bool uses_native_rules(Tracer& tx) { return tx.out().array_kind == ArrayKind::Tensor || !numpy_handles(); }
+
+DTypeAnswer probe_dtype(Tracer& tx, std::string_view op, PyObject* fn, const std::vector<VarPtr>& args,
                         const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
+  if (uses_native_rules(tx)) return native_dtype(tx, op, args, kwargs);
   PyObject* probe = probe_fn();
   BREAK_IF(!probe, "framejit._probe is missing");
   OwnedRef specs = OwnedRef::steal(PyList_New(0));
@@ -227,8 +314,18 @@ std::vector<std::pair<std::string, jit::Arg>> to_kwargs(Tracer& tx, const KwArgs
 }
 
 rt::DType dtype_of(Tracer& tx, const VarPtr& v) {
-  const NumPyHandles* np = numpy_handles();
   OwnedRef o = tx.python_value(v, "dtype");
+  // Names and Python's own types are read without NumPy (framejit.Tensor programs may have none).
+  if (PyUnicode_Check(o.get())) {
+    const char* name = PyUnicode_AsUTF8(o.get());
+    if (!name) graph_break("not a dtype: " + fetch_error_text());
+    if (auto dt = rt::dtype_from_name(name)) return *dt;
+  }
+  if (o.get() == reinterpret_cast<PyObject*>(&PyFloat_Type)) return rt::DType::Float64;
+  if (o.get() == reinterpret_cast<PyObject*>(&PyLong_Type)) return rt::DType::Int64;
+  if (o.get() == reinterpret_cast<PyObject*>(&PyBool_Type)) return rt::DType::Bool;
+  const NumPyHandles* np = numpy_handles();
+  BREAK_IF(!np, std::string("a dtype given as ") + Py_TYPE(o.get())->tp_name + " (without NumPy)");
   OwnedRef d = OwnedRef::steal(PyObject_CallOneArg(np->dtype_fn, o.get()));
   if (!d) graph_break("not a dtype: " + fetch_error_text());
   auto dt = dtype_from_descr(d.get());

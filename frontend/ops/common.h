@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontend/trace/tracer.h"
@@ -21,11 +22,17 @@ struct DTypeAnswer {
   rt::DType dtype;
   bool numpy_scalar;
 };
-/// Resolves the result dtype of `fn(*args, **kwargs)`. Tensors become stand-ins of their dtype and
-/// rank; Python scalars whose value changes the answer are pinned with a guard; a 0-d array whose
-/// value would change it is a graph break. `kwargs` holds only constants.
-DTypeAnswer probe_dtype(Tracer& tx, PyObject* fn, const std::vector<VarPtr>& args,
+/// Resolves the result dtype of `fn(*args, **kwargs)`, the op NumPy calls `op` ("add", "exp",
+/// "sum", "matmul" ...). NumPy programs ask the installed NumPy: tensors become stand-ins of their
+/// dtype and rank; Python scalars whose value changes the answer are pinned with a guard; a 0-d
+/// array whose value would change it is a graph break. framejit.Tensor programs, and any program
+/// where NumPy is missing, follow NumPy 2's rules natively (Note [Native promotion]). `kwargs`
+/// holds only constants.
+DTypeAnswer probe_dtype(Tracer& tx, std::string_view op, PyObject* fn, const std::vector<VarPtr>& args,
                         const std::vector<std::pair<std::string, VarPtr>>& kwargs);
+
+/// Whether this trace resolves dtypes natively (framejit.Tensor graphs, or no NumPy installed).
+bool uses_native_rules(Tracer& tx);
 
 /// NumPy broadcasting of symbolic shapes; mismatches are a graph break (eager raises the error).
 Shape broadcast_shapes(Tracer& tx, const std::vector<Shape>& shapes);

@@ -1,7 +1,22 @@
 // elementwise.cpp — ufuncs, their operator forms, where and clip.
 #include "frontend/ops/families.h"
+#include "frontend/ops/promotion.h"
 
 namespace framejit::frontend::ops {
+
+namespace {
+
+// NumPy's name of the op a target calls: operator.add -> add, builtins.abs -> absolute,
+// numpy.exp -> exp, method.clip -> clip.
+std::string ufunc_name(const std::string& target) {
+  const size_t dot = target.find('.');
+  const std::string name = target.substr(dot + 1);
+  if (target.compare(0, dot, "operator") == 0 || target.compare(0, dot, "builtins") == 0)
+    if (auto u = ufunc_for_operator(name)) return std::string(*u);
+  return name;
+}
+
+}  // namespace
 
 VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const std::vector<VarPtr>& args,
                    const KwArgs& kwargs) {
@@ -27,7 +42,7 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
     }
     shapes.push_back(shape_of(tx, a));
   }
-  DTypeAnswer dt = probe_dtype(tx, probe, args, probe_kwargs);
+  DTypeAnswer dt = probe_dtype(tx, ufunc_name(target), probe, args, probe_kwargs);
   Shape shape = broadcast_shapes(tx, shapes);
   return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.numpy_scalar),
                        to_kwargs(tx, kwargs));

@@ -69,6 +69,11 @@ namespace {
 
 VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
                 const KwArgs& kwargs, bool is_method) {
+  if (e.family == Family::Creation || e.family == Family::Join) {
+    // These make NumPy arrays (Note [One array kind per graph]).
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
+    tx.out().array_kind = ArrayKind::NumPy;
+  }
   switch (e.family) {
     case Family::Elementwise: return elementwise(tx, target, fn, args, kwargs);
     case Family::Reduction: return reduction(tx, e.name, target, args, kwargs, is_method);
@@ -127,7 +132,13 @@ VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name) {
   }
   if (name == "ndim") return tx.wrap_const(OwnedRef::steal(PyLong_FromLong(m.rank())).get());
   if (name == "size") return tx.sym_value(numel(m.shape));
-  if (name == "dtype") return tx.wrap_const(numpy_handles()->dtypes[static_cast<int>(m.dtype)]);
+  const bool fj_tensor = tx.out().array_kind == ArrayKind::Tensor;
+  if (name == "dtype") {
+    // framejit.Tensor.dtype is NumPy's name as a str ("float32"); an ndarray's, a numpy.dtype.
+    if (fj_tensor) return tx.wrap_const(OwnedRef::steal(PyUnicode_FromString(rt::dtype_name(m.dtype).data())).get());
+    return tx.wrap_const(numpy_handles()->dtypes[static_cast<int>(m.dtype)]);
+  }
+  if (name == "device" && fj_tensor) return tx.wrap_const(OwnedRef::steal(PyUnicode_FromString("cpu")).get());
   if (name == "itemsize") return tx.wrap_const(OwnedRef::steal(PyLong_FromLong(rt::dtype_itemsize(m.dtype))).get());
   if (name == "nbytes") return tx.sym_value(numel(m.shape) * SymInt(rt::dtype_itemsize(m.dtype)));
   if (name == "T") return view_op(tx, "transpose", "method.transpose", {t}, {}, true);

@@ -9,6 +9,7 @@
 #include "frontend/numpy_abi.h"
 #include "frontend/ops/registry.h"
 #include "frontend/python_env.h"
+#include "frontend/tensor_object.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/tracer.h"
 
@@ -329,7 +330,10 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     switch (a->kind) {
       case VarKind::Tensor: {
         const jit::TensorMeta& m = meta(a);
-        if (const NumPyHandles* np = numpy_handles()) {
+        if (out().array_kind == ArrayKind::Tensor && !m.numpy_scalar) {
+          const int64_t empty = 0;
+          holder = OwnedRef::steal(tensor_empty(&empty, 1, m.dtype));
+        } else if (const NumPyHandles* np = numpy_handles()) {
           holder = m.numpy_scalar ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
                                   : OwnedRef::steal(PyObject_CallFunction(np->empty, "(i)", 0));
         }

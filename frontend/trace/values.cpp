@@ -227,6 +227,9 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
     case VarKind::Builtin: {
       // Python's own types stand for dtypes in NumPy calls (astype(float), zeros(n, int)).
       PyObject* o = as<BuiltinVar>(v)->obj.get();
+      if (o == reinterpret_cast<PyObject*>(&PyFloat_Type)) return jit::Arg::dtype(rt::DType::Float64);
+      if (o == reinterpret_cast<PyObject*>(&PyLong_Type)) return jit::Arg::dtype(rt::DType::Int64);
+      if (o == reinterpret_cast<PyObject*>(&PyBool_Type)) return jit::Arg::dtype(rt::DType::Bool);
       const NumPyHandles* np = numpy_handles();
       if (PyType_Check(o) && np) {
         OwnedRef d = OwnedRef::steal(PyObject_CallOneArg(np->dtype_fn, o));

@@ -66,6 +66,13 @@ public:
   int64_t numel() const;
   int64_t nbytes() const { return numel() * element_size(dtype()); }
   bool is_contiguous() const;  // C order
+  /// A tensor over the same memory with the same owner (a view): `data` must point into this
+  /// tensor's storage, `strides` are in bytes (one per dimension). Throws std::invalid_argument
+  /// like from_blob.
+  Tensor view(void* data, std::vector<int64_t> shape, std::vector<int64_t> strides) const;
+  /// Whether this Tensor is the only one keeping its owner alive: it has an owner, no copy of it
+  /// exists, and no other tensor (no view) shares the owner. False for borrowed memory.
+  bool sole_owner() const;
   /// "float32[8, 16]".
   std::string to_string() const;
 

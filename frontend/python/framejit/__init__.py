@@ -12,6 +12,10 @@ guards under which the graph is valid, compiles it, and caches it per guard set.
 
     framejit.explain(f)(x, 0.5)   # graphs, graph breaks and their reasons, guards
     framejit.stats()              # counters
+
+framejit.Tensor is framejit's own array type: framejit.tensor(data) and
+framejit.from_dlpack(obj) make one, sharing memory with NumPy, PyTorch and any buffer or
+DLPack producer.
 """
 
 import functools as _functools
@@ -19,6 +23,7 @@ import functools as _functools
 from . import _C
 from ._C import Unsupported
 from ._explain import ExplainOutput
+from ._tensor import Tensor, from_dlpack, tensor
 
 __all__ = [
     "compile",
@@ -31,6 +36,9 @@ __all__ = [
     "config",
     "Unsupported",
     "ExplainOutput",
+    "Tensor",
+    "tensor",
+    "from_dlpack",
 ]
 
 

@@ -1,0 +1,206 @@
+// tensor_eager.cpp — framejit.Tensor operations outside compiled code, as single-op graphs.
+#include "frontend/tensor_eager.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "frontend/cache.h"
+#include "frontend/compile.h"
+#include "frontend/config.h"
+#include "frontend/hook/eval_frame.h"
+#include "frontend/numpy_abi.h"
+#include "frontend/tensor_object.h"
+
+namespace framejit::frontend {
+
+// Note [Tensor ops outside compiled code]
+// `a + b` on framejit.Tensors outside a compiled function calls Tensor.__add__, which hands
+// `lambda a, b: a + b` and its operands to run_tensor_op. That traces the lambda like any compiled
+// frame (no frame is pushed: the operands are the fast locals), compiles the one-op graph with the
+// "jit" backend and caches it on the lambda's code object under its guards: dtype, rank, which
+// dims are 0 or 1, and the Python types of scalar operands. The next `a + b` of the same kind is a
+// guard check and a kernel launch. So a Tensor op computes exactly what the same op computes
+// inside a compiled function, with one implementation of every op.
+//
+// An op the tracer cannot capture (an op family the JIT lacks, or an error NumPy would raise, such
+// as a failed broadcast) runs instead on NumPy views of the operands, when NumPy is present, and
+// its arrays come back as Tensor views; without NumPy it raises NotImplementedError naming the op.
+// The same fallback catches re-entry: a program step that the JIT runs by calling the Tensor
+// method it stands for would otherwise come straight back here.
+
+namespace {
+
+constexpr int kMaxSlots = 256;
+constexpr int kMaxSymbols = 256;
+constexpr int kMaxIO = 64;
+// Operand kinds a single op sees (dtypes x ranks x scalar types): more than a user function's.
+constexpr size_t kMaxEntries = 64;
+
+const CompileConfig& op_config() {
+  static CompileConfig* cfg = [] {  // NB: immortal; made on the first op, with the GIL held
+    auto* c = new CompileConfig();
+    c->backend = OwnedRef::steal(PyUnicode_InternFromString("jit"));
+    c->fullgraph = true;
+    c->dynamic = true;
+    return c;
+  }();
+  return *cfg;
+}
+
+// The code objects whose op is running on this thread (re-entry falls back; see the Note).
+thread_local PyObject* t_running[8];
+thread_local int t_depth = 0;
+
+bool is_running(PyObject* code) { return std::find(t_running, t_running + t_depth, code) != t_running + t_depth; }
+
+struct RunningScope {
+  bool pushed;
+  explicit RunningScope(PyObject* code) : pushed(t_depth < 8) {
+    if (pushed) t_running[t_depth++] = code;
+  }
+  ~RunningScope() {
+    if (pushed) --t_depth;
+  }
+};
+
+// Tensors in `v` become NumPy views, recursively through tuples and lists. New ref.
+PyObject* to_numpy(PyObject* v) {
+  if (is_tensor(v)) return tensor_to_ndarray(v);
+  if (PyTuple_Check(v) || PyList_Check(v)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    OwnedRef out = OwnedRef::steal(PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n));
+    if (!out) return nullptr;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* x = to_numpy(PySequence_Fast_GET_ITEM(v, i));
+      if (!x) return nullptr;
+      if (PyTuple_Check(v)) PyTuple_SET_ITEM(out.get(), i, x);
+      else PyList_SET_ITEM(out.get(), i, x);
+    }
+    return out.release();
+  }
+  Py_INCREF(v);
+  return v;
+}
+
+// NumPy arrays and NumPy scalars in `v` become Tensors (scalars as 0-d), recursively. New ref.
+PyObject* from_numpy(PyObject* v) {
+  const NumPyHandles* np = numpy_handles();
+  if (np && Py_TYPE(v) == np->ndarray) return tensor_from_ndarray(v);
+  if (np && PyObject_TypeCheck(v, np->generic)) {
+    OwnedRef arr = OwnedRef::steal(PyObject_CallMethod(np->module, "asarray", "O", v));
+    return arr ? tensor_from_ndarray(arr.get()) : nullptr;
+  }
+  if (PyTuple_Check(v) || PyList_Check(v)) {
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    OwnedRef out = OwnedRef::steal(PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n));
+    if (!out) return nullptr;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* x = from_numpy(PySequence_Fast_GET_ITEM(v, i));
+      if (!x) return nullptr;
+      if (PyTuple_Check(v)) PyTuple_SET_ITEM(out.get(), i, x);
+      else PyList_SET_ITEM(out.get(), i, x);
+    }
+    return out.release();
+  }
+  Py_INCREF(v);
+  return v;
+}
+
+std::string op_name(PyCodeObject* code) {
+  const char* s = PyUnicode_AsUTF8(code->co_qualname);
+  if (!s) PyErr_Clear();
+  return s ? s : "?";
+}
+
+// The op on NumPy views of its operands, run by CPython (see the Note). New ref or null.
+PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why) {
+  if (!numpy_handles()) {
+    PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s is not supported without NumPy (%s)",
+                 op_name(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn))).c_str(), why.c_str());
+    return nullptr;
+  }
+  OwnedRef converted = OwnedRef::steal(PyTuple_New(nargs));
+  if (!converted) return nullptr;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    PyObject* x = to_numpy(args[i]);
+    if (!x) return nullptr;
+    PyTuple_SET_ITEM(converted.get(), i, x);
+  }
+  HookBusyScope busy;  // CPython runs it: nothing in it is traced
+  OwnedRef r = OwnedRef::steal(PyObject_Call(fn, converted.get(), nullptr));
+  return r ? from_numpy(r.get()) : nullptr;
+}
+
+}  // namespace
+
+PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
+  if (!PyFunction_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "framejit: tensor_op expects a Python function");
+    return nullptr;
+  }
+  auto* func = reinterpret_cast<PyFunctionObject*>(fn);
+  auto* code = reinterpret_cast<PyCodeObject*>(func->func_code);
+  // The operands are the frame's fast locals: a function of nothing but its parameters (and free
+  // variables, which the tracer reads from the closure).
+  if (nargs != code->co_argcount || code->co_nlocals != nargs || code->co_ncellvars || code->co_kwonlyargcount ||
+      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS)) || code->co_nlocalsplus > kMaxIO) {
+    PyErr_SetString(PyExc_TypeError, "framejit: tensor_op expects a function of exactly its positional operands");
+    return nullptr;
+  }
+  PyObject* locals[kMaxIO] = {};
+  std::copy(args, args + nargs, locals);
+  PyObject* code_obj = reinterpret_cast<PyObject*>(code);
+  if (is_running(code_obj)) return run_with_numpy(fn, args, nargs, "a step the JIT runs op by op");
+  CodeState* cs = code_state(code);
+  if (!cs) return run_with_numpy(fn, args, nargs, "no code state");
+  if (cs->name.empty()) cs->name = "framejit.Tensor op " + op_name(code);
+  FrameView view{locals, func->func_globals, func->func_builtins, func->func_closure};
+  PyObject* slots[kMaxSlots];
+  int64_t syms[kMaxSymbols];
+  CacheEntry* hit = nullptr;
+  for (size_t i = 0; i < cs->entries.size(); ++i) {
+    CacheEntry* e = cs->entries[i].get();
+    if (!e->guards.check(view, slots, syms)) continue;
+    if (i) std::rotate(cs->entries.begin(), cs->entries.begin() + i, cs->entries.begin() + i + 1);
+    hit = e;
+    break;
+  }
+  if (!hit) {
+    std::unique_ptr<CacheEntry> entry;
+    {
+      HookBusyScope busy;
+      entry = compile_frame(op_config(), func, view, *cs);
+    }
+    if (!entry) {
+      // fullgraph: the trace broke (framejit.Unsupported is set), or an internal failure.
+      std::string why = "not captured";
+      if (PyErr_Occurred()) {
+        why = fetch_error_text();
+        PyErr_Clear();
+      }
+      return run_with_numpy(fn, args, nargs, why);
+    }
+    if (!entry->program || entry->guards.num_slots() > kMaxSlots || entry->guards.num_symbols() > kMaxSymbols ||
+        entry->input_slots.size() > kMaxIO || entry->program->num_outputs() > kMaxIO ||
+        !entry->guards.check(view, slots, syms))
+      return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason);
+    if (cs->entries.size() >= kMaxEntries) cs->entries.pop_back();  // the least recently used
+    cs->entries.insert(cs->entries.begin(), std::move(entry));
+    hit = cs->entries.front().get();
+  }
+  if (!hit->program->can_run_now()) return run_with_numpy(fn, args, nargs, "NumPy's error state");
+  PyObject* inputs[kMaxIO];
+  PyObject* outputs[kMaxIO];
+  for (size_t i = 0; i < hit->input_slots.size(); ++i) inputs[i] = slots[hit->input_slots[i]];
+  bool ok;
+  {
+    RunningScope running(code_obj);
+    HookBusyScope busy;
+    ok = hit->program->run(inputs, outputs);
+  }
+  if (!ok) return nullptr;
+  return build_return(hit->output, outputs, slots);
+}
+
+}  // namespace framejit::frontend
