@@ -10,7 +10,7 @@
 #   --ctest      also run the C++ suites (ctest) before pytest
 #   --no-test    build only
 # PYTHON=... picks the interpreter (default: python3 on PATH, which on the GPU machine is the venv's).
-# JOBS=... the build's parallelism (default: every core).
+# JOBS=... the build's parallelism (default: every core). FRAMEJIT_CMAKE_ARGS=... more -D options.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,24 +33,25 @@ jobs=${JOBS:-$(nproc)}
 
 echo "device_build: $("$python" -c 'import sys, numpy; print(sys.executable, sys.version.split()[0], "numpy", numpy.__version__)')"
 
+# A build tree configured for another interpreter is thrown away rather than reconfigured.
+if [[ -f $build/CMakeCache.txt ]] && ! grep -qx "Python3_EXECUTABLE:[A-Z]*=$python" "$build/CMakeCache.txt"; then
+  rm -rf "$build"
+fi
 args=(-DCMAKE_BUILD_TYPE=Release "-DPython3_EXECUTABLE=$python" "-DFRAMEJIT_ASMJIT_PREFIX=$deps/asmjit-install")
 # Xbyak is header-only; find_path looks in the bundle first.
 [[ -d $deps/include/xbyak ]] && args+=("-DXBYAK_INCLUDE_DIR=$deps/include")
-# pybind11: the bundle's Debian copy if staged, else the one installed with the interpreter.
-if [[ -f $deps/share/cmake/pybind11/pybind11Config.cmake ]]; then
-  args+=("-Dpybind11_DIR=$deps/share/cmake/pybind11")
-elif dir=$("$python" -m pybind11 --cmakedir 2>/dev/null); then
-  args+=("-Dpybind11_DIR=$dir")
-fi
+# pybind11 (headers only): the bundle's Debian copy if staged, else CMake finds the interpreter's.
+[[ -f $deps/include/pybind11/pybind11.h ]] && args+=("-DFRAMEJIT_PYBIND11_INCLUDE_DIR=$deps/include")
+# One interpreter: the one given (pyenv's extra interpreters are a dev-machine matter).
+args+=("-DFRAMEJIT_PYTHONS=")
 # asmjit's installed package declares policies back to CMake 2.8, which CMake 4 refuses to set.
 cmake_major=$(cmake --version | sed -n 's/^cmake version \([0-9]*\).*/\1/p')
 ((cmake_major >= 4)) && args+=(-DCMAKE_POLICY_VERSION_MINIMUM=3.5)
-command -v ninja >/dev/null && args+=(-G Ninja)
+# Ninja when there is one, for a fresh tree (a configured tree keeps its generator).
+command -v ninja >/dev/null && [[ ! -f $build/CMakeCache.txt ]] && args+=(-G Ninja)
+read -r -a extra <<<"${FRAMEJIT_CMAKE_ARGS:-}"
+args+=("${extra[@]}")
 
-# A build tree configured for another interpreter is thrown away rather than reconfigured.
-if [[ -f $build/CMakeCache.txt ]] && ! grep -qx "Python3_EXECUTABLE:FILEPATH=$python" "$build/CMakeCache.txt"; then
-  rm -rf "$build"
-fi
 cmake -S "$root" -B "$build" "${args[@]}"
 cmake --build "$build" -j "$jobs"
 

@@ -8,7 +8,7 @@
 #
 # Always staged: asmjit (the PIC build of tools/build_asmjit.sh, which also builds the target's
 # code: it is a static library of x86-64 code, fine for any x86-64 Linux with a newer glibc) and
-# Xbyak's headers. --with-pybind11: Debian's pybind11 headers and CMake package, for a Python
+# Xbyak's headers. --with-pybind11: Debian's pybind11 headers, for a Python
 # without the pybind11 wheel. --with-pytest: Debian's pure-Python pytest and its dependencies,
 # for a Python without pytest. Symbolic links are resolved (copies travel where links do not).
 set -euo pipefail
@@ -46,10 +46,7 @@ cp -rL "$asmjit" "$dest/deps/asmjit-install"
 cp -rL /usr/include/xbyak "$dest/deps/include/xbyak"
 
 if ((with_pybind11)); then
-  # Headers and the CMake package (pybind11Config.cmake and its modules), as one prefix.
-  cp -rL /usr/include/pybind11 "$dest/deps/include/pybind11"
-  mkdir -p "$dest/deps/share/cmake"
-  cp -rL /usr/lib/cmake/pybind11 "$dest/deps/share/cmake/pybind11"
+  cp -rL /usr/include/pybind11 "$dest/deps/include/pybind11"  # framejit uses its headers only
 fi
 
 if ((with_pytest)); then
