@@ -8,7 +8,10 @@
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
+#include "frontend/ops/registry.h"
+#include "frontend/tensor_eager.h"
 #include "frontend/tensor_object.h"
+#include "frontend/tensor_views.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
@@ -68,6 +71,27 @@ py::dict stats_dict() {
   return d;
 }
 
+// tensor_op(fn, *operands): a Tensor op as a one-op graph. METH_FASTCALL, not pybind11: it is
+// the per-op overhead of every Tensor operator outside compiled code.
+PyObject* tensor_op_fast(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 1) {
+    PyErr_SetString(PyExc_TypeError, "tensor_op(fn, *operands)");
+    return nullptr;
+  }
+  return run_tensor_op(args[0], args + 1, nargs - 1);
+}
+
+PyMethodDef fast_methods[] = {
+    {"tensor_op", reinterpret_cast<PyCFunction>(reinterpret_cast<void*>(tensor_op_fast)), METH_FASTCALL,
+     "tensor_op(fn, *operands): fn(*operands) as a cached one-op graph (Note [Tensor ops outside compiled code])."},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+py::object steal_or_throw(PyObject* r) {
+  if (!r) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -82,6 +106,21 @@ PYBIND11_MODULE(_C, m) {
   if (!init_hook_types(m.ptr())) throw py::error_already_set();
   // framejit._C.TensorBase, tensor(), from_dlpack() and _register_tensor_class().
   if (!init_tensor_type(m.ptr())) throw py::error_already_set();
+  if (PyModule_AddFunctions(m.ptr(), fast_methods) < 0) throw py::error_already_set();
+  // Views (Note [Tensor views]).
+  m.def("tensor_permute", [](py::object t, std::vector<int64_t> perm) {
+    return steal_or_throw(tensor_permute(t.ptr(), std::move(perm)));
+  });
+  m.def("tensor_swapaxes", [](py::object t, int64_t a, int64_t b) {
+    return steal_or_throw(tensor_swapaxes(t.ptr(), a, b));
+  });
+  m.def("tensor_reshape", [](py::object t, std::vector<int64_t> shape) {
+    return steal_or_throw(tensor_reshape(t.ptr(), shape));
+  });
+  m.def("tensor_getitem", [](py::object t, py::object key) { return steal_or_throw(tensor_getitem(t.ptr(), key.ptr())); });
+  m.def("tensor_copy", [](py::object t) { return steal_or_throw(tensor_copy(t.ptr())); });
+  m.def("_registered", [](py::object fn) { return ops::is_registered(fn.ptr()); },
+        "Whether the op registry captures this NumPy callable (Tensor.__array_function__ serves those).");
 
   m.def(
       "compile",
