@@ -2,6 +2,8 @@
 #include "frontend/numpy_abi.h"
 
 #include <cstdlib>
+#include <string_view>
+#include <utility>
 
 namespace framejit::frontend {
 
@@ -55,6 +57,14 @@ bool init_numpy_handles() {
   h->generic = reinterpret_cast<PyTypeObject*>(PyObject_GetAttrString(np, "generic"));
   h->dtype_fn = PyObject_GetAttrString(np, "dtype");
   h->empty = PyObject_GetAttrString(np, "empty");
+  h->geterr = PyObject_GetAttrString(np, "geterr");
+  // NumPy 2 only (see Note [NumPy error state]); NumPy 1 has no numpy._core.
+  if (PyObject* umath = PyImport_ImportModule("numpy._core._multiarray_umath")) {  // new ref
+    h->extobj_var = PyObject_GetAttrString(umath, "_extobj_contextvar");
+    if (h->extobj_var && !PyContextVar_CheckExact(h->extobj_var)) Py_CLEAR(h->extobj_var);
+    Py_DECREF(umath);
+  }
+  PyErr_Clear();
   for (int i = 0; i < rt::kNumDTypes; ++i) {
     std::string_view name = rt::dtype_name(static_cast<DType>(i));
     h->dtypes[i] = PyObject_CallFunction(h->dtype_fn, "s#", name.data(), (Py_ssize_t)name.size());
@@ -72,15 +82,27 @@ bool init_numpy_handles() {
 // Generated kernels compute what NumPy computes but do not report floating-point events: with
 // np.errstate(divide="raise") NumPy raises FloatingPointError where a kernel just returns inf. So a
 // jit program checks the thread's error state before each run and, when any category asks for
-// raise, call or log, lets CPython run that call (the eager result, exception included). NumPy
-// 1.x keeps the state in the thread's dict under "UFUNC_PYVALS" as [bufsize, errmask, callback];
-// errmask holds 3 bits per category (divide, over, under, invalid), 0 ignore, 1 warn, 2 raise,
-// 3 call, 4 print, 5 log. No entry means the default (warn, warn, ignore, warn). Warnings are not
-// reproduced (the results are the same); NumPy 2 keeps the state in a context variable, which is
-// not read yet.
-bool numpy_errstate_raises() {
-  const NumPyHandles* np = numpy_handles();
-  if (!np || np->major != 1) return false;
+// raise, call or log, lets CPython run that call (the eager result, exception included). Warnings
+// are not reproduced (the results are the same). The check runs on every compiled call, so it must
+// cost next to nothing in the common case (nobody touched the error state).
+//
+// NumPy 1.x keeps the state in the thread's dict under "UFUNC_PYVALS" as [bufsize, errmask,
+// callback]; errmask holds 3 bits per category (divide, over, under, invalid): 0 ignore, 1 warn,
+// 2 raise, 3 call, 4 print, 5 log. No entry means the default (warn, warn, ignore, warn).
+//
+// NumPy 2 keeps it in a context variable, numpy._core._multiarray_umath._extobj_contextvar, so it
+// follows threads, asyncio tasks and contextvars.Context.run. Its value is an immutable capsule:
+// np.seterr and every entry into np.errstate set a new one, and the default is one capsule made at
+// import. The struct inside the capsule is private to NumPy, so the answer for a capsule comes from
+// np.geterr() (public), and is remembered per capsule *object*: the steady state, inside or outside
+// an errstate block, is one context-variable read and a pointer comparison. The cache holds a
+// reference to each capsule it remembers, so a freed capsule's address cannot come back as a
+// different state. Two entries: the default plus the errstate block a loop keeps entering.
+namespace {
+
+bool mode_raises(long mode) { return mode == 2 || mode == 3 || mode == 5; }
+
+bool errstate_raises_numpy1() {
   PyObject* dict = PyThreadState_GetDict();  // borrowed
   if (!dict) return false;
   static PyObject* key = PyUnicode_InternFromString("UFUNC_PYVALS");  // immortal
@@ -95,11 +117,76 @@ bool numpy_errstate_raises() {
     PyErr_Clear();
     return true;
   }
-  for (int shift = 0; shift <= 9; shift += 3) {
-    long mode = (mask >> shift) & 7;
-    if (mode == 2 || mode == 3 || mode == 5) return true;
-  }
+  for (int shift = 0; shift <= 9; shift += 3)
+    if (mode_raises((mask >> shift) & 7)) return true;
   return false;
+}
+
+// What np.geterr() says of the current state; true (be safe) if it cannot be read.
+bool geterr_raises(const NumPyHandles* np) {
+  PyObject* modes = PyObject_CallNoArgs(np->geterr);  // new ref: {"divide": "warn", ...}
+  if (!modes || !PyDict_Check(modes)) {
+    Py_XDECREF(modes);
+    PyErr_Clear();
+    return true;
+  }
+  bool raises = false;
+  Py_ssize_t pos = 0;
+  PyObject* mode;  // borrowed
+  PyObject* category;  // borrowed
+  while (!raises && PyDict_Next(modes, &pos, &category, &mode)) {
+    const char* m = PyUnicode_Check(mode) ? PyUnicode_AsUTF8(mode) : nullptr;
+    if (!m) {
+      PyErr_Clear();
+      raises = true;
+    } else {
+      std::string_view v = m;
+      raises = v == "raise" || v == "call" || v == "log";
+    }
+  }
+  Py_DECREF(modes);
+  return raises;
+}
+
+struct ErrstateSeen {
+  PyObject* state = nullptr;  // new ref (keeps the address from being reused)
+  bool raises = false;
+};
+ErrstateSeen g_seen[2];  // most recent first; guarded by the GIL
+
+bool errstate_raises_numpy2(const NumPyHandles* np) {
+  PyObject* state = nullptr;
+  if (PyContextVar_Get(np->extobj_var, nullptr, &state) < 0 || !state) {  // state: new ref
+    PyErr_Clear();
+    return true;
+  }
+  if (state == g_seen[0].state) {
+    Py_DECREF(state);
+    return g_seen[0].raises;
+  }
+  if (state == g_seen[1].state) {
+    std::swap(g_seen[0], g_seen[1]);
+    Py_DECREF(state);
+    return g_seen[0].raises;
+  }
+  ErrstateSeen fresh{state, geterr_raises(np)};  // takes the reference
+  ErrstateSeen evicted = g_seen[1];
+  g_seen[1] = g_seen[0];
+  g_seen[0] = fresh;
+  // NB: last, once the cache is consistent: dropping a capsule drops its error callback, whose
+  // destructor may run Python code that lands here again.
+  Py_XDECREF(evicted.state);
+  return fresh.raises;
+}
+
+}  // namespace
+
+bool numpy_errstate_raises() {
+  const NumPyHandles* np = numpy_handles();
+  if (!np) return false;
+  if (np->extobj_var && np->geterr) return errstate_raises_numpy2(np);
+  if (np->major == 1) return errstate_raises_numpy1();
+  return true;  // a NumPy whose error state we cannot read: never skip its checks
 }
 
 }  // namespace framejit::frontend

@@ -15,7 +15,11 @@ namespace framejit::frontend {
 // NumPy 1.x and 2.x, so it does not compile against NumPy's C API. The leading fields of
 // PyArrayObject and the first fields of PyArray_Descr up to type_num are the same in NumPy 1 and 2
 // (NumPy documents them as ABI-stable); the guard fast path reads them directly. Everything else is
-// asked of NumPy through Python calls, at trace time only.
+// asked of NumPy through Python calls, at trace time only. Checked against NumPy 2.5's
+// ndarraytypes.h: PyArrayObject_fields is unchanged through `flags`; NumPy 2 rewrote PyArray_Descr
+// after type_num (64-bit flags, npy_intp elsize and alignment, no inline subarray/fields), so
+// nothing past type_num is read here, and the char before type_num (NumPy 1's flags) is unused.
+// The NPY_ARRAY_* flag bits and the NPY_TYPES numbers framejit maps are the same in both.
 
 struct NdArrayFields {
   PyObject_HEAD
@@ -34,7 +38,7 @@ struct DescrFields {
   char kind;
   char type;
   char byteorder;
-  char flags_or_unused;
+  char flags_or_unused;  // NumPy 1: flags; NumPy 2: unused
   int type_num;
 };
 
@@ -56,6 +60,8 @@ struct NumPyHandles {
   PyTypeObject* generic = nullptr;  // numpy.generic (base of NumPy scalar types)
   PyObject* dtype_fn = nullptr;     // numpy.dtype
   PyObject* empty = nullptr;        // numpy.empty (trace-time probes)
+  PyObject* geterr = nullptr;       // numpy.geterr
+  PyObject* extobj_var = nullptr;   // NumPy 2's error-state context variable; null on NumPy 1
   PyObject* dtypes[rt::kNumDTypes] = {};  // numpy.dtype('<name>')
   int major = 0;                    // numpy.__version__'s major number
 };

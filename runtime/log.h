@@ -1,6 +1,7 @@
 // log.h — the FRAMEJIT_LOGS / FRAMEJIT_DUMP_DIR debug knobs, read once per process.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 

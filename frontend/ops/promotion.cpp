@@ -451,8 +451,16 @@ PromoResult resolve(const OpRule &rule, const std::vector<PromoOperand> &ops) {
   // Python ints whose value does not fit the integer dtype they become.
   for (size_t i = 0; i < ops.size(); ++i) {
     const PromoOperand &o = ops[i];
-    if (o.kind != OperandKind::PyInt || !o.int_value || rule.way == Way::Logical)
+    if (o.kind != OperandKind::PyInt || !o.int_value)
       continue;
+    if (rule.way == Way::Logical) {
+      // Read as a truth value, but through a C long first: NumPy 2 raises past int64's range
+      // whatever the other operand is (seen on NumPy 2.5).
+      if (!o.int_value->fits(DType::Int64))
+        return fail(PromoStatus::Overflow,
+                    int_value_text(*o.int_value) + " is too large to convert to C long");
+      continue;
+    }
     if (!is_int(loop[i]) || o.int_value->fits(loop[i]))
       continue;
     const std::string v = int_value_text(*o.int_value);

@@ -209,6 +209,10 @@ TEST(Elementwise, PythonIntRange) {
   EXPECT_EQ(bin("add", T(kF32), Op::py_int(PyIntValue::huge(false))), "ok f32");
   EXPECT_EQ(bin("true_divide", T(kI8), I(1000)), "ok f64"); // computed in float64
   EXPECT_EQ(bin("logical_and", T(kI8), I(1000)), "ok b8");
+  // ... but a logical op reads a Python int as a C long first: past int64 NumPy 2 raises.
+  EXPECT_EQ(bin("logical_or", T(kU64), Op::py_int(PyIntValue::of_unsigned(uint64_t(1) << 63))),
+            "overflow");
+  EXPECT_EQ(bin("logical_xor", Op::py_int(PyIntValue::huge(true)), T(kF32)), "overflow");
   // NumPy 2 compares integer arrays with any Python int exactly (a constant result): refused.
   EXPECT_EQ(bin("less", T(kI8), I(1000)), "unsupported");
   EXPECT_EQ(bin("less", T(kI8), I(100)), "ok b8");

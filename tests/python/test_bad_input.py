@@ -186,3 +186,57 @@ def test_numpy_error_state_raise_is_honoured():
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(c(x, y), want)
     assert framejit.stats()["cache_hits"] > hits  # the compiled program serves again
+
+
+def test_numpy_error_state_is_read_per_call_in_every_context():
+    # NumPy 2 keeps the error state in a context variable (NumPy 1 in the thread's dict); framejit
+    # remembers its answer per state object, so states that come and go must each be seen afresh.
+    import contextvars
+
+    def f(x, y):
+        return x / y
+
+    c = framejit.compile(f)
+    x, y = np.array([1.0, 2.0]), np.array([0.0, 2.0])
+
+    def raises_now():
+        try:
+            c(x, y)
+        except FloatingPointError:
+            return True
+        return False
+
+    with np.errstate(all="ignore"):
+        want = f(x, y)
+    for _ in range(3):  # alternating blocks: each entry makes a new state object
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(c(x, y), want)
+        with np.errstate(divide="raise"):
+            assert raises_now()
+        calls = []
+        with np.errstate(divide="call", call=lambda *a: calls.append(a)):
+            np.testing.assert_array_equal(c(x, y), want)
+        assert calls  # 'call' also runs in CPython: the callback is NumPy's to call
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(c(x, y), want)
+
+    def in_context():
+        with np.errstate(divide="raise"):
+            return raises_now()
+
+    with np.errstate(divide="ignore"):
+        assert contextvars.copy_context().run(in_context)
+        np.testing.assert_array_equal(c(x, y), want)
+
+    seen = []
+
+    def worker():
+        with np.errstate(divide="raise"):
+            seen.append(raises_now())
+
+    with np.errstate(divide="ignore"):
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        np.testing.assert_array_equal(c(x, y), want)
+    assert seen == [True]

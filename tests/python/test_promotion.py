@@ -226,9 +226,12 @@ def _check_elementwise(tally, op, operands, call=None, loop_check=True):
     # Logical ops: framejit reads inputs as truth values whatever loop NumPy picks. signbit of ints
     # runs in NumPy's float16 loop; framejit reads the sign off the integer. where is not a ufunc.
     # Comparisons of signed ints with uint64 got an exact loop in NumPy 1.25 (float64 before).
+    # Comparisons of two Python ints run in NumPy 2.5's object loop (exact for unbounded ints);
+    # framejit compares them as the int64 values its guards admit, with the same bool result.
     if (loop_check and mine[0] == "ok" and theirs[0] == "ok" and op not in ("where", "signbit")
             and not op.startswith("logical_")
-            and not (op in COMPARISONS and NUMPY_VERSION < (1, 25))):
+            and not (op in COMPARISONS and NUMPY_VERSION < (1, 25))
+            and not (op in COMPARISONS and all(o == ("s", "py_int") for o in operands))):
         loop = _numpy_loop(op, operands)
     refuse_ok = ("uncomputable" if _involves(operands, UNCOMPUTABLE)
                  else "value" if any(kind == "v" for kind, _ in operands) else None)

@@ -3,8 +3,15 @@
 framejit never copies NumPy's promotion tables. For each traced call it runs the same NumPy
 function on tiny stand-in arrays (same dtypes and ranks, every dim 1) and reads the result's
 dtype. Python scalars and 0-d arrays are re-run with extreme values: if the answer changes,
-the dtype depends on the value (NumPy 1.x value-based casting) and the tracer pins that value
-with a guard (or gives up for 0-d arrays, whose value it cannot know).
+the dtype depends on the value and the tracer guards the interval of values with the same answer
+(or gives up for 0-d arrays, whose value it cannot know).
+
+What "depends on the value" means differs by NumPy version (Note [Value-dependent results]):
+NumPy 1.x picks result types from the values of Python numbers and 0-d arrays (value-based
+casting). NumPy 2 (NEP 50) never does: a Python number takes the other operand's type, and a
+Python int that does not fit that type raises OverflowError. So under NumPy 2 only Python ints
+are probed, just outside every integer type's range, and the interval found is the range of the
+type they are converted to.
 """
 
 import math
@@ -13,8 +20,18 @@ import warnings
 
 import numpy as np
 
-_INT_PROBES = (0, -1, 255, 65535, 2**31, 2**62, -(2**62))
-_FLOAT_PROBES = (0.0, 1e300, -1e300, 1e-300)
+_NUMPY_MAJOR = int(np.__version__.split(".")[0])
+
+# Note [Value-dependent results]
+# NumPy 1.x: values at the edges of np.min_scalar_type's buckets, where value-based casting
+# changes its mind. NumPy 2: -1 (no unsigned type holds it) and 2**64 (no integer type does);
+# Python floats and 0-d arrays never change a NumPy 2 result type, so they are not probed.
+if _NUMPY_MAJOR >= 2:
+    _INT_PROBES = (-1, 2**64)
+    _FLOAT_PROBES = ()
+else:
+    _INT_PROBES = (0, -1, 255, 65535, 2**31, 2**62, -(2**62))
+    _FLOAT_PROBES = (0.0, 1e300, -1e300, 1e-300)
 _cache = {}
 
 
@@ -37,7 +54,7 @@ def _probes(spec):
         if isinstance(v, bool):
             return ()
         return _INT_PROBES if isinstance(v, int) else _FLOAT_PROBES
-    if kind == "t" and spec[2] == 0:
+    if kind == "t" and spec[2] == 0 and _NUMPY_MAJOR < 2:
         dt = np.dtype(spec[1])
         if dt.kind in "iu":
             info = np.iinfo(dt)
@@ -169,12 +186,28 @@ def _scalar_classes(kind):
     return out
 
 
+_INTEGER_RANGES = tuple((int(np.iinfo(t).min), int(np.iinfo(t).max))
+                        for t in (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64))
+
+
+def _integer_type_range(answer, v):
+    """NumPy 2: the range of the integer type that accepts Python int v, checked at both ends and
+    just beyond them (a few calls instead of a bisection); None if no type's range fits."""
+    here = answer(v)
+    for lo, hi in _INTEGER_RANGES:
+        if lo <= v <= hi and answer(lo) == here and answer(hi) == here and \
+                answer(lo - 1) != here and answer(hi + 1) != here:
+            return ("i", max(lo - 1, -(2**63) - 1), min(hi + 1, 2**63), False)
+    return None
+
+
 def _value_range(fn, base, i, kwargs):
     """The interval of values for operand i that give the same result type as base[i].
 
-    NumPy 1.x picks result types from the value of Python scalars (value-based casting). The
-    answer is piecewise constant in the value, so the tracer guards the interval around the traced
-    value (lo < value < hi) instead of the exact value.
+    NumPy 1.x picks result types from the value of Python scalars (value-based casting); NumPy 2
+    raises OverflowError for a Python int that does not fit the type it is converted to. Either
+    way the answer is piecewise constant in the value, so the tracer guards the interval around
+    the traced value (lo < value < hi) instead of the exact value.
     """
     v = base[i]
 
@@ -186,6 +219,10 @@ def _value_range(fn, base, i, kwargs):
         except Exception:
             return None
 
+    if _NUMPY_MAJOR >= 2 and type(v) is int:
+        found = _integer_type_range(answer, v)
+        if found is not None:
+            return found
     if _NUMPY_MAJOR >= 2 or not (type(v) is float or type(v) is int):
         return _value_range_bisect(answer, v)
     kind = "f" if type(v) is float else "i"
@@ -209,9 +246,6 @@ def _value_range(fn, base, i, kwargs):
         return ("f", math.nextafter(lo, -math.inf) if math.isfinite(lo) else -math.inf,
                 math.nextafter(hi, math.inf) if math.isfinite(hi) else math.inf, nonfinite_ok)
     return ("i", max(lo - 1, -(2**63) - 1), min(hi + 1, 2**63), False)
-
-
-_NUMPY_MAJOR = int(np.__version__.split(".")[0])
 
 
 def result_type(fn, specs, kwargs):
