@@ -1,6 +1,7 @@
 // cache.cpp — CodeState on co_extra, the registry of live states, and the library-code test.
 #include "frontend/cache.h"
 
+#include "frontend/hook/code_extra.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
 
@@ -23,7 +24,7 @@ void free_code_state(void* p) {  // called by CPython when the code object dies 
 }
 
 Py_ssize_t extra_index() {
-  static Py_ssize_t index = _PyEval_RequestCodeExtraIndex(free_code_state);
+  static Py_ssize_t index = request_code_extra_index(free_code_state);
   return index;
 }
 
@@ -53,14 +54,14 @@ CodeState* code_state(PyCodeObject* code) {
   Py_ssize_t index = extra_index();
   if (index < 0) return nullptr;
   void* p = nullptr;
-  if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), index, &p) < 0) {
+  if (get_code_extra(reinterpret_cast<PyObject*>(code), index, &p) < 0) {
     PyErr_Clear();
     return nullptr;
   }
   if (p) return untag(p);
   auto* cs = new CodeState();
   cs->code = code;
-  if (_PyCode_SetExtra(reinterpret_cast<PyObject*>(code), index, cs) < 0) {
+  if (set_code_extra(reinterpret_cast<PyObject*>(code), index, cs) < 0) {
     PyErr_Clear();
     delete cs;
     return nullptr;
@@ -82,7 +83,7 @@ void reset_all_code_states() {
 void CodeState::update_never() {
   never = skip || failed || no_arrays;
   void* tagged = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | ((failed || no_arrays) ? kNeverTag : 0));
-  // NB: not _PyCode_SetExtra, which would free the state it replaces (this very object).
+  // NB: not set_code_extra, which would free the state it replaces (this very object).
   retag_code_extra(code, extra_index(), tagged);
 }
 
