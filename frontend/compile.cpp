@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "frontend/numpy_abi.h"
 #include "frontend/trace/tracer.h"
 #include "jit/pipeline.h"
 #include "runtime/log.h"
@@ -146,6 +147,9 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     st = tracer.run();
     stats().trace_ms += ms_since(t0);
     if (st.is_ok()) {
+      // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
+      const NumPyHandles* np = numpy_handles();
+      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || !np || np->major >= 2;
       hoist_placeholders(og);
       auto report = jit::run_graph_passes(og.graph);
       if (!report) st = report.error();

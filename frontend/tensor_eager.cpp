@@ -25,7 +25,9 @@ namespace framejit::frontend {
 //
 // An op the tracer cannot capture (an op family the JIT lacks, or an error NumPy would raise, such
 // as a failed broadcast) runs instead on NumPy views of the operands, when NumPy is present, and
-// its arrays come back as Tensor views; without NumPy it raises NotImplementedError naming the op.
+// its arrays come back as Tensor views. Without NumPy, a trace that stopped at an eager error
+// raises that error's type, and anything else NotImplementedError naming the op (today: float
+// `//` and `%`, and integer dtypes other than int32/int64/uint8, which the JIT does not compute).
 // The same fallback catches re-entry: a program step that the JIT runs by calling the Tensor
 // method it stands for would otherwise come straight back here.
 
@@ -116,6 +118,22 @@ std::string op_name(PyCodeObject* code) {
 // The op on NumPy views of its operands, run by CPython (see the Note). New ref or null.
 PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why) {
   if (!numpy_handles()) {
+    // No NumPy to run it: raise what NumPy would have raised where the trace says the op is an
+    // error in eager code, else say the op needs NumPy.
+    static const struct {
+      const char* words;
+      PyObject** type;
+    } kEagerErrors[] = {
+        {"could not be broadcast", &PyExc_ValueError}, {"shapes are not aligned", &PyExc_ValueError},
+        {"mismatch in its core dimension", &PyExc_ValueError}, {"is out of bounds for array", &PyExc_ValueError},
+        {"raises TypeError", &PyExc_TypeError}, {"OverflowError", &PyExc_OverflowError},
+        {"repeated axis", &PyExc_ValueError},
+    };
+    for (const auto& e : kEagerErrors)
+      if (why.find(e.words) != std::string::npos) {
+        PyErr_SetString(*e.type, why.c_str());
+        return nullptr;
+      }
     PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s is not supported without NumPy (%s)",
                  op_name(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn))).c_str(), why.c_str());
     return nullptr;

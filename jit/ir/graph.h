@@ -132,6 +132,11 @@ public:
   /// moves SymbolInfo::placeholder the same way.
   void rebuild(std::vector<Node> nodes, const std::vector<int>& remap);
 
+  /// Python numbers in this graph are "weak" (NumPy 2's NEP 50, framejit.Tensor's rule): a
+  /// number's value never changes an op's result dtype, so kernels may take integer numbers as
+  /// run-time parameters. False: NumPy 1.x value-based casting, where only constants may.
+  bool weak_scalars = false;
+
   /// One argument as the printer writes it (node refs by name), for messages and logs.
   std::string arg_to_string(const Arg& arg) const;
 

@@ -63,6 +63,7 @@ const std::unordered_map<std::string, TargetInfo>& targets() {
       {"numpy.logical_not", {ScalarOp::Not, 1, Loop::Logical}},
       {"numpy.where", {ScalarOp::Where, 3, Loop::Select}},
       {"method.astype", {ScalarOp::Cast, 1}},
+      {"operator.pos", {ScalarOp::Cast, 1}},        {"numpy.positive", {ScalarOp::Cast, 1}},  // a copy
   };
   return table;
 }
@@ -223,9 +224,11 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
     if (numbers[k] == Number::Float && !is_float(pw.operand_dtypes[k])) return std::nullopt;
     // A run-time Python int meeting an integer or bool loop: NumPy 1.24 picks the result type
     // from its value (uint8 + 300 is uint16, int64 + 2**63 is float64), which the graph's
-    // metadata fixed for one value only. A constant's value is known, so only those fuse.
+    // metadata fixed for one value only. A constant's value is known, so only those fuse. Weak
+    // numbers (NEP 50) keep the loop type whatever their value; the frontend guards the value
+    // to the loop type's range, outside which NumPy 2 raises.
     if (numbers[k] == Number::Int && pw.operands[k].kind == PointwiseOperand::Kind::Scalar &&
-        !is_float(pw.operand_dtypes[k]))
+        !is_float(pw.operand_dtypes[k]) && !graph.weak_scalars)
       return std::nullopt;
   }
 

@@ -128,6 +128,13 @@ def assert_same(expected, actual, exact=True, path="result"):
             tol = _tolerance(expected.dtype)
             np.testing.assert_allclose(a, e, rtol=tol, atol=tol, equal_nan=True, err_msg=path)
         return
+    if isinstance(expected, framejit.Tensor):
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        assert actual.shape == expected.shape, f"{path}: shape {actual.shape} != {expected.shape}"
+        e, a = expected.reshape(-1).tolist(), actual.reshape(-1).tolist()
+        for i, (x, y) in enumerate(zip(e, a)):
+            assert_same(x, y, exact, f"{path}.flat[{i}]")
+        return
     if isinstance(expected, float):
         if exact:
             assert _float_bits(actual) == _float_bits(expected) or (

@@ -2,9 +2,9 @@
 in one graph (fullgraph=True, explain() with no graph break) on every interpreter framejit is built
 for, and compute what CPython computes.
 
-Each program takes "numbers" x, y, z and Python control values. It runs once with Python floats
-as the numbers (pure Python work: needs no NumPy, so it runs on pyenv's 3.12 and 3.13 too) and,
-where NumPy exists, once with arrays.
+Each program takes "numbers" x, y, z and Python control values. It runs with Python floats as the
+numbers (pure Python work), with framejit.Tensors (array programs that need no NumPy: these run
+captured on pyenv's 3.12 and 3.13 too) and, where NumPy exists, with NumPy arrays.
 """
 
 import sys
@@ -212,7 +212,12 @@ def _array_numbers():
     return (np.asarray([1.5, 2.0, -3.0]), np.asarray([-0.25, 0.5, 1.0]), np.asarray([4.0, 0.0, 2.5]))
 
 
-NUMBER_MAKERS = [pytest.param(_python_numbers, id="python")]
+def _tensor_numbers():
+    t = framejit.tensor
+    return (t([1.5, 2.0, -3.0]), t([-0.25, 0.5, 1.0]), t([4.0, 0.0, 2.5]))
+
+
+NUMBER_MAKERS = [pytest.param(_python_numbers, id="python"), pytest.param(_tensor_numbers, id="tensor")]
 if np is not None:
     NUMBER_MAKERS.append(pytest.param(_array_numbers, id="numpy"))
 

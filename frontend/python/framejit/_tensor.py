@@ -256,6 +256,16 @@ class Tensor(_C.TensorBase):
         """A C-contiguous copy."""
         return _C.tensor_copy(self)
 
+    def __copy__(self):
+        return _C.tensor_copy(self)
+
+    def __deepcopy__(self, memo):
+        return _C.tensor_copy(self)
+
+    def __reduce__(self):
+        # pickles as its values: a copy, like NumPy arrays
+        return (tensor, (self.tolist(), self.dtype))
+
     def __getitem__(self, key):
         """Basic indexing (ints, slices, None, ...): a view of the same memory."""
         return _C.tensor_getitem(self, key)
