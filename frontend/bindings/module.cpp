@@ -9,6 +9,7 @@
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
 #include "frontend/ops/registry.h"
+#include "frontend/tensor_divmod.h"
 #include "frontend/tensor_eager.h"
 #include "frontend/tensor_object.h"
 #include "frontend/tensor_views.h"
@@ -119,6 +120,9 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("tensor_getitem", [](py::object t, py::object key) { return steal_or_throw(tensor_getitem(t.ptr(), key.ptr())); });
   m.def("tensor_copy", [](py::object t) { return steal_or_throw(tensor_copy(t.ptr())); });
+  m.def("tensor_float_divmod", [](py::object a, py::object b, bool floor) {
+    return steal_or_throw(tensor_float_divmod(a.ptr(), b.ptr(), floor));
+  }, "a // b (floor) or a % b for float Tensors where NumPy is missing (Note [Float divmod without NumPy]).");
   m.def("_registered", [](py::object fn) { return ops::is_registered(fn.ptr()); },
         "Whether the op registry captures this NumPy callable (Tensor.__array_function__ serves those).");
 

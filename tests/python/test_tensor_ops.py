@@ -54,12 +54,8 @@ def test_arithmetic_matches_python():
     assert (a - b).tolist() == [0.5, 4.0, -5.5, -3.75]
     assert (a * b).tolist() == [0.5, -4.0, -7.0, 34.0]
     assert (a / b).tolist() == [2.0, -1.0, -1.75, 0.53125]
-    if np is not None:
-        assert (a // b).tolist() == [2.0, -1.0, -2.0, 0.0]
-        assert (a % b).tolist() == [x % y for x, y in zip(a.tolist(), b.tolist())]
-    else:  # the JIT has no float floor_divide/remainder yet; NumPy computes them where it exists
-        with pytest.raises(NotImplementedError, match="_floordiv"):
-            a // b
+    assert (a // b).tolist() == [2.0, -1.0, -2.0, 0.0]
+    assert (a % b).tolist() == [x % y for x, y in zip(a.tolist(), b.tolist())]
     assert (-a).tolist() == [-1.0, -2.0, 3.5, -4.25]
     assert abs(a).tolist() == [1.0, 2.0, 3.5, 4.25]
     assert (a ** 2).tolist() == [1.0, 4.0, 12.25, 18.0625]
@@ -68,6 +64,29 @@ def test_arithmetic_matches_python():
     assert (a > b).tolist() == [True, True, False, False]
     assert (a == 2.0).tolist() == [False, True, False, False]
     assert (a != b).dtype == "bool"
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy warns on x // 0.0 where it computes
+def test_float_floor_divide_and_remainder():
+    # Python's float // and % follow the same division algorithm as NumPy's (nonzero divisors).
+    xs = [7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 1e300, 3.0, 2.0 ** -1070]
+    ys = [2.0, 2.0, -2.0, -2.0, 3.0, -3.0, 7.0, 0.1, 3.0]
+    a, b = T(xs), T(ys)
+    for got, want in zip((a // b).tolist(), [x // y for x, y in zip(xs, ys)]):
+        assert got == want and math.copysign(1, got) == math.copysign(1, want)
+    for got, want in zip((a % b).tolist(), [x % y for x, y in zip(xs, ys)]):
+        assert got == want and math.copysign(1, got) == math.copysign(1, want)
+    assert (a // 2.0).tolist() == [x // 2.0 for x in xs]
+    assert (10.0 % b).tolist() == [10.0 % y for y in ys]
+    z = (T([1.0, -1.0, 0.0]) // T([0.0, 0.0, 0.0])).tolist()
+    assert z[0] == math.inf and z[1] == -math.inf and z[2] != z[2]
+    assert all(v != v for v in (T([1.0, 0.0]) % 0.0).tolist())
+    f = T([7.5, -7.5], dtype="float32")
+    assert (f // 2.0).dtype == "float32" and (f // 2.0).tolist() == [3.0, -4.0]
+    assert (T([7, -7]) // 2.0).tolist() == [3.0, -4.0]
+    if np is not None:
+        np.testing.assert_array_equal(np.asarray(a // b), np.floor_divide(np.asarray(xs), np.asarray(ys)))
+        np.testing.assert_array_equal(np.asarray(a % b), np.remainder(np.asarray(xs), np.asarray(ys)))
 
 
 def test_integer_and_bool_ops():

@@ -65,18 +65,28 @@ def _operand(x):
     return None
 
 
-def _binary(fn, name):
+def _binary(fn, name, floor=None):
+    # floor: True/False for // and %, which the JIT lacks for floats: without NumPy to run them,
+    # framejit computes them natively (Note [Float divmod without NumPy]).
+    def apply(a, b):
+        try:
+            return _run(fn, a, b)
+        except NotImplementedError:
+            if floor is None:
+                raise
+            return _C.tensor_float_divmod(a, b, floor)
+
     def forward(self, other):
         other = _operand(other)
         if other is None:
             return NotImplemented
-        return _run(fn, self, other)
+        return apply(self, other)
 
     def reflected(self, other):
         other = _operand(other)
         if other is None:
             return NotImplemented
-        return _run(fn, other, self)
+        return apply(other, self)
 
     forward.__name__ = f"__{name}__"
     reflected.__name__ = f"__r{name}__"
@@ -148,8 +158,8 @@ class Tensor(_C.TensorBase):
     __sub__, __rsub__ = _binary(_sub, "sub")
     __mul__, __rmul__ = _binary(_mul, "mul")
     __truediv__, __rtruediv__ = _binary(_truediv, "truediv")
-    __floordiv__, __rfloordiv__ = _binary(_floordiv, "floordiv")
-    __mod__, __rmod__ = _binary(_mod, "mod")
+    __floordiv__, __rfloordiv__ = _binary(_floordiv, "floordiv", floor=True)
+    __mod__, __rmod__ = _binary(_mod, "mod", floor=False)
     __pow__, __rpow__ = _binary(_pow, "pow")
     __matmul__, __rmatmul__ = _binary(_matmul, "matmul")
     __and__, __rand__ = _binary(_and, "and")

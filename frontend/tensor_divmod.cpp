@@ -1,0 +1,155 @@
+// tensor_divmod.cpp — float floor_divide and remainder on framejit.Tensors without NumPy.
+#include "frontend/tensor_divmod.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "frontend/ops/promotion.h"
+#include "frontend/pyref.h"
+#include "frontend/tensor_object.h"
+
+namespace framejit::frontend {
+
+// Note [Float divmod without NumPy]
+// The JIT has no float floor_divide or remainder: both need fmod's exact remainder, which has no
+// vector instruction. Compiled programs run them through NumPy (an extern step), and so do Tensor
+// ops where NumPy exists. Where it does not, this element loop computes them with the division
+// algorithm NumPy and CPython share: the remainder is fmod's, moved to the divisor's sign, and the
+// quotient is (a - remainder) / b snapped to the nearest integer; b == 0 gives a / b and NaN.
+// The arithmetic is in the loop dtype (float32 in float32), as NumPy's loops do.
+
+namespace {
+
+template <typename T>
+void divmod(T a, T b, T& floordiv, T& mod) {
+  mod = std::fmod(a, b);
+  if (b == 0) {
+    floordiv = a / b;
+    return;
+  }
+  T div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= T(1);
+    }
+  } else {
+    mod = std::copysign(T(0), b);
+  }
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+  } else {
+    floordiv = std::copysign(T(0), a / b);
+  }
+}
+
+// One operand: a tensor's layout, or a Python number as a 0-d value.
+struct Operand {
+  const char* data = nullptr;
+  int nd = 0;
+  const int64_t* shape = nullptr;
+  const int64_t* strides = nullptr;
+  rt::DType dtype = rt::DType::Float64;
+  double number = 0;  // a Python number
+};
+
+// An element converted to the loop type T (integer tensors meet floats in a float64 loop).
+template <typename T>
+T load(const Operand& o, const char* p) {
+  if (!o.data) return static_cast<T>(o.number);
+  switch (o.dtype) {
+    case rt::DType::Float32: return static_cast<T>(*reinterpret_cast<const float*>(p));
+    case rt::DType::Float64: return static_cast<T>(*reinterpret_cast<const double*>(p));
+    case rt::DType::Bool: return static_cast<T>(*reinterpret_cast<const bool*>(p));
+    case rt::DType::Int8: return static_cast<T>(*reinterpret_cast<const int8_t*>(p));
+    case rt::DType::Int16: return static_cast<T>(*reinterpret_cast<const int16_t*>(p));
+    case rt::DType::Int32: return static_cast<T>(*reinterpret_cast<const int32_t*>(p));
+    case rt::DType::Int64: return static_cast<T>(*reinterpret_cast<const int64_t*>(p));
+    case rt::DType::UInt8: return static_cast<T>(*reinterpret_cast<const uint8_t*>(p));
+    case rt::DType::UInt16: return static_cast<T>(*reinterpret_cast<const uint16_t*>(p));
+    case rt::DType::UInt32: return static_cast<T>(*reinterpret_cast<const uint32_t*>(p));
+    case rt::DType::UInt64: return static_cast<T>(*reinterpret_cast<const uint64_t*>(p));
+    default: return T(0);  // not reached: the promotion rules refuse float16 and complex
+  }
+}
+
+template <typename T>
+void run(const Operand& a, const Operand& b, TensorObject* out, bool floor) {
+  const int nd = out->nd;
+  std::vector<int64_t> index(nd, 0);
+  auto stride = [&](const Operand& o, int d) {  // 0 where o is broadcast along out's dim d
+    const int s = d - (nd - o.nd);
+    return s < 0 || o.shape[s] == 1 ? int64_t{0} : o.strides[s];
+  };
+  int64_t total = 1;
+  for (int d = 0; d < nd; ++d) total *= out->shape[d];
+  T* dst = reinterpret_cast<T*>(out->data);
+  for (int64_t e = 0; e < total; ++e) {
+    const char* pa = a.data;
+    const char* pb = b.data;
+    for (int d = 0; d < nd; ++d) {
+      if (pa) pa += index[d] * stride(a, d);
+      if (pb) pb += index[d] * stride(b, d);
+    }
+    T q, r;
+    divmod<T>(load<T>(a, pa), load<T>(b, pb), q, r);
+    dst[e] = floor ? q : r;
+    for (int d = nd - 1; d >= 0 && ++index[d] == out->shape[d]; --d) index[d] = 0;
+  }
+}
+
+bool operand_of(PyObject* x, Operand& o, ops::PromoOperand& p) {
+  if (is_tensor(x)) {
+    TensorObject* t = as_tensor(x);
+    o = {t->data, t->nd, t->shape, t->strides, t->dtype, 0};
+    p = ops::PromoOperand::tensor(t->dtype);
+    return true;
+  }
+  if (PyFloat_Check(x) || PyLong_Check(x)) {
+    o.number = PyFloat_AsDouble(x);
+    if (o.number == -1.0 && PyErr_Occurred()) return false;
+    p = PyBool_Check(x) ? ops::PromoOperand::py_bool()
+        : PyFloat_Check(x) ? ops::PromoOperand::py_float()
+                           : ops::PromoOperand::py_int();
+    return true;
+  }
+  PyErr_Format(PyExc_TypeError, "unsupported operand type for // or %%: '%s'", Py_TYPE(x)->tp_name);
+  return false;
+}
+
+}  // namespace
+
+PyObject* tensor_float_divmod(PyObject* a, PyObject* b, bool floor) {
+  Operand oa, ob;
+  ops::PromoOperand pa, pb;
+  if (!operand_of(a, oa, pa) || !operand_of(b, ob, pb)) return nullptr;
+  ops::PromoResult r = ops::elementwise_result(floor ? "floor_divide" : "remainder", {pa, pb});
+  if (!r.ok() || (r.dtype != rt::DType::Float32 && r.dtype != rt::DType::Float64)) {
+    PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s of these dtypes is not supported without NumPy",
+                 floor ? "//" : "%");
+    return nullptr;
+  }
+  // The broadcast shape, with NumPy's error.
+  const int nd = std::max(oa.nd, ob.nd);
+  std::vector<int64_t> shape(nd, 1);
+  for (const Operand* o : {&oa, &ob})
+    for (int d = 0; d < o->nd; ++d) {
+      int64_t& s = shape[nd - o->nd + d];
+      const int64_t n = o->shape[d];
+      if (n != 1 && s != 1 && n != s) {
+        PyErr_SetString(PyExc_ValueError, "operands could not be broadcast together");
+        return nullptr;
+      }
+      if (n != 1) s = n;
+    }
+  OwnedRef out = OwnedRef::steal(tensor_empty(shape.data(), nd, r.dtype));
+  if (!out) return nullptr;
+  if (r.dtype == rt::DType::Float32) run<float>(oa, ob, as_tensor(out.get()), floor);
+  else run<double>(oa, ob, as_tensor(out.get()), floor);
+  return out.release();
+}
+
+}  // namespace framejit::frontend
