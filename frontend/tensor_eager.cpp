@@ -26,8 +26,9 @@ namespace framejit::frontend {
 // An op the tracer cannot capture (an op family the JIT lacks, or an error NumPy would raise, such
 // as a failed broadcast) runs instead on NumPy views of the operands, when NumPy is present, and
 // its arrays come back as Tensor views. Without NumPy, a trace that stopped at an eager error
-// raises that error's type, and anything else NotImplementedError naming the op (today: float
-// `//` and `%`, and integer dtypes other than int32/int64/uint8, which the JIT does not compute).
+// raises that error's type, and anything else NotImplementedError naming the op (today: integer
+// dtypes other than int32/int64/uint8, which the JIT does not compute; Tensor's float // and %
+// then run natively, Note [Float divmod without NumPy]).
 // The same fallback catches re-entry: a program step that the JIT runs by calling the Tensor
 // method it stands for would otherwise come straight back here.
 
