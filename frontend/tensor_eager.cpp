@@ -38,6 +38,7 @@ constexpr int kMaxSlots = 256;
 constexpr int kMaxSymbols = 256;
 constexpr int kMaxIO = 64;
 // Operand kinds a single op sees (dtypes x ranks x scalar types): more than a user function's.
+// Past it, new kinds are compiled per call (reset() starts over).
 constexpr size_t kMaxEntries = 64;
 
 const CompileConfig& op_config() {
@@ -178,6 +179,7 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
   PyObject* slots[kMaxSlots];
   int64_t syms[kMaxSymbols];
   CacheEntry* hit = nullptr;
+  std::unique_ptr<CacheEntry> uncached;  // a new entry past kMaxEntries: used for this call only
   for (size_t i = 0; i < cs->entries.size(); ++i) {
     CacheEntry* e = cs->entries[i].get();
     if (!e->guards.check(view, slots, syms)) continue;
@@ -204,9 +206,15 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
         entry->input_slots.size() > kMaxIO || entry->program->num_outputs() > kMaxIO ||
         !entry->guards.check(view, slots, syms))
       return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason);
-    if (cs->entries.size() >= kMaxEntries) cs->entries.pop_back();  // the least recently used
-    cs->entries.insert(cs->entries.begin(), std::move(entry));
-    hit = cs->entries.front().get();
+    // Past the bound the entry is not kept (evicting one could free a program that another
+    // thread runs right now, without the GIL).
+    if (cs->entries.size() >= kMaxEntries) {
+      uncached = std::move(entry);
+      hit = uncached.get();
+    } else {
+      cs->entries.insert(cs->entries.begin(), std::move(entry));
+      hit = cs->entries.front().get();
+    }
   }
   if (!hit->program->can_run_now()) return run_with_numpy(fn, args, nargs, "NumPy's error state");
   PyObject* inputs[kMaxIO];
