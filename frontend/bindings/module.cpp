@@ -9,8 +9,8 @@
 #include "frontend/hook/eval_frame.h"
 #include "frontend/python_env.h"
 #include "frontend/ops/registry.h"
-#include "frontend/tensor_divmod.h"
 #include "frontend/tensor_eager.h"
+#include "frontend/tensor_native.h"
 #include "frontend/tensor_object.h"
 #include "frontend/tensor_views.h"
 #include "runtime/faults.h"
@@ -123,6 +123,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("tensor_float_divmod", [](py::object a, py::object b, bool floor) {
     return steal_or_throw(tensor_float_divmod(a.ptr(), b.ptr(), floor));
   }, "a // b (floor) or a % b for float Tensors where NumPy is missing (Note [Float divmod without NumPy]).");
+  m.def("tensor_int_matmul", [](py::object a, py::object b) { return steal_or_throw(tensor_int_matmul(a.ptr(), b.ptr())); },
+        "a @ b for integer Tensors where NumPy is missing (the GEMM is float only).");
   m.def("_registered", [](py::object fn) { return ops::is_registered(fn.ptr()); },
         "Whether the op registry captures this NumPy callable (Tensor.__array_function__ serves those).");
 

@@ -308,3 +308,31 @@ def test_array_array_ops_match_numpy(dtype):
     np.testing.assert_array_equal(np.asarray(ta.T), a.T)
     if dtype.startswith("float"):
         np.testing.assert_allclose(np.asarray(ta @ tb.T), a @ b.T, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_ops_from_many_threads():
+    import threading
+
+    errors = []
+
+    def work(k):
+        try:
+            dtype = ["float64", "float32", "int64", "int32"][k]
+            big = T([float(i % 7) for i in range(1 << 17)]).astype(dtype)  # large: kernels drop the GIL
+            for i in range(30):
+                r = (big * 2 + i).sum()
+                want = sum(2 * (j % 7) + i for j in range(1 << 17)) if i == 0 else None
+                if want is not None and r.item() != want:
+                    errors.append((dtype, r.item(), want))
+                small = T([[1, 2], [3, 4]]).astype(dtype)
+                if (small @ small).tolist() != [[7, 10], [15, 22]]:
+                    errors.append((dtype, "matmul"))
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors

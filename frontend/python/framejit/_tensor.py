@@ -65,16 +65,16 @@ def _operand(x):
     return None
 
 
-def _binary(fn, name, floor=None):
-    # floor: True/False for // and %, which the JIT lacks for floats: without NumPy to run them,
-    # framejit computes them natively (Note [Float divmod without NumPy]).
+def _binary(fn, name, native=None):
+    # native(a, b): the op as a plain native loop, for what neither the JIT nor NumPy (missing
+    # here) computes: float // and % (Note [Float divmod without NumPy]), integer @.
     def apply(a, b):
         try:
             return _run(fn, a, b)
         except NotImplementedError:
-            if floor is None:
+            if native is None:
                 raise
-            return _C.tensor_float_divmod(a, b, floor)
+            return native(a, b)
 
     def forward(self, other):
         other = _operand(other)
@@ -158,10 +158,10 @@ class Tensor(_C.TensorBase):
     __sub__, __rsub__ = _binary(_sub, "sub")
     __mul__, __rmul__ = _binary(_mul, "mul")
     __truediv__, __rtruediv__ = _binary(_truediv, "truediv")
-    __floordiv__, __rfloordiv__ = _binary(_floordiv, "floordiv", floor=True)
-    __mod__, __rmod__ = _binary(_mod, "mod", floor=False)
+    __floordiv__, __rfloordiv__ = _binary(_floordiv, "floordiv", lambda a, b: _C.tensor_float_divmod(a, b, True))
+    __mod__, __rmod__ = _binary(_mod, "mod", lambda a, b: _C.tensor_float_divmod(a, b, False))
     __pow__, __rpow__ = _binary(_pow, "pow")
-    __matmul__, __rmatmul__ = _binary(_matmul, "matmul")
+    __matmul__, __rmatmul__ = _binary(_matmul, "matmul", _C.tensor_int_matmul)
     __and__, __rand__ = _binary(_and, "and")
     __or__, __ror__ = _binary(_or, "or")
     __xor__, __rxor__ = _binary(_xor, "xor")

@@ -1,5 +1,5 @@
-// tensor_divmod.cpp — float floor_divide and remainder on framejit.Tensors without NumPy.
-#include "frontend/tensor_divmod.h"
+// tensor_native.cpp — Tensor ops without the JIT or NumPy: float divmod, integer matmul.
+#include "frontend/tensor_native.h"
 
 #include <algorithm>
 #include <cmath>
@@ -149,6 +149,84 @@ PyObject* tensor_float_divmod(PyObject* a, PyObject* b, bool floor) {
   if (!out) return nullptr;
   if (r.dtype == rt::DType::Float32) run<float>(oa, ob, as_tensor(out.get()), floor);
   else run<double>(oa, ob, as_tensor(out.get()), floor);
+  return out.release();
+}
+
+namespace {
+
+// One element as int64 (bool as 0/1), for the integer products below.
+int64_t load_int(const char* p, rt::DType t) {
+  switch (t) {
+    case rt::DType::Bool: return *reinterpret_cast<const bool*>(p);
+    case rt::DType::Int8: return *reinterpret_cast<const int8_t*>(p);
+    case rt::DType::Int16: return *reinterpret_cast<const int16_t*>(p);
+    case rt::DType::Int32: return *reinterpret_cast<const int32_t*>(p);
+    case rt::DType::Int64: return *reinterpret_cast<const int64_t*>(p);
+    case rt::DType::UInt8: return *reinterpret_cast<const uint8_t*>(p);
+    case rt::DType::UInt16: return *reinterpret_cast<const uint16_t*>(p);
+    case rt::DType::UInt32: return *reinterpret_cast<const uint32_t*>(p);
+    case rt::DType::UInt64: return static_cast<int64_t>(*reinterpret_cast<const uint64_t*>(p));
+    default: return 0;
+  }
+}
+
+void store_int(char* p, rt::DType t, uint64_t v) {  // v: the exact sum modulo 2**64
+  switch (t) {
+    case rt::DType::Bool: *reinterpret_cast<bool*>(p) = v != 0; break;
+    case rt::DType::Int8:
+    case rt::DType::UInt8: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
+    case rt::DType::Int16:
+    case rt::DType::UInt16: *reinterpret_cast<uint16_t*>(p) = static_cast<uint16_t>(v); break;
+    case rt::DType::Int32:
+    case rt::DType::UInt32: *reinterpret_cast<uint32_t*>(p) = static_cast<uint32_t>(v); break;
+    default: *reinterpret_cast<uint64_t*>(p) = v; break;
+  }
+}
+
+}  // namespace
+
+PyObject* tensor_int_matmul(PyObject* a, PyObject* b) {
+  if (!is_tensor(a) || !is_tensor(b)) {
+    PyErr_SetString(PyExc_TypeError, "matmul: both operands must be framejit.Tensors");
+    return nullptr;
+  }
+  TensorObject* x = as_tensor(a);
+  TensorObject* y = as_tensor(b);
+  ops::PromoResult r = ops::matmul_result(x->dtype, y->dtype);
+  if (!r.ok() || rt::dtype_is_float(r.dtype) || rt::dtype_is_complex(r.dtype) || x->nd < 1 || x->nd > 2 ||
+      y->nd < 1 || y->nd > 2) {
+    PyErr_SetString(PyExc_NotImplementedError,
+                    "framejit.Tensor: this matmul is not supported without NumPy (integer operands of rank 1 or 2 are)");
+    return nullptr;
+  }
+  // Vectors as matrices: a (k,) on the left is (1, k), on the right (k, 1); those dims drop out.
+  const int64_t m = x->nd == 2 ? x->shape[0] : 1, k = x->shape[x->nd - 1];
+  const int64_t kb = y->nd == 2 ? y->shape[0] : y->shape[0], n = y->nd == 2 ? y->shape[1] : 1;
+  if (k != kb) {
+    PyErr_Format(PyExc_ValueError, "matmul: Input operand 1 has a mismatch in its core dimension 0 (size %lld is "
+                 "different from %lld)", static_cast<long long>(kb), static_cast<long long>(k));
+    return nullptr;
+  }
+  const int64_t xs_m = x->nd == 2 ? x->strides[0] : 0, xs_k = x->strides[x->nd - 1];
+  const int64_t ys_k = y->strides[0], ys_n = y->nd == 2 ? y->strides[1] : 0;
+  int64_t shape[2];
+  int nd = 0;
+  if (x->nd == 2) shape[nd++] = m;
+  if (y->nd == 2) shape[nd++] = n;
+  OwnedRef out = OwnedRef::steal(tensor_empty(shape, nd, r.dtype));
+  if (!out) return nullptr;
+  char* dst = as_tensor(out.get())->data;
+  const int64_t item = rt::dtype_itemsize(r.dtype);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      uint64_t acc = 0;  // unsigned: NumPy's integer products wrap around
+      for (int64_t p = 0; p < k; ++p) {
+        const uint64_t u = static_cast<uint64_t>(load_int(x->data + i * xs_m + p * xs_k, x->dtype));
+        const uint64_t v = static_cast<uint64_t>(load_int(y->data + p * ys_k + j * ys_n, y->dtype));
+        acc = r.dtype == rt::DType::Bool ? (acc | (u && v)) : acc + u * v;
+      }
+      store_int(dst + (i * n + j) * item, r.dtype, acc);
+    }
   return out.release();
 }
 
