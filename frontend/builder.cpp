@@ -112,6 +112,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     jit::TensorMeta m;
     m.dtype = *dt;
     TensorGuard tg;
+    tg.kind = is_fj_tensor ? TensorGuard::Kind::Tensor
+              : is_array   ? TensorGuard::Kind::NdArray
+                           : TensorGuard::Kind::NumPyScalar;
     tg.type = type;
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
     if (is_array) {

@@ -160,6 +160,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         st = program.error();
       } else {
         entry->program = std::move(*program);
+        entry->program->set_tensor_results(og.array_kind == ArrayKind::Tensor);
       }
     }
   } catch (const std::exception& ex) {

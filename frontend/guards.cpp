@@ -119,15 +119,14 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
   int nd, type_num;
   const int64_t* dims;
   bool c;
-  if (is_tensor(v)) {
+  if (g.kind == TensorGuard::Kind::NumPyScalar) return true;  // its exact type pins the dtype
+  if (g.kind == TensorGuard::Kind::Tensor) {
     const TensorObject* t = as_tensor(v);
     nd = t->nd;
     dims = t->shape;
     type_num = static_cast<int>(t->dtype);
     c = (t->flags & kTensorCContiguous) != 0;
   } else {
-    const NumPyHandles* np = numpy_handles();
-    if (g.type != np->ndarray) return true;  // a NumPy scalar: its exact type pins the dtype
     NdArrayFields* a = as_ndarray(v);
     auto* d = reinterpret_cast<DescrFields*>(a->descr);
     if (d->byteorder == '>') {
@@ -280,8 +279,8 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
       std::string s = what + ": " + g.type->tp_name;
       if (g.type_num >= 0) {
         // A framejit.Tensor's guard holds its DType; an ndarray's, NumPy's type number.
-        auto dt = g.type == tensor_type() ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
-                                          : dtype_from_type_num(g.type_num);
+        auto dt = g.kind == TensorGuard::Kind::Tensor ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
+                                                      : dtype_from_type_num(g.type_num);
         s += " " + std::string(dt ? rt::dtype_name(*dt) : "?") + " shape (";
         for (int i = 0; i < g.ndim; ++i) {
           if (i) s += ", ";

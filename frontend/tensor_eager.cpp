@@ -68,44 +68,37 @@ struct RunningScope {
   }
 };
 
-// Tensors in `v` become NumPy views, recursively through tuples and lists. New ref.
+// `v` with `leaf` applied to it, or to each item of a tuple or list, recursively. New ref.
+template <typename Leaf>
+PyObject* map_items(PyObject* v, Leaf leaf) {
+  if (!PyTuple_Check(v) && !PyList_Check(v)) return leaf(v);
+  const bool tuple = PyTuple_Check(v);
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+  OwnedRef out = OwnedRef::steal(tuple ? PyTuple_New(n) : PyList_New(n));
+  if (!out) return nullptr;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* x = map_items(PySequence_Fast_GET_ITEM(v, i), leaf);
+    if (!x) return nullptr;
+    if (tuple) PyTuple_SET_ITEM(out.get(), i, x);  // steals x
+    else PyList_SET_ITEM(out.get(), i, x);         // steals x
+  }
+  return out.release();
+}
+
+// Tensors become NumPy views. New ref.
 PyObject* to_numpy(PyObject* v) {
   if (is_tensor(v)) return tensor_to_ndarray(v);
-  if (PyTuple_Check(v) || PyList_Check(v)) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-    OwnedRef out = OwnedRef::steal(PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n));
-    if (!out) return nullptr;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* x = to_numpy(PySequence_Fast_GET_ITEM(v, i));
-      if (!x) return nullptr;
-      if (PyTuple_Check(v)) PyTuple_SET_ITEM(out.get(), i, x);
-      else PyList_SET_ITEM(out.get(), i, x);
-    }
-    return out.release();
-  }
   Py_INCREF(v);
   return v;
 }
 
-// NumPy arrays and NumPy scalars in `v` become Tensors (scalars as 0-d), recursively. New ref.
+// NumPy arrays and NumPy scalars become Tensors (scalars as 0-d). New ref.
 PyObject* from_numpy(PyObject* v) {
   const NumPyHandles* np = numpy_handles();
   if (np && Py_TYPE(v) == np->ndarray) return tensor_from_ndarray(v);
   if (np && PyObject_TypeCheck(v, np->generic)) {
     OwnedRef arr = OwnedRef::steal(PyObject_CallMethod(np->module, "asarray", "O", v));
     return arr ? tensor_from_ndarray(arr.get()) : nullptr;
-  }
-  if (PyTuple_Check(v) || PyList_Check(v)) {
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-    OwnedRef out = OwnedRef::steal(PyTuple_Check(v) ? PyTuple_New(n) : PyList_New(n));
-    if (!out) return nullptr;
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* x = from_numpy(PySequence_Fast_GET_ITEM(v, i));
-      if (!x) return nullptr;
-      if (PyTuple_Check(v)) PyTuple_SET_ITEM(out.get(), i, x);
-      else PyList_SET_ITEM(out.get(), i, x);
-    }
-    return out.release();
   }
   Py_INCREF(v);
   return v;
@@ -143,13 +136,13 @@ PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, 
   OwnedRef converted = OwnedRef::steal(PyTuple_New(nargs));
   if (!converted) return nullptr;
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    PyObject* x = to_numpy(args[i]);
+    PyObject* x = map_items(args[i], to_numpy);
     if (!x) return nullptr;
     PyTuple_SET_ITEM(converted.get(), i, x);
   }
   HookBusyScope busy;  // CPython runs it: nothing in it is traced
   OwnedRef r = OwnedRef::steal(PyObject_Call(fn, converted.get(), nullptr));
-  return r ? from_numpy(r.get()) : nullptr;
+  return r ? map_items(r.get(), from_numpy) : nullptr;
 }
 
 }  // namespace

@@ -56,11 +56,11 @@ struct Operand {
   double number = 0;  // a Python number
 };
 
-// An element converted to the loop type T (integer tensors meet floats in a float64 loop).
+// An element of dtype `t` at `p`, converted to T (integer tensors meet floats in a float64
+// loop; integer products accumulate in 64 bits).
 template <typename T>
-T load(const Operand& o, const char* p) {
-  if (!o.data) return static_cast<T>(o.number);
-  switch (o.dtype) {
+T element_as(const char* p, rt::DType t) {
+  switch (t) {
     case rt::DType::Float32: return static_cast<T>(*reinterpret_cast<const float*>(p));
     case rt::DType::Float64: return static_cast<T>(*reinterpret_cast<const double*>(p));
     case rt::DType::Bool: return static_cast<T>(*reinterpret_cast<const bool*>(p));
@@ -74,6 +74,11 @@ T load(const Operand& o, const char* p) {
     case rt::DType::UInt64: return static_cast<T>(*reinterpret_cast<const uint64_t*>(p));
     default: return T(0);  // not reached: the promotion rules refuse float16 and complex
   }
+}
+
+template <typename T>
+T load(const Operand& o, const char* p) {
+  return o.data ? element_as<T>(p, o.dtype) : static_cast<T>(o.number);
 }
 
 template <typename T>
@@ -154,22 +159,6 @@ PyObject* tensor_float_divmod(PyObject* a, PyObject* b, bool floor) {
 
 namespace {
 
-// One element as int64 (bool as 0/1), for the integer products below.
-int64_t load_int(const char* p, rt::DType t) {
-  switch (t) {
-    case rt::DType::Bool: return *reinterpret_cast<const bool*>(p);
-    case rt::DType::Int8: return *reinterpret_cast<const int8_t*>(p);
-    case rt::DType::Int16: return *reinterpret_cast<const int16_t*>(p);
-    case rt::DType::Int32: return *reinterpret_cast<const int32_t*>(p);
-    case rt::DType::Int64: return *reinterpret_cast<const int64_t*>(p);
-    case rt::DType::UInt8: return *reinterpret_cast<const uint8_t*>(p);
-    case rt::DType::UInt16: return *reinterpret_cast<const uint16_t*>(p);
-    case rt::DType::UInt32: return *reinterpret_cast<const uint32_t*>(p);
-    case rt::DType::UInt64: return static_cast<int64_t>(*reinterpret_cast<const uint64_t*>(p));
-    default: return 0;
-  }
-}
-
 void store_int(char* p, rt::DType t, uint64_t v) {  // v: the exact sum modulo 2**64
   switch (t) {
     case rt::DType::Bool: *reinterpret_cast<bool*>(p) = v != 0; break;
@@ -221,8 +210,8 @@ PyObject* tensor_int_matmul(PyObject* a, PyObject* b) {
     for (int64_t j = 0; j < n; ++j) {
       uint64_t acc = 0;  // unsigned: NumPy's integer products wrap around
       for (int64_t p = 0; p < k; ++p) {
-        const uint64_t u = static_cast<uint64_t>(load_int(x->data + i * xs_m + p * xs_k, x->dtype));
-        const uint64_t v = static_cast<uint64_t>(load_int(y->data + p * ys_k + j * ys_n, y->dtype));
+        const uint64_t u = element_as<uint64_t>(x->data + i * xs_m + p * xs_k, x->dtype);
+        const uint64_t v = element_as<uint64_t>(y->data + p * ys_k + j * ys_n, y->dtype);
         acc = r.dtype == rt::DType::Bool ? (acc | (u && v)) : acc + u * v;
       }
       store_int(dst + (i * n + j) * item, r.dtype, acc);

@@ -44,10 +44,14 @@ static_assert(sizeof(Py_ssize_t) == sizeof(int64_t), "framejit assumes a 64-bit 
 //   TensorObject ──tensor──► framejit::Tensor ──owner──► pool block      (owned)
 //        └───────base──────► ndarray | BufferHold | DLPackHold | object  (borrowed)
 
+namespace detail {
+// framejit.Tensor once registered (a strong reference, kept for the process), else g_base_type.
+PyTypeObject* g_tensor_type = nullptr;
+}  // namespace detail
+
 namespace {
 
 PyTypeObject* g_base_type = nullptr;     // framejit._C.TensorBase (strong, immortal)
-PyTypeObject* g_tensor_class = nullptr;  // framejit.Tensor once registered (strong, immortal)
 PyTypeObject* g_buffer_hold_type = nullptr;
 
 // ---- BufferHold: a Py_buffer held for the life of the tensors over it -------------------------
@@ -681,8 +685,8 @@ PyObject* f_register(PyObject*, PyObject* cls) {
                     "_register_tensor_class: the class must add no instance fields (define __slots__ = ())");
     return nullptr;
   }
-  Py_INCREF(cls);
-  Py_XSETREF(g_tensor_class, type);
+  Py_INCREF(cls);  // never released: tensors of this class may live until the process ends
+  detail::g_tensor_type = type;
   Py_RETURN_NONE;
 }
 
@@ -845,7 +849,6 @@ PyObject* convert_copy(PyObject* src, DType dtype) {
 
 // ---- the contract (tensor_object.h) ------------------------------------------------------------
 
-PyTypeObject* tensor_type() { return g_tensor_class ? g_tensor_class : g_base_type; }
 
 PyObject* tensor_empty(const int64_t* shape, int nd, DType dtype, rt::Device device) {
   if (device.type != rt::DeviceType::CPU) {
@@ -931,6 +934,7 @@ PyObject* tensor_from_ndarray(PyObject* arr) {
 bool init_tensor_type(PyObject* module) {
   if (!g_buffer_hold_type) g_buffer_hold_type = make_buffer_hold_type();
   if (!g_base_type) g_base_type = make_base_type();
+  if (!detail::g_tensor_type) detail::g_tensor_type = g_base_type;
   if (!g_buffer_hold_type || !g_base_type) return false;
   if (PyModule_AddObjectRef(module, "TensorBase", reinterpret_cast<PyObject*>(g_base_type)) < 0) return false;
   return PyModule_AddFunctions(module, module_functions) == 0;

@@ -43,9 +43,13 @@ struct TensorObject {
   Py_ssize_t exports;      // live buffer-protocol exports
 };
 
+namespace detail {
+extern PyTypeObject* g_tensor_type;  // see tensor_type(); set by tensor_object.cpp
+}
 /// The class framejit allocates tensors as: framejit.Tensor once the package registered it
-/// (_C._register_tensor_class), else framejit._C.TensorBase. Borrowed, immortal.
-PyTypeObject* tensor_type();
+/// (_C._register_tensor_class), else framejit._C.TensorBase. Borrowed, immortal. Inline: guard
+/// checks and kernel binding test every array against it.
+inline PyTypeObject* tensor_type() { return detail::g_tensor_type; }
 /// Exactly a framejit tensor (the registered class or the C base), not an arbitrary subclass.
 inline bool is_tensor(PyObject* o) { return Py_TYPE(o) == tensor_type(); }
 inline TensorObject* as_tensor(PyObject* o) { return reinterpret_cast<TensorObject*>(o); }

@@ -1,9 +1,9 @@
 // tensor_views.cpp — framejit.Tensor views and copies (Note [Tensor views]).
 #include "frontend/tensor_views.h"
 
-#include <cstring>
 #include <string>
 
+#include "frontend/backends/arrays.h"
 #include "frontend/pyref.h"
 #include "frontend/tensor_object.h"
 #include "jit/lower/views.h"
@@ -12,24 +12,13 @@ namespace framejit::frontend {
 
 namespace {
 
-jit::StridedLayout layout_of(const TensorObject* t) {
-  jit::StridedLayout l;
-  l.data = t->data;
-  l.nd = t->nd;
-  for (int d = 0; d < t->nd; ++d) {
-    l.dims[d] = t->shape[d];
-    l.strides[d] = t->strides[d];
-  }
-  return l;
-}
-
 // Views here only hold constants: there is no graph value to read.
 bool no_values(int, int64_t&) { return false; }
 
 PyObject* view_of(PyObject* t, const jit::ViewOp& op) {  // new ref, or null without an error set
-  TensorObject* src = as_tensor(t);
+  const ArrayFields src = array_fields(t);
   jit::StridedLayout out;
-  if (!jit::apply_view(op, layout_of(src), rt::dtype_itemsize(src->dtype), no_values, out)) return nullptr;
+  if (!jit::apply_view(op, layout_of(src), rt::dtype_itemsize(src.dtype), no_values, out)) return nullptr;
   return tensor_view(t, out.data, out.nd, out.dims, out.strides);
 }
 
@@ -138,25 +127,10 @@ PyObject* tensor_swapaxes(PyObject* t, int64_t a, int64_t b) {
 
 PyObject* tensor_copy(PyObject* t) {
   if (!check_tensor(t)) return nullptr;
-  TensorObject* src = as_tensor(t);
-  OwnedRef out = OwnedRef::steal(tensor_empty(src->shape, src->nd, src->dtype));
+  const ArrayFields src = array_fields(t);
+  OwnedRef out = OwnedRef::steal(tensor_empty(src.dims, src.nd, src.dtype));
   if (!out) return nullptr;
-  const int64_t item = rt::dtype_itemsize(src->dtype);
-  int64_t total = 1;
-  for (int d = 0; d < src->nd; ++d) total *= src->shape[d];
-  char* dst = as_tensor(out.get())->data;
-  if (src->flags & kTensorCContiguous) {
-    if (total) std::memcpy(dst, src->data, static_cast<size_t>(total * item));
-    return out.release();
-  }
-  // Odometer over the source's index space; the innermost dim is the fastest.
-  int64_t index[jit::kMaxViewRank] = {};
-  for (int64_t e = 0; e < total; ++e) {
-    const char* p = src->data;
-    for (int d = 0; d < src->nd; ++d) p += index[d] * src->strides[d];
-    std::memcpy(dst + e * item, p, static_cast<size_t>(item));
-    for (int d = src->nd - 1; d >= 0 && ++index[d] == src->shape[d]; --d) index[d] = 0;
-  }
+  copy_to_c_order(layout_of(src), rt::dtype_itemsize(src.dtype), as_tensor(out.get())->data);
   return out.release();
 }
 

@@ -1,6 +1,8 @@
 // arrays.cpp — reading and allocating the arrays programs work on: NumPy arrays or framejit.Tensors.
 #include "frontend/backends/arrays.h"
 
+#include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "frontend/numpy_abi.h"
@@ -13,8 +15,6 @@ namespace framejit::frontend {
 
 // NumPy's npy_intp sizes and strides are read in place as int64_t.
 static_assert(std::is_same_v<intptr_t, int64_t>, "framejit assumes a 64-bit npy_intp");
-
-bool is_tensor_value(PyObject* o) { return is_tensor(o); }
 
 ArrayFields array_fields(PyObject* o) {
   ArrayFields f;
@@ -40,6 +40,36 @@ ArrayFields array_fields(PyObject* o) {
   f.dtype = *dt;
   f.ok = true;
   return f;
+}
+
+jit::StridedLayout layout_of(const ArrayFields& a) {
+  jit::StridedLayout l;
+  l.data = a.data;
+  l.nd = a.nd;
+  std::copy(a.dims, a.dims + a.nd, l.dims);
+  std::copy(a.strides, a.strides + a.nd, l.strides);
+  return l;
+}
+
+void copy_to_c_order(const jit::StridedLayout& src, int64_t itemsize, char* dst) {
+  int64_t total = 1;
+  bool c_order = true;
+  for (int d = src.nd - 1; d >= 0; --d) {
+    c_order = c_order && (src.dims[d] == 1 || src.strides[d] == total * itemsize);
+    total *= src.dims[d];
+  }
+  if (c_order) {
+    if (total) std::memcpy(dst, src.data, static_cast<size_t>(total * itemsize));
+    return;
+  }
+  // Odometer over the source's index space; the innermost dim is the fastest.
+  int64_t index[jit::kMaxViewRank] = {};
+  for (int64_t e = 0; e < total; ++e) {
+    const char* p = src.data;
+    for (int d = 0; d < src.nd; ++d) p += index[d] * src.strides[d];
+    std::memcpy(dst + e * itemsize, p, static_cast<size_t>(itemsize));
+    for (int d = src.nd - 1; d >= 0 && ++index[d] == src.dims[d]; --d) index[d] = 0;
+  }
 }
 
 PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype, bool tensors) {  // new ref

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "jit/lower/views.h"
 #include "runtime/dtype.h"
 
 namespace framejit::frontend {
@@ -14,7 +15,7 @@ namespace framejit::frontend {
 // A traced function works on NumPy arrays or on framejit.Tensors, never both (the tracer breaks
 // the graph where they would meet: Note [One array kind per graph] in frontend/builder.cpp). A
 // program allocates its results and intermediates as the kind of array its inputs are, so NumPy
-// code gets ndarrays back and Tensor code Tensors; it decides once per call, from its inputs.
+// code gets ndarrays back and Tensor code Tensors (Program::set_tensor_results, from the trace).
 
 /// An ndarray's or a framejit.Tensor's memory: data, rank, sizes and byte strides (borrowed from
 /// the object, valid while it lives) and element type.
@@ -30,8 +31,11 @@ struct ArrayFields {
 /// `o`'s fields (borrowed). Needs the GIL only for the type test.
 ArrayFields array_fields(PyObject* o);
 
-/// Whether `o` is a framejit.Tensor (exactly the registered class).
-bool is_tensor_value(PyObject* o);
+/// The fields as the layout kernels and view remaps read (sizes and strides copied).
+jit::StridedLayout layout_of(const ArrayFields& a);
+
+/// Copies the elements of `src` (any strides) to `dst` in C order.
+void copy_to_c_order(const jit::StridedLayout& src, int64_t itemsize, char* dst);
 
 /// A new uninitialized C-ordered array: a framejit.Tensor when `tensors`, else a NumPy array (from
 /// the pool when large: Note [Pooled arrays]). New ref, or null with MemoryError set.

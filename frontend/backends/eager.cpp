@@ -100,10 +100,7 @@ public:
                      Py_TYPE(vals[v])->tp_name);
         return false;
       }
-      out.data = a.data;
-      out.nd = a.nd;
-      std::copy(a.dims, a.dims + a.nd, out.dims);
-      std::copy(a.strides, a.strides + a.nd, out.strides);
+      out = layout_of(a);
       itemsize = rt::dtype_itemsize(a.dtype);
       return true;
     }
@@ -142,7 +139,7 @@ public:
     }
     bool ok = true;
     Store store(*this, vals);
-    for (size_t i = 0; i < input_values.size() && !store.tensors; ++i) store.tensors = is_tensor_value(inputs[i]);
+    store.tensors = tensor_results_;
     for (const Instr& in : instrs) {
       if (in.kind != Instr::Kind::Call && in.kind != Instr::Kind::Method && in.kind != Instr::Kind::SymSize) {
         bool done = in.kind == Instr::Kind::Kernel      ? run_kernel_step(in.kernel, store)

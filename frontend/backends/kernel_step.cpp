@@ -68,10 +68,7 @@ rt::Operand operand_of(const ArrayRef& r, int rank, int64_t* strides) {
 ArrayRef ref_of_array(PyObject* arr) {  // an array framejit allocated (native dtype)
   ArrayFields a = array_fields(arr);
   ArrayRef r;
-  r.layout.data = a.data;
-  r.layout.nd = a.nd;
-  std::copy(a.dims, a.dims + a.nd, r.layout.dims);
-  std::copy(a.strides, a.strides + a.nd, r.layout.strides);
+  r.layout = layout_of(a);
   r.itemsize = rt::dtype_itemsize(a.dtype);
   return r;
 }
@@ -500,13 +497,7 @@ void aligned_copy(ArrayRef& r, std::vector<char>& storage) {
   for (int d = 0; d < r.layout.nd; ++d) total *= r.layout.dims[d];
   storage.assign(static_cast<size_t>(total * r.itemsize) + 64, 0);
   char* dst = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
-  int64_t index[kMaxRank] = {};
-  for (int64_t e = 0; e < total; ++e) {
-    const char* src = r.layout.data;
-    for (int d = 0; d < r.layout.nd; ++d) src += index[d] * r.layout.strides[d];
-    std::memcpy(dst + e * r.itemsize, src, static_cast<size_t>(r.itemsize));
-    for (int d = r.layout.nd - 1; d >= 0 && ++index[d] == r.layout.dims[d]; --d) index[d] = 0;
-  }
+  copy_to_c_order(r.layout, r.itemsize, dst);
   r.layout.data = dst;
   int64_t stride = r.itemsize;
   for (int d = r.layout.nd - 1; d >= 0; --d) {

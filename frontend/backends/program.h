@@ -28,10 +28,14 @@ public:
     num_inputs_ = inputs;
     num_outputs_ = outputs;
   }
+  /// The arrays the program makes are framejit.Tensors, not NumPy arrays: the trace's inputs were
+  /// Tensors (Note [Program array kind] in backends/arrays.h).
+  void set_tensor_results(bool on) { tensor_results_ = on; }
 
 protected:
   int num_inputs_ = 0;
   int num_outputs_ = 0;
+  bool tensor_results_ = false;
 };
 
 /// The reference backend: calls the same Python callable per node that the user's code called.

@@ -88,8 +88,11 @@ void guard_int_range(Tracer& tx, const ScalarVar& s, rt::DType dtype) {
   tx.out().guards.add_range(s.source, g);
 }
 
-DTypeAnswer native_dtype(Tracer& tx, std::string_view op, const std::vector<VarPtr>& args,
+DTypeAnswer native_dtype(Tracer& tx, DTypeRule rule, std::string_view op, const std::vector<VarPtr>& args,
                          const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
+  // Creation and joins make NumPy arrays: the registry keeps them out of Tensor graphs, and
+  // without NumPy they are not registered at all.
+  BREAK_IF(rule == DTypeRule::NumPyOnly, "numpy." + std::string(op) + " has no native dtype rule");
   std::optional<rt::DType> dtype_kw;
   for (auto& [k, v] : kwargs) {
     if (k == "dtype") {
@@ -99,14 +102,10 @@ DTypeAnswer native_dtype(Tracer& tx, std::string_view op, const std::vector<VarP
     }
   }
   PromoResult r;
-  bool is_reduction = false;
-  for (const char* n : {"sum", "prod", "mean", "var", "std", "max", "amax", "min", "amin", "argmax", "argmin",
-                        "any", "all"})
-    is_reduction |= op == n;
-  if (is_reduction) {
+  if (rule == DTypeRule::Reduction) {
     BREAK_IF(args.size() != 1 || args[0]->kind != VarKind::Tensor, std::string(op) + " of a non-array");
     r = reduction_result(op, tx.meta(args[0]).dtype, dtype_kw);
-  } else if (op == "matmul" || op == "dot") {
+  } else if (rule == DTypeRule::Matmul) {
     BREAK_IF(args.size() != 2 || args[0]->kind != VarKind::Tensor || args[1]->kind != VarKind::Tensor,
              std::string(op) + " of a non-array");
     r = matmul_result(tx.meta(args[0]).dtype, tx.meta(args[1]).dtype);
@@ -147,9 +146,9 @@ DTypeAnswer native_dtype(Tracer& tx, std::string_view op, const std::vector<VarP
 
 bool uses_native_rules(Tracer& tx) { return tx.out().array_kind == ArrayKind::Tensor || !numpy_handles(); }
 
-DTypeAnswer probe_dtype(Tracer& tx, std::string_view op, PyObject* fn, const std::vector<VarPtr>& args,
-                        const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
-  if (uses_native_rules(tx)) return native_dtype(tx, op, args, kwargs);
+DTypeAnswer probe_dtype(Tracer& tx, DTypeRule rule, std::string_view op, PyObject* fn,
+                        const std::vector<VarPtr>& args, const std::vector<std::pair<std::string, VarPtr>>& kwargs) {
+  if (uses_native_rules(tx)) return native_dtype(tx, rule, op, args, kwargs);
   PyObject* probe = probe_fn();
   BREAK_IF(!probe, "framejit._probe is missing");
   OwnedRef specs = OwnedRef::steal(PyList_New(0));

@@ -28,8 +28,10 @@ struct DTypeAnswer {
 /// array whose value would change it is a graph break. framejit.Tensor programs, and any program
 /// where NumPy is missing, follow NumPy 2's rules natively (Note [Native promotion]). `kwargs`
 /// holds only constants.
-DTypeAnswer probe_dtype(Tracer& tx, std::string_view op, PyObject* fn, const std::vector<VarPtr>& args,
-                        const std::vector<std::pair<std::string, VarPtr>>& kwargs);
+/// Which native rule answers for the op (NumPyOnly: none; the op needs NumPy).
+enum class DTypeRule : uint8_t { Elementwise, Reduction, Matmul, NumPyOnly };
+DTypeAnswer probe_dtype(Tracer& tx, DTypeRule rule, std::string_view op, PyObject* fn,
+                        const std::vector<VarPtr>& args, const std::vector<std::pair<std::string, VarPtr>>& kwargs);
 
 /// Whether this trace resolves dtypes natively (framejit.Tensor graphs, or no NumPy installed).
 bool uses_native_rules(Tracer& tx);

@@ -81,7 +81,7 @@ VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
     BREAK_IF(b["fill_value"]->kind == VarKind::Tensor, name + " with an array fill value");
     probe_args.push_back(b["fill_value"]);
   }
-  DTypeAnswer dt = probe_dtype(tx, name, numpy_attr(name.c_str()), probe_args, probe_kwargs);
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::NumPyOnly, name, numpy_attr(name.c_str()), probe_args, probe_kwargs);
   return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape), to_kwargs(tx, kwargs));
 }
 

@@ -42,7 +42,7 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
     }
     shapes.push_back(shape_of(tx, a));
   }
-  DTypeAnswer dt = probe_dtype(tx, ufunc_name(target), probe, args, probe_kwargs);
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::Elementwise, ufunc_name(target), probe, args, probe_kwargs);
   Shape shape = broadcast_shapes(tx, shapes);
   return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.numpy_scalar),
                        to_kwargs(tx, kwargs));

@@ -44,7 +44,7 @@ VarPtr join(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args
     out.insert(out.begin() + ax, SymInt(static_cast<int64_t>(arrays.size())));
   }
   std::vector<VarPtr> probe_args{std::make_shared<SeqVar>(VarKind::List, arrays)};
-  DTypeAnswer dt = probe_dtype(tx, name, numpy_attr(name.c_str()), probe_args, {});
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::NumPyOnly, name, numpy_attr(name.c_str()), probe_args, {});
   return tx.add_tensor("numpy." + name, to_args(tx, args), tensor_meta(dt.dtype, out), to_kwargs(tx, kwargs));
 }
 

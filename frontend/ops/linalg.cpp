@@ -39,7 +39,7 @@ VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, co
     }
   }
   PyObject* fn = numpy_attr(name == "dot" ? "dot" : "matmul");
-  DTypeAnswer dt = probe_dtype(tx, name, fn, {a, b}, {});
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, name, fn, {a, b}, {});
   return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, out, dt.numpy_scalar), to_kwargs(tx, kwargs));
 }
 

@@ -75,7 +75,7 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target,
     if (!is_absent(bound, k)) probe_kwargs.emplace_back(k, bound[k]);
   PyObject* fn = numpy_attr(name.c_str());
   BREAK_IF(!fn && !uses_native_rules(tx), "numpy has no " + name);
-  DTypeAnswer dt = probe_dtype(tx, name, fn, {self}, probe_kwargs);
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::Reduction, name, fn, {self}, probe_kwargs);
   // axis and keepdims are specialized above (the result's shape depends on them): record them as
   // the constants they are, so that backends see literal axes also when the program passed them
   // in a variable. ddof is pinned the same way: code generation must know that count - ddof > 0.
