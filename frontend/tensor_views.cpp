@@ -12,13 +12,11 @@ namespace framejit::frontend {
 
 namespace {
 
-// Views here only hold constants: there is no graph value to read.
-bool no_values(int, int64_t&) { return false; }
-
 PyObject* view_of(PyObject* t, const jit::ViewOp& op) {  // new ref, or null without an error set
   const ArrayFields src = array_fields(t);
   jit::StridedLayout out;
-  if (!jit::apply_view(op, layout_of(src), rt::dtype_itemsize(src.dtype), no_values, out)) return nullptr;
+  auto values = [](int, int64_t&) { return false; };  // views here only hold constants
+  if (!jit::apply_view(op, layout_of(src), rt::dtype_itemsize(src.dtype), values, out)) return nullptr;
   return tensor_view(t, out.data, out.nd, out.dims, out.strides);
 }
 

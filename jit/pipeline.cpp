@@ -6,9 +6,6 @@
 #include <string>
 
 #include "jit/passes/passes.h"
-#include "jit/x86/isa.h"
-#include "jit/x86/pointwise_codegen.h"
-#include "jit/x86/reduction_codegen.h"
 #include "runtime/faults.h"
 #include "runtime/log.h"
 
@@ -44,39 +41,46 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
   return report;
 }
 
-Expected<CompiledGraph> compile_graph(const Graph& graph) {
+Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   if (rt::fault_active(rt::Fault::Codegen))
     return Status::internal("code generation failed on purpose (FRAMEJIT_FAULTS=codegen)");
   auto t0 = std::chrono::steady_clock::now();
   CompiledGraph out;
-  const x86::Isa isa = x86::host_isa();
 
-  // Lowering + fusion: pointwise nodes become loop-IR kernels; the generator's own capability test
-  // decides which groups become kernels (the rest run as calls).
+  // Lowering + fusion: the backend's own capability test decides which groups become kernels
+  // (the rest run as extern steps).
   out.plan = plan_fusion(
-      graph, [&](const PointwiseKernelIR& ir) { return x86::pointwise_supported(ir, isa); },
-      [&](const ReductionKernelIR& ir) { return x86::reduction_supported(ir, isa); });
+      graph, [&](const PointwiseKernelIR& ir) { return backend.supports(ir); },
+      [&](const ReductionKernelIR& ir) { return backend.supports(ir); });
   if (rt::log_enabled(rt::LogTopic::Kernels) || !rt::dump_dir().empty()) {
-    std::string text = std::string("plan (") + x86::isa_name(isa) + "):\n" + out.plan.to_string(graph);
+    std::string text = "plan (" + std::string(backend.name()) + "):\n" + out.plan.to_string(graph);
     if (rt::log_enabled(rt::LogTopic::Kernels)) rt::log_write(rt::LogTopic::Kernels, text);
     // One file per compiled graph, numbered in compile order: the graph and how it runs.
     static std::atomic<int> graphs{0};
     rt::dump_write("graph-" + std::to_string(++graphs) + ".txt", graph.to_string() + "\n" + text);
   }
 
-  // Code generation, one kernel per group, shared through the kernel cache.
+  // Code generation, one artifact per group and reduction, shared through the kernel cache.
   for (const FusionGroup& g : out.plan.groups) {
-    auto k = x86::pointwise_kernel(g.ir);
+    auto k = backend.compile(g.ir);
     if (!k) return k.error();
     out.kernels.push_back(*k);
   }
   for (const ReductionGroup& r : out.plan.reductions) {
-    auto k = x86::reduction_kernels(r.ir);
+    auto k = backend.compile(r.ir);
     if (!k) return k.error();
     out.reduction_kernels.push_back(*k);
   }
+
+  // Buffer plan and steps: when each value dies, which outputs may reuse which inputs, chains.
+  PlanKernels compiled{out.plan, out.kernels, out.reduction_kernels, backend};
+  auto program = schedule_program(graph, &compiled);
+  if (!program) return program.error();
+  out.program = std::move(*program);
   out.codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
+
+Expected<rt::Program> interpret_graph(const Graph& graph) { return schedule_program(graph, nullptr); }
 
 }  // namespace framejit::jit

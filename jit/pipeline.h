@@ -6,8 +6,9 @@
 #include "framejit/status.h"
 #include "jit/ir/graph.h"
 #include "jit/schedule/fusion.h"
-#include "jit/x86/reduction_codegen.h"
-#include "runtime/kernel_cache.h"
+#include "jit/backend.h"
+#include "jit/schedule/program.h"
+#include "runtime/program.h"
 
 namespace framejit::jit {
 
@@ -23,18 +24,22 @@ struct PassReport {
 /// step under FRAMEJIT_LOGS=passes.
 Expected<PassReport> run_graph_passes(Graph& graph);
 
-/// The compiled form of a graph for the "jit" backend: fused kernels (kernels[i] computes
-/// plan.groups[i]) and the calls left to run one by one.
+/// The compiled form of a graph: the fusion plan, the kernels the backend generated for it, and
+/// the rt::Program that runs them (every other call an extern step).
 struct CompiledGraph {
   FusionPlan plan;
-  std::vector<rt::KernelPtr> kernels;            // kernels[i] computes plan.groups[i]
-  std::vector<x86::ReductionKernels> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
+  std::vector<KernelArtifact> kernels;            // kernels[i] computes plan.groups[i]
+  std::vector<ReductionArtifact> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
+  rt::Program program;
   double codegen_ms = 0;
 };
 
-/// Lowers the graph's pointwise nodes, fuses them, and generates machine code for each fused
-/// kernel for the host CPU (kernels come from the shared kernel cache when already built). Logs
-/// each kernel's loop IR under FRAMEJIT_LOGS=kernels and its code under FRAMEJIT_LOGS=asm.
-Expected<CompiledGraph> compile_graph(const Graph& graph);
+/// Lowers and fuses the graph for `backend`, generates each kernel (from the shared kernel cache
+/// when already built) and schedules the program. Logs the plan with each kernel's loop IR under
+/// FRAMEJIT_LOGS=kernels and the code under FRAMEJIT_LOGS=asm.
+Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend);
+
+/// The reference program: every call an extern step, run one by one (the eager backend).
+Expected<rt::Program> interpret_graph(const Graph& graph);
 
 }  // namespace framejit::jit

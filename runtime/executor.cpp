@@ -2,7 +2,6 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "runtime/threads.h"
 
@@ -21,34 +20,37 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   if (total == 0) return;
 
   // Collapse: drop size-1 dims, then merge dim d into d+1 when every operand steps through them as
-  // one (stride[d] == stride[d+1] * shape[d+1]).
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> strides(num_operands);
+  // one (stride[d] == stride[d+1] * shape[d+1]). Fixed-size arrays: no allocation per launch.
+  int64_t dims[kMaxRank];
+  int64_t strides[kMaxKernelOperands][kMaxRank];
+  int nd = 0;
   for (int d = 0; d < rank; ++d) {
     if (shape[d] == 1) continue;
-    bool merge = !dims.empty();
+    bool merge = nd > 0;
     for (int k = 0; merge && k < num_operands; ++k)
-      merge = strides[k].back() == operands[k].strides[d] * shape[d];
+      merge = strides[k][nd - 1] == operands[k].strides[d] * shape[d];
     if (merge) {
-      dims.back() *= shape[d];
-      for (int k = 0; k < num_operands; ++k) strides[k].back() = operands[k].strides[d];
+      dims[nd - 1] *= shape[d];
+      for (int k = 0; k < num_operands; ++k) strides[k][nd - 1] = operands[k].strides[d];
     } else {
-      dims.push_back(shape[d]);
-      for (int k = 0; k < num_operands; ++k) strides[k].push_back(operands[k].strides[d]);
+      dims[nd] = shape[d];
+      for (int k = 0; k < num_operands; ++k) strides[k][nd] = operands[k].strides[d];
+      ++nd;
     }
   }
-  if (dims.empty()) {  // a single element
-    dims.push_back(1);
-    for (int k = 0; k < num_operands; ++k) strides[k].push_back(0);
+  if (nd == 0) {  // a single element
+    dims[0] = 1;
+    for (int k = 0; k < num_operands; ++k) strides[k][0] = 0;
+    nd = 1;
   }
-  const int outer_rank = static_cast<int>(dims.size()) - 1;
-  const int64_t row = dims.back();
+  const int outer_rank = nd - 1;
+  const int64_t row = dims[nd - 1];
   const int64_t rows = total / row;
 
   PointwiseCall base;
   base.contiguous = 1;
   for (int k = 0; k < num_operands; ++k) {
-    base.stride[k] = strides[k].back();
+    base.stride[k] = strides[k][nd - 1];
     if (base.stride[k] != 0 && base.stride[k] != operands[k].itemsize) base.contiguous = 0;
   }
   // NB: copy_n, not memcpy: a kernel without parameters passes params == nullptr, and memcpy
@@ -70,7 +72,7 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
       int64_t start = p * piece;
       call.n = std::min(piece, row - start);
       // Row r's offset: unravel r over the outer dims (innermost outer dim fastest).
-      for (int k = 0; k < num_operands; ++k) call.ptr[k] = operands[k].data + start * strides[k].back();
+      for (int k = 0; k < num_operands; ++k) call.ptr[k] = operands[k].data + start * strides[k][nd - 1];
       int64_t rem = r;
       for (int d = outer_rank - 1; d >= 0; --d) {
         int64_t idx = rem % dims[d];
@@ -101,8 +103,9 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
   const int64_t blocks = (rows + block - 1) / block;
 
   // The per-launch call templates: contiguity and inner strides are fixed for the chain.
-  std::vector<PointwiseCall> pw(count);
-  std::vector<ReductionCall> rd(count);
+  // One template per launch; a chain has at most kMaxRowLaunches of them (no allocation).
+  PointwiseCall pw[kMaxRowLaunches];
+  ReductionCall rd[kMaxRowLaunches];
   for (int j = 0; j < count; ++j) {
     const RowLaunch& l = launches[j];
     int64_t contiguous = 1;
@@ -125,8 +128,10 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
   }
 
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<PointwiseCall> pcall = pw;
-    std::vector<ReductionCall> rcall = rd;
+    PointwiseCall pcall[kMaxRowLaunches];
+    ReductionCall rcall[kMaxRowLaunches];
+    std::copy_n(pw, count, pcall);
+    std::copy_n(rd, count, rcall);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * block, r1 = std::min(rows, r0 + block);
       for (int j = 0; j < count; ++j) {

@@ -6,11 +6,14 @@
 
 #include "runtime/dtype.h"
 #include "runtime/kernel_cache.h"
+#include "runtime/views.h"
 
 namespace framejit::rt {
 
 constexpr int kMaxKernelOperands = 16;
 constexpr int kMaxKernelParams = 16;
+/// Launches one run_row_blocked call takes (the parts of a chain).
+constexpr int kMaxRowLaunches = 8;
 
 union ParamValue {
   double f;
@@ -50,6 +53,29 @@ struct ReductionCall {
   char* out_value = nullptr;  // argmax/argmin (row form): also store the extreme value here
 };
 using ReductionFn = void (*)(const ReductionCall*);
+
+/// Called once per finished block of C (rows [m0, m0+mb), cols [n0, n0+nb)) while it is still in
+/// cache, to apply fused bias/activation work in place. `c` points at C[m0][n0]; rows are ldc
+/// elements apart. May run on any worker thread, concurrently for disjoint blocks.
+using GemmEpilogueFn = void (*)(void* ctx, void* c, int64_t ldc, int64_t m0, int64_t n0, int64_t mb, int64_t nb);
+
+/// One matrix product C = A @ B, as a backend's GEMM receives it.
+struct GemmCall {
+  DType dtype = DType::Float32;  // Float32 or Float64
+  int64_t m = 0, n = 0, k = 0;
+  // A is m x k, B is k x n, C is m x n; strides in elements (any sign; a transposed operand is
+  // just swapped strides). C must not overlap A or B.
+  const void* a = nullptr;
+  int64_t a_row_stride = 0, a_col_stride = 0;
+  const void* b = nullptr;
+  int64_t b_row_stride = 0, b_col_stride = 0;
+  void* c = nullptr;
+  int64_t ldc = 0;  // C's row stride; columns are contiguous
+  GemmEpilogueFn epilogue = nullptr;
+  void* epilogue_ctx = nullptr;
+};
+/// A backend's GEMM entry point: false (doing nothing) for a dtype it does not handle.
+using GemmFn = bool (*)(const GemmCall& call);
 
 /// One operand of a pointwise launch: a strided view already broadcast to the iteration shape
 /// (stride 0 along broadcast dimensions).
@@ -113,6 +139,7 @@ struct RowLaunch {
 /// that a launch only reads rows of earlier launches' outputs at the same row index (no
 /// broadcasting of chain results along leading dims). Each launch computes exactly what it would
 /// compute alone (same kernels, same per-row calls), so results do not depend on blocking.
+/// `count` <= kMaxRowLaunches.
 void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launches, int count);
 
 }  // namespace framejit::rt

@@ -45,7 +45,7 @@ namespace framejit::rt {
 
 namespace {
 
-using Body = std::function<void(int64_t, int64_t)>;
+using Body = FunctionRef<void(int64_t, int64_t)>;
 
 constexpr int kMaxThreads = 1024;
 // How long a worker spins for the next job before sleeping: long enough to bridge the gaps
@@ -370,7 +370,7 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return tl_in_parallel; }
 
-void parallel_for(int64_t n, int64_t grain, const Body& fn) {
+void parallel_for(int64_t n, int64_t grain, Body fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int threads = num_threads();

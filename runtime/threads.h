@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include "runtime/function_ref.h"
 
 namespace framejit::rt {
 
@@ -27,7 +27,7 @@ void set_num_threads(int n);
 ///   running runs inline on its caller instead of queueing.
 /// - An exception escaping fn prints its message and calls std::terminate().
 /// - Workers start on first use, are re-created lazily in a fork() child, and are stopped at exit.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
+void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t begin, int64_t end)> fn);
 
 /// True on a pool worker and on a caller while it runs its chunks: where parallel_for would run
 /// inline. Kernels use it to skip parallel set-up work that cannot pay off.

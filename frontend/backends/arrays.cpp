@@ -51,27 +51,6 @@ jit::StridedLayout layout_of(const ArrayFields& a) {
   return l;
 }
 
-void copy_to_c_order(const jit::StridedLayout& src, int64_t itemsize, char* dst) {
-  int64_t total = 1;
-  bool c_order = true;
-  for (int d = src.nd - 1; d >= 0; --d) {
-    c_order = c_order && (src.dims[d] == 1 || src.strides[d] == total * itemsize);
-    total *= src.dims[d];
-  }
-  if (c_order) {
-    if (total) std::memcpy(dst, src.data, static_cast<size_t>(total * itemsize));
-    return;
-  }
-  // Odometer over the source's index space; the innermost dim is the fastest.
-  int64_t index[jit::kMaxViewRank] = {};
-  for (int64_t e = 0; e < total; ++e) {
-    const char* p = src.data;
-    for (int d = 0; d < src.nd; ++d) p += index[d] * src.strides[d];
-    std::memcpy(dst + e * itemsize, p, static_cast<size_t>(itemsize));
-    for (int d = src.nd - 1; d >= 0 && ++index[d] == src.dims[d]; --d) index[d] = 0;
-  }
-}
-
 PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype, bool tensors) {  // new ref
   if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
   if (tensors) return tensor_empty(shape, rank, dtype);

@@ -34,8 +34,7 @@ ArrayFields array_fields(PyObject* o);
 /// The fields as the layout kernels and view remaps read (sizes and strides copied).
 jit::StridedLayout layout_of(const ArrayFields& a);
 
-/// Copies the elements of `src` (any strides) to `dst` in C order.
-void copy_to_c_order(const jit::StridedLayout& src, int64_t itemsize, char* dst);
+using rt::copy_to_c_order;
 
 /// A new uninitialized C-ordered array: a framejit.Tensor when `tensors`, else a NumPy array (from
 /// the pool when large: Note [Pooled arrays]). New ref, or null with MemoryError set.

@@ -1,0 +1,487 @@
+// run_program.cpp — the Python edge of an rt::Program: PyObject* in and out, arrays allocated as
+// the program's array kind, extern steps run through the library callables the user called (the
+// "jit" and "eager" backends, Note [Programs and their host] in runtime/program.h).
+#include <Python.h>
+
+#include <memory>
+#include <unordered_map>
+
+#include "frontend/backends/arrays.h"
+#include "frontend/backends/program.h"
+#include "frontend/config.h"
+#include "frontend/numpy_abi.h"
+#include "frontend/pooled_array.h"
+#include "frontend/tensor_object.h"
+#include "jit/pipeline.h"
+#include "jit/x86/backend.h"
+#include "runtime/program.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+PyObject* module_attr(const char* module, const std::string& name) {  // new ref or null
+  OwnedRef mod = OwnedRef::steal(PyImport_ImportModule(module));
+  if (!mod) return nullptr;
+  return PyObject_GetAttrString(mod.get(), name.c_str());
+}
+
+// An argument as a call materializes it: a program value, a constant, or a container holding
+// program values (built per call).
+struct ArgRef {
+  enum class Kind : uint8_t { Value, Const, Tuple, List, Slice } kind = Kind::Const;
+  int index = -1;
+  OwnedRef constant;
+  std::vector<ArgRef> items;
+};
+
+// One graph node run through Python: an extern step, or a folded view made the eager way.
+struct PyCall {
+  bool method = false;   // `callable` is the method name (str), called on the first argument
+  OwnedRef callable;
+  std::vector<ArgRef> args;  // positional, then keyword values
+  OwnedRef kwnames;          // tuple of str, or null
+};
+
+bool has_value(const jit::Arg& a) {
+  bool found = false;
+  a.for_each_node([&](int) { found = true; });
+  return found;
+}
+
+Status to_argref(const jit::Arg& a, ArgRef& out) {
+  if (a.kind == jit::Arg::Kind::Node) {
+    out.kind = ArgRef::Kind::Value;
+    out.index = static_cast<int>(a.i);
+    return Status::ok();
+  }
+  const bool container = a.kind == jit::Arg::Kind::Tuple || a.kind == jit::Arg::Kind::List || a.kind == jit::Arg::Kind::Slice;
+  if (container && has_value(a)) {
+    out.kind = a.kind == jit::Arg::Kind::Tuple  ? ArgRef::Kind::Tuple
+               : a.kind == jit::Arg::Kind::List ? ArgRef::Kind::List
+                                                : ArgRef::Kind::Slice;
+    for (const jit::Arg& x : a.items) {
+      out.items.emplace_back();
+      FJ_PROPAGATE(to_argref(x, out.items.back()));
+    }
+    return Status::ok();
+  }
+  out.kind = ArgRef::Kind::Const;
+  out.constant = const_arg_to_python(a);
+  if (!out.constant) return Status::internal("cannot convert a constant argument: " + fetch_error_text());
+  return Status::ok();
+}
+
+Expected<PyCall> py_call_of(const jit::Node& n) {
+  PyCall c;
+  const std::string& t = n.target;
+  if (t.rfind("method.", 0) == 0) {
+    c.method = true;
+    c.callable = OwnedRef::steal(PyUnicode_FromString(t.c_str() + 7));
+  } else if (t == "getitem") {
+    c.callable = OwnedRef::steal(module_attr("operator", "getitem"));
+  } else {
+    size_t dot = t.rfind('.');
+    if (dot == std::string::npos) return Status::internal("unknown target " + t);
+    c.callable = OwnedRef::steal(module_attr(t.substr(0, dot).c_str(), t.substr(dot + 1)));
+  }
+  if (!c.callable) return Status::internal("cannot resolve target " + t + ": " + fetch_error_text());
+  for (const jit::Arg& a : n.args) {
+    c.args.emplace_back();
+    FJ_PROPAGATE(to_argref(a, c.args.back()));
+  }
+  if (!n.kwargs.empty()) {
+    c.kwnames = OwnedRef::steal(PyTuple_New(n.kwargs.size()));
+    for (size_t k = 0; k < n.kwargs.size(); ++k) {
+      PyTuple_SET_ITEM(c.kwnames.get(), k, PyUnicode_FromString(n.kwargs[k].first.c_str()));
+      c.args.emplace_back();
+      FJ_PROPAGATE(to_argref(n.kwargs[k].second, c.args.back()));
+    }
+  }
+  if (c.args.size() > 16) return Status::unsupported("a call with more than 16 arguments");
+  return c;
+}
+
+// `o` as a run value; steals the reference `o`.
+void classify(PyObject* o, rt::Value& v) {
+  v = rt::Value{};
+  v.handle = o;
+  ArrayFields a = array_fields(o);
+  if (a.ok) {
+    v.kind = rt::Value::Kind::Array;
+    v.dtype = a.dtype;
+    v.nd = a.nd;
+    v.data = a.data;
+    v.dims = a.dims;
+    v.strides = a.strides;
+    return;
+  }
+  if (PyLong_Check(o)) {  // bool too
+    int overflow = 0;
+    long long i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (!overflow && !(i == -1 && PyErr_Occurred())) {
+      v.kind = rt::Value::Kind::Number;
+      v.is_int = true;
+      v.number.i = i;
+      return;
+    }
+    PyErr_Clear();
+  } else if (PyFloat_Check(o)) {
+    v.kind = rt::Value::Kind::Number;
+    v.number.f = PyFloat_AS_DOUBLE(o);
+    return;
+  }
+  v.kind = rt::Value::Kind::Object;
+}
+
+PyObject* box(rt::Value& v) {  // new ref or null; keeps the box in the value for later readers
+  if (!v.handle) {
+    if (v.kind != rt::Value::Kind::Number) {
+      PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a value read before it was computed");
+      return nullptr;
+    }
+    v.handle = v.is_int ? PyLong_FromLongLong(v.number.i) : PyFloat_FromDouble(v.number.f);
+    if (!v.handle) return nullptr;
+  }
+  PyObject* o = static_cast<PyObject*>(v.handle);
+  Py_INCREF(o);
+  return o;
+}
+
+const char* reduce_name(rt::ReduceKind k) {  // the ufunc NumPy's messages name
+  switch (k) {
+    case rt::ReduceKind::Sum: return "add";
+    case rt::ReduceKind::Prod: return "multiply";
+    case rt::ReduceKind::Max: return "maximum";
+    case rt::ReduceKind::Min: return "minimum";
+    case rt::ReduceKind::ArgMax: return "argmax";
+    case rt::ReduceKind::ArgMin: return "argmin";
+  }
+  return "?";
+}
+
+class PyProgram;
+
+// The RunHost of one run: Python objects as handles, the library's allocation and calls.
+class PyHost final : public rt::RunHost {
+public:
+  PyHost(const PyProgram& p, rt::Value* vals) : p_(p), vals_(vals) {}
+  bool alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) override;
+  bool is_private(const rt::Value& v) override;
+  void retain(const rt::Value& v) override { Py_XINCREF(static_cast<PyObject*>(v.handle)); }
+  void release(rt::Value& v) override {
+    PyObject* o = static_cast<PyObject*>(v.handle);  // the run's reference, dropped here
+    v.handle = nullptr;
+    Py_XDECREF(o);
+  }
+  bool run_extern(int node, rt::Value* values) override;
+  bool to_scalar(rt::Value& v) override;
+  bool read_number(const rt::Value& v, bool want_int, rt::ParamValue& out) override;
+  void fail(rt::RunError error, int64_t detail) override;
+  void* detach() override { return PyEval_SaveThread(); }
+  void reattach(void* token) override { PyEval_RestoreThread(static_cast<PyThreadState*>(token)); }
+
+private:
+  const PyProgram& p_;
+  rt::Value* vals_;
+};
+
+class PyProgram final : public Program {
+public:
+  rt::Program program;
+  std::unordered_map<int, PyCall> calls;  // node -> its call (extern steps, folded views)
+  std::vector<ArgRef> outputs;
+  bool needs_default_errstate = false;  // jit programs: kernels do not report floating-point events
+
+  bool can_run_now() const override { return !needs_default_errstate || !numpy_errstate_raises(); }
+  bool tensors() const { return tensor_results_; }
+
+  bool run(PyObject* const* inputs, PyObject** out) override {
+    constexpr int kStack = 64;
+    rt::Value stack_vals[kStack];
+    std::unique_ptr<rt::Value[]> heap_vals;
+    rt::Value* vals = stack_vals;
+    if (program.num_values > kStack) {
+      heap_vals.reset(new (std::nothrow) rt::Value[program.num_values]);
+      if (!heap_vals) {
+        PyErr_NoMemory();
+        return false;
+      }
+      vals = heap_vals.get();
+    }
+    for (size_t i = 0; i < program.inputs.size(); ++i) {
+      Py_INCREF(inputs[i]);
+      classify(inputs[i], vals[program.inputs[i]]);  // the run owns the new reference
+    }
+    PyHost host(*this, vals);
+    bool ok = rt::run_program(program, vals, host);
+    if (ok) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        PyObject* o = materialize(outputs[i], vals);  // new ref
+        if (!o) {
+          for (size_t j = 0; j < i; ++j) Py_CLEAR(out[j]);
+          ok = false;
+          break;
+        }
+        out[i] = o;
+      }
+    }
+    for (int i = 0; i < program.num_values; ++i) Py_XDECREF(static_cast<PyObject*>(vals[i].handle));
+    return ok;
+  }
+
+  static PyObject* materialize(const ArgRef& a, rt::Value* vals) {  // new ref
+    switch (a.kind) {
+      case ArgRef::Kind::Value: return box(vals[a.index]);
+      case ArgRef::Kind::Const: Py_INCREF(a.constant.get()); return a.constant.get();
+      case ArgRef::Kind::Slice: {
+        PyObject* parts[3];
+        for (int i = 0; i < 3; ++i) parts[i] = materialize(a.items[i], vals);  // new refs (or null)
+        PyObject* r = parts[0] && parts[1] && parts[2] ? PySlice_New(parts[0], parts[1], parts[2]) : nullptr;
+        for (PyObject* p : parts) Py_XDECREF(p);
+        return r;
+      }
+      case ArgRef::Kind::Tuple:
+      case ArgRef::Kind::List: {
+        bool tuple = a.kind == ArgRef::Kind::Tuple;
+        PyObject* r = tuple ? PyTuple_New(a.items.size()) : PyList_New(a.items.size());
+        if (!r) return nullptr;
+        for (size_t i = 0; i < a.items.size(); ++i) {
+          PyObject* x = materialize(a.items[i], vals);
+          if (!x) {
+            Py_DECREF(r);
+            return nullptr;
+          }
+          if (tuple)
+            PyTuple_SET_ITEM(r, i, x);  // steals x
+          else
+            PyList_SET_ITEM(r, i, x);  // steals x
+        }
+        return r;
+      }
+    }
+    return nullptr;
+  }
+
+  // Runs node `node`'s call; the result (new ref) or null with the exception set.
+  PyObject* call(int node, rt::Value* vals) const {
+    auto it = calls.find(node);
+    if (it == calls.end()) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: internal error: no call for value %d", node);
+      return nullptr;
+    }
+    const PyCall& in = it->second;
+    constexpr int kMaxArgs = 16;
+    // Slot 0 is scratch so calls may use PY_VECTORCALL_ARGUMENTS_OFFSET.
+    PyObject* argv[kMaxArgs + 1];
+    const size_t n = in.args.size();
+    size_t made = 0;
+    PyObject* r = nullptr;
+    for (; made < n; ++made) {
+      argv[made + 1] = materialize(in.args[made], vals);  // new ref
+      if (!argv[made + 1]) break;
+    }
+    if (made == n) {
+      const size_t nkw = in.kwnames ? PyTuple_GET_SIZE(in.kwnames.get()) : 0;
+      const size_t npos = n - nkw;
+      if (in.method) {
+        argv[0] = in.callable.get();  // PyObject_VectorcallMethod wants the name in args[-1] slot
+        r = PyObject_VectorcallMethod(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      in.kwnames.get());
+      } else {
+        r = PyObject_Vectorcall(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, in.kwnames.get());
+      }
+    }
+    for (size_t k = 0; k < made; ++k) Py_DECREF(argv[k + 1]);
+    return r;
+  }
+};
+
+bool PyHost::alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) {
+  PyObject* o;
+  if (!outer_first) {
+    o = new_array(shape, rank, dtype, p_.tensors());
+  } else {
+    int64_t permuted[rt::kMaxRank];
+    for (int i = 0; i < rank; ++i) permuted[i] = shape[outer_first[i]];
+    OwnedRef base = OwnedRef::steal(new_array(permuted, rank, dtype, p_.tensors()));
+    o = base ? permuted_view(base.get(), outer_first, rank) : nullptr;
+  }
+  if (!o) return false;
+  classify(o, out);  // steals o
+  return true;
+}
+
+bool PyHost::is_private(const rt::Value& v) {
+  PyObject* obj = static_cast<PyObject*>(v.handle);
+  if (!obj || Py_REFCNT(obj) != 1) return false;
+  if (is_tensor(obj)) return tensor_is_private(obj) && (as_tensor(obj)->flags & kTensorCContiguous);
+  const NumPyHandles* np = numpy_handles();
+  if (!np || Py_TYPE(obj) != np->ndarray) return false;
+  NdArrayFields* a = as_ndarray(obj);
+  constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
+  const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kNpyOwnData) != 0;
+  return owns && (a->flags & kNeed) == kNeed;
+}
+
+bool PyHost::run_extern(int node, rt::Value* values) {
+  PyObject* r = p_.call(node, values);  // new ref
+  if (!r) return false;
+  if (values[node].handle) release(values[node]);
+  classify(r, values[node]);  // steals r
+  return true;
+}
+
+// NumPy hands back a scalar (numpy.float32, numpy.int64...) for a full reduction: arr[()].
+bool PyHost::to_scalar(rt::Value& v) {
+  OwnedRef empty = OwnedRef::steal(PyTuple_New(0));
+  PyObject* scalar = empty ? PyObject_GetItem(static_cast<PyObject*>(v.handle), empty.get()) : nullptr;  // new ref
+  if (!scalar) return false;
+  release(v);
+  classify(scalar, v);  // steals scalar
+  return true;
+}
+
+bool PyHost::read_number(const rt::Value& v, bool want_int, rt::ParamValue& out) {
+  PyObject* o = static_cast<PyObject*>(v.handle);  // borrowed
+  if (!o) {
+    fail(rt::RunError::ParamType, 0);
+    return false;
+  }
+  if (want_int) {
+    int overflow = 0;
+    out.i = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow) {
+      fail(rt::RunError::ParamOverflow, 0);
+      return false;
+    }
+  } else {
+    out.f = PyFloat_AsDouble(o);
+  }
+  return !PyErr_Occurred();
+}
+
+void PyHost::fail(rt::RunError error, int64_t detail) {
+  using E = rt::RunError;
+  switch (error) {
+    case E::Broadcast: PyErr_SetString(PyExc_ValueError, "framejit: operands could not be broadcast together"); return;
+    case E::RankMismatch:
+      PyErr_SetString(PyExc_RuntimeError, "framejit: reduction operands do not have the traced rank");
+      return;
+    case E::ZeroSizeReduction:
+      PyErr_Format(PyExc_ValueError, "zero-size array to reduction operation %s which has no identity",
+                   reduce_name(static_cast<rt::ReduceKind>(detail)));
+      return;
+    case E::MatmulCoreDim:
+      PyErr_SetString(PyExc_ValueError, "matmul: Input operand 1 has a mismatch in its core dimension 0");
+      return;
+    case E::MatmulBatch:
+      PyErr_SetString(PyExc_ValueError, "framejit: matmul batch dimensions could not be broadcast together");
+      return;
+    case E::EpilogueShape:
+      PyErr_SetString(PyExc_ValueError, "framejit: GEMM epilogue operands do not match the product's shape");
+      return;
+    case E::NotAnArray: {
+      PyObject* o = static_cast<PyObject*>(vals_[detail].handle);
+      PyErr_Format(PyExc_TypeError, "framejit: internal error: value %d is a %s, not an array", static_cast<int>(detail),
+                   o ? Py_TYPE(o)->tp_name : "number");
+      return;
+    }
+    case E::NotComputed:
+      PyErr_Format(PyExc_RuntimeError, "framejit: internal error: value %d read before it was computed",
+                   static_cast<int>(detail));
+      return;
+    case E::ParamOverflow:
+      PyErr_SetString(PyExc_OverflowError, "framejit: integer parameter does not fit 64 bits");
+      return;
+    case E::ParamType: PyErr_SetString(PyExc_TypeError, "framejit: internal error: a parameter is not a number"); return;
+    case E::NoMemory: PyErr_NoMemory(); return;
+  }
+}
+
+// The Python edge around a scheduled program: calls for its extern steps and folded views, and
+// the graph's outputs (values, constants and containers of them).
+Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Program program, bool jit) {
+  auto p = std::make_unique<PyProgram>();
+  const auto& nodes = graph.nodes();
+  for (const rt::Step& s : program.steps)
+    if (s.kind == rt::Step::Kind::Extern) {
+      auto c = py_call_of(nodes[s.node]);
+      if (!c) return c.error();
+      p->calls.emplace(s.node, std::move(*c));
+    }
+  for (size_t v = 0; v < program.view_of.size(); ++v)
+    if (program.view_of[v] >= 0) {
+      auto c = py_call_of(nodes[v]);
+      if (!c) return c.error();
+      p->calls.emplace(static_cast<int>(v), std::move(*c));
+    }
+  for (const jit::Arg& a : graph.outputs()) {
+    p->outputs.emplace_back();
+    FJ_PROPAGATE(to_argref(a, p->outputs.back()));
+  }
+  p->needs_default_errstate = jit;
+  p->set_counts(static_cast<int>(program.inputs.size()), static_cast<int>(p->outputs.size()));
+  p->program = std::move(program);
+  return std::unique_ptr<Program>(std::move(p));
+}
+
+}  // namespace
+
+OwnedRef const_arg_to_python(const jit::Arg& a) {
+  using K = jit::Arg::Kind;
+  switch (a.kind) {
+    case K::None: return OwnedRef::borrow(Py_None);
+    case K::Ellipsis: return OwnedRef::borrow(Py_Ellipsis);
+    case K::Int: return OwnedRef::steal(PyLong_FromLongLong(a.i));
+    case K::Float: return OwnedRef::steal(PyFloat_FromDouble(a.f));
+    case K::Bool: return OwnedRef::borrow(a.i ? Py_True : Py_False);
+    case K::Str: return OwnedRef::steal(PyUnicode_FromStringAndSize(a.s.data(), a.s.size()));
+    case K::DType: {
+      // A numpy.dtype where NumPy exists; its name otherwise (what framejit.Tensor.astype takes).
+      const NumPyHandles* np = numpy_handles();
+      if (np) return OwnedRef::borrow(np->dtypes[a.i]);
+      return OwnedRef::steal(PyUnicode_FromString(rt::dtype_name(static_cast<rt::DType>(a.i)).data()));
+    }
+    case K::Tuple:
+    case K::List: {
+      OwnedRef r = OwnedRef::steal(a.kind == K::Tuple ? PyTuple_New(a.items.size()) : PyList_New(a.items.size()));
+      for (size_t i = 0; i < a.items.size(); ++i) {
+        OwnedRef x = const_arg_to_python(a.items[i]);
+        if (!x) return {};
+        if (a.kind == K::Tuple)
+          PyTuple_SET_ITEM(r.get(), i, x.release());
+        else
+          PyList_SET_ITEM(r.get(), i, x.release());
+      }
+      return r;
+    }
+    case K::Slice: {
+      OwnedRef s = const_arg_to_python(a.items[0]), e = const_arg_to_python(a.items[1]),
+               st = const_arg_to_python(a.items[2]);
+      if (!s || !e || !st) return {};
+      return OwnedRef::steal(PySlice_New(s.get(), e.get(), st.get()));
+    }
+    case K::Node: break;
+  }
+  return {};
+}
+
+Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) {
+  auto program = jit::interpret_graph(graph);
+  if (!program) return program.error();
+  return wrap_program(graph, std::move(*program), false);
+}
+
+Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
+  auto compiled = jit::compile_graph(graph, jit::x86::backend());
+  if (!compiled) return compiled.error();
+  Stats& st = stats();
+  st.kernels += static_cast<long long>(compiled->plan.groups.size());
+  st.reductions += static_cast<long long>(compiled->plan.reductions.size());
+  st.gemms += static_cast<long long>(compiled->plan.gemms.size());
+  st.extern_calls += compiled->plan.extern_calls;
+  return wrap_program(graph, std::move(compiled->program), true);
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,40 @@
+// backend.h — jit::Backend: what a code generator supports and how it turns lowered kernels into
+// artifacts the runtime launches. x86 implements it (jit/x86/backend.h); adding a backend means
+// implementing this interface and nothing above it.
+#pragma once
+
+#include <string_view>
+
+#include "framejit/status.h"
+#include "jit/lower/loop_ir.h"
+#include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
+
+namespace framejit::jit {
+
+/// A compiled kernel: a host entry point today (rt::Kernel::entry, with what keeps its code
+/// alive); a device function and launch shape for device backends.
+using KernelArtifact = rt::KernelPtr;
+
+/// The kernels of one reduction: the row form, and the column form (null for argmax/argmin).
+struct ReductionArtifact {
+  KernelArtifact row;
+  KernelArtifact column;
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  /// For logs and the fusion plan's text ("x86-avx512").
+  virtual std::string_view name() const = 0;
+  /// Whether the generator handles this kernel; a group it refuses runs its nodes as extern steps.
+  virtual bool supports(const PointwiseKernelIR& ir) const = 0;
+  virtual bool supports(const ReductionKernelIR& ir) const = 0;
+  /// The GEMM entry point for products of `dtype`, or null (the product runs as an extern step).
+  virtual rt::GemmFn gemm(DType dtype) const = 0;
+  /// Code for one fused pointwise kernel / one reduction (shared through the kernel cache).
+  virtual Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) = 0;
+  virtual Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) = 0;
+};
+
+}  // namespace framejit::jit

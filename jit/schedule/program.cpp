@@ -1,0 +1,202 @@
+// program.cpp — schedule_program: graph + plan + kernels → rt::Program (see program.h).
+#include "jit/schedule/program.h"
+
+#include <algorithm>
+
+namespace framejit::jit {
+
+namespace {
+
+rt::KernelStep kernel_step_of(const FusionGroup& g, const KernelArtifact& kernel) {
+  rt::KernelStep k;
+  k.kernel = kernel;
+  k.inputs = g.inputs;
+  k.params = g.params;
+  k.param_dtypes = g.ir.param_dtypes;
+  k.outputs = g.outputs;
+  k.output_dtypes = g.ir.output_dtypes;
+  return k;
+}
+
+rt::ReduceKind reduce_kind(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return rt::ReduceKind::Sum;
+    case ReduceOp::Prod: return rt::ReduceKind::Prod;
+    case ReduceOp::Max: return rt::ReduceKind::Max;
+    case ReduceOp::Min: return rt::ReduceKind::Min;
+    case ReduceOp::ArgMax: return rt::ReduceKind::ArgMax;
+    case ReduceOp::ArgMin: return rt::ReduceKind::ArgMin;
+  }
+  return rt::ReduceKind::Sum;
+}
+
+rt::ReductionStep reduction_step_of(const ReductionGroup& r, const ReductionArtifact& kernels) {
+  rt::ReductionStep s;
+  s.row = kernels.row;
+  s.column = kernels.column;
+  s.inputs = r.inputs;
+  s.params = r.params;
+  s.param_dtypes = r.ir.prologue.param_dtypes;
+  s.output = r.output;
+  s.value_dtype = r.ir.dtype();
+  s.output_dtype = r.ir.result_dtype();
+  s.reduced = r.reduced;
+  s.keepdims = r.keepdims;
+  s.scalar_result = r.numpy_scalar;
+  s.kind = reduce_kind(r.ir.op);
+  s.ddof = r.ir.ddof;
+  s.value_output = r.value_output;
+  return s;
+}
+
+// Merges each run of consecutive kernel and reduction steps into chain steps of at most
+// kMaxChainParts parts, so that they can run block by block over rows (rt::ChainStep). Values
+// released inside a chain are released after the whole chain.
+void chain_consecutive_kernels(std::vector<rt::Step>& steps) {
+  using K = rt::Step::Kind;
+  auto chainable = [](const rt::Step& s) { return s.kind == K::Kernel || s.kind == K::Reduction; };
+  std::vector<rt::Step> out;
+  for (size_t i = 0; i < steps.size();) {
+    size_t j = i;
+    while (j < steps.size() && chainable(steps[j]) && j - i < rt::kMaxChainParts) ++j;
+    if (j - i < 2) {
+      out.push_back(std::move(steps[i]));
+      ++i;
+      continue;
+    }
+    rt::Step c;
+    c.kind = K::Chain;
+    for (size_t k = i; k < j; ++k) {
+      rt::ChainStep::Part part;
+      part.reduction = steps[k].kind == K::Reduction;
+      if (part.reduction) part.red = std::move(steps[k].reduction);
+      else part.kernel = std::move(steps[k].kernel);
+      c.chain.parts.push_back(std::move(part));
+      c.release.insert(c.release.end(), steps[k].release.begin(), steps[k].release.end());
+    }
+    out.push_back(std::move(c));
+    i = j;
+  }
+  steps = std::move(out);
+}
+
+}  // namespace
+
+Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* compiled) {
+  rt::Program p;
+  const auto& nodes = graph.nodes();
+  const int n = static_cast<int>(nodes.size());
+  const FusionPlan* plan = compiled ? &compiled->plan : nullptr;
+  p.num_values = n + (plan ? plan->num_temps : 0);
+  if (plan) {
+    p.view_of = plan->view_of;
+    p.views = plan->views;
+  }
+  std::vector<int> last_use(p.num_values, -1);
+  // Reading a folded view reads what it is made from: its source and run-time sizes stay alive.
+  auto use = [&](auto& self, int v, int at) -> void {
+    last_use[v] = at;
+    if (p.is_folded(v))
+      for (const Arg& a : nodes[v].args) a.for_each_node([&](int u) { self(self, u, at); });
+  };
+  auto uses = [&](const std::vector<int>& values, int at) {
+    for (int v : values) use(use, v, at);
+  };
+  auto here = [&] { return static_cast<int>(p.steps.size()); };
+
+  for (int i = 0; i < n; ++i) {
+    const Node& node = nodes[i];
+    if (node.kind == NodeKind::Placeholder) {
+      p.inputs.push_back(i);
+      continue;
+    }
+    if (node.kind == NodeKind::Output) continue;
+    const int group = plan ? plan->group_of[i] : FusionPlan::kNotFused;
+    if (group == FusionPlan::kNotComputed) continue;  // only fused reductions read it
+    if (const int red = plan ? plan->reduction_of[i] : -1; red >= 0) {
+      // var/std: the mean into a temporary first (see ReductionGroup).
+      const ReductionGroup& r = plan->reductions[red];
+      for (int k : {r.temp_producer, red}) {
+        if (k < 0) continue;
+        rt::Step s;
+        s.kind = rt::Step::Kind::Reduction;
+        s.reduction = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
+        uses(plan->reductions[k].inputs, here());
+        uses(plan->reductions[k].params, here());
+        p.steps.push_back(std::move(s));
+      }
+      continue;
+    }
+    if (const int gemm = plan ? plan->gemm_of[i] : -1; gemm >= 0) {
+      const MatmulNode& mm = plan->gemms[gemm];
+      rt::Step s;
+      s.kind = rt::Step::Kind::Gemm;
+      s.gemm.a = mm.a;
+      s.gemm.b = mm.b;
+      s.gemm.output = i;
+      s.gemm.dtype = mm.dtype;
+      s.gemm.gemm = compiled->backend.gemm(mm.dtype);
+      if (!s.gemm.gemm) return Status::internal("the backend has no GEMM for a planned product");
+      use(use, mm.a, here());
+      use(use, mm.b, here());
+      if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
+        const FusionGroup& g = plan->groups[e];
+        s.gemm.epilogue = kernel_step_of(g, compiled->kernels[e]);
+        uses(g.inputs, here());
+        uses(g.params, here());
+      }
+      p.steps.push_back(std::move(s));
+      continue;
+    }
+    if (group >= 0) {
+      const FusionGroup& g = plan->groups[group];
+      // Computed by the kernel step at its last member, or inside its GEMM.
+      if (g.position != i || g.gemm >= 0) continue;
+      rt::Step s;
+      s.kind = rt::Step::Kind::Kernel;
+      s.kernel = kernel_step_of(g, compiled->kernels[group]);
+      uses(g.inputs, here());
+      uses(g.params, here());
+      p.steps.push_back(std::move(s));
+      continue;
+    }
+    // A folded view is made only when a reader cannot apply its remap (by the host, on demand).
+    if (p.is_folded(i)) continue;
+    rt::Step s;
+    s.output = i;
+    if (node.target == "sym_size") {
+      s.kind = rt::Step::Kind::Size;
+      s.node = static_cast<int>(node.args.at(0).i);
+      s.dim = static_cast<int>(node.args.at(1).i);
+    } else {
+      s.kind = rt::Step::Kind::Extern;
+      s.node = i;
+      ++p.extern_steps;
+    }
+    for (const Arg& a : node.args) a.for_each_node([&](int v) { use(use, v, here()); });
+    for (const auto& kw : node.kwargs) kw.second.for_each_node([&](int v) { use(use, v, here()); });
+    p.steps.push_back(std::move(s));
+  }
+
+  // Values die after their last use, as they would in eager Python (outputs are kept).
+  std::vector<bool> is_output(p.num_values, false);
+  for (const Arg& a : graph.outputs())
+    a.for_each_node([&](int v) {
+      if (!is_output[v]) p.outputs.push_back(v);
+      is_output[v] = true;
+    });
+  for (int v = 0; v < p.num_values; ++v)
+    if (last_use[v] >= 0 && !is_output[v]) p.steps[last_use[v]].release.push_back(v);
+  // A kernel input dying at the kernel may take an output in place (never a graph input's memory).
+  for (rt::Step& s : p.steps) {
+    if (s.kind != rt::Step::Kind::Kernel) continue;
+    for (int v : s.release)
+      if ((v >= n || nodes[v].kind != NodeKind::Placeholder) &&
+          std::find(s.kernel.inputs.begin(), s.kernel.inputs.end(), v) != s.kernel.inputs.end())
+        s.kernel.dying.push_back(v);
+  }
+  chain_consecutive_kernels(p.steps);
+  return p;
+}
+
+}  // namespace framejit::jit

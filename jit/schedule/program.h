@@ -1,0 +1,29 @@
+// program.h — the last schedule step: a graph plus its fusion plan and compiled kernels become an
+// rt::Program (steps over value ids, when each value dies, which outputs may reuse which inputs).
+#pragma once
+
+#include <vector>
+
+#include "framejit/status.h"
+#include "jit/backend.h"
+#include "jit/ir/graph.h"
+#include "jit/schedule/fusion.h"
+#include "runtime/program.h"
+
+namespace framejit::jit {
+
+/// What code generation produced for a plan.
+struct PlanKernels {
+  const FusionPlan& plan;
+  const std::vector<KernelArtifact>& kernels;        // kernels[i] computes plan.groups[i]
+  const std::vector<ReductionArtifact>& reductions;  // reductions[i] computes plan.reductions[i]
+  const Backend& backend;                            // GEMM entry points
+};
+
+/// The program for `graph`: with `compiled`, fused groups, reductions, GEMMs and folded views as
+/// planned and every other call an extern step; without it, every call an extern step (the
+/// eager backend, the reference interpreter). Values die after their last use, as they would in
+/// eager Python (outputs are kept); consecutive kernels and reductions form chains.
+Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* compiled);
+
+}  // namespace framejit::jit

@@ -1,0 +1,690 @@
+// program.cpp — run_program: binds each step's values to kernel operands, allocates outputs
+// through the host, and launches kernels, reductions, chains and GEMMs (Note [Programs and their
+// host] in program.h).
+#include "runtime/program.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "runtime/threads.h"
+
+namespace framejit::rt {
+
+namespace {
+
+// Below this many elements, releasing and re-taking the host's lock costs more than it frees.
+constexpr int64_t kDetachElements = 1 << 16;
+// Below this many elements in the chain's first input, a chain runs part by part (the data is in
+// cache anyway and blocking costs per-row calls).
+constexpr int64_t kChainMinElements = 1 << 15;
+
+// A value's memory as a step reads it: the value's own fields, or a folded view's layout computed
+// into caller-provided scratch. Pointers only: nothing is copied per operand.
+struct ArrayRef {
+  char* data = nullptr;
+  int nd = 0;
+  const int64_t* dims = nullptr;
+  const int64_t* strides = nullptr;
+  int itemsize = 0;
+};
+
+// The state of one run: the program, its values and its host.
+struct Run {
+  const Program& p;
+  Value* vals;
+  RunHost& host;
+
+  // Whether reading v may run the library's copying reshape (a folded reshape somewhere in its
+  // views), which reads v's source data when the step binds.
+  bool may_copy(int v) const {
+    for (; p.is_folded(v) && !vals[v].is_array(); v = p.views[p.view_of[v]].source)
+      if (p.views[p.view_of[v]].kind == ViewOp::Kind::Reshape) return true;
+    return false;
+  }
+
+  bool read_int(int v, int64_t& out) const {
+    const Value& x = vals[v];
+    if (x.kind != Value::Kind::Number || !x.is_int) return false;
+    out = x.number.i;
+    return true;
+  }
+
+  // Value v's layout into `out`; `scratch` holds a folded view's computed layout.
+  bool layout(int v, ArrayRef& out, StridedLayout& scratch) {
+    if (!vals[v].is_array() && p.is_folded(v)) {
+      const ViewOp& op = p.views[p.view_of[v]];
+      StridedLayout src_scratch;
+      ArrayRef src;
+      if (!layout(op.source, src, src_scratch)) return false;
+      StridedLayout in;
+      in.data = src.data;
+      in.nd = src.nd;
+      std::copy_n(src.dims, src.nd, in.dims);
+      std::copy_n(src.strides, src.nd, in.strides);
+      auto value = [&](int id, int64_t& x) { return read_int(id, x); };
+      if (apply_view(op, in, src.itemsize, value, scratch)) {
+        out = {scratch.data, scratch.nd, scratch.dims, scratch.strides, src.itemsize};
+        return true;
+      }
+      // The eager way: the library copies or raises. First make the views it reads.
+      if (!make_view(v)) return false;
+    }
+    const Value& x = vals[v];
+    if (x.kind == Value::Kind::Empty) {
+      host.fail(RunError::NotComputed, v);
+      return false;
+    }
+    if (!x.is_array()) {
+      host.fail(RunError::NotAnArray, v);
+      return false;
+    }
+    out = {x.data, x.nd, x.dims, x.strides, dtype_itemsize(x.dtype)};
+    return true;
+  }
+
+  // Makes folded view v (and the folded views it is made from) through the host.
+  bool make_view(int v) {
+    int src = p.views[p.view_of[v]].source;
+    if (p.is_folded(src) && !vals[src].is_array() && !make_view(src)) return false;
+    return vals[v].is_array() || host.run_extern(v, vals);
+  }
+
+  bool read_params(const std::vector<int>& params, const std::vector<DType>& dtypes, ParamValue* out) {
+    for (size_t k = 0; k < params.size(); ++k) {
+      const Value& x = vals[params[k]];
+      const bool want_int = dtypes[k] == DType::Int64;
+      if (x.kind == Value::Kind::Number) {
+        if (want_int && !x.is_int) {
+          host.fail(RunError::ParamType, params[k]);
+          return false;
+        }
+        if (want_int) out[k].i = x.number.i;
+        else out[k].f = x.is_int ? static_cast<double>(x.number.i) : x.number.f;
+        continue;
+      }
+      if (x.kind != Value::Kind::Object || !host.read_number(x, want_int, out[k])) {
+        if (x.kind != Value::Kind::Object) host.fail(RunError::ParamType, params[k]);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void set(int v, const Value& x) {
+    if (vals[v].kind != Value::Kind::Empty) host.release(vals[v]);
+    vals[v] = x;
+  }
+};
+
+// The broadcast of the arrays' shapes (the iteration space of the ufuncs a kernel replaces).
+bool broadcast_shape(Run& run, const ArrayRef* in, size_t n, int& rank, int64_t* shape) {
+  rank = 0;
+  for (size_t k = 0; k < n; ++k) rank = std::max(rank, in[k].nd);
+  std::fill(shape, shape + rank, 1);
+  for (size_t k = 0; k < n; ++k) {
+    const ArrayRef& a = in[k];
+    for (int d = 0; d < a.nd; ++d) {
+      int64_t& s = shape[rank - a.nd + d];
+      int64_t dim = a.dims[d];
+      if (dim != 1 && s != 1 && dim != s) {
+        run.host.fail(RunError::Broadcast, 0);
+        return false;
+      }
+      if (dim != 1) s = dim;
+    }
+  }
+  return true;
+}
+
+// An array as a kernel operand over `rank` iteration dims: stride 0 where it is broadcast.
+Operand operand_of(const ArrayRef& a, int rank, int64_t* strides) {
+  for (int d = 0; d < rank; ++d) {
+    int src = d - (rank - a.nd);
+    strides[d] = src < 0 || a.dims[src] == 1 ? 0 : a.strides[src];
+  }
+  return {a.data, strides, a.itemsize};
+}
+
+ArrayRef ref_of(const Value& x) { return {x.data, x.nd, x.dims, x.strides, dtype_itemsize(x.dtype)}; }
+
+// Note [Output memory order]
+// NumPy's ufuncs allocate their output in the memory order of their inputs (order='K'): an
+// F-ordered input gives an F-ordered result. The rule, applied here to a kernel's operand strides
+// (0 where broadcast): axes are ordered from innermost outward by insertion, and an axis moves
+// inside another when every input that steps along both does so with a smaller stride there;
+// inputs that disagree leave C order. `outer_first` receives the axes from outermost inward.
+// True when that is plain C order.
+bool output_order(const Operand* ops, int nin, int rank, int* outer_first) {
+  int inner_first[kMaxRank];
+  for (int i = 0; i < rank; ++i) inner_first[i] = rank - 1 - i;
+  for (int i = 1; i < rank; ++i) {
+    const int axis = inner_first[i];
+    int pos = i;
+    for (int j = i - 1; j >= 0; --j) {
+      const int other = inner_first[j];
+      bool decided = false, inside = false;
+      for (int k = 0; k < nin; ++k) {
+        const int64_t sa = std::abs(ops[k].strides[axis]), so = std::abs(ops[k].strides[other]);
+        if (sa == 0 || so == 0) continue;
+        if (so <= sa) inside = false;  // also overrides an earlier "inside": C order wins conflicts
+        else if (!decided) inside = true;
+        decided = true;
+      }
+      if (!decided) continue;
+      if (!inside) break;
+      pos = j;
+    }
+    for (int j = i; j > pos; --j) inner_first[j] = inner_first[j - 1];
+    inner_first[pos] = axis;
+  }
+  bool c_order = true;
+  for (int i = 0; i < rank; ++i) {
+    outer_first[i] = inner_first[rank - 1 - i];
+    c_order = c_order && outer_first[i] == i;
+  }
+  return c_order;
+}
+
+// A step bound to this call's arrays: iteration space, operands, parameters and (for a
+// reduction) where results go. ops[k].strides points into `strides`: a Bound is never copied.
+struct Bound {
+  Bound() = default;
+  Bound(const Bound&) = delete;
+  Bound& operator=(const Bound&) = delete;
+
+  int rank = 0;
+  int64_t shape[kMaxRank];
+  int64_t total = 1;
+  int nops = 0;
+  Operand ops[kMaxKernelOperands];
+  int64_t strides[kMaxKernelOperands][kMaxRank];
+  ParamValue params[kMaxKernelParams];
+  int nparams = 0;
+  // Reductions: where results go (byte strides per iteration dim, 0 along reduced dims), which
+  // dims are reduced and how many elements each result combines.
+  char* out = nullptr;
+  int64_t out_strides[kMaxRank];
+  bool reduced[kMaxRank];
+  int64_t count = 1;
+};
+
+// Reads the layouts of `ids` into `in` (views into `scratch`) and broadcasts them.
+bool bind_inputs(Run& run, const std::vector<int>& ids, ArrayRef* in, StridedLayout* scratch, Bound& b) {
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (!run.layout(ids[k], in[k], scratch[k])) return false;
+  if (!broadcast_shape(run, in, ids.size(), b.rank, b.shape)) return false;
+  for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  return true;
+}
+
+// Note [Output buffer reuse]
+// A kernel input that dies at this kernel (no later step reads it, and it is no program output)
+// may take the kernel's output when nobody else can observe it (RunHost::is_private: the run
+// holds the only reference to memory it owns, C-contiguous and aligned) and it has exactly the
+// output's dtype and shape. Element i of the output then overwrites element i of the input, which
+// the kernel has already read (every kernel reads an element's inputs before it stores the
+// element's outputs). Softmax's division writes into its exp array this way, so the call
+// allocates one full-size array instead of two.
+int reusable_input(Run& run, const KernelStep& step, const Bound& b, DType dtype, int* taken, int ntaken) {
+  for (int v : step.dying) {
+    const Value& x = run.vals[v];
+    if (!x.is_array() || x.dtype != dtype || x.nd != b.rank || !std::equal(b.shape, b.shape + b.rank, x.dims)) continue;
+    if (std::find(taken, taken + ntaken, v) != taken + ntaken) continue;
+    if (!run.host.is_private(x)) continue;
+    return v;
+  }
+  return -1;
+}
+
+bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
+  const size_t nin = step.inputs.size(), nout = step.outputs.size();
+  ArrayRef in[kMaxKernelOperands];
+  StridedLayout scratch[kMaxKernelOperands];
+  if (!bind_inputs(run, step.inputs, in, scratch, b)) return false;
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
+  int order[kMaxRank];
+  const bool c_order = b.rank < 2 || output_order(b.ops, static_cast<int>(nin), b.rank, order);
+  // A folded view may read a dying array under another index map: no in-place output then.
+  bool reuse = c_order && !step.dying.empty();
+  for (int v : step.inputs) reuse = reuse && !run.p.is_folded(v);
+  int taken[kMaxKernelOperands];
+  int ntaken = 0;
+  for (size_t j = 0; j < nout; ++j) {
+    const int src = reuse ? reusable_input(run, step, b, step.output_dtypes[j], taken, ntaken) : -1;
+    Value out;
+    if (src >= 0) {
+      taken[ntaken++] = src;
+      out = run.vals[src];
+      run.host.retain(out);
+    } else if (!run.host.alloc(out, step.output_dtypes[j], b.rank, b.shape, c_order ? nullptr : order)) {
+      return false;
+    }
+    run.set(step.outputs[j], out);
+  }
+  b.nops = static_cast<int>(nin + nout);
+  for (size_t j = 0; j < nout; ++j)
+    b.ops[nin + j] = operand_of(ref_of(run.vals[step.outputs[j]]), b.rank, b.strides[nin + j]);
+  b.nparams = static_cast<int>(step.params.size());
+  return run.read_params(step.params, step.param_dtypes, b.params);
+}
+
+bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
+  const size_t nin = step.inputs.size();
+  ArrayRef in[kMaxKernelOperands];
+  StridedLayout scratch[kMaxKernelOperands];
+  if (!bind_inputs(run, step.inputs, in, scratch, b)) return false;
+  if (b.rank != static_cast<int>(step.reduced.size())) {
+    run.host.fail(RunError::RankMismatch, 0);
+    return false;
+  }
+  int64_t out_shape[kMaxRank];
+  int out_rank = 0;
+  b.count = 1;
+  for (int d = 0; d < b.rank; ++d) {
+    b.reduced[d] = step.reduced[d];
+    if (step.reduced[d]) b.count *= b.shape[d];
+    if (!step.reduced[d] || step.keepdims) out_shape[out_rank++] = step.reduced[d] ? 1 : b.shape[d];
+  }
+  if (b.count == 0) {
+    // Lowering only compiles reductions whose counts cannot be zero (sizes 0 and 1 are guarded);
+    // should a count still be zero, refuse as the library would rather than return garbage.
+    run.host.fail(RunError::ZeroSizeReduction, static_cast<int64_t>(step.kind));
+    return false;
+  }
+  Value out;
+  if (!run.host.alloc(out, step.output_dtype, out_rank, out_shape, nullptr)) return false;
+  run.set(step.output, out);
+  const Value& o = run.vals[step.output];
+  for (int d = 0, od = 0; d < b.rank; ++d) {
+    b.out_strides[d] = step.reduced[d] ? 0 : o.strides[od];
+    if (!step.reduced[d] || step.keepdims) ++od;
+  }
+  b.out = o.data;
+  b.nops = static_cast<int>(nin);
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
+  if (step.value_output >= 0) {  // operand nops: every element's reduced value
+    Value stored;
+    if (!run.host.alloc(stored, step.value_dtype, b.rank, b.shape, nullptr)) return false;
+    run.set(step.value_output, stored);
+    b.ops[b.nops] = operand_of(ref_of(run.vals[step.value_output]), b.rank, b.strides[b.nops]);
+    ++b.nops;
+  }
+  b.nparams = static_cast<int>(step.params.size());
+  return run.read_params(step.params, step.param_dtypes, b.params);
+}
+
+// Whether the reduction reduces the last axis and nothing else: then each row is one whole
+// reduction and the row kernel can run row by row (what stored values and row blocking need).
+bool last_axis_only(const ReductionStep& step) {
+  return !step.arg() && !step.scalar_result && step.reduced.size() >= 1 && step.reduced.back() &&
+         std::count(step.reduced.begin(), step.reduced.end(), true) == 1;
+}
+
+RowLaunch row_launch(const Kernel& kernel, bool reduction, int64_t ddof, const Bound& b) {
+  RowLaunch l;
+  l.kernel = &kernel;
+  l.reduction = reduction;
+  l.n = b.shape[b.rank - 1];
+  l.num_operands = b.nops;
+  l.operands = b.ops;
+  l.out = b.out;
+  l.out_strides = b.out_strides;
+  l.divisor = b.count - ddof;
+  l.params = b.params;
+  l.num_params = b.nparams;
+  return l;
+}
+
+void launch_kernel(const Kernel& kernel, const Bound& b) {
+  run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
+}
+
+void launch_reduction(const ReductionStep& step, const Bound& b) {
+  if (step.value_output >= 0) {
+    // Only the row kernel stores the values: run it row by row, whatever the layout.
+    RowLaunch l = row_launch(*step.row, true, step.ddof, b);
+    run_row_blocked(b.rank - 1, b.shape, &l, 1);
+    return;
+  }
+  ReductionLaunch launch;
+  launch.row = step.row.get();
+  launch.column = step.column.get();
+  launch.arg = step.arg();
+  launch.arg_max = step.kind == ReduceKind::ArgMax;
+  launch.value_dtype = step.value_dtype;
+  launch.ddof = step.ddof;
+  launch.rank = b.rank;
+  launch.shape = b.shape;
+  launch.reduced = b.reduced;
+  launch.num_inputs = b.nops;
+  launch.inputs = b.ops;
+  launch.out = b.out;
+  launch.out_strides = b.out_strides;
+  launch.params = b.params;
+  launch.num_params = b.nparams;
+  run_reduction(launch);
+}
+
+// Runs `fn` with the host's lock released when `elements` is worth it.
+template <typename Fn>
+void maybe_detached(Run& run, int64_t elements, Fn&& fn) {
+  if (elements < kDetachElements) {
+    fn();
+    return;
+  }
+  void* token = run.host.detach();
+  fn();
+  run.host.reattach(token);
+}
+
+bool finish_reduction(Run& run, const ReductionStep& step) {
+  return !step.scalar_result || run.host.to_scalar(run.vals[step.output]);
+}
+
+bool run_kernel_step(Run& run, const KernelStep& step) {
+  Bound b;
+  if (!bind_kernel(run, step, b)) return false;
+  maybe_detached(run, b.total, [&] { launch_kernel(*step.kernel, b); });
+  return true;
+}
+
+bool run_reduction_step(Run& run, const ReductionStep& step) {
+  Bound b;
+  if (!bind_reduction(run, step, b)) return false;
+  maybe_detached(run, b.total, [&] { launch_reduction(step, b); });
+  return finish_reduction(run, step);
+}
+
+// Whether a bound chain can run row block by row block: every part iterates over the same
+// leading dims, every reduction reduces only the last axis, and each part reads what earlier
+// parts wrote only at its own rows (a chain result broadcast along a leading dim would need every
+// row of it first).
+bool row_blockable(const Run& run, const ChainStep& chain, const Bound* b) {
+  const int rank = b[0].rank;
+  if (rank < 2) return false;
+  int64_t rows = 1;
+  for (int d = 0; d < rank - 1; ++d) rows *= b[0].shape[d];
+  if (rows < 2 * num_threads()) return false;  // too few rows: split rows instead
+  int produced[kMaxChainParts * kMaxKernelOperands];
+  int nproduced = 0;
+  for (size_t j = 0; j < chain.parts.size(); ++j) {
+    const ChainStep::Part& p = chain.parts[j];
+    if (b[j].rank != rank || !std::equal(b[j].shape, b[j].shape + rank - 1, b[0].shape)) return false;
+    if (p.reduction && !last_axis_only(p.red)) return false;
+    for (int v : p.reduction ? p.red.inputs : p.kernel.inputs) {
+      if (std::find(produced, produced + nproduced, v) == produced + nproduced) continue;
+      const Value& a = run.vals[v];
+      if (a.nd != rank || !std::equal(a.dims, a.dims + rank - 1, b[0].shape)) return false;
+    }
+    if (p.reduction) {
+      produced[nproduced++] = p.red.output;
+      if (p.red.value_output >= 0) produced[nproduced++] = p.red.value_output;
+    } else {
+      for (int v : p.kernel.outputs) produced[nproduced++] = v;
+    }
+  }
+  return true;
+}
+
+bool run_chain_step(Run& run, const ChainStep& chain) {
+  const size_t n = chain.parts.size();
+  auto bind = [&](size_t j, Bound& b) {
+    const ChainStep::Part& p = chain.parts[j];
+    return p.reduction ? bind_reduction(run, p.red, b) : bind_kernel(run, p.kernel, b);
+  };
+  auto launch = [&](size_t j, const Bound& b) {
+    const ChainStep::Part& p = chain.parts[j];
+    if (p.reduction) launch_reduction(p.red, b);
+    else launch_kernel(*p.kernel.kernel, b);
+  };
+  auto finish = [&] {
+    for (const ChainStep::Part& p : chain.parts)
+      if (p.reduction && !finish_reduction(run, p.red)) return false;
+    return true;
+  };
+  const ChainStep::Part& first = chain.parts[0];
+  int64_t size = 0;
+  bool may_copy = false;
+  for (const ChainStep::Part& p : chain.parts)
+    for (int v : p.reduction ? p.red.inputs : p.kernel.inputs) may_copy = may_copy || run.may_copy(v);
+  for (int v : first.reduction ? first.red.inputs : first.kernel.inputs) {
+    ArrayRef r;
+    StridedLayout scratch;
+    if (!run.layout(v, r, scratch)) return false;
+    int64_t s = 1;
+    for (int d = 0; d < r.nd; ++d) s *= r.dims[d];
+    size = std::max(size, s);
+  }
+  // Part by part: small data, or a view that the library may have to copy when its remap does
+  // not apply (it must read its source after the part computing the source has run).
+  if (size < kChainMinElements || may_copy) {
+    for (size_t j = 0; j < n; ++j) {
+      Bound b;
+      if (!bind(j, b)) return false;
+      maybe_detached(run, b.total, [&] { launch(j, b); });
+    }
+    return finish();
+  }
+  // Bind every part first (allocating every output with the host's lock held), then run without.
+  Bound b[kMaxChainParts];
+  for (size_t j = 0; j < n; ++j)
+    if (!bind(j, b[j])) return false;
+  if (!row_blockable(run, chain, b)) {
+    maybe_detached(run, size, [&] {
+      for (size_t j = 0; j < n; ++j) launch(j, b[j]);
+    });
+    return finish();
+  }
+  RowLaunch launches[kMaxChainParts];
+  for (size_t j = 0; j < n; ++j) {
+    const ChainStep::Part& p = chain.parts[j];
+    launches[j] = p.reduction ? row_launch(*p.red.row, true, p.red.ddof, b[j]) : row_launch(*p.kernel.kernel, false, 0, b[j]);
+  }
+  maybe_detached(run, size, [&] { run_row_blocked(b[0].rank - 1, b[0].shape, launches, static_cast<int>(n)); });
+  return finish();
+}
+
+// What the GEMM's epilogue callback needs: the kernel and, per operand (inputs, then the output,
+// which is C), where the current batch's matrix starts and its row/column strides in bytes.
+struct EpilogueContext {
+  PointwiseFn fn = nullptr;
+  int nops = 0;
+  char* base[kMaxKernelOperands] = {};
+  int64_t row_stride[kMaxKernelOperands] = {};
+  int64_t col_stride[kMaxKernelOperands] = {};
+  PointwiseCall call;  // contiguity, column strides and parameters, filled once
+};
+
+void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
+  const auto* e = static_cast<const EpilogueContext*>(ctx);
+  PointwiseCall call = e->call;
+  call.n = nb;
+  for (int64_t i = m0; i < m0 + mb; ++i) {
+    for (int k = 0; k < e->nops; ++k) call.ptr[k] = e->base[k] + i * e->row_stride[k] + n0 * e->col_stride[k];
+    e->fn(&call);
+  }
+}
+
+// An operand the GEMM's packing code would read through misaligned element pointers (arrays may
+// start at any byte offset) is copied into aligned, C-contiguous memory first. Rare, and reading
+// a misaligned float through a float* is undefined behaviour (UBSan reports it).
+bool is_aligned(const ArrayRef& r) {
+  auto misaligned = [&](int64_t v) { return v % r.itemsize != 0; };
+  if (misaligned(static_cast<int64_t>(reinterpret_cast<uintptr_t>(r.data)))) return false;
+  for (int d = 0; d < r.nd; ++d)
+    if (misaligned(r.strides[d])) return false;
+  return true;
+}
+
+// A C-ordered, aligned copy of `r` into `storage`; `r` then describes the copy.
+bool aligned_copy(ArrayRef& r, StridedLayout& layout, std::unique_ptr<char[]>& storage) {
+  int64_t total = 1;
+  for (int d = 0; d < r.nd; ++d) total *= r.dims[d];
+  StridedLayout src;
+  src.data = r.data;
+  src.nd = r.nd;
+  std::copy_n(r.dims, r.nd, src.dims);
+  std::copy_n(r.strides, r.nd, src.strides);
+  storage.reset(new (std::nothrow) char[static_cast<size_t>(total * r.itemsize) + 64]);
+  if (!storage) return false;
+  char* dst = storage.get() + (64 - reinterpret_cast<uintptr_t>(storage.get()) % 64) % 64;
+  copy_to_c_order(src, r.itemsize, dst);
+  layout = src;
+  layout.data = dst;
+  int64_t stride = r.itemsize;
+  for (int d = r.nd - 1; d >= 0; --d) {
+    layout.strides[d] = stride;
+    stride *= r.dims[d];
+  }
+  r = {layout.data, layout.nd, layout.dims, layout.strides, r.itemsize};
+  return true;
+}
+
+bool run_gemm_step(Run& run, const GemmStep& step) {
+  ArrayRef a, b;
+  StridedLayout a_scratch, b_scratch;
+  if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;
+  std::unique_ptr<char[]> a_copy, b_copy;
+  StridedLayout a_copied, b_copied;
+  if ((!is_aligned(a) && !aligned_copy(a, a_copied, a_copy)) || (!is_aligned(b) && !aligned_copy(b, b_copied, b_copy))) {
+    run.host.fail(RunError::NoMemory, 0);
+    return false;
+  }
+  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
+  const int64_t kb = b.dims[b.nd - 2], n = b.dims[b.nd - 1];
+  if (k != kb) {  // guards make this impossible; the library's own error if it ever happens
+    run.host.fail(RunError::MatmulCoreDim, 0);
+    return false;
+  }
+  // Batch dims: A's and B's leading dims broadcast against each other (stride 0 where size 1).
+  const int rank = std::max(a.nd, b.nd), nbatch = rank - 2;
+  int64_t out_shape[kMaxRank], a_bstride[kMaxRank], b_bstride[kMaxRank];
+  for (int d = 0; d < nbatch; ++d) {
+    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
+    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
+    if (sa != sb && sa != 1 && sb != 1) {
+      run.host.fail(RunError::MatmulBatch, 0);
+      return false;
+    }
+    out_shape[d] = sa == 1 ? sb : sa;
+    a_bstride[d] = sa == 1 ? 0 : a.strides[da];
+    b_bstride[d] = sb == 1 ? 0 : b.strides[db];
+  }
+  out_shape[rank - 2] = m;
+  out_shape[rank - 1] = n;
+  Value out;
+  if (!run.host.alloc(out, step.dtype, rank, out_shape, nullptr)) return false;
+  run.set(step.output, out);
+  const Value& c = run.vals[step.output];
+  const int64_t item = dtype_itemsize(step.dtype);
+  int64_t batches = 1;
+  for (int d = 0; d < nbatch; ++d) batches *= out_shape[d];
+  GemmCall g;
+  g.dtype = step.dtype;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a_row_stride = a.strides[a.nd - 2] / item;
+  g.a_col_stride = a.strides[a.nd - 1] / item;
+  g.b_row_stride = b.strides[b.nd - 2] / item;
+  g.b_col_stride = b.strides[b.nd - 1] / item;
+  g.ldc = n;
+  // The epilogue's operands, broadcast to C's shape.
+  EpilogueContext ectx;
+  Bound eb;
+  const KernelStep& ep = step.epilogue;
+  if (ep.kernel) {
+    const size_t nin = ep.inputs.size();
+    ArrayRef in[kMaxKernelOperands];
+    StridedLayout scratch[kMaxKernelOperands];
+    if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
+    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
+      run.host.fail(RunError::EpilogueShape, 0);
+      return false;
+    }
+    eb.nops = static_cast<int>(nin) + 1;
+    for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
+    eb.ops[nin] = operand_of(ref_of(c), rank, eb.strides[nin]);
+    if (!run.read_params(ep.params, ep.param_dtypes, ectx.call.params)) return false;
+    ectx.fn = reinterpret_cast<PointwiseFn>(ep.kernel->entry);
+    ectx.nops = eb.nops;
+    ectx.call.contiguous = 1;
+    for (int j = 0; j < eb.nops; ++j) {
+      ectx.row_stride[j] = eb.strides[j][rank - 2];
+      ectx.col_stride[j] = ectx.call.stride[j] = eb.strides[j][rank - 1];
+      if (ectx.col_stride[j] != 0 && ectx.col_stride[j] != eb.ops[j].itemsize) ectx.call.contiguous = 0;
+    }
+    g.epilogue = run_epilogue;
+    g.epilogue_ctx = &ectx;
+    Value alias = c;  // the epilogue's result is C's array, overwritten
+    run.host.retain(alias);
+    run.set(ep.outputs[0], alias);
+  }
+  const Value& cv = run.vals[step.output];
+  auto body = [&] {
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      // Offset of batch bi in A and B (any strides), in the contiguous C and in the epilogue
+      // operands.
+      int64_t rem = bi, a_off = 0, b_off = 0;
+      for (int j = 0; j < eb.nops; ++j) ectx.base[j] = eb.ops[j].data;
+      for (int d = nbatch - 1; d >= 0; --d) {
+        int64_t idx = rem % out_shape[d];
+        a_off += idx * a_bstride[d];
+        b_off += idx * b_bstride[d];
+        for (int j = 0; j < eb.nops; ++j) ectx.base[j] += idx * eb.strides[j][d];
+        rem /= out_shape[d];
+      }
+      g.a = a.data + a_off;
+      g.b = b.data + b_off;
+      g.c = cv.data + bi * m * n * item;
+      step.gemm(g);
+    }
+  };
+  // The GEMM parallelizes itself; detach when the product is large enough to matter.
+  maybe_detached(run, batches * m * n * k >= (int64_t{1} << 18) ? kDetachElements : 0, body);
+  return true;
+}
+
+// x.shape[d] at run time: a size the program's Python logic or a later view reads.
+bool run_size_step(Run& run, const Step& s) {
+  ArrayRef r;
+  StridedLayout scratch;
+  if (!run.layout(s.node, r, scratch)) return false;
+  Value size;
+  size.kind = Value::Kind::Number;
+  size.is_int = true;
+  size.number.i = r.dims[s.dim];
+  run.set(s.output, size);
+  return true;
+}
+
+bool run_step(Run& run, const Step& s) {
+  switch (s.kind) {
+    case Step::Kind::Kernel: return run_kernel_step(run, s.kernel);
+    case Step::Kind::Reduction: return run_reduction_step(run, s.reduction);
+    case Step::Kind::Chain: return run_chain_step(run, s.chain);
+    case Step::Kind::Gemm: return run_gemm_step(run, s.gemm);
+    case Step::Kind::Size: return run_size_step(run, s);
+    case Step::Kind::Extern: return run.host.run_extern(s.node, run.vals);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool run_program(const Program& program, Value* values, RunHost& host) noexcept {
+  Run run{program, values, host};
+  for (const Step& s : program.steps) {
+    if (!run_step(run, s)) return false;
+    for (int v : s.release)
+      if (values[v].kind != Value::Kind::Empty) {
+        host.release(values[v]);
+        values[v] = Value{};
+      }
+  }
+  return true;
+}
+
+}  // namespace framejit::rt

@@ -1,0 +1,183 @@
+// program.h — rt::Program: a compiled graph as steps over value ids (kernels, reductions, GEMMs,
+// chains, sizes and extern steps), and run_program, which executes it with no Python in sight.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/dtype.h"
+#include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
+#include "runtime/views.h"
+
+namespace framejit::rt {
+
+// Note [Programs and their host]
+// jit/schedule turns a graph plus its compiled kernels into a Program: every graph value (and every
+// temporary the schedule adds, var's mean) is a value id, and steps read and write value ids. The
+// runtime runs the steps; what it cannot do itself it asks of a RunHost, implemented once per
+// embedding: frontend/program for Python (arrays are NumPy arrays or framejit.Tensors, extern
+// steps call the library function the user called), or a plain C++ host (tests/cpp). The host
+//   - allocates arrays (so outputs are the library's own objects, owned by it),
+//   - runs extern steps and makes folded views whose remap does not apply,
+//   - says whether an array is private to the run (may be overwritten in place),
+//   - releases the run's references, turns full reductions into the library's scalars, reports
+//     errors, and lets go of its interpreter lock around long launches.
+// The runtime never calls into Python and never throws: a step that fails returns false after the
+// host reported the error; run_program then stops and the caller releases what the run holds.
+
+/// One value of a run. Arrays carry their layout (dims and strides borrowed from whatever keeps the
+/// memory alive: the host object in `handle`); numbers carry their value.
+struct Value {
+  enum class Kind : uint8_t { Empty, Array, Number, Object };
+  Kind kind = Kind::Empty;
+  bool is_int = false;  // Number: an integer (else a float)
+  DType dtype = DType::Float32;  // Array
+  int nd = 0;
+  char* data = nullptr;
+  const int64_t* dims = nullptr;
+  const int64_t* strides = nullptr;
+  ParamValue number{};
+  /// The host's object for this value (a reference the run owns, released through the host), or
+  /// null for a number the runtime computed (a size) until the host boxes it.
+  void* handle = nullptr;
+
+  bool is_array() const { return kind == Kind::Array; }
+};
+
+/// What a failed step reports (the host turns it into the library's exception and message).
+enum class RunError : uint8_t {
+  Broadcast,          // operands could not be broadcast together
+  RankMismatch,       // a reduction's operands do not have the traced rank
+  ZeroSizeReduction,  // detail: the ReduceKind of a reduction without identity
+  MatmulCoreDim,      // inner dimensions of a product differ
+  MatmulBatch,        // batch dimensions of a product could not be broadcast
+  EpilogueShape,      // a GEMM epilogue's operands do not match the product
+  NotAnArray,         // detail: the value id read as an array that is not one
+  NotComputed,        // detail: the value id read before it was computed
+  ParamOverflow,      // an integer parameter does not fit 64 bits
+  ParamType,          // a parameter is not a number
+  NoMemory,           // scratch memory could not be allocated
+};
+
+enum class ReduceKind : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
+
+class RunHost {
+public:
+  virtual ~RunHost() = default;
+  /// A new uninitialized array of `shape` into `out` (kind Array, handle set). Its memory runs
+  /// through the axes in `outer_first` order (outermost first), or C order when null. False when
+  /// allocation failed (the host reported it).
+  virtual bool alloc(Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) = 0;
+  /// Whether array value `v` may be overwritten: nothing outside the run can see its memory
+  /// (Note [Output buffer reuse] in runtime/program.cpp), and it is C-contiguous and aligned.
+  virtual bool is_private(const Value& v) = 0;
+  /// Another reference to `v`'s handle (the run stores the value under a second id).
+  virtual void retain(const Value& v) = 0;
+  /// Drops the run's reference to `v`'s handle.
+  virtual void release(Value& v) = 0;
+  /// Computes graph node `node` the library's way into values[node]: an extern step, or a folded
+  /// view whose remap does not apply. False with the error reported.
+  virtual bool run_extern(int node, Value* values) = 0;
+  /// Replaces the 0-d array `v` by the library's scalar (NumPy's float32...). False on failure.
+  virtual bool to_scalar(Value& v) = 0;
+  /// Reads an Object value as a number (a NumPy scalar where a Python float was traced...).
+  virtual bool read_number(const Value& v, bool want_int, ParamValue& out) = 0;
+  virtual void fail(RunError error, int64_t detail) = 0;
+  /// Lets other threads run the host's interpreter during a long launch; returns a token for
+  /// reattach. Hosts without a lock return null.
+  virtual void* detach() { return nullptr; }
+  virtual void reattach(void*) {}
+};
+
+/// A fused pointwise kernel: inputs broadcast to one iteration space, outputs allocated.
+struct KernelStep {
+  KernelPtr kernel;
+  std::vector<int> inputs;   // array values read
+  std::vector<int> params;   // number values read as kernel parameters
+  std::vector<DType> param_dtypes;  // Float64 or Int64
+  std::vector<int> outputs;
+  std::vector<DType> output_dtypes;
+  /// Inputs whose last use is this kernel: an output may be written into one of them in place
+  /// when nothing else can see it (Note [Output buffer reuse]).
+  std::vector<int> dying;
+};
+
+/// A reduction with its fused prologue: the prologue's inputs in, one new array out.
+struct ReductionStep {
+  KernelPtr row;     // the row-form kernel
+  KernelPtr column;  // the column-form kernel (null for argmax/argmin)
+  std::vector<int> inputs;
+  std::vector<int> params;
+  std::vector<DType> param_dtypes;
+  int output = -1;
+  DType value_dtype = DType::Float32;   // the reduced values'
+  DType output_dtype = DType::Float32;  // int64 for argmax/argmin
+  std::vector<bool> reduced;  // per dim of the iteration space
+  bool keepdims = false;
+  bool scalar_result = false;  // the library hands back a scalar (RunHost::to_scalar)
+  ReduceKind kind = ReduceKind::Sum;
+  int64_t ddof = 0;
+  /// The reduced operand, stored as an array of the iteration shape (or -1). Only for reductions
+  /// of the last axis alone, which then run row by row (the form that stores them).
+  int value_output = -1;
+
+  bool arg() const { return kind == ReduceKind::ArgMax || kind == ReduceKind::ArgMin; }
+};
+
+/// C = A @ B through the backend's GEMM (batch dims of A and B broadcast against each other).
+struct GemmStep {
+  int a = -1, b = -1, output = -1;
+  DType dtype = DType::Float32;
+  GemmFn gemm = nullptr;
+  /// A pointwise kernel run on each finished block of C, in place: its inputs include `output`,
+  /// and its one result, C's array itself, becomes the value `epilogue.outputs[0]`. None when
+  /// epilogue.kernel is null.
+  KernelStep epilogue;
+};
+
+/// Consecutive kernel and reduction steps run as one: row block by row block when they share
+/// their leading dims and the data is large (run_row_blocked), part by part otherwise. Softmax
+/// and layernorm become one pass over memory plus re-reads from cache.
+struct ChainStep {
+  struct Part {
+    bool reduction = false;
+    KernelStep kernel;  // !reduction
+    ReductionStep red;  // reduction
+  };
+  std::vector<Part> parts;  // at most kMaxChainParts
+};
+constexpr int kMaxChainParts = kMaxRowLaunches;
+
+struct Step {
+  enum class Kind : uint8_t { Kernel, Reduction, Gemm, Chain, Extern, Size } kind = Kind::Extern;
+  KernelStep kernel;
+  ReductionStep reduction;
+  GemmStep gemm;
+  ChainStep chain;
+  int node = -1;  // Extern: the graph node the host computes; Size: the value whose size is read
+  int dim = 0;    // Size
+  int output = -1;  // Extern, Size
+  std::vector<int> release;  // values whose last use is this step
+};
+
+struct Program {
+  int num_values = 0;
+  std::vector<int> inputs;   // the value id of each graph input, in order
+  std::vector<int> outputs;  // values the caller reads after the run (never released by it)
+  std::vector<Step> steps;
+  /// Folded views (Note [Folded views] in jit/schedule): per value its remap in `views`, or -1.
+  /// Read through the source's layout; made by the host only when a remap does not apply.
+  std::vector<int> view_of;
+  std::vector<ViewOp> views;
+  int extern_steps = 0;
+
+  bool is_folded(int v) const { return v < static_cast<int>(view_of.size()) && view_of[v] >= 0; }
+};
+
+/// Runs `program` over `values` (num_values entries: the inputs set, the rest Empty). On success
+/// the output values are set; on failure the host has reported the error. Either way the caller
+/// releases what is left in `values`. Never throws.
+bool run_program(const Program& program, Value* values, RunHost& host) noexcept;
+
+}  // namespace framejit::rt
