@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
-#include <vector>
 
 #include "runtime/executor.h"
+#include "runtime/fixed_vector.h"
 #include "runtime/threads.h"
 
 namespace framejit::rt {
@@ -34,7 +34,7 @@ struct Dim {
 
 // Walks some dims in C order (last fastest): the operands' byte offsets of the idx-th position.
 struct Walk {
-  std::vector<const Dim*> dims;
+  FixedVector<const Dim*, kMaxRank + 1> dims;
   int64_t count() const {
     int64_t c = 1;
     for (const Dim* d : dims) c *= d->size;
@@ -99,7 +99,7 @@ bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
 void run_reduction(const ReductionLaunch& L) {
   const int nin = L.num_inputs, nops = nin + 1;
   const int itemsize = dtype_itemsize(L.value_dtype);
-  std::vector<Dim> dims;
+  FixedVector<Dim, kMaxRank> dims;  // no heap per launch
   for (int d = 0; d < L.rank; ++d) {
     if (L.shape[d] == 0) return;  // no outputs (a reduced dim of 0 is the caller's to handle)
     if (L.shape[d] == 1) continue;
@@ -118,7 +118,7 @@ void run_reduction(const ReductionLaunch& L) {
     };
     std::stable_sort(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) { return key(a) > key(b); });
   }
-  std::vector<Dim> merged;
+  FixedVector<Dim, kMaxRank + 1> merged;
   for (const Dim& x : dims) {
     bool merge = !merged.empty() && merged.back().reduced == x.reduced;
     for (int k = 0; merge && k < nops; ++k) merge = merged.back().stride[k] == x.stride[k] * x.size;

@@ -197,10 +197,12 @@ public:
   bool tensors() const { return tensor_results_; }
 
   bool run(PyObject* const* inputs, PyObject** out) override {
+    // Values live on the stack for all but large graphs; only the program's own count is
+    // initialized (this runs on every cache hit).
     constexpr int kStack = 64;
-    rt::Value stack_vals[kStack];
+    alignas(rt::Value) unsigned char stack_storage[kStack * sizeof(rt::Value)];
     std::unique_ptr<rt::Value[]> heap_vals;
-    rt::Value* vals = stack_vals;
+    rt::Value* vals = reinterpret_cast<rt::Value*>(stack_storage);
     if (program.num_values > kStack) {
       heap_vals.reset(new (std::nothrow) rt::Value[program.num_values]);
       if (!heap_vals) {
@@ -208,6 +210,8 @@ public:
         return false;
       }
       vals = heap_vals.get();
+    } else {
+      std::uninitialized_value_construct_n(vals, program.num_values);
     }
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       Py_INCREF(inputs[i]);
