@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/ir/graph.h"
+#include "jit/ir/graph.h"  // and jit/ir/ops.h: the canonical view ops this lowers
 
 namespace framejit::jit {
 
