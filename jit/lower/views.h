@@ -47,7 +47,7 @@ struct StridedLayout {
   int64_t strides[kMaxViewRank];
 };
 
-/// The node as a view its consumers can read through, if it is one: the targets above with
+/// The node as a view its consumers can read through, if it is one: the view OpKinds above with
 /// constant axes, and index items that are ints, slices, None or Ellipsis (not arrays).
 std::optional<ViewOp> lower_view(const Graph& graph, const Node& node);
 
