@@ -41,7 +41,13 @@ enum class ArrayKind : uint8_t { None, NumPy, Tensor };
 
 class OutputGraph {
 public:
-  jit::Graph graph;
+  // NB: dtype constants print as NumPy spells them (numpy.float32), in every graph: the printed
+  // text is what explain() and golden tests show.
+  jit::Graph graph = [] {
+    jit::Graph g;
+    g.dtype_module = "numpy";
+    return g;
+  }();
   GuardSet guards;
   std::vector<GraphInput> inputs;  // in placeholder order
   std::vector<int64_t> symbol_hints;

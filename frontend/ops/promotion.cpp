@@ -699,4 +699,25 @@ std::optional<std::string_view> ufunc_for_operator(std::string_view op_name) {
   return std::nullopt;
 }
 
+std::optional<DType> comparison_loop_dtype(const std::vector<DType> &arrays,
+                                           const std::vector<OperandKind> &numbers) {
+  if (arrays.empty()) return std::nullopt;
+  DType t = arrays[0];
+  for (DType a : arrays) {
+    auto p = promote_types(t, a);
+    if (!p) return std::nullopt;
+    t = *p;
+  }
+  for (OperandKind n : numbers) {
+    if (n == OperandKind::PyBool || n == OperandKind::Tensor || is_float(t)) continue;
+    if (n == OperandKind::PyInt) {
+      t = DType::Int64;
+    } else {
+      if (t != DType::Int32 && t != DType::Int64) return std::nullopt;
+      t = DType::Float64;
+    }
+  }
+  return t;
+}
+
 } // namespace framejit::frontend::ops

@@ -118,4 +118,14 @@ bool can_cast_safely(rt::DType from, rt::DType to);
 /// np.can_cast(from, to, "same_kind").
 bool can_cast_same_kind(rt::DType from, rt::DType to);
 
+/// The loop type of a NumPy comparison (==, <, ...) of arrays `arrays` with Python numbers of kinds
+/// `numbers` (PyBool, PyInt, PyFloat): a type that holds every operand exactly, so comparing in
+/// it answers as NumPy does, under 1.x value-based casting and NEP 50 alike. Arrays promote as
+/// np.result_type does; an int number against integer arrays needs int64 (its value is a run-time
+/// input); a float number against float arrays becomes the array type, against int32/int64 arrays
+/// both become float64. nullopt where NumPy goes through float16 (a float against uint8/bool
+/// arrays) or no array takes part.
+std::optional<rt::DType> comparison_loop_dtype(const std::vector<rt::DType> &arrays,
+                                               const std::vector<OperandKind> &numbers);
+
 } // namespace framejit::frontend::ops

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/ops/canonical.h"
 #include "frontend/ops/families.h"
 #include "frontend/python_env.h"
 
@@ -162,9 +163,13 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
                                  b.count("max") ? b["max"] : tx.wrap_const(Py_None)};
     VarPtr probe_result = elementwise(tx, target, numpy_attr("clip"), operands, {});
     // Record the call as written (method form), with the metadata computed above.
-    auto& node = tx.out().graph.nodes()[as<TensorVar>(probe_result)->node];
+    auto& graph = tx.out().graph;
+    auto& node = graph.nodes()[as<TensorVar>(probe_result)->node];
     node.args = to_args(tx, args);
     node.kwargs = to_kwargs(tx, kwargs);
+    CanonicalOp c = canonicalize(graph, node.target, node.args, node.kwargs, node.meta);
+    node.op = c.op;
+    node.attrs = std::move(c.attrs);
     return probe_result;
   }
   for (const char* n : kReductions)

@@ -2,6 +2,7 @@
 #include <Python.h>
 
 #include "frontend/numpy_abi.h"
+#include "frontend/ops/canonical.h"
 #include "frontend/ops/registry.h"
 #include "frontend/trace/tracer.h"
 
@@ -247,7 +248,7 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
 VarPtr Tracer::add_tensor(const std::string& target, std::vector<jit::Arg> args, jit::TensorMeta m,
                           std::vector<std::pair<std::string, jit::Arg>> kwargs) {
   out_.saw_tensor = true;
-  int node = out_.graph.add_call(target, std::move(args), std::move(kwargs), std::move(m));
+  int node = ops::add_canonical_call(out_.graph, target, std::move(args), std::move(kwargs), std::move(m));
   return std::make_shared<TensorVar>(node);
 }
 
@@ -256,7 +257,7 @@ VarPtr Tracer::add_scalar(const std::string& target, std::vector<jit::Arg> args,
   jit::TensorMeta m;
   m.kind = jit::ValueKind::Scalar;
   m.dtype = PyBool_Check(hint) ? jit::DType::Bool : PyLong_Check(hint) ? jit::DType::Int64 : jit::DType::Float64;
-  int node = out_.graph.add_call(target, std::move(args), {}, std::move(m));
+  int node = ops::add_canonical_call(out_.graph, target, std::move(args), {}, std::move(m));
   auto s = std::make_shared<ScalarVar>(node, OwnedRef::borrow(hint));
   s->sym = std::move(sym);
   s->deps = std::move(deps);

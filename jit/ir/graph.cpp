@@ -121,7 +121,7 @@ constexpr std::string_view kReserved[] = {
     "set",        "setattr", "slice",    "sorted",    "staticmethod", "str",      "sum",
     "super",      "tuple",   "type",     "vars",      "zip",          "Ellipsis", "NotImplemented",
     "numpy",      "np",      "operator", "method",    "math",         "torch",    "framejit",
-    "builtins",   "graph",   "getitem",  "setitem",   "sym_size"};
+    "builtins",   "graph",   "getitem",  "setitem"};
 
 bool is_keyword(std::string_view name) {
   for (std::string_view k : kKeywords)
@@ -279,8 +279,10 @@ std::string Graph::arg_to_string(const Arg& arg) const {
     case Arg::Kind::Str:
       return python_str(arg.s);
     case Arg::Kind::DType:
-      if (arg.i >= 0 && arg.i < rt::kNumDTypes)
-        return "numpy." + std::string(rt::dtype_name(static_cast<DType>(arg.i)));
+      if (arg.i >= 0 && arg.i < rt::kNumDTypes) {
+        std::string name(rt::dtype_name(static_cast<DType>(arg.i)));
+        return dtype_module.empty() ? name : dtype_module + "." + name;
+      }
       return "<bad dtype " + std::to_string(arg.i) + ">";
     case Arg::Kind::Tuple:
       return "(" + join(arg.items) + (arg.items.size() == 1 ? ",)" : ")");
@@ -324,12 +326,16 @@ int Graph::add_placeholder(const std::string& name, TensorMeta meta) {
   return static_cast<int>(nodes_.size()) - 1;
 }
 
-int Graph::add_call(const std::string& target, std::vector<Arg> args,
+int Graph::add_call(OpKind op, OpAttrs attrs, const std::string& target, std::vector<Arg> args,
                     std::vector<std::pair<std::string, Arg>> kwargs, TensorMeta meta) {
   Node n;
   n.kind = NodeKind::Call;
+  // A dot-less target prints as a bare callee: no node may take its name and shadow it.
+  if (target.find('.') == std::string::npos) claim_name(sanitize(target));
   n.name = unique_name(last_component(target));
   n.target = target;
+  n.op = op;
+  n.attrs = std::move(attrs);
   n.args = std::move(args);
   n.kwargs = std::move(kwargs);
   n.meta = std::move(meta);
@@ -485,6 +491,7 @@ Status Graph::verify() const {
     };
     for (const Arg& a : node.args) a.for_each_node(check);
     for (const auto& kw : node.kwargs) kw.second.for_each_node(check);
+    node.attrs.for_each_arg([&](const Arg& a) { a.for_each_node(check); });
     if (bad_ref)
       return Status::internal(node_label(i, node) + ": argument refers to node " +
                               std::to_string(*bad_ref) + ", which is not an earlier node");
@@ -523,6 +530,7 @@ void Graph::rebuild(std::vector<Node> nodes, const std::vector<int>& remap) {
   for (Node& n : nodes) {
     for (Arg& a : n.args) a.remap_nodes(map);
     for (auto& kw : n.kwargs) kw.second.remap_nodes(map);
+    n.attrs.for_each_arg([&](Arg& a) { a.remap_nodes(map); });
     claim_name(n.name);
   }
   for (SymbolInfo& info : symbols_) info.placeholder = map(info.placeholder);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "framejit/status.h"
+#include "jit/ir/ops.h"
 #include "jit/ir/sym.h"
 #include "runtime/dtype.h"
 
@@ -79,13 +80,16 @@ struct Arg {
 
 enum class NodeKind : uint8_t { Placeholder, Call, Output };
 
-/// One node. `target` names the Python-level callable a call node stands for, fully qualified:
-/// "numpy.add", "operator.mul" (operator forms keep their own semantics, e.g. `x ** 2`),
-/// "method.sum" (a method of the first argument), "getitem", "sym_size". Backends dispatch on it.
+/// One node. A call node computes `op` with `attrs` (frontend/ops decided both when it traced the
+/// call); `target` is the library callable it stands for, fully qualified ("numpy.add",
+/// "operator.mul", "method.sum"...): the printer writes it, and backends that replay the call in
+/// the library (the eager backend, extern steps) resolve it. Nothing in jit/ reads it.
 struct Node {
   NodeKind kind = NodeKind::Call;
   std::string name;    // unique within the graph; the printer uses it
   std::string target;  // empty for placeholders and the output
+  OpKind op = OpKind::Extern;
+  OpAttrs attrs;       // NB: Args in attrs refer only to nodes that args/kwargs refer to as well
   std::vector<Arg> args;
   std::vector<std::pair<std::string, Arg>> kwargs;
   TensorMeta meta;  // unused for the output node
@@ -103,7 +107,7 @@ struct SymbolInfo {
 class Graph {
 public:
   int add_placeholder(const std::string& name, TensorMeta meta);
-  int add_call(const std::string& target, std::vector<Arg> args,
+  int add_call(OpKind op, OpAttrs attrs, const std::string& target, std::vector<Arg> args,
                std::vector<std::pair<std::string, Arg>> kwargs, TensorMeta meta);
   void set_output(std::vector<Arg> values);
   int add_symbol(int placeholder, int dim, int64_t hint);
@@ -136,6 +140,10 @@ public:
   /// number's value never changes an op's result dtype, so kernels may take integer numbers as
   /// run-time parameters. False: NumPy 1.x value-based casting, where only constants may.
   bool weak_scalars = false;
+
+  /// How the printer spells a dtype constant: the array library's module, as its users write it
+  /// ("numpy" prints numpy.float32); empty prints the bare dtype name. The frontend sets it.
+  std::string dtype_module;
 
   /// One argument as the printer writes it (node refs by name), for messages and logs.
   std::string arg_to_string(const Arg& arg) const;

@@ -33,7 +33,7 @@ struct PointwiseNode {
 bool pointwise_dtype(DType t);
 
 /// The node as a pointwise operation, if code generation supports it: results and tensor
-/// operands of the dtypes above, run-time scalars or constants, and a target whose NumPy
+/// operands of the dtypes above, run-time scalars or constants, and an OpKind whose library
 /// semantics the loop IR reproduces exactly. nullopt otherwise (it runs as a call).
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node);
 

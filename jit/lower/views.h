@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/ir/graph.h"
+#include "jit/ir/graph.h"  // and jit/ir/ops.h: the canonical view ops this lowers
 #include "runtime/views.h"
 
 namespace framejit::jit {
@@ -22,7 +22,7 @@ using rt::StridedLayout;
 using rt::ViewOp;
 using rt::apply_view;
 
-/// The node as a view its consumers can read through, if it is one: the targets above with
+/// The node as a view its consumers can read through, if it is one: the view OpKinds above with
 /// constant axes, and index items that are ints, slices, None or Ellipsis (not arrays).
 std::optional<ViewOp> lower_view(const Graph& graph, const Node& node);
 

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <string_view>
 
 #include "jit/passes/passes.h"
 
@@ -57,14 +56,14 @@ void float_div_mod(double vx, double wx, double* floordiv, double* mod) {
 
 // Python semantics, or nullopt where Python would raise (division by zero) or where an int64
 // cannot hold Python's exact result (overflow; int/int beyond 2^53 would double-round).
-std::optional<Arg> fold_arithmetic(std::string_view op, const Number& a, const Number* b) {
-  if (op == "neg") {
+std::optional<Arg> fold_arithmetic(OpKind op, const Number& a, const Number* b) {
+  if (op == OpKind::ScalarNeg) {
     if (a.is_float) return Arg::real(-a.f);
     if (a.i == std::numeric_limits<int64_t>::min()) return std::nullopt;
     return Arg::integer(-a.i);
   }
   if (!b) return std::nullopt;
-  if (op == "truediv") {
+  if (op == OpKind::ScalarTrueDiv) {
     if (b->as_float() == 0.0) return std::nullopt;
     if (!a.is_float && !b->is_float) {
       constexpr int64_t kExact = int64_t{1} << 53;
@@ -76,29 +75,29 @@ std::optional<Arg> fold_arithmetic(std::string_view op, const Number& a, const N
   }
   if (a.is_float || b->is_float) {
     double x = a.as_float(), y = b->as_float();
-    if (op == "add") return Arg::real(x + y);
-    if (op == "sub") return Arg::real(x - y);
-    if (op == "mul") return Arg::real(x * y);
-    if (op == "floordiv" || op == "mod") {
+    if (op == OpKind::ScalarAdd) return Arg::real(x + y);
+    if (op == OpKind::ScalarSub) return Arg::real(x - y);
+    if (op == OpKind::ScalarMul) return Arg::real(x * y);
+    if (op == OpKind::ScalarFloorDiv || op == OpKind::ScalarMod) {
       if (y == 0.0) return std::nullopt;
       double fd = 0.0, m = 0.0;
       float_div_mod(x, y, &fd, &m);
-      return Arg::real(op == "floordiv" ? fd : m);
+      return Arg::real(op == OpKind::ScalarFloorDiv ? fd : m);
     }
     return std::nullopt;
   }
   int64_t x = a.i, y = b->i, r = 0;
-  if (op == "add")
+  if (op == OpKind::ScalarAdd)
     return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional(Arg::integer(r));
-  if (op == "sub")
+  if (op == OpKind::ScalarSub)
     return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional(Arg::integer(r));
-  if (op == "mul")
+  if (op == OpKind::ScalarMul)
     return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional(Arg::integer(r));
-  if (op == "floordiv") {
+  if (op == OpKind::ScalarFloorDiv) {
     if (y == 0 || (x == std::numeric_limits<int64_t>::min() && y == -1)) return std::nullopt;
     return Arg::integer(py_floordiv(x, y));
   }
-  if (op == "mod") {
+  if (op == OpKind::ScalarMod) {
     if (y == 0) return std::nullopt;
     return Arg::integer(py_mod(x, y));
   }
@@ -107,7 +106,7 @@ std::optional<Arg> fold_arithmetic(std::string_view op, const Number& a, const N
 
 std::optional<Arg> try_fold(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call || !node.kwargs.empty()) return std::nullopt;
-  if (node.target == "sym_size") {
+  if (node.op == OpKind::SymSize) {
     if (node.args.size() != 2 || !node.args[0].is_node() || node.args[1].kind != Arg::Kind::Int)
       return std::nullopt;
     const TensorMeta& meta = graph.node(static_cast<int>(node.args[0].i)).meta;
@@ -118,17 +117,15 @@ std::optional<Arg> try_fold(const Graph& graph, const Node& node) {
     if (!size.is_const()) return std::nullopt;
     return Arg::integer(size.const_value());
   }
-  constexpr std::string_view kPrefix = "operator.";
-  std::string_view target = node.target;
-  if (!target.starts_with(kPrefix)) return std::nullopt;
-  std::string_view op = target.substr(kPrefix.size());
-  static constexpr std::string_view kOps[] = {"add", "sub",     "mul", "floordiv",
-                                              "mod", "truediv", "neg"};
+  const OpKind op = node.op;
+  static constexpr OpKind kOps[] = {OpKind::ScalarAdd, OpKind::ScalarSub,      OpKind::ScalarMul,
+                                    OpKind::ScalarFloorDiv, OpKind::ScalarMod, OpKind::ScalarTrueDiv,
+                                    OpKind::ScalarNeg};
   if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps)) return std::nullopt;
-  if (node.args.size() != (op == "neg" ? 1u : 2u)) return std::nullopt;
+  if (node.args.size() != (op == OpKind::ScalarNeg ? 1u : 2u)) return std::nullopt;
   std::optional<Number> a = number_of(node.args[0]);
   if (!a) return std::nullopt;
-  if (op == "neg") return fold_arithmetic(op, *a, nullptr);
+  if (op == OpKind::ScalarNeg) return fold_arithmetic(op, *a, nullptr);
   std::optional<Number> b = number_of(node.args[1]);
   if (!b) return std::nullopt;
   return fold_arithmetic(op, *a, &*b);
@@ -159,6 +156,7 @@ int constant_fold(Graph& graph) {
       Node& node = nodes[i];
       for (Arg& a : node.args) substitute(a, folded);
       for (auto& kw : node.kwargs) substitute(kw.second, folded);
+      node.attrs.for_each_arg([&](Arg& a) { substitute(a, folded); });
       folded[i] = try_fold(graph, node);
       count += folded[i].has_value();
     }

@@ -1,4 +1,4 @@
-// cse.cpp — common subexpression elimination: merge calls with equal target, args and kwargs.
+// cse.cpp — common subexpression elimination: merge calls with equal op, attrs, args and kwargs.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -47,8 +47,40 @@ void append_key(const Arg& a, std::string& key) {
   key += ';';
 }
 
+// The callable, the canonical op and its attributes. NB: the callable takes part as an opaque
+// string only: two spellings of one op (np.sum(x) and x.sum()) stay apart, as two calls of
+// different callables must when only the library can run them (Extern).
+void append_op(const Node& node, std::string& key) {
+  const OpAttrs& at = node.attrs;
+  key += std::to_string(node.target.size()) + ":" + node.target + "@";
+  key += std::to_string(static_cast<int>(node.op));
+  auto ints = [&](char tag, const auto& v) {
+    key += tag;
+    for (auto x : v) key += std::to_string(static_cast<int64_t>(x)) + ",";
+  };
+  key += at.described ? "D" : "d";
+  key += at.all_axes ? "A" : "a";
+  ints('x', at.axes);
+  key += at.keepdims ? "K" : "k";
+  key += "o" + std::to_string(at.ddof);
+  key += at.dtype ? "t" + std::to_string(static_cast<int>(*at.dtype)) : "T";
+  ints('p', at.perm);
+  key += 'i';
+  for (const IndexSpecItem& it : at.index) {
+    key += std::to_string(static_cast<int>(it.kind));
+    for (const Arg& a : it.parts) append_key(a, key);
+  }
+  key += 's';
+  for (const Arg& a : at.shape) append_key(a, key);
+  ints('l', at.loop_dtypes);
+  key += at.operator_form ? "F" : "f";
+  key += "e" + std::to_string(at.exponent);
+}
+
 std::string call_key(const Node& node) {
-  std::string key = node.target + "(";
+  std::string key;
+  append_op(node, key);
+  key += "(";
   for (const Arg& a : node.args) append_key(a, key);
   std::vector<const std::pair<std::string, Arg>*> kwargs;
   for (const auto& kw : node.kwargs) kwargs.push_back(&kw);
@@ -63,8 +95,7 @@ std::string call_key(const Node& node) {
 
 bool never_merges(const Node& node) {
   // Fresh uninitialized buffers are distinct objects the program will fill separately.
-  return node.target == "numpy.empty" || node.target == "numpy.empty_like" ||
-         has_side_effects(node);
+  return fresh_memory(node.op) || has_side_effects(node);
 }
 
 }  // namespace
@@ -86,6 +117,7 @@ int common_subexpression_elimination(Graph& graph) {
     Node& node = nodes[i];
     for (Arg& a : node.args) a.remap_nodes(resolve);
     for (auto& kw : node.kwargs) kw.second.remap_nodes(resolve);
+    node.attrs.for_each_arg([&](Arg& a) { a.remap_nodes(resolve); });
     if (node.kind != NodeKind::Call) continue;
     if (never_merges(node)) {
       // NB: a mutation may change what an earlier expression would compute now

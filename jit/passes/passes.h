@@ -5,9 +5,9 @@
 
 namespace framejit::jit {
 
-/// True for calls that change state other than their result: in-place operators
-/// ("operator.iadd"...), `out=`, setitem, "numpy.copyto", in-place methods ("method.fill"...),
-/// "numpy.random.*" (the generator's state). Passes neither remove nor merge them. Defined in dce.cpp.
+/// True for calls that change state other than their result: OpKind::Mutate (in-place operators,
+/// setitem, copyto, in-place methods, draws that advance a generator's state) and any call with a
+/// non-None `out=`. Passes neither remove nor merge them. Defined in dce.cpp.
 bool has_side_effects(const Node& node);
 
 /// True for calls that can raise depending on values only known when the graph runs: an integer
@@ -21,13 +21,13 @@ bool may_raise_on_values(const Graph& graph, const Node& node);
 /// ones. Placeholders and the output always stay.
 int dead_code_elimination(Graph& graph);
 
-/// Merges call nodes with the same target, args and kwargs into the first of them. Targets that
-/// produce fresh uninitialized memory ("numpy.empty", "numpy.empty_like") never merge, and two
+/// Merges call nodes with the same op, attrs, args and kwargs into the first of them. Ops that
+/// produce fresh uninitialized memory (fresh_memory(): empty, empty_like) never merge, and two
 /// nodes that are both returned never merge (the caller must get two distinct arrays, as in NumPy).
 int common_subexpression_elimination(Graph& graph);
 
-/// Folds scalar arithmetic on constants ("operator.add/sub/mul/floordiv/mod/truediv/neg" on Int and
-/// Float constants, with Python semantics) and "sym_size" of a dim whose size is static, replacing
+/// Folds scalar arithmetic on constants (ScalarAdd/Sub/Mul/FloorDiv/Mod/TrueDiv/Neg on Int and
+/// Float constants, with Python semantics) and SymSize of a dim whose size is static, replacing
 /// every use by the constant.
 int constant_fold(Graph& graph);
 

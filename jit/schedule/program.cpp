@@ -164,7 +164,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     if (p.is_folded(i)) continue;
     rt::Step s;
     s.output = i;
-    if (node.target == "sym_size") {
+    if (node.op == OpKind::SymSize) {
       s.kind = rt::Step::Kind::Size;
       s.node = static_cast<int>(node.args.at(0).i);
       s.dim = static_cast<int>(node.args.at(1).i);

@@ -3,6 +3,7 @@
 
 #include "jit/lower/lowering.h"
 #include "jit/schedule/fusion.h"
+#include "tests/cpp/canonical_calls.h"
 
 namespace framejit::jit {
 namespace {
@@ -26,9 +27,9 @@ bool accept_all(const PointwiseKernelIR&) { return true; }
 TEST(Lowering, ArithmeticAndPowerFastPaths) {
   Graph g;
   int x = g.add_placeholder("x", f32({SymInt::symbol(0)}));
-  int sq = g.add_call("operator.pow", {Arg::node(x), Arg::integer(2)}, {}, f32({SymInt::symbol(0)}));
-  int rt = g.add_call("operator.pow", {Arg::node(x), Arg::real(0.5)}, {}, f32({SymInt::symbol(0)}));
-  int pw = g.add_call("numpy.power", {Arg::node(x), Arg::real(0.5)}, {}, f32({SymInt::symbol(0)}));
+  int sq = test::add_call(g, "operator.pow", {Arg::node(x), Arg::integer(2)}, {}, f32({SymInt::symbol(0)}));
+  int rt = test::add_call(g, "operator.pow", {Arg::node(x), Arg::real(0.5)}, {}, f32({SymInt::symbol(0)}));
+  int pw = test::add_call(g, "numpy.power", {Arg::node(x), Arg::real(0.5)}, {}, f32({SymInt::symbol(0)}));
   g.set_output({Arg::node(sq), Arg::node(rt), Arg::node(pw)});
   EXPECT_EQ(lower_pointwise(g, g.node(sq))->op, ScalarOp::Square);
   EXPECT_EQ(lower_pointwise(g, g.node(rt))->op, ScalarOp::Sqrt);
@@ -42,19 +43,19 @@ TEST(Lowering, RejectsWhatItCannotReproduce) {
   TensorMeta i64 = f32({4});
   i64.dtype = DType::Int64;
   int xi = g.add_placeholder("xi", i64);
-  int mixed = g.add_call("operator.add", {Arg::node(x), Arg::node(xi)}, {}, [] {
+  int mixed = test::add_call(g, "operator.add", {Arg::node(x), Arg::node(xi)}, {}, [] {
     TensorMeta m;
     m.dtype = DType::Float64;
     m.shape = {SymInt(4)};
     return m;
   }());
-  int ipow = g.add_call("operator.pow", {Arg::node(xi), Arg::integer(3)}, {}, i64);
-  int fdiv = g.add_call("operator.floordiv", {Arg::node(x), Arg::integer(3)}, {}, f32({4}));
+  int ipow = test::add_call(g, "operator.pow", {Arg::node(xi), Arg::integer(3)}, {}, i64);
+  int fdiv = test::add_call(g, "operator.floordiv", {Arg::node(x), Arg::integer(3)}, {}, f32({4}));
   TensorMeta u16 = i64;
   u16.dtype = DType::UInt16;
-  int wide = g.add_call("operator.add", {Arg::node(xi), Arg::integer(1)}, {}, u16);
-  int kw = g.add_call("numpy.add", {Arg::node(x), Arg::real(1)}, {{"dtype", Arg::dtype(DType::Float64)}}, f32({4}));
-  int sum = g.add_call("method.sum", {Arg::node(x)}, {}, f32({}));
+  int wide = test::add_call(g, "operator.add", {Arg::node(xi), Arg::integer(1)}, {}, u16);
+  int kw = test::add_call(g, "numpy.add", {Arg::node(x), Arg::real(1)}, {{"dtype", Arg::dtype(DType::Float64)}}, f32({4}));
+  int sum = test::add_call(g, "method.sum", {Arg::node(x)}, {}, f32({}));
   g.set_output({Arg::node(mixed), Arg::node(ipow), Arg::node(fdiv), Arg::node(wide), Arg::node(kw), Arg::node(sum)});
   EXPECT_FALSE(lower_pointwise(g, g.node(ipow)));   // int ** int raises for negative exponents
   EXPECT_FALSE(lower_pointwise(g, g.node(fdiv)));   // float floor_divide needs fmod
@@ -74,12 +75,12 @@ TEST(Lowering, OperandsConvertToTheLoopType) {
   bm.dtype = DType::Bool;
   int x = g.add_placeholder("x", f32({4}));
   int xi = g.add_placeholder("xi", i32m);
-  int add = g.add_call("operator.add", {Arg::node(x), Arg::node(xi)}, {}, f64m);
-  int gt = g.add_call("operator.gt", {Arg::node(xi), Arg::real(0.5)}, {}, bm);
-  int gti = g.add_call("operator.gt", {Arg::node(xi), Arg::integer(3)}, {}, bm);
-  int wh = g.add_call("numpy.where", {Arg::node(gt), Arg::node(xi), Arg::integer(0)}, {}, i32m);
-  int badd = g.add_call("operator.add", {Arg::node(gt), Arg::node(gti)}, {}, bm);
-  int cast = g.add_call("method.astype", {Arg::node(x), Arg::dtype(DType::Int32)}, {}, i32m);
+  int add = test::add_call(g, "operator.add", {Arg::node(x), Arg::node(xi)}, {}, f64m);
+  int gt = test::add_call(g, "operator.gt", {Arg::node(xi), Arg::real(0.5)}, {}, bm);
+  int gti = test::add_call(g, "operator.gt", {Arg::node(xi), Arg::integer(3)}, {}, bm);
+  int wh = test::add_call(g, "numpy.where", {Arg::node(gt), Arg::node(xi), Arg::integer(0)}, {}, i32m);
+  int badd = test::add_call(g, "operator.add", {Arg::node(gt), Arg::node(gti)}, {}, bm);
+  int cast = test::add_call(g, "method.astype", {Arg::node(x), Arg::dtype(DType::Int32)}, {}, i32m);
   g.set_output({Arg::node(add), Arg::node(wh), Arg::node(badd), Arg::node(cast)});
   auto p = lower_pointwise(g, g.node(add));
   ASSERT_TRUE(p);
@@ -132,13 +133,13 @@ TEST(Fusion, ChainBecomesOneKernel) {
   SymInt n = SymInt::symbol(0);
   int x = g.add_placeholder("x", f32({n}));
   int a = g.add_placeholder("a", scalar_float());
-  int mul = g.add_call("operator.mul", {Arg::node(x), Arg::node(a)}, {}, f32({n}));
-  int add = g.add_call("operator.add", {Arg::node(mul), Arg::real(1.5)}, {}, f32({n}));
-  int th = g.add_call("numpy.tanh", {Arg::node(add)}, {}, f32({n}));
-  int neg = g.add_call("operator.neg", {Arg::node(x)}, {}, f32({n}));
-  int sq = g.add_call("operator.mul", {Arg::node(neg), Arg::node(x)}, {}, f32({n}));
-  int ex = g.add_call("numpy.exp", {Arg::node(sq)}, {}, f32({n}));
-  int out = g.add_call("operator.mul", {Arg::node(th), Arg::node(ex)}, {}, f32({n}));
+  int mul = test::add_call(g, "operator.mul", {Arg::node(x), Arg::node(a)}, {}, f32({n}));
+  int add = test::add_call(g, "operator.add", {Arg::node(mul), Arg::real(1.5)}, {}, f32({n}));
+  int th = test::add_call(g, "numpy.tanh", {Arg::node(add)}, {}, f32({n}));
+  int neg = test::add_call(g, "operator.neg", {Arg::node(x)}, {}, f32({n}));
+  int sq = test::add_call(g, "operator.mul", {Arg::node(neg), Arg::node(x)}, {}, f32({n}));
+  int ex = test::add_call(g, "numpy.exp", {Arg::node(sq)}, {}, f32({n}));
+  int out = test::add_call(g, "operator.mul", {Arg::node(th), Arg::node(ex)}, {}, f32({n}));
   g.set_output({Arg::node(out)});
   FusionPlan plan = plan_fusion(g, accept_all);
   ASSERT_EQ(plan.groups.size(), 1u);
@@ -167,10 +168,10 @@ TEST(Fusion, ChainBecomesOneKernel) {
 TEST(Fusion, NonPointwiseReaderClosesTheGroup) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 4}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
-  int s = g.add_call("method.sum", {Arg::node(e)}, {{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(true)}},
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
+  int s = test::add_call(g, "method.sum", {Arg::node(e)}, {{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(true)}},
                      f32({8, 1}));
-  int d = g.add_call("operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 4}));
+  int d = test::add_call(g, "operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 4}));
   g.set_output({Arg::node(d)});
   FusionPlan plan = plan_fusion(g, accept_all);
   ASSERT_EQ(plan.groups.size(), 2u);
@@ -184,8 +185,8 @@ TEST(Fusion, DifferentShapesOrRejectedKernelsStaySeparate) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 4}));
   int y = g.add_placeholder("y", f32({4}));
-  int a = g.add_call("numpy.exp", {Arg::node(y)}, {}, f32({4}));
-  int b = g.add_call("operator.add", {Arg::node(x), Arg::node(a)}, {}, f32({8, 4}));
+  int a = test::add_call(g, "numpy.exp", {Arg::node(y)}, {}, f32({4}));
+  int b = test::add_call(g, "operator.add", {Arg::node(x), Arg::node(a)}, {}, f32({8, 4}));
   g.set_output({Arg::node(b)});
   FusionPlan plan = plan_fusion(g, accept_all);
   ASSERT_EQ(plan.groups.size(), 2u);
@@ -208,11 +209,11 @@ TEST(Fusion, SoftmaxReductionsTakeTheirPrologue) {
     return std::vector<std::pair<std::string, Arg>>{{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(keep)}};
   };
   int x = g.add_placeholder("x", f32({n, 64}));
-  int m = g.add_call("method.max", {Arg::node(x)}, kw(true), f32({n, 1}));
-  int sub = g.add_call("operator.sub", {Arg::node(x), Arg::node(m)}, {}, f32({n, 64}));
-  int e = g.add_call("numpy.exp", {Arg::node(sub)}, {}, f32({n, 64}));
-  int s = g.add_call("method.sum", {Arg::node(e)}, kw(true), f32({n, 1}));
-  int out = g.add_call("operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({n, 64}));
+  int m = test::add_call(g, "method.max", {Arg::node(x)}, kw(true), f32({n, 1}));
+  int sub = test::add_call(g, "operator.sub", {Arg::node(x), Arg::node(m)}, {}, f32({n, 64}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(sub)}, {}, f32({n, 64}));
+  int s = test::add_call(g, "method.sum", {Arg::node(e)}, kw(true), f32({n, 1}));
+  int out = test::add_call(g, "operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({n, 64}));
   g.set_output({Arg::node(out)});
   FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
   ASSERT_EQ(plan.reductions.size(), 2u);
@@ -245,10 +246,10 @@ TEST(Fusion, CheapOrEarlyReadOperandsAreRecomputed) {
   {
     Graph g;
     int x = g.add_placeholder("x", f32({8, 64}));
-    int mu = g.add_call("method.mean", {Arg::node(x)}, kw, f32({8, 1}));
-    int d = g.add_call("operator.sub", {Arg::node(x), Arg::node(mu)}, {}, f32({8, 64}));
-    int var = g.add_call("method.sum", {Arg::node(d)}, kw, f32({8, 1}));
-    int out = g.add_call("operator.truediv", {Arg::node(d), Arg::node(var)}, {}, f32({8, 64}));
+    int mu = test::add_call(g, "method.mean", {Arg::node(x)}, kw, f32({8, 1}));
+    int d = test::add_call(g, "operator.sub", {Arg::node(x), Arg::node(mu)}, {}, f32({8, 64}));
+    int var = test::add_call(g, "method.sum", {Arg::node(d)}, kw, f32({8, 1}));
+    int out = test::add_call(g, "operator.truediv", {Arg::node(d), Arg::node(var)}, {}, f32({8, 64}));
     g.set_output({Arg::node(out)});
     FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
     ASSERT_EQ(plan.reductions.size(), 2u);
@@ -258,10 +259,10 @@ TEST(Fusion, CheapOrEarlyReadOperandsAreRecomputed) {
   {
     Graph g;
     int x = g.add_placeholder("x", f32({8, 64}));
-    int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
-    int y = g.add_call("operator.mul", {Arg::node(e), Arg::real(2.0)}, {}, f32({8, 64}));
-    int s = g.add_call("method.sum", {Arg::node(e)}, kw, f32({8, 1}));
-    int out = g.add_call("operator.truediv", {Arg::node(y), Arg::node(s)}, {}, f32({8, 64}));
+    int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
+    int y = test::add_call(g, "operator.mul", {Arg::node(e), Arg::real(2.0)}, {}, f32({8, 64}));
+    int s = test::add_call(g, "method.sum", {Arg::node(e)}, kw, f32({8, 1}));
+    int out = test::add_call(g, "operator.truediv", {Arg::node(y), Arg::node(s)}, {}, f32({8, 64}));
     g.set_output({Arg::node(out)});
     FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);
     ASSERT_EQ(plan.reductions.size(), 1u);
@@ -275,8 +276,8 @@ TEST(Fusion, CheapOrEarlyReadOperandsAreRecomputed) {
 TEST(Fusion, RejectedReductionReadsAMaterializedOperand) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 4}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
-  int s = g.add_call("method.sum", {Arg::node(e)}, {{"axis", Arg::integer(1)}}, f32({8}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
+  int s = test::add_call(g, "method.sum", {Arg::node(e)}, {{"axis", Arg::integer(1)}}, f32({8}));
   g.set_output({Arg::node(s)});
   FusionPlan plan = plan_fusion(g, accept_all, [](const ReductionKernelIR&) { return false; });
   ASSERT_EQ(plan.groups.size(), 1u);
@@ -304,11 +305,11 @@ TEST(Fusion, GemmEpilogues) {
     int x = g.add_placeholder("x", f32({8, 16}));
     int w = g.add_placeholder("w", f32({16, 4}));
     int b = g.add_placeholder("b", f32({4}));
-    int y = g.add_call("operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
+    int y = test::add_call(g, "operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
     int bias = b;
-    if (variant == 2) bias = g.add_call("numpy.exp", {Arg::node(b)}, {}, f32({4}));
-    int z = g.add_call("operator.add", {Arg::node(y), Arg::node(bias)}, {}, f32({8, 4}));
-    int r = g.add_call("numpy.maximum", {Arg::node(z), Arg::integer(0)}, {}, f32({8, 4}));
+    if (variant == 2) bias = test::add_call(g, "numpy.exp", {Arg::node(b)}, {}, f32({4}));
+    int z = test::add_call(g, "operator.add", {Arg::node(y), Arg::node(bias)}, {}, f32({8, 4}));
+    int r = test::add_call(g, "numpy.maximum", {Arg::node(z), Arg::integer(0)}, {}, f32({8, 4}));
     if (variant == 1) g.set_output({Arg::node(r), Arg::node(y)});
     else g.set_output({Arg::node(r)});
     FusionPlan plan = plan_fusion(g, accept_all, accept_all_reductions);

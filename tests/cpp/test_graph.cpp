@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "jit/ir/graph.h"
+#include "tests/cpp/canonical_calls.h"
 
 namespace framejit::jit {
 namespace {
@@ -29,9 +30,9 @@ Graph example_graph() {
   int x = g.add_placeholder("x", tensor(DType::Float32, {SymInt::symbol(0), 4}));
   int a = g.add_placeholder("a", scalar(DType::Float64));
   g.add_symbol(x, 0, 8);
-  int mul = g.add_call("numpy.multiply", {Arg::node(x), Arg::node(a)}, {},
+  int mul = test::add_call(g, "numpy.multiply", {Arg::node(x), Arg::node(a)}, {},
                        tensor(DType::Float32, {SymInt::symbol(0), 4}));
-  int sum = g.add_call("method.sum", {Arg::node(mul)},
+  int sum = test::add_call(g, "method.sum", {Arg::node(mul)},
                        {{"axis", Arg::integer(0)}, {"keepdims", Arg::boolean(false)}},
                        tensor(DType::Float32, {4}));
   g.set_output({Arg::node(mul), Arg::node(sum)});
@@ -50,13 +51,13 @@ TEST(GraphPrinter, Golden) {
 }
 
 TEST(GraphPrinter, NoSymbolsSingleOutputAndZeroDim) {
-  Graph g;
+  Graph g = test::numpy_graph();
   int x = g.add_placeholder("x", tensor(DType::Float64, {3, 4}));
   int flag = g.add_placeholder("flag", scalar(DType::Bool));
   int n = g.add_placeholder("n", scalar(DType::Int64));
-  int m = g.add_call("operator.mul", {Arg::node(x), Arg::real(2.0)}, {},
+  int m = test::add_call(g, "operator.mul", {Arg::node(x), Arg::real(2.0)}, {},
                      tensor(DType::Float64, {3, 4}));
-  int s = g.add_call("numpy.sum", {Arg::node(m)}, {}, tensor(DType::Float64, {}));
+  int s = test::add_call(g, "numpy.sum", {Arg::node(m)}, {}, tensor(DType::Float64, {}));
   g.set_output({Arg::node(s)});
   (void)flag;
   (void)n;
@@ -72,7 +73,7 @@ TEST(GraphPrinter, SeveralSymbols) {
   int x = g.add_placeholder("x", tensor(DType::Int32, {SymInt::symbol(0), SymInt::symbol(1)}));
   g.add_symbol(x, 0, 8);
   g.add_symbol(x, 1, 16);
-  int r = g.add_call("method.reshape", {Arg::node(x), Arg::integer(-1)}, {},
+  int r = test::add_call(g, "method.reshape", {Arg::node(x), Arg::integer(-1)}, {},
                      tensor(DType::Int32, {SymInt::symbol(0) * SymInt::symbol(1)}));
   g.set_output({Arg::node(r), Arg::integer(3)});
   EXPECT_EQ(g.to_string(),
@@ -84,7 +85,7 @@ TEST(GraphPrinter, SeveralSymbols) {
 }
 
 TEST(GraphPrinter, ArgsPrintAsPython) {
-  Graph g;
+  Graph g = test::numpy_graph();
   int x = g.add_placeholder("x", tensor(DType::Float32, {2}));
   g.set_output({});
   auto p = [&](const Arg& a) { return g.arg_to_string(a); };
@@ -157,16 +158,16 @@ TEST(GraphNames, UniqueAndValid) {
   EXPECT_EQ(g.node(g.add_placeholder("lambda", t)).name, "lambda_1");
   EXPECT_EQ(g.node(g.add_placeholder("numpy", t)).name, "numpy_1");
   EXPECT_EQ(g.node(g.add_placeholder("sum", t)).name, "sum_1");
-  EXPECT_EQ(g.node(g.add_call("numpy.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add");
-  EXPECT_EQ(g.node(g.add_call("numpy.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add_1");
-  EXPECT_EQ(g.node(g.add_call("operator.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add_2");
-  EXPECT_EQ(g.node(g.add_call("operator.mul", {Arg::node(0), Arg::node(1)}, {}, t)).name, "mul");
-  EXPECT_EQ(g.node(g.add_call("method.sum", {Arg::node(0)}, {}, t)).name, "sum_2");
-  EXPECT_EQ(g.node(g.add_call("numpy.linalg.norm", {Arg::node(0)}, {}, t)).name, "norm");
+  EXPECT_EQ(g.node(test::add_call(g, "numpy.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add");
+  EXPECT_EQ(g.node(test::add_call(g, "numpy.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add_1");
+  EXPECT_EQ(g.node(test::add_call(g, "operator.add", {Arg::node(0), Arg::node(1)}, {}, t)).name, "add_2");
+  EXPECT_EQ(g.node(test::add_call(g, "operator.mul", {Arg::node(0), Arg::node(1)}, {}, t)).name, "mul");
+  EXPECT_EQ(g.node(test::add_call(g, "method.sum", {Arg::node(0)}, {}, t)).name, "sum_2");
+  EXPECT_EQ(g.node(test::add_call(g, "numpy.linalg.norm", {Arg::node(0)}, {}, t)).name, "norm");
   // A dot-less target prints as a bare callee; its node must not shadow it.
-  EXPECT_EQ(g.node(g.add_call("getitem", {Arg::node(0), Arg::integer(0)}, {}, t)).name,
+  EXPECT_EQ(g.node(test::add_call(g, "getitem", {Arg::node(0), Arg::integer(0)}, {}, t)).name,
             "getitem_1");
-  EXPECT_EQ(g.node(g.add_call("method.__getitem__", {Arg::node(0)}, {}, t)).name, "__getitem__");
+  EXPECT_EQ(g.node(test::add_call(g, "method.__getitem__", {Arg::node(0)}, {}, t)).name, "__getitem__");
   g.set_output({});
   EXPECT_EQ(g.nodes().back().name, "output");
   EXPECT_TRUE(g.verify().is_ok()) << g.verify().message();
@@ -241,7 +242,7 @@ TEST(GraphVerify, SelfAndOutOfRangeReferences) {
 TEST(GraphVerify, PlaceholderAfterCall) {
   Graph g;
   int x = g.add_placeholder("x", tensor(DType::Float32, {2}));
-  g.add_call("numpy.exp", {Arg::node(x)}, {}, tensor(DType::Float32, {2}));
+  test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, tensor(DType::Float32, {2}));
   g.add_placeholder("late", tensor(DType::Float32, {2}));
   g.set_output({});
   expect_invalid(g, "node 2 'late': placeholder after a call");
@@ -253,7 +254,7 @@ TEST(GraphVerify, OutputRules) {
   expect_invalid(none, "no output");
 
   Graph not_last = example_graph();
-  not_last.add_call("numpy.exp", {Arg::node(0)}, {}, tensor(DType::Float32, {2}));
+  test::add_call(not_last, "numpy.exp", {Arg::node(0)}, {}, tensor(DType::Float32, {2}));
   expect_invalid(not_last, "'output': output is not last");
 
   Graph two = example_graph();
@@ -315,7 +316,7 @@ TEST(GraphRebuild, RemapsArgsAndSymbols) {
             "    sum_1: \"f32[4]\" = method.sum(x, axis=0, keepdims=False)\n"
             "    return (sum_1, x)\n");
   // Names given out before the rebuild stay taken.
-  int again = g.add_call("numpy.multiply", {Arg::node(0), Arg::node(0)}, {},
+  int again = test::add_call(g, "numpy.multiply", {Arg::node(0), Arg::node(0)}, {},
                          tensor(DType::Float32, {SymInt::symbol(0), 4}));
   EXPECT_EQ(g.node(again).name, "multiply_1");
 }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "tests/cpp/canonical_calls.h"
+
 #include "jit/passes/passes.h"
 #include "jit/pipeline.h"
 #include "runtime/log.h"
@@ -34,11 +36,11 @@ TEST(DeadCodeElimination, RemovesUnusedChainsKeepsEffects) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
   int unused_input = g.add_placeholder("y", tensor({4}));
-  int e = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  g.add_call("numpy.log", {n(e)}, {}, tensor({4}));
-  int neg = g.add_call("numpy.negative", {n(x)}, {}, tensor({4}));
-  g.add_call("operator.iadd", {n(x), Arg::real(1.0)}, {}, tensor({4}));  // mutates x
-  g.add_call("numpy.add", {n(x), n(x)}, {{"out", n(x)}}, tensor({4}));   // writes x
+  int e = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  test::add_call(g, "numpy.log", {n(e)}, {}, tensor({4}));
+  int neg = test::add_call(g, "numpy.negative", {n(x)}, {}, tensor({4}));
+  test::add_call(g, "operator.iadd", {n(x), Arg::real(1.0)}, {}, tensor({4}));  // mutates x
+  test::add_call(g, "numpy.add", {n(x), n(x)}, {{"out", n(x)}}, tensor({4}));   // writes x
   g.set_output({n(neg)});
   (void)unused_input;
 
@@ -56,10 +58,10 @@ TEST(DeadCodeElimination, RemovesUnusedChainsKeepsEffects) {
 TEST(DeadCodeElimination, KeepsWhatTheOutputAndLiveNodesUse) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
-  int a = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int b = g.add_call("method.reshape", {n(a), Arg::tuple({Arg::integer(2), Arg::integer(2)})}, {},
+  int a = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int b = test::add_call(g, "method.reshape", {n(a), Arg::tuple({Arg::integer(2), Arg::integer(2)})}, {},
                      tensor({2, 2}));
-  int c = g.add_call("numpy.sum", {n(b)}, {{"axis", Arg::tuple({Arg::integer(0)})}}, tensor({2}));
+  int c = test::add_call(g, "numpy.sum", {n(b)}, {{"axis", Arg::tuple({Arg::integer(0)})}}, tensor({2}));
   g.set_output({n(c), Arg::integer(1)});
   EXPECT_EQ(dead_code_elimination(g), 0);
   EXPECT_EQ(g.num_calls(), 3);
@@ -67,10 +69,7 @@ TEST(DeadCodeElimination, KeepsWhatTheOutputAndLiveNodesUse) {
 
 TEST(SideEffects, Classification) {
   auto call = [](std::string target, std::vector<std::pair<std::string, Arg>> kwargs = {}) {
-    Node node;
-    node.target = std::move(target);
-    node.kwargs = std::move(kwargs);
-    return node;
+    return test::call_node(std::move(target), std::move(kwargs));
   };
   EXPECT_TRUE(has_side_effects(call("operator.iadd")));
   EXPECT_TRUE(has_side_effects(call("operator.setitem")));
@@ -91,10 +90,10 @@ TEST(DeadCodeElimination, KeepsIntegerPowerThatMayRaise) {
   // Found by the fuzzer: `y = x ** x` with nothing using y must still raise for x < 0.
   Graph g;
   int x = g.add_placeholder("x", tensor({4}, DType::Int64));
-  int p = g.add_call("operator.pow", {n(x), n(x)}, {}, tensor({4}, DType::Int64));
-  g.add_call("operator.pow", {n(x), Arg::integer(2)}, {}, tensor({4}, DType::Int64));
+  int p = test::add_call(g, "operator.pow", {n(x), n(x)}, {}, tensor({4}, DType::Int64));
+  test::add_call(g, "operator.pow", {n(x), Arg::integer(2)}, {}, tensor({4}, DType::Int64));
   int f = g.add_placeholder("f", tensor({4}));
-  g.add_call("numpy.power", {n(f), n(f)}, {}, tensor({4}));
+  test::add_call(g, "numpy.power", {n(f), n(f)}, {}, tensor({4}));
   g.set_output({n(x)});
   EXPECT_TRUE(may_raise_on_values(g, g.node(p)));
   EXPECT_EQ(dead_code_elimination(g), 2);  // the constant and the float power go
@@ -106,10 +105,10 @@ TEST(DeadCodeElimination, KeepsEmptyReductionThatMayRaise) {
   Graph g;
   int x = g.add_placeholder("x", tensor({SymInt::symbol(0)}));
   g.add_symbol(x, 0, 16);
-  int mn = g.add_call("numpy.min", {n(x)}, {}, scalar(DType::Float32));
+  int mn = test::add_call(g, "numpy.min", {n(x)}, {}, scalar(DType::Float32));
   int y = g.add_placeholder("y", tensor({4}));
-  g.add_call("method.max", {n(y)}, {}, scalar(DType::Float32));  // static size: cannot raise
-  g.add_call("numpy.sum", {n(x)}, {}, scalar(DType::Float32));   // has an identity
+  test::add_call(g, "method.max", {n(y)}, {}, scalar(DType::Float32));  // static size: cannot raise
+  test::add_call(g, "numpy.sum", {n(x)}, {}, scalar(DType::Float32));   // has an identity
   g.set_output({n(x)});
   EXPECT_TRUE(may_raise_on_values(g, g.node(mn)));
   EXPECT_EQ(dead_code_elimination(g), 2);
@@ -122,11 +121,11 @@ TEST(CommonSubexpressionElimination, MergesTransitively) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
   int y = g.add_placeholder("y", tensor({4}));
-  int a = g.add_call("numpy.add", {n(x), n(y)}, {}, tensor({4}));
-  int b = g.add_call("numpy.add", {n(x), n(y)}, {}, tensor({4}));
-  int ma = g.add_call("numpy.multiply", {n(a), Arg::integer(2)}, {}, tensor({4}));
-  int mb = g.add_call("numpy.multiply", {n(b), Arg::integer(2)}, {}, tensor({4}));
-  int s = g.add_call("numpy.subtract", {n(ma), n(mb)}, {}, tensor({4}));
+  int a = test::add_call(g, "numpy.add", {n(x), n(y)}, {}, tensor({4}));
+  int b = test::add_call(g, "numpy.add", {n(x), n(y)}, {}, tensor({4}));
+  int ma = test::add_call(g, "numpy.multiply", {n(a), Arg::integer(2)}, {}, tensor({4}));
+  int mb = test::add_call(g, "numpy.multiply", {n(b), Arg::integer(2)}, {}, tensor({4}));
+  int s = test::add_call(g, "numpy.subtract", {n(ma), n(mb)}, {}, tensor({4}));
   g.set_output({n(s)});
 
   EXPECT_EQ(common_subexpression_elimination(g), 2);
@@ -144,21 +143,21 @@ TEST(CommonSubexpressionElimination, KeyIsTargetArgsAndKwargs) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4, 4}));
   int s1 =
-      g.add_call("numpy.sum", {n(x)}, {{"axis", Arg::integer(0)}, {"keepdims", Arg::boolean(true)}},
+      test::add_call(g, "numpy.sum", {n(x)}, {{"axis", Arg::integer(0)}, {"keepdims", Arg::boolean(true)}},
                  tensor({1, 4}));
   int s2 =
-      g.add_call("numpy.sum", {n(x)}, {{"keepdims", Arg::boolean(true)}, {"axis", Arg::integer(0)}},
+      test::add_call(g, "numpy.sum", {n(x)}, {{"keepdims", Arg::boolean(true)}, {"axis", Arg::integer(0)}},
                  tensor({1, 4}));  // same call, keywords in another order
   int s3 =
-      g.add_call("numpy.sum", {n(x)}, {{"axis", Arg::integer(1)}, {"keepdims", Arg::boolean(true)}},
+      test::add_call(g, "numpy.sum", {n(x)}, {{"axis", Arg::integer(1)}, {"keepdims", Arg::boolean(true)}},
                  tensor({4, 1}));
-  int s4 = g.add_call("method.sum", {n(x)},
+  int s4 = test::add_call(g, "method.sum", {n(x)},
                       {{"axis", Arg::integer(0)}, {"keepdims", Arg::boolean(true)}},
                       tensor({1, 4}));  // another target
-  int m1 = g.add_call("numpy.multiply", {n(x), Arg::real(0.0)}, {}, tensor({4, 4}));
-  int m2 = g.add_call("numpy.multiply", {n(x), Arg::real(-0.0)}, {}, tensor({4, 4}));
-  int m3 = g.add_call("numpy.multiply", {n(x), Arg::integer(0)}, {}, tensor({4, 4}));
-  int t = g.add_call("numpy.stack", {Arg::list({n(s1), n(s2), n(s3), n(s4), n(m1), n(m2), n(m3)})},
+  int m1 = test::add_call(g, "numpy.multiply", {n(x), Arg::real(0.0)}, {}, tensor({4, 4}));
+  int m2 = test::add_call(g, "numpy.multiply", {n(x), Arg::real(-0.0)}, {}, tensor({4, 4}));
+  int m3 = test::add_call(g, "numpy.multiply", {n(x), Arg::integer(0)}, {}, tensor({4, 4}));
+  int t = test::add_call(g, "numpy.stack", {Arg::list({n(s1), n(s2), n(s3), n(s4), n(m1), n(m2), n(m3)})},
                      {}, tensor({7, 4, 4}));
   g.set_output({n(t)});
 
@@ -171,12 +170,12 @@ TEST(CommonSubexpressionElimination, KeyIsTargetArgsAndKwargs) {
 TEST(CommonSubexpressionElimination, FreshBuffersNeverMerge) {
   Graph g;
   Arg shape = Arg::tuple({Arg::integer(3)});
-  int e1 = g.add_call("numpy.empty", {shape}, {{"dtype", Arg::dtype(DType::Float32)}}, tensor({3}));
-  int e2 = g.add_call("numpy.empty", {shape}, {{"dtype", Arg::dtype(DType::Float32)}}, tensor({3}));
-  int l1 = g.add_call("numpy.empty_like", {n(e1)}, {}, tensor({3}));
-  int l2 = g.add_call("numpy.empty_like", {n(e1)}, {}, tensor({3}));
+  int e1 = test::add_call(g, "numpy.empty", {shape}, {{"dtype", Arg::dtype(DType::Float32)}}, tensor({3}));
+  int e2 = test::add_call(g, "numpy.empty", {shape}, {{"dtype", Arg::dtype(DType::Float32)}}, tensor({3}));
+  int l1 = test::add_call(g, "numpy.empty_like", {n(e1)}, {}, tensor({3}));
+  int l2 = test::add_call(g, "numpy.empty_like", {n(e1)}, {}, tensor({3}));
   int s =
-      g.add_call("numpy.concatenate", {Arg::tuple({n(e1), n(e2), n(l1), n(l2)})}, {}, tensor({12}));
+      test::add_call(g, "numpy.concatenate", {Arg::tuple({n(e1), n(e2), n(l1), n(l2)})}, {}, tensor({12}));
   g.set_output({n(s)});
   EXPECT_EQ(common_subexpression_elimination(g), 0);
   EXPECT_EQ(g.num_calls(), 5);
@@ -185,8 +184,8 @@ TEST(CommonSubexpressionElimination, FreshBuffersNeverMerge) {
 TEST(CommonSubexpressionElimination, TwoReturnedNodesStayDistinct) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
-  int a = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int b = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
+  int a = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int b = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
   g.set_output({n(a), n(b)});
   EXPECT_EQ(common_subexpression_elimination(g), 0);
   EXPECT_EQ(g.num_calls(), 2);
@@ -195,9 +194,9 @@ TEST(CommonSubexpressionElimination, TwoReturnedNodesStayDistinct) {
 TEST(CommonSubexpressionElimination, OneReturnedNodeMerges) {
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
-  int a = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int b = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int c = g.add_call("numpy.add", {n(a), n(x)}, {}, tensor({4}));
+  int a = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int b = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int c = test::add_call(g, "numpy.add", {n(a), n(x)}, {}, tensor({4}));
   g.set_output({n(b), n(c)});
   EXPECT_EQ(common_subexpression_elimination(g), 1);
   EXPECT_EQ(g.to_string(),
@@ -211,10 +210,10 @@ TEST(CommonSubexpressionElimination, SurvivorInheritsReturnedSlot) {
   // a is not returned, b and c are: b may merge into a, but then a is returned, so c may not.
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
-  int a = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int b = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int c = g.add_call("numpy.exp", {n(x)}, {}, tensor({4}));
-  int d = g.add_call("numpy.negative", {n(a)}, {}, tensor({4}));
+  int a = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int b = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int c = test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({4}));
+  int d = test::add_call(g, "numpy.negative", {n(a)}, {}, tensor({4}));
   g.set_output({n(b), n(c), n(d)});
   EXPECT_EQ(common_subexpression_elimination(g), 1);
   ASSERT_TRUE(g.verify().is_ok()) << g.verify().message();
@@ -226,13 +225,13 @@ TEST(CommonSubexpressionElimination, MutationSeparatesEqualExpressions) {
   // a = x * 2; x += 1; b = x * 2 — a and b differ.
   Graph g;
   int x = g.add_placeholder("x", tensor({4}));
-  int a = g.add_call("numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
-  g.add_call("operator.iadd", {n(x), Arg::integer(1)}, {}, tensor({4}));
-  g.add_call("operator.iadd", {n(x), Arg::integer(1)}, {}, tensor({4}));
-  int b = g.add_call("numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
-  int c = g.add_call("numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
-  int s = g.add_call("numpy.add", {n(a), n(b)}, {}, tensor({4}));
-  int t = g.add_call("numpy.add", {n(s), n(c)}, {}, tensor({4}));
+  int a = test::add_call(g, "numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
+  test::add_call(g, "operator.iadd", {n(x), Arg::integer(1)}, {}, tensor({4}));
+  test::add_call(g, "operator.iadd", {n(x), Arg::integer(1)}, {}, tensor({4}));
+  int b = test::add_call(g, "numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
+  int c = test::add_call(g, "numpy.multiply", {n(x), Arg::integer(2)}, {}, tensor({4}));
+  int s = test::add_call(g, "numpy.add", {n(a), n(b)}, {}, tensor({4}));
+  int t = test::add_call(g, "numpy.add", {n(s), n(c)}, {}, tensor({4}));
   g.set_output({n(t)});
   // Only c into b; the two increments both stay.
   EXPECT_EQ(common_subexpression_elimination(g), 1);
@@ -244,7 +243,7 @@ TEST(CommonSubexpressionElimination, MutationSeparatesEqualExpressions) {
 // Folds `target(args...)` alone in a graph and returns what the output became.
 Arg fold_one(const std::string& target, std::vector<Arg> args, int expected_folds = 1) {
   Graph g;
-  int c = g.add_call(target, std::move(args), {}, scalar(DType::Int64));
+  int c = test::add_call(g, target, std::move(args), {}, scalar(DType::Int64));
   g.set_output({n(c)});
   EXPECT_EQ(constant_fold(g), expected_folds) << target;
   EXPECT_TRUE(g.verify().is_ok()) << g.verify().message();
@@ -310,16 +309,16 @@ TEST(ConstantFold, StaticSizesFoldThroughChains) {
   Graph g;
   int x = g.add_placeholder("x", tensor({SymInt::symbol(0), 4}));
   g.add_symbol(x, 0, 8);
-  int d1 = g.add_call("sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
-  int d0 = g.add_call("sym_size", {n(x), Arg::integer(0)}, {}, scalar(DType::Int64));
-  int last = g.add_call("sym_size", {n(x), Arg::integer(-1)}, {}, scalar(DType::Int64));
-  int twice = g.add_call("operator.mul", {n(d1), Arg::integer(2)}, {}, scalar(DType::Int64));
-  int half = g.add_call("operator.floordiv", {n(twice), n(last)}, {}, scalar(DType::Int64));
+  int d1 = test::add_call(g, "sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
+  int d0 = test::add_call(g, "sym_size", {n(x), Arg::integer(0)}, {}, scalar(DType::Int64));
+  int last = test::add_call(g, "sym_size", {n(x), Arg::integer(-1)}, {}, scalar(DType::Int64));
+  int twice = test::add_call(g, "operator.mul", {n(d1), Arg::integer(2)}, {}, scalar(DType::Int64));
+  int half = test::add_call(g, "operator.floordiv", {n(twice), n(last)}, {}, scalar(DType::Int64));
   int scale =
-      g.add_call("operator.truediv", {Arg::integer(1), n(half)}, {}, scalar(DType::Float64));
-  int r = g.add_call("method.reshape", {n(x), Arg::tuple({Arg::integer(-1), n(twice)})}, {},
+      test::add_call(g, "operator.truediv", {Arg::integer(1), n(half)}, {}, scalar(DType::Float64));
+  int r = test::add_call(g, "method.reshape", {n(x), Arg::tuple({Arg::integer(-1), n(twice)})}, {},
                      tensor({floordiv(SymInt::symbol(0), 2), 8}));
-  int m = g.add_call("numpy.multiply", {n(r), n(scale)}, {{"dtype", Arg::none()}},
+  int m = test::add_call(g, "numpy.multiply", {n(r), n(scale)}, {{"dtype", Arg::none()}},
                      tensor({floordiv(SymInt::symbol(0), 2), 8}));
   g.set_output({n(m), n(d0), n(half)});
 
@@ -339,10 +338,10 @@ TEST(ConstantFold, SymSizeOutOfRangeOrOnScalarStays) {
   Graph g;
   int x = g.add_placeholder("x", tensor({3}));
   int a = g.add_placeholder("a", scalar(DType::Int64));
-  int bad = g.add_call("sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
-  int neg = g.add_call("sym_size", {n(x), Arg::integer(-2)}, {}, scalar(DType::Int64));
-  int sc = g.add_call("sym_size", {n(a), Arg::integer(0)}, {}, scalar(DType::Int64));
-  int add = g.add_call("operator.add", {n(a), Arg::integer(1)}, {}, scalar(DType::Int64));
+  int bad = test::add_call(g, "sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
+  int neg = test::add_call(g, "sym_size", {n(x), Arg::integer(-2)}, {}, scalar(DType::Int64));
+  int sc = test::add_call(g, "sym_size", {n(a), Arg::integer(0)}, {}, scalar(DType::Int64));
+  int add = test::add_call(g, "operator.add", {n(a), Arg::integer(1)}, {}, scalar(DType::Int64));
   g.set_output({n(bad), n(neg), n(sc), n(add)});
   EXPECT_EQ(constant_fold(g), 0);
 }
@@ -355,12 +354,12 @@ Graph pipeline_graph() {
   Graph g;
   int x = g.add_placeholder("x", tensor({SymInt::symbol(0), 4}));
   g.add_symbol(x, 0, 16);
-  int d = g.add_call("sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
-  int k = g.add_call("operator.mul", {n(d), Arg::integer(2)}, {}, scalar(DType::Int64));
-  int a = g.add_call("numpy.multiply", {n(x), n(k)}, {}, tensor({SymInt::symbol(0), 4}));
-  int b = g.add_call("numpy.multiply", {n(x), Arg::integer(8)}, {}, tensor({SymInt::symbol(0), 4}));
-  g.add_call("numpy.exp", {n(x)}, {}, tensor({SymInt::symbol(0), 4}));
-  int c = g.add_call("numpy.add", {n(a), n(b)}, {}, tensor({SymInt::symbol(0), 4}));
+  int d = test::add_call(g, "sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
+  int k = test::add_call(g, "operator.mul", {n(d), Arg::integer(2)}, {}, scalar(DType::Int64));
+  int a = test::add_call(g, "numpy.multiply", {n(x), n(k)}, {}, tensor({SymInt::symbol(0), 4}));
+  int b = test::add_call(g, "numpy.multiply", {n(x), Arg::integer(8)}, {}, tensor({SymInt::symbol(0), 4}));
+  test::add_call(g, "numpy.exp", {n(x)}, {}, tensor({SymInt::symbol(0), 4}));
+  int c = test::add_call(g, "numpy.add", {n(a), n(b)}, {}, tensor({SymInt::symbol(0), 4}));
   g.set_output({n(c)});
   return g;
 }

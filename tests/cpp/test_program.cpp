@@ -93,6 +93,21 @@ public:
   }
 };
 
+// A canonical call node as frontend/ops would decide it (this binary has no frontend): float32
+// operands meet in float32.
+int call(Graph& g, OpKind op, std::vector<Arg> args, TensorMeta meta, OpAttrs at = {}) {
+  if (is_pointwise(op) && at.loop_dtypes.empty()) at.loop_dtypes.assign(args.size(), DType::Float32);
+  return g.add_call(op, std::move(at), std::string(op_name(op)), std::move(args), {}, std::move(meta));
+}
+
+OpAttrs axis_attrs(std::vector<int> axes, bool keepdims) {
+  OpAttrs at;
+  at.all_axes = false;
+  at.axes = std::move(axes);
+  at.keepdims = keepdims;
+  return at;
+}
+
 TensorMeta f32(std::vector<SymInt> shape) {
   TensorMeta m;
   m.dtype = DType::Float32;
@@ -135,9 +150,9 @@ TEST(Program, PointwiseChainRunsWithoutPython) {
   int x = g.add_placeholder("x", f32({SymInt::symbol(0), 5}));
   int y = g.add_placeholder("y", f32({SymInt::symbol(0), 5}));
   g.add_symbol(x, 0, 3);
-  int mul = g.add_call("operator.mul", {Arg::node(x), Arg::node(y)}, {}, f32({SymInt::symbol(0), 5}));
-  int add = g.add_call("operator.add", {Arg::node(mul), Arg::real(1.0)}, {}, f32({SymInt::symbol(0), 5}));
-  int th = g.add_call("numpy.tanh", {Arg::node(add)}, {}, f32({SymInt::symbol(0), 5}));
+  int mul = call(g, OpKind::Mul, {Arg::node(x), Arg::node(y)}, f32({SymInt::symbol(0), 5}));
+  int add = call(g, OpKind::Add, {Arg::node(mul), Arg::real(1.0)}, f32({SymInt::symbol(0), 5}));
+  int th = call(g, OpKind::Tanh, {Arg::node(add)}, f32({SymInt::symbol(0), 5}));
   g.set_output({Arg::node(th)});
   ASSERT_TRUE(g.verify());
 
@@ -161,14 +176,16 @@ TEST(Program, SoftmaxChainAndFoldedTransposeRunWithoutPython) {
   // reads x through a folded transpose (no transposed copy exists).
   Graph g;
   int x = g.add_placeholder("x", f32({6, 4}));
-  int xt = g.add_call("method.transpose", {Arg::node(x)}, {}, f32({4, 6}));
-  int mx = g.add_call("method.max", {Arg::node(xt)}, {{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(true)}},
-                      f32({4, 1}));
-  int sub = g.add_call("operator.sub", {Arg::node(xt), Arg::node(mx)}, {}, f32({4, 6}));
-  int ex = g.add_call("numpy.exp", {Arg::node(sub)}, {}, f32({4, 6}));
-  int sm = g.add_call("method.sum", {Arg::node(ex)}, {{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(true)}},
-                      f32({4, 1}));
-  int div = g.add_call("operator.truediv", {Arg::node(ex), Arg::node(sm)}, {}, f32({4, 6}));
+  int xt = call(g, OpKind::Transpose, {Arg::node(x)}, f32({4, 6}), [] {
+    OpAttrs at;
+    at.perm = {1, 0};
+    return at;
+  }());
+  int mx = call(g, OpKind::Max, {Arg::node(xt)}, f32({4, 1}), axis_attrs({1}, true));
+  int sub = call(g, OpKind::Sub, {Arg::node(xt), Arg::node(mx)}, f32({4, 6}));
+  int ex = call(g, OpKind::Exp, {Arg::node(sub)}, f32({4, 6}));
+  int sm = call(g, OpKind::Sum, {Arg::node(ex)}, f32({4, 1}), axis_attrs({1}, true));
+  int div = call(g, OpKind::Div, {Arg::node(ex), Arg::node(sm)}, f32({4, 6}));
   g.set_output({Arg::node(div)});
   ASSERT_TRUE(g.verify());
 
@@ -199,10 +216,10 @@ TEST(Program, GemmWithEpilogueAndVarianceRunWithoutPython) {
   int a = g.add_placeholder("a", f32({8, 16}));
   int b = g.add_placeholder("b", f32({16, 12}));
   int bias = g.add_placeholder("bias", f32({12}));
-  int mm = g.add_call("operator.matmul", {Arg::node(a), Arg::node(b)}, {}, f32({8, 12}));
-  int add = g.add_call("operator.add", {Arg::node(mm), Arg::node(bias)}, {}, f32({8, 12}));
-  int relu = g.add_call("numpy.maximum", {Arg::node(add), Arg::real(0.0)}, {}, f32({8, 12}));
-  int var = g.add_call("method.var", {Arg::node(a)}, {{"axis", Arg::integer(1)}}, f32({8}));
+  int mm = call(g, OpKind::Matmul, {Arg::node(a), Arg::node(b)}, f32({8, 12}));
+  int add = call(g, OpKind::Add, {Arg::node(mm), Arg::node(bias)}, f32({8, 12}));
+  int relu = call(g, OpKind::Maximum, {Arg::node(add), Arg::real(0.0)}, f32({8, 12}));
+  int var = call(g, OpKind::Var, {Arg::node(a)}, f32({8}), axis_attrs({1}, false));
   g.set_output({Arg::node(relu), Arg::node(var)});
   ASSERT_TRUE(g.verify());
 
@@ -239,7 +256,7 @@ TEST(Program, ErrorsReachTheHostAndNothingLeaks) {
   int y = g.add_placeholder("y", f32({SymInt::symbol(1)}));
   g.add_symbol(x, 0, 4);
   g.add_symbol(y, 0, 4);
-  int add = g.add_call("operator.add", {Arg::node(x), Arg::node(y)}, {}, f32({SymInt::symbol(0)}));
+  int add = call(g, OpKind::Add, {Arg::node(x), Arg::node(y)}, f32({SymInt::symbol(0)}));
   g.set_output({Arg::node(add)});
   auto compiled = compile_graph(g, x86::backend());
   ASSERT_TRUE(compiled.has_value());
