@@ -6,16 +6,13 @@ namespace framejit::jit {
 namespace {
 
 // How many times the plan reads `value` as an array: once per reference by a node that runs
-// (not one only fused reductions recompute) and once per prologue input of a fused reduction
-// (which reads those instead of its own arguments).
-int plan_reads(const FusionState& state, int value) {
+// (not one only fused reductions recompute), plus `prologue_reads`, its reads as a prologue input
+// of fused reductions (which read those instead of their own arguments).
+int plan_reads(const FusionState& state, int value, int prologue_reads) {
   const FusionPlan& plan = state.plan;
-  int reads = 0;
+  int reads = prologue_reads;
   for (int u : state.users.of(value))
     reads += plan.group_of[u] != FusionPlan::kNotComputed && plan.reduction_of[u] < 0;
-  for (const ReductionGroup& r : plan.reductions)
-    if (r.node >= 0)  // var's mean reads what the variance after it reads
-      for (int v : r.inputs) reads += v == value;
   return reads;
 }
 
@@ -32,6 +29,11 @@ void fuse_gemm_epilogues(FusionState& state) {
   plan.gemm_epilogue.assign(plan.gemms.size(), -1);
   if (plan.gemms.empty()) return;
   const Graph& graph = state.graph;
+  std::vector<int> prologue_reads(state.size(), 0);
+  for (const ReductionGroup& r : plan.reductions)
+    if (r.node >= 0)  // var's mean reads what the variance after it reads
+      for (int v : r.inputs)
+        if (v < state.size()) ++prologue_reads[v];  // not the temporary
   for (size_t gi = 0; gi < plan.groups.size(); ++gi) {
     FusionGroup& g = plan.groups[gi];
     if (g.outputs.size() != 1) continue;
@@ -45,7 +47,7 @@ void fuse_gemm_epilogues(FusionState& state) {
       // (lower_pointwise takes no node in a keyword), so their uses of C are all in Users.
       int member_reads = 0;
       for (int u : state.users.of(c)) member_reads += plan.group_of[u] == static_cast<int>(gi);
-      if (member_reads != plan_reads(state, c)) continue;
+      if (member_reads != plan_reads(state, c, prologue_reads[c])) continue;
       // Every other input must be computed before the GEMM runs (at node c).
       auto computed_at = [&](int v) { return plan.group_of[v] >= 0 ? plan.groups[plan.group_of[v]].position : v; };
       bool ready = true;
