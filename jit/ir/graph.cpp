@@ -400,6 +400,27 @@ std::vector<int> Graph::use_counts() const {
   return counts;
 }
 
+Users Graph::users() const { return Users(*this); }
+
+Users::Users(const Graph& graph) {
+  const auto& nodes = graph.nodes();
+  const int n = static_cast<int>(nodes.size());
+  begin_.assign(n + 1, 0);
+  // Out-of-range references (a graph that verify() would reject) are skipped, as in use_counts.
+  auto each_ref = [&](const Node& node, auto&& fn) {
+    auto visit = [&](int ref) {
+      if (ref >= 0 && ref < n) fn(ref);
+    };
+    for (const Arg& a : node.args) a.for_each_node(visit);
+    for (const auto& kw : node.kwargs) kw.second.for_each_node(visit);
+  };
+  for (const Node& node : nodes) each_ref(node, [&](int ref) { ++begin_[ref + 1]; });
+  for (int v = 0; v < n; ++v) begin_[v + 1] += begin_[v];
+  users_.resize(begin_[n]);
+  std::vector<int> next(begin_.begin(), begin_.end() - 1);
+  for (int i = 0; i < n; ++i) each_ref(nodes[i], [&](int ref) { users_[next[ref]++] = i; });
+}
+
 // ----- Printer ---------------------------------------------------------------------------------
 
 std::string Graph::to_string() const {

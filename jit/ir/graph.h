@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,6 +103,8 @@ struct SymbolInfo {
   int64_t hint = 0;
 };
 
+class Users;
+
 /// A graph: nodes in topological order, the last one being the Output whose args[0] is a Tuple of
 /// the returned values (node refs or constants).
 class Graph {
@@ -124,6 +127,8 @@ public:
 
   /// Number of uses of each node (by later nodes' args/kwargs and by the output).
   std::vector<int> use_counts() const;
+  /// Who reads each node, built in one walk (see Users).
+  Users users() const;
 
   /// FX-style Python-like text: `def graph(x: "f32[s0, 4]"): ... return (add,)`.
   std::string to_string() const;
@@ -158,6 +163,32 @@ private:
   // linear in graphs with thousands of "add" nodes.
   std::unordered_set<std::string> name_set_;
   std::unordered_map<std::string, int> next_suffix_;
+};
+
+/// The readers of every value of a graph: for node v, the nodes whose args or kwargs refer to it,
+/// once per reference (a node reading v twice is listed twice), in graph order, the output node
+/// among them. A snapshot: it does not follow later edits of the graph, so a pass that rewrites
+/// the graph builds it again. Scheduling passes share one instead of each rescanning every node's
+/// arguments.
+class Users {
+public:
+  Users() = default;
+  explicit Users(const Graph& graph);
+
+  /// The nodes reading `node`, ascending.
+  std::span<const int> of(int node) const {
+    return {users_.data() + begin_[node], users_.data() + begin_[node + 1]};
+  }
+  /// Number of references to `node` (Graph::use_counts()[node]).
+  int count(int node) const { return begin_[node + 1] - begin_[node]; }
+  /// Number of graph nodes indexed.
+  int size() const { return begin_.empty() ? 0 : static_cast<int>(begin_.size()) - 1; }
+
+private:
+  // Compressed rows: the users of v are users_[begin_[v], begin_[v + 1]). One allocation for all
+  // nodes, so building it costs two walks over the arguments, not one vector per node.
+  std::vector<int> begin_;
+  std::vector<int> users_;
 };
 
 }  // namespace framejit::jit

@@ -1,4 +1,4 @@
-// fusion.h — groups pointwise nodes into fused kernels and plans what runs as a plain call.
+// fusion.h — FusionPlan, how a graph runs: fused kernels, reductions, GEMMs, folded views and calls.
 #pragma once
 
 #include <functional>
@@ -20,7 +20,8 @@ struct FusionGroup {
   std::vector<int> outputs;  // members whose values are needed after the kernel (kernel output j)
   int position = -1;         // the kernel runs when the graph reaches this node (its last member)
   /// When >= 0, the kernel is the epilogue of that GEMM (FusionPlan::gemms): it runs on each
-  /// finished block of the product, in place, and its single output is the product's array.
+  /// finished block of the product, in place, and its single output is the product's array
+  /// (Note [GEMM epilogues] in fuse_gemm_epilogues.cpp).
   int gemm = -1;
   PointwiseKernelIR ir;
 };
@@ -45,13 +46,6 @@ struct ReductionGroup {
   ReductionKernelIR ir;
 };
 
-/// Note [GEMM epilogues]
-/// A pointwise group that reads a GEMM product as one of its inputs runs inside the GEMM, on each
-/// block of C while it is still in cache, writing its output over C in place: bias adds and
-/// activations after `x @ w` cost no extra pass over memory. Legal when the group has exactly one
-/// output with C's shape and dtype, nothing else reads C, and every other input of the group
-/// exists before the GEMM runs.
-
 /// How a graph executes: fused kernels, and every other call node as itself ("extern").
 struct FusionPlan {
   std::vector<FusionGroup> groups;
@@ -75,9 +69,10 @@ struct FusionPlan {
   std::string to_string(const Graph& graph) const;
 };
 
-/// Greedy fusion in graph order: a pointwise node joins the open group when it has the same
-/// iteration shape and dtype; a node that is not pointwise closes the open group only if it reads
-/// one of its members. Intermediates read only inside a group are never materialized.
+/// Builds the plan by running the passes of fusion_passes.h in order, each logged under
+/// FRAMEJIT_LOGS=passes. Fusion is greedy, in graph order: a pointwise node joins an open group of
+/// its iteration shape (dtypes may differ); a node that is not pointwise closes a group only if it
+/// reads one of its members. Intermediates read only inside a group are never materialized.
 /// `accept` decides whether code generation supports a candidate kernel (so a group the backend
 /// cannot compile runs as calls instead).
 /// `accept_reduction` does the same for reduction kernels. A reduction whose operand comes from

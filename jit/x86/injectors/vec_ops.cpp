@@ -101,13 +101,6 @@ void VecOps::mov(const Vec& dst, const Vec& s) {
     cc_.emit(I::Inst::kIdVmovaps, dst, s);
 }
 
-void VecOps::zero_into(const Vec& dst) {
-  if (isa_ == Isa::Scalar)
-    cc_.emit(I::Inst::kIdXorps, dst, dst);
-  else
-    cc_.emit(I::Inst::kIdVxorps, dst, dst, dst);
-}
-
 Vec VecOps::load(const Operand& s) {
   Vec d = vec();
   if (s.isMem()) {

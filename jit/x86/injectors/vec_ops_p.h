@@ -96,7 +96,6 @@ public:
   void store(const Mem& dst, const Vec& v);
   void load_into(const Vec& dst, const Mem& src);
   void mov(const Vec& dst, const Vec& src);
-  void zero_into(const Vec& dst);
 
   // ---- floating point ------------------------------------------------------------------------
   Vec add(const Vec& a, const Operand& b);

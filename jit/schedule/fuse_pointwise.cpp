@@ -1,0 +1,117 @@
+// fuse_pointwise.cpp — pass: greedy grouping of pointwise nodes, and reductions that take the
+// computation of their operand from an open group as their prologue.
+#include <utility>
+
+#include "jit/schedule/fusion_passes.h"
+
+namespace framejit::jit {
+namespace {
+
+// Marks the tentative members read outside their group (NodeRecord::needed_outside): by a node
+// of another group or none (the output among them), or by a fused reduction's prologue. A fused
+// reduction reads its prologue's inputs, not its own arguments (those it recomputes).
+void mark_needed_outside(FusionState& state) {
+  const FusionPlan& plan = state.plan;
+  for (int v = 0; v < state.size(); ++v) {
+    NodeRecord& rec = state.nodes[v];
+    if (rec.tentative < 0) continue;
+    for (int u : state.users.of(v))
+      if (plan.reduction_of[u] < 0 && state.nodes[u].tentative != rec.tentative) rec.needed_outside = true;
+  }
+  for (const ReductionGroup& r : plan.reductions) {
+    if (r.node < 0) continue;  // var's mean: its inputs are those of the variance after it
+    for (int v : r.inputs)
+      if (v < state.size() && state.nodes[v].tentative >= 0) state.nodes[v].needed_outside = true;
+  }
+}
+
+}  // namespace
+
+void fuse_pointwise(FusionState& state, const AcceptReduction& accept) {
+  const auto& nodes = state.graph.nodes();
+  const int n = state.size();
+  FusionPlan& plan = state.plan;
+  auto& groups = state.groups;
+  // Several groups may be open at once, one per iteration shape; a group closes when something
+  // reads one of its members as a materialized array (a non-fused consumer, or a pointwise node
+  // joining another group), so every kernel can run at its last member's position with all its
+  // inputs already computed.
+  std::vector<bool> is_open;
+  auto close_group_of = [&](int v, int except) {
+    const int g = state.nodes[v].tentative;
+    if (g >= 0 && g != except) is_open[g] = false;
+  };
+  for (int i = 0; i < n; ++i) {
+    const Node& node = nodes[i];
+    NodeRecord& rec = state.nodes[i];
+    if (node.kind != NodeKind::Call) continue;
+    if (rec.pointwise) {
+      int join = -1;
+      for (size_t g = 0; g < groups.size() && join < 0; ++g) {
+        const Node& first = nodes[groups[g].front()];
+        // Dtypes may differ: every expression of a kernel carries its own.
+        if (is_open[g] && same_shape(first.meta, node.meta)) join = static_cast<int>(g);
+      }
+      for (const Arg& a : node.args) a.for_each_node([&](int v) { close_group_of(v, join); });
+      if (join < 0) {
+        join = static_cast<int>(groups.size());
+        groups.emplace_back();
+        is_open.push_back(true);
+      }
+      groups[join].push_back(i);
+      rec.tentative = join;
+      continue;
+    }
+    if (!rec.steps.empty()) {
+      // The operand's computation, from its open group if it has one, as the common prologue of
+      // the node's kernels.
+      const ReductionNode& rn = *rec.reduction;
+      const int input = rn.input;
+      const int pg = state.nodes[input].tentative;
+      std::vector<int> members;
+      if (pg >= 0 && is_open[pg]) members = state.producers(input, pg);
+      std::vector<int> inputs, params;
+      PointwiseKernelIR prologue = state.pointwise_ir(members, {input}, inputs, params);
+      if (rn.value_dtype != rn.dtype) {
+        // NumPy converts each element to the type it combines in (an int32 sum adds int64s, an
+        // integer mean float64s): the prologue's last step.
+        prologue.body.push_back({ScalarOp::Cast, rn.value_dtype, prologue.outputs[0], -1, -1, 0});
+        prologue.outputs[0] = static_cast<int>(prologue.body.size()) - 1;
+        prologue.output_dtypes[0] = rn.value_dtype;
+      }
+      std::vector<ReductionGroup> kernels;
+      bool accepted = true;
+      int temps = 0;
+      for (const ReductionStep& step : rec.steps) {
+        ReductionGroup r = step.kernel;
+        r.inputs = inputs;
+        r.params = params;
+        r.ir.prologue = prologue;
+        // A temporary's value index: the next one past the graph's nodes.
+        if (r.node < 0) r.output = n + plan.num_temps + temps++;
+        if (step.centered) center_prologue(r, kernels.back().output, rn.value_dtype);
+        accepted = accepted && accept(r.ir);
+        kernels.push_back(std::move(r));
+      }
+      if (accepted) {
+        for (const ReductionGroup& r : kernels)
+          for (int v : r.inputs)
+            if (v < n) close_group_of(v, -1);  // read as arrays
+        for (size_t k = 0; k < kernels.size(); ++k) {
+          ReductionGroup& r = kernels[k];
+          const int index = static_cast<int>(plan.reductions.size());
+          if (r.node >= 0) plan.reduction_of[r.node] = index;
+          else ++plan.num_temps;
+          if (rec.steps[k].centered) r.temp_producer = index - 1;  // the kernel just before it
+          plan.reductions.push_back(std::move(r));
+        }
+        continue;
+      }
+    }
+    for (const Arg& a : node.args) a.for_each_node([&](int v) { close_group_of(v, -1); });
+    for (const auto& kw : node.kwargs) kw.second.for_each_node([&](int v) { close_group_of(v, -1); });
+  }
+  mark_needed_outside(state);
+}
+
+}  // namespace framejit::jit
