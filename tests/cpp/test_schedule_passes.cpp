@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/cpp/canonical_calls.h"
 #include "jit/schedule/fusion.h"
 #include "jit/schedule/fusion_passes.h"
 #include "runtime/log.h"
@@ -32,9 +33,9 @@ TEST(Users, EveryReferenceOnceInGraphOrder) {
   Graph g;
   int x = g.add_placeholder("x", f32({4}));
   int y = g.add_placeholder("y", f32({4}));
-  int sq = g.add_call("operator.mul", {Arg::node(x), Arg::node(x)}, {}, f32({4}));
-  int w = g.add_call("numpy.where", {Arg::node(sq), Arg::node(y)}, {{"out", Arg::tuple({Arg::node(y)})}}, f32({4}));
-  int unused = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({4}));
+  int sq = test::add_call(g, "operator.mul", {Arg::node(x), Arg::node(x)}, {}, f32({4}));
+  int w = test::add_call(g, "numpy.where", {Arg::node(sq), Arg::node(y)}, {{"out", Arg::tuple({Arg::node(y)})}}, f32({4}));
+  int unused = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({4}));
   g.set_output({Arg::node(w), Arg::node(sq)});
   const int out = static_cast<int>(g.nodes().size()) - 1;
   Users users = g.users();
@@ -55,11 +56,11 @@ TEST(LowerNodes, ClassifiesEachNodeOnce) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 4}));
   int w = g.add_placeholder("w", f32({4, 4}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
-  int s = g.add_call("method.sum", {Arg::node(e)}, last_axis(false), f32({8}));
-  int mm = g.add_call("operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
-  int t = g.add_call("method.transpose", {Arg::node(x)}, {}, f32({4, 8}));
-  int sorted = g.add_call("numpy.sort", {Arg::node(x)}, {}, f32({8, 4}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 4}));
+  int s = test::add_call(g, "method.sum", {Arg::node(e)}, last_axis(false), f32({8}));
+  int mm = test::add_call(g, "operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
+  int t = test::add_call(g, "method.transpose", {Arg::node(x)}, {}, f32({4, 8}));
+  int sorted = test::add_call(g, "numpy.sort", {Arg::node(x)}, {}, f32({8, 4}));
   g.set_output({Arg::node(s), Arg::node(mm), Arg::node(t), Arg::node(sorted)});
   for (bool reductions : {true, false}) {
     FusionState state(g);
@@ -84,8 +85,8 @@ TEST(LowerNodes, ClassifiesEachNodeOnce) {
 TEST(DecomposeReductions, VarAndStdBecomeMeanThenCenteredMean) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 64}));
-  int sd = g.add_call("method.std", {Arg::node(x)}, {{"axis", Arg::integer(-1)}, {"ddof", Arg::integer(1)}}, f32({8}));
-  int s = g.add_call("method.sum", {Arg::node(x)}, last_axis(true), f32({8, 1}));
+  int sd = test::add_call(g, "method.std", {Arg::node(x)}, {{"axis", Arg::integer(-1)}, {"ddof", Arg::integer(1)}}, f32({8}));
+  int s = test::add_call(g, "method.sum", {Arg::node(x)}, last_axis(true), f32({8, 1}));
   g.set_output({Arg::node(sd), Arg::node(s)});
   FusionState state(g);
   lower_nodes(state, true);
@@ -122,8 +123,8 @@ TEST(DecomposeReductions, VarAndStdBecomeMeanThenCenteredMean) {
 TEST(FusePointwise, VarTakesItsOperandAsPrologueAndReadsTheTemporary) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 64}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
-  int v = g.add_call("method.var", {Arg::node(e)}, {{"axis", Arg::integer(-1)}}, f32({8}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
+  int v = test::add_call(g, "method.var", {Arg::node(e)}, {{"axis", Arg::integer(-1)}}, f32({8}));
   g.set_output({Arg::node(v)});
   FusionState state(g);
   lower_nodes(state, true);
@@ -167,12 +168,12 @@ TEST(StoreReductionOperands, ExpensiveOperandReadAfterTheReduction) {
   for (bool divide : {true, false}) {
     Graph g;
     int x = g.add_placeholder("x", f32({8, 64}));
-    int m = g.add_call("method.max", {Arg::node(x)}, last_axis(true), f32({8, 1}));
-    int sub = g.add_call("operator.sub", {Arg::node(x), Arg::node(m)}, {}, f32({8, 64}));
-    int e = g.add_call("numpy.exp", {Arg::node(sub)}, {}, f32({8, 64}));
-    int s = g.add_call("method.sum", {Arg::node(e)}, last_axis(true), f32({8, 1}));
+    int m = test::add_call(g, "method.max", {Arg::node(x)}, last_axis(true), f32({8, 1}));
+    int sub = test::add_call(g, "operator.sub", {Arg::node(x), Arg::node(m)}, {}, f32({8, 64}));
+    int e = test::add_call(g, "numpy.exp", {Arg::node(sub)}, {}, f32({8, 64}));
+    int s = test::add_call(g, "method.sum", {Arg::node(e)}, last_axis(true), f32({8, 1}));
     if (divide) {
-      int out = g.add_call("operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 64}));
+      int out = test::add_call(g, "operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 64}));
       g.set_output({Arg::node(out)});
     } else {
       g.set_output({Arg::node(s)});
@@ -194,9 +195,9 @@ TEST(StoreReductionOperands, ExpensiveOperandReadAfterTheReduction) {
 TEST(BuildPointwiseKernels, RejectedGroupUndoesItsStoredOperands) {
   Graph g;
   int x = g.add_placeholder("x", f32({8, 64}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
-  int s = g.add_call("method.sum", {Arg::node(e)}, last_axis(true), f32({8, 1}));
-  int out = g.add_call("operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 64}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8, 64}));
+  int s = test::add_call(g, "method.sum", {Arg::node(e)}, last_axis(true), f32({8, 1}));
+  int out = test::add_call(g, "operator.truediv", {Arg::node(e), Arg::node(s)}, {}, f32({8, 64}));
   g.set_output({Arg::node(out)});
   for (bool accept : {true, false}) {
     FusionState state(g);
@@ -232,14 +233,14 @@ TEST(FuseGemmEpilogues, AReductionPrologueReadingTheProductPreventsIt) {
     int x = g.add_placeholder("x", f32({8, 16}));
     int w = g.add_placeholder("w", f32({16, 4}));
     int b = g.add_placeholder("b", f32({4}));
-    int y = g.add_call("operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
-    int z = g.add_call("operator.add", {Arg::node(y), Arg::node(b)}, {}, f32({8, 4}));
-    int r = g.add_call("numpy.maximum", {Arg::node(z), Arg::integer(0)}, {}, f32({8, 4}));
+    int y = test::add_call(g, "operator.matmul", {Arg::node(x), Arg::node(w)}, {}, f32({8, 4}));
+    int z = test::add_call(g, "operator.add", {Arg::node(y), Arg::node(b)}, {}, f32({8, 4}));
+    int r = test::add_call(g, "numpy.maximum", {Arg::node(z), Arg::integer(0)}, {}, f32({8, 4}));
     std::vector<Arg> outputs{Arg::node(r)};
     int e = -1;
     if (with_sum) {
-      e = g.add_call("numpy.exp", {Arg::node(y)}, {}, f32({8, 4}));
-      int s = g.add_call("method.sum", {Arg::node(e)}, last_axis(false), f32({8}));
+      e = test::add_call(g, "numpy.exp", {Arg::node(y)}, {}, f32({8, 4}));
+      int s = test::add_call(g, "method.sum", {Arg::node(e)}, last_axis(false), f32({8}));
       outputs.push_back(Arg::node(s));
     }
     g.set_output(outputs);
@@ -271,9 +272,9 @@ TEST(FoldViews, OnlyWhenEveryReaderBindsLayouts) {
   for (bool returned : {false, true}) {
     Graph g;
     int x = g.add_placeholder("x", f32({8, 4}));
-    int t = g.add_call("method.transpose", {Arg::node(x)}, {}, f32({4, 8}));
-    int tt = g.add_call("method.transpose", {Arg::node(t)}, {}, f32({8, 4}));
-    int e = g.add_call("numpy.exp", {Arg::node(tt)}, {}, f32({8, 4}));
+    int t = test::add_call(g, "method.transpose", {Arg::node(x)}, {}, f32({4, 8}));
+    int tt = test::add_call(g, "method.transpose", {Arg::node(t)}, {}, f32({8, 4}));
+    int e = test::add_call(g, "numpy.exp", {Arg::node(tt)}, {}, f32({8, 4}));
     std::vector<Arg> outputs{Arg::node(e)};
     if (returned) outputs.push_back(Arg::node(t));
     g.set_output(outputs);
@@ -296,7 +297,7 @@ TEST(FoldViews, OnlyWhenEveryReaderBindsLayouts) {
 TEST(PlanFusion, LogsAfterEveryPass) {
   Graph g;
   int x = g.add_placeholder("x", f32({8}));
-  int e = g.add_call("numpy.exp", {Arg::node(x)}, {}, f32({8}));
+  int e = test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, f32({8}));
   g.set_output({Arg::node(e)});
   rt::set_log_spec("passes");
   testing::internal::CaptureStderr();
