@@ -6,6 +6,7 @@
 #include <string>
 
 #include "jit/passes/passes.h"
+#include "jit/schedule/fusion_passes.h"
 #include "runtime/faults.h"
 #include "runtime/log.h"
 
@@ -39,6 +40,35 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
   Status after = graph.verify();
   if (!after) return Status::internal("graph passes broke the graph: " + after.message());
   return report;
+}
+
+// The schedule passes, in order (each in jit/schedule/<name>.cpp).
+FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
+                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction) {
+  FusionState state(graph);
+  // Which nodes are what, once. Reductions only when the backend generates reduction kernels:
+  // without one they run as calls.
+  lower_nodes(state, accept_reduction != nullptr);
+  log_fusion_pass("lower_nodes", state);
+  decompose_reductions(state);
+  log_fusion_pass("decompose_reductions", state);
+  fuse_pointwise(state, accept_reduction);
+  log_fusion_pass("fuse_pointwise", state);
+  // Before the kernels are built: a stored operand is an input of its group's kernel, not a member.
+  store_reduction_operands(state);
+  log_fusion_pass("store_reduction_operands", state);
+  build_pointwise_kernels(state, accept);
+  log_fusion_pass("build_pointwise_kernels", state);
+  // After the kernels: what no kernel computes (a rejected group's members among it) runs as a
+  // GEMM or as a call.
+  select_gemms(state);
+  log_fusion_pass("select_gemms", state);
+  fuse_gemm_epilogues(state);
+  log_fusion_pass("fuse_gemm_epilogues", state);
+  // Last: whether a view folds depends on how every one of its readers runs.
+  fold_views(state);
+  log_fusion_pass("fold_views", state);
+  return std::move(state.plan);
 }
 
 Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {

@@ -1,39 +1,7 @@
-// fusion.cpp — plan_fusion, the sequence of the passes that build a FusionPlan, and the plan's text.
+// fusion.cpp — the fusion plan's text (plan_fusion, the list of the passes, is in jit/pipeline.cpp).
 #include "jit/schedule/fusion.h"
 
-#include <utility>
-
-#include "jit/schedule/fusion_passes.h"
-
 namespace framejit::jit {
-
-FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
-                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction) {
-  FusionState state(graph);
-  // Which nodes are what, once. Reductions only when the backend generates reduction kernels:
-  // without one they run as calls.
-  lower_nodes(state, accept_reduction != nullptr);
-  log_fusion_pass("lower_nodes", state);
-  decompose_reductions(state);
-  log_fusion_pass("decompose_reductions", state);
-  fuse_pointwise(state, accept_reduction);
-  log_fusion_pass("fuse_pointwise", state);
-  // Before the kernels are built: a stored operand is an input of its group's kernel, not a member.
-  store_reduction_operands(state);
-  log_fusion_pass("store_reduction_operands", state);
-  build_pointwise_kernels(state, accept);
-  log_fusion_pass("build_pointwise_kernels", state);
-  // After the kernels: what no kernel computes (a rejected group's members among it) runs as a
-  // GEMM or as a call.
-  select_gemms(state);
-  log_fusion_pass("select_gemms", state);
-  fuse_gemm_epilogues(state);
-  log_fusion_pass("fuse_gemm_epilogues", state);
-  // Last: whether a view folds depends on how every one of its readers runs.
-  fold_views(state);
-  log_fusion_pass("fold_views", state);
-  return std::move(state.plan);
-}
 
 std::string FusionPlan::to_string(const Graph& graph) const {
   std::string s;

@@ -69,7 +69,8 @@ struct FusionPlan {
   std::string to_string(const Graph& graph) const;
 };
 
-/// Builds the plan by running the passes of fusion_passes.h in order, each logged under
+/// Builds the plan by running the passes of fusion_passes.h in order (the list is in
+/// jit/pipeline.cpp, beside the other steps), each logged under
 /// FRAMEJIT_LOGS=passes. Fusion is greedy, in graph order: a pointwise node joins an open group of
 /// its iteration shape (dtypes may differ); a node that is not pointwise closes a group only if it
 /// reads one of its members. Intermediates read only inside a group are never materialized.
