@@ -88,6 +88,14 @@ std::string describe_var(const VarPtr& v, const OutputGraph& og) {
     }
     case VarKind::Builtin: return "builtin " + repr_of(as<BuiltinVar>(v)->obj.get());
     case VarKind::Module: return "module " + repr_of(as<ModuleVar>(v)->module.get());
+    case VarKind::Object: return std::string("object ") + Py_TYPE(as<ObjectVar>(v)->obj.get())->tp_name;
+    case VarKind::Class: return std::string("class ") + reinterpret_cast<PyTypeObject*>(as<ObjectVar>(v)->obj.get())->tp_name;
+    case VarKind::Function: {
+      PyObject* q = as<FunctionVar>(v)->qualname.get();  // borrowed
+      const char* s = q && PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : nullptr;
+      if (!s) PyErr_Clear();
+      return std::string("function ") + (s ? s : "?");
+    }
     default: return var_kind_name(v->kind);
   }
 }
