@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/backends/program.h"
 #include "frontend/guards.h"
 #include "frontend/output_graph.h"
+#include "frontend/trace/graph_break.h"
 
 namespace framejit::frontend {
 
@@ -25,7 +27,8 @@ struct CacheEntry {
   std::vector<int> input_slots;      // guard slot of each graph input
   const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
   OwnedRef backend_ref;              // keeps backend_key's object alive
-  std::string break_reason;
+  std::string break_reason;          // why there is no program: the break's message, or a skip
+  std::optional<GraphBreak> broke;   // the trace broke: kind, location, exception type (no snapshot)
 };
 
 /// Everything framejit keeps for one code object (owned by the code object's co_extra slot).

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <exception>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 
@@ -65,6 +66,28 @@ std::string text_lines(const std::vector<std::string>& lines) {
   return s;
 }
 
+// explain()'s record of a break, with the snapshot's values described while the graph that gives
+// their metas is alive.
+ExplainBreak explain_break(const GraphBreak& b, const OutputGraph& og, PyCodeObject* root) {  // root borrowed
+  ExplainBreak e;
+  e.kind = break_kind_name(b.kind);
+  e.reason = b.message();
+  e.exc_type = b.exc_type;
+  e.filename = b.filename;
+  e.lineno = b.lineno;
+  e.offset = b.offset;
+  if (b.snapshot) {
+    for (const VarPtr& v : b.snapshot->stack) e.stack.push_back(describe_var(v, og));
+    for (const LiveLocal& l : b.snapshot->locals) {
+      PyObject* name = PyTuple_GET_ITEM(root->co_localsplusnames, l.slot);  // borrowed
+      const char* s = PyUnicode_AsUTF8(name);
+      if (!s) PyErr_Clear();
+      e.locals.emplace_back(s ? s : "?", describe_var(l.value, og));
+    }
+  }
+  return e;
+}
+
 void warn(const std::string& msg) {
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
 }
@@ -122,7 +145,7 @@ std::string event_summary() {
 }
 
 std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
-                                          CodeState& state) {
+                                          CodeState& state, GraphBreak* broke_out) {
   auto t0 = Clock::now();
   bool had_entries = false;
   for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
@@ -140,11 +163,13 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   entry->backend_ref = cfg.backend;
   OutputGraph og;
   Status st;
+  std::optional<GraphBreak> broke;
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
     Tracer tracer(og, view, fn, tcfg);
-    st = tracer.run();
+    broke = tracer.run();
+    if (broke) st = Status::unsupported(broke->message());
     stats().trace_ms += ms_since(t0);
     if (st.is_ok()) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
@@ -165,8 +190,9 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     }
   } catch (const std::exception& ex) {
     st = Status::internal(std::string("C++ exception: ") + ex.what());
-  } catch (const GraphBreak& b) {
-    st = Status::unsupported(b.reason);
+  } catch (GraphBreak& b) {  // from the tracer's helpers, called after the trace
+    broke = std::move(b);
+    st = Status::unsupported(broke->message());
   }
   if (PyErr_Occurred()) PyErr_Clear();
 
@@ -189,13 +215,24 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   }
   entry->guards = std::move(og.guards);
   if (st.code() == StatusCode::Unsupported) {
+    if (!broke) {  // a graph pass or the backend declined the graph: no instruction to point at
+      broke.emplace();
+      broke->reason = st.message();
+    }
     ++stats().graph_breaks;
     entry->break_reason = st.message();
     if (rt::log_enabled(rt::LogTopic::Breaks)) {
       rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
       record(&EventLog::breaks, state.name, st.message());
     }
-    if (cfg.explain) cfg.explain->break_reasons.push_back(st.message());
+    if (cfg.explain) {
+      cfg.explain->break_reasons.push_back(st.message());
+      cfg.explain->breaks.push_back(explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
+    }
+    // The snapshot's values hold the frame's objects: the entry keeps the break without them
+    // (Note [Break snapshot]).
+    entry->broke = broke->without_snapshot();
+    if (broke_out) *broke_out = *entry->broke;
     if (cfg.fullgraph) {
       stats().compile_ms += ms_since(t0);
       PyErr_Format(unsupported_error() ? unsupported_error() : PyExc_RuntimeError,

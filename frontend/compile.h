@@ -13,11 +13,12 @@
 namespace framejit::frontend {
 
 /// Compiles the frame of `fn` as it is now. Returns the new entry; a trace that broke gives an
-/// entry without a program. Null with a Python exception set when fullgraph=True forbids the
-/// break (framejit.Unsupported) — and null without an exception for an internal failure, after
-/// warning once (the caller runs the frame in CPython and stops compiling it).
+/// entry without a program, whose `broke` says why and where. Null with a Python exception set
+/// when fullgraph=True forbids the break (framejit.Unsupported; `*broke` is then set to the break
+/// when given) — and null without an exception for an internal failure, after warning once (the
+/// caller runs the frame in CPython and stops compiling it).
 std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
-                                          CodeState& state);
+                                          CodeState& state, GraphBreak* broke = nullptr);
 
 /// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
 PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);

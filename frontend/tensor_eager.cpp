@@ -110,25 +110,17 @@ std::string op_name(PyCodeObject* code) {
   return s ? s : "?";
 }
 
-// The op on NumPy views of its operands, run by CPython (see the Note). New ref or null.
-PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why) {
+// The op on NumPy views of its operands, run by CPython (see the Note). New ref or null. `broke`:
+// the graph break that kept the op from being compiled, if that is why it runs here.
+PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why,
+                         const GraphBreak* broke = nullptr) {
   if (!numpy_handles()) {
-    // No NumPy to run it: raise what NumPy would have raised where the trace says the op is an
-    // error in eager code, else say the op needs NumPy.
-    static const struct {
-      const char* words;
-      PyObject** type;
-    } kEagerErrors[] = {
-        {"could not be broadcast", &PyExc_ValueError}, {"shapes are not aligned", &PyExc_ValueError},
-        {"mismatch in its core dimension", &PyExc_ValueError}, {"is out of bounds for array", &PyExc_ValueError},
-        {"raises TypeError", &PyExc_TypeError}, {"OverflowError", &PyExc_OverflowError},
-        {"repeated axis", &PyExc_ValueError},
-    };
-    for (const auto& e : kEagerErrors)
-      if (why.find(e.words) != std::string::npos) {
-        PyErr_SetString(*e.type, why.c_str());
-        return nullptr;
-      }
+    // No NumPy to run it: raise what CPython raises where the trace says the op is an error in
+    // eager code (the break carries the exception type), else say the op needs NumPy.
+    if (broke && broke->exc_type) {
+      PyErr_SetString(broke->exc_type.get(), broke->message().c_str());
+      return nullptr;
+    }
     PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s is not supported without NumPy (%s)",
                  op_name(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn))).c_str(), why.c_str());
     return nullptr;
@@ -182,9 +174,10 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
   }
   if (!hit) {
     std::unique_ptr<CacheEntry> entry;
+    GraphBreak broke;
     {
       HookBusyScope busy;
-      entry = compile_frame(op_config(), func, view, *cs);
+      entry = compile_frame(op_config(), func, view, *cs, &broke);
     }
     if (!entry) {
       // fullgraph: the trace broke (framejit.Unsupported is set), or an internal failure.
@@ -193,12 +186,13 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
         why = fetch_error_text();
         PyErr_Clear();
       }
-      return run_with_numpy(fn, args, nargs, why);
+      return run_with_numpy(fn, args, nargs, why, &broke);
     }
     if (!entry->program || entry->guards.num_slots() > kMaxSlots || entry->guards.num_symbols() > kMaxSymbols ||
         entry->input_slots.size() > kMaxIO || entry->program->num_outputs() > kMaxIO ||
         !entry->guards.check(view, slots, syms))
-      return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason);
+      return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason,
+                            entry->broke ? &*entry->broke : nullptr);
     // Past the bound the entry is not kept (evicting one could free a program that another
     // thread runs right now, without the GIL).
     if (cs->entries.size() >= kMaxEntries) {

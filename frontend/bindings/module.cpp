@@ -169,6 +169,20 @@ PYBIND11_MODULE(_C, m) {
     d["result"] = py::reinterpret_steal<py::object>(r);
     d["graphs"] = rec.graphs;
     d["break_reasons"] = rec.break_reasons;
+    py::list breaks;
+    for (const ExplainBreak& b : rec.breaks) {
+      py::dict e;
+      e["kind"] = b.kind;
+      e["reason"] = b.reason;
+      e["exc_type"] = b.exc_type ? py::reinterpret_borrow<py::object>(b.exc_type.get()) : py::none();
+      e["filename"] = b.filename ? py::reinterpret_borrow<py::object>(b.filename.get()) : py::none();
+      e["lineno"] = b.lineno;
+      e["offset"] = b.offset;
+      e["stack"] = b.stack;
+      e["locals"] = b.locals;
+      breaks.append(std::move(e));
+    }
+    d["breaks"] = std::move(breaks);
     d["guards"] = rec.guards;
     d["op_count"] = rec.op_count;
     return d;

@@ -135,8 +135,8 @@ DTypeAnswer native_dtype(Tracer& tx, DTypeRule rule, std::string_view op, const 
   }
   switch (r.status) {
     case PromoStatus::Ok: return {r.dtype, false};  // a full reduction of a Tensor is a 0-d Tensor
-    case PromoStatus::Overflow: graph_break("a Python int out of range of its dtype (NumPy 2 raises OverflowError)");
-    case PromoStatus::TypeError: graph_break(std::string(op) + " raises TypeError: " + r.why);
+    case PromoStatus::Overflow: graph_break(Raises{PyExc_OverflowError}, "a Python int out of range of its dtype (NumPy 2 raises OverflowError)");
+    case PromoStatus::TypeError: graph_break(Raises{PyExc_TypeError}, std::string(op) + " raises TypeError: " + r.why);
     case PromoStatus::Unsupported: break;
   }
   graph_break(r.why.empty() ? std::string(op) + " is not supported" : r.why);
@@ -188,7 +188,7 @@ DTypeAnswer probe_dtype(Tracer& tx, DTypeRule rule, std::string_view op, PyObjec
       long long hi = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(d, 3), &overflow);
       g.ihi = overflow ? INT64_MAX : hi - 1;
     }
-    if (PyErr_Occurred()) graph_break("internal: bad probe answer " + fetch_error_text());
+    if (PyErr_Occurred()) graph_break(BreakKind::Internal, "internal: bad probe answer " + fetch_error_text());
     tx.out().guards.add_range(s->source, g);
   }
   return {*dt, PyTuple_GET_ITEM(r.get(), 1) == Py_True};
@@ -219,7 +219,7 @@ Shape broadcast_shapes(Tracer& tx, const std::vector<Shape>& shapes) {
         o = d;
         continue;
       }
-      BREAK_IF(!tx.out().sizes_equal(o, d, "broadcast at " + tx.location()),
+      BREAK_IF(!tx.out().sizes_equal(o, d, "broadcast at " + tx.location()), Raises{PyExc_ValueError},
                "operands could not be broadcast together");
     }
   }
@@ -228,7 +228,7 @@ Shape broadcast_shapes(Tracer& tx, const std::vector<Shape>& shapes) {
 
 int normalize_axis(Tracer& tx, int64_t axis, int rank) {
   (void)tx;
-  BREAK_IF(axis < -rank || axis >= rank, "axis " + std::to_string(axis) + " is out of bounds for array of dimension " +
+  BREAK_IF(axis < -rank || axis >= rank, Raises{PyExc_ValueError}, "axis " + std::to_string(axis) + " is out of bounds for array of dimension " +
                                               std::to_string(rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
@@ -250,7 +250,7 @@ std::optional<std::vector<int>> normalize_axes(Tracer& tx, const VarPtr& axis, i
   }
   std::vector<int> sorted = out;
   std::sort(sorted.begin(), sorted.end());
-  BREAK_IF(std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end(), "repeated axis");
+  BREAK_IF(std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end(), Raises{PyExc_ValueError}, "repeated axis");
   return out;
 }
 

@@ -21,7 +21,7 @@ VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, co
     bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
     SymInt k_a = sa.back();
     SymInt k_b = b_vec ? sb[0] : sb[sb.size() - 2];
-    BREAK_IF(!tx.out().sizes_equal(k_a, k_b, why), name + ": shapes are not aligned");
+    BREAK_IF(!tx.out().sizes_equal(k_a, k_b, why), Raises{PyExc_ValueError}, name + ": shapes are not aligned");
     if (name == "dot" && sb.size() > 2) {
       // dot(a, b)[i..., j..., m] = sum(a[i..., :] * b[j..., :, m])
       out.assign(sa.begin(), sa.end() - 1);

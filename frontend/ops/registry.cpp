@@ -83,7 +83,7 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     case Family::Join: return join(tx, e.name, args, kwargs);
     case Family::Creation: return creation(tx, e.name, args, kwargs);
   }
-  graph_break("internal: unknown op family");
+  graph_break(BreakKind::Internal, "internal: unknown op family");
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
     std::vector<bool> is_new(out_rank, false);
     for (auto& a : items) {
       int ax = normalize_axis(tx, tx.to_int(a, "axis"), out_rank);
-      BREAK_IF(is_new[ax], "repeated axis");
+      BREAK_IF(is_new[ax], Raises{PyExc_ValueError}, "repeated axis");
       is_new[ax] = true;
     }
     Shape out;
@@ -194,7 +194,7 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
     size_t off = target_shape.size() - in.size();
     for (size_t i = 0; i < in.size(); ++i) {
       if (in[i].is_const() && in[i].const_value() == 1) continue;
-      BREAK_IF(!tx.out().sizes_equal(in[i], target_shape[off + i], "broadcast_to at " + tx.location()),
+      BREAK_IF(!tx.out().sizes_equal(in[i], target_shape[off + i], "broadcast_to at " + tx.location()), Raises{PyExc_ValueError},
                "operands could not be broadcast to the requested shape");
     }
     return view_result(tx, self, target, args, kwargs, target_shape, false, m.dtype);

@@ -45,6 +45,19 @@ std::string module_of(PyObject* fn) {
   return "";
 }
 
+// A failed getattr on a real object: missing (AttributeError, which hasattr answers False to), or
+// any other exception the lookup raised. Clears the error; the message is `what` either way.
+[[noreturn]] void missing_attribute_break(const std::string& what) {
+  bool missing = !PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_AttributeError);
+  if (missing) {
+    PyErr_Clear();
+    graph_break(BreakKind::MissingAttribute, what);
+  }
+  OwnedRef type = OwnedRef::borrow(PyErr_Occurred());  // borrowed -> new ref
+  PyErr_Clear();
+  graph_break(Raises{type.get()}, what);
+}
+
 }  // namespace
 
 VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
@@ -61,7 +74,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       if (self->kind == VarKind::Tensor) return ops::call_method(*this, self, m->name, std::move(args), std::move(kwargs));
       if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
-        BREAK_IF(self->source, "mutating a list the function received (a side effect)");
+        BREAK_IF(self->source, BreakKind::SideEffect, "mutating a list the function received (a side effect)");
         BREAK_IF(!kwargs.empty(), "keyword arguments to list." + m->name);
         auto& items = as<SeqVar>(self)->items;
         if (m->name == "append" && args.size() == 1) {
@@ -73,11 +86,11 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
           return wrap_const(Py_None);
         }
         if (m->name == "pop" && args.size() <= 1) {
-          BREAK_IF(items.empty(), "pop from empty list");
+          BREAK_IF(items.empty(), Raises{PyExc_IndexError}, "pop from empty list");
           int64_t i = args.empty() ? -1 : to_int(args[0], "list.pop index");
           int64_t n = static_cast<int64_t>(items.size());
           if (i < 0) i += n;
-          BREAK_IF(i < 0 || i >= n, "pop index out of range");
+          BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError}, "pop index out of range");
           VarPtr r = items[i];
           items.erase(items.begin() + i);
           return r;
@@ -130,14 +143,14 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
                      !(PyList_CheckExact(obj.get()) && (m->name == "index" || m->name == "count")),
                  "calling " + m->name + " on " + Py_TYPE(obj.get())->tp_name);
         OwnedRef meth = OwnedRef::steal(PyObject_GetAttrString(obj.get(), m->name.c_str()));
-        BREAK_IF(!meth, fetch_error_text());
+        if (!meth) python_error_break();
         OwnedRef pargs = OwnedRef::steal(PyTuple_New(args.size()));
         for (size_t i = 0; i < args.size(); ++i)
           PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "method argument").release());
         OwnedRef pkw = OwnedRef::steal(PyDict_New());
         for (auto& [k, v] : kwargs) PyDict_SetItemString(pkw.get(), k.c_str(), python_value(v, "method argument").get());
         OwnedRef r = OwnedRef::steal(PyObject_Call(meth.get(), pargs.get(), pkw.get()));
-        if (!r) graph_break("Python raised " + fetch_error_text() + " in " + m->name + "()");
+        if (!r) python_error_break("Python raised ", " in " + m->name + "()");
         return wrap_const(r.get());
       }
       graph_break("calling method " + m->name + " of " + var_kind_name(self->kind));
@@ -175,7 +188,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   auto* fn = as<FunctionVar>(fnv);
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
   std::string name = str_of(fn->qualname.get());
-  BREAK_IF(depth_ >= cfg_.max_inline_depth, "call depth limit reached inlining " + name);
+  BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit, "call depth limit reached inlining " + name);
   // Library functions (NumPy's Python layer, the standard library, site-packages) are not traced
   // into: either the op registry knows them or they run in CPython.
   if (fn->real) {
@@ -206,7 +219,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   size_t npos = std::min<size_t>(args.size(), argcount);
   for (size_t i = 0; i < npos; ++i) f.locals[i] = args[i];
   if (args.size() > static_cast<size_t>(argcount)) {
-    BREAK_IF(!has_varargs, name + "() takes " + std::to_string(argcount) + " positional arguments but " +
+    BREAK_IF(!has_varargs, Raises{PyExc_TypeError}, name + "() takes " + std::to_string(argcount) + " positional arguments but " +
                                 std::to_string(args.size()) + " were given");
     f.locals[slot_varargs] = std::make_shared<SeqVar>(
         VarKind::Tuple, std::vector<VarPtr>(args.begin() + argcount, args.end()));
@@ -223,10 +236,10 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
     for (int i = posonly; i < nparams; ++i)
       if (str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) == k) found = i;
     if (found >= 0) {
-      BREAK_IF(f.locals[found] != nullptr, name + "() got multiple values for argument '" + k + "'");
+      BREAK_IF(f.locals[found] != nullptr, Raises{PyExc_TypeError}, name + "() got multiple values for argument '" + k + "'");
       f.locals[found] = v;
     } else {
-      BREAK_IF(!extra_kw, name + "() got an unexpected keyword argument '" + k + "'");
+      BREAK_IF(!extra_kw, Raises{PyExc_TypeError}, name + "() got an unexpected keyword argument '" + k + "'");
       OwnedRef key = OwnedRef::steal(PyUnicode_FromString(k.c_str()));
       extra_kw->items.emplace_back(key, v);
     }
@@ -240,7 +253,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   for (int i = 0; i < argcount; ++i) {
     if (f.locals[i]) continue;
     int d = i - (argcount - ndefaults);
-    BREAK_IF(d < 0, name + "() missing required argument '" +
+    BREAK_IF(d < 0, Raises{PyExc_TypeError}, name + "() missing required argument '" +
                         str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) + "'");
     if (!real) {
       f.locals[i] = fn->defaults[d];
@@ -263,7 +276,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
       PyObject* dv = PyDict_GetItemWithError(real_kwdefaults, pname);  // borrowed
       if (dv) v = fnv->source ? wrap(dv, child_source(SourceKind::FuncKwDefault, fnv->source, pname)) : wrap_const(dv);
     }
-    BREAK_IF(!v, name + "() missing required keyword-only argument '" + str_of(pname) + "'");
+    BREAK_IF(!v, Raises{PyExc_TypeError}, name + "() missing required keyword-only argument '" + str_of(pname) + "'");
     f.locals[i] = v;
   }
   // Free variables: the last co_nfreevars slots are the function's closure cells.
@@ -278,7 +291,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
         f.locals[first + i] = cell;
       }
     } else {
-      BREAK_IF(static_cast<int>(fn->closure.size()) != nfree, "internal: closure size mismatch");
+      BREAK_IF(static_cast<int>(fn->closure.size()) != nfree, BreakKind::Internal, "internal: closure size mismatch");
       for (int i = 0; i < nfree; ++i) f.locals[first + i] = fn->closure[i];
     }
   }
@@ -305,7 +318,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     const VarPtr& a = args[0];
     if (a->kind == VarKind::Tensor) {
       const jit::TensorMeta& m = meta(a);
-      BREAK_IF(m.rank() == 0, "len() of a 0-d array");
+      BREAK_IF(m.rank() == 0, Raises{PyExc_TypeError}, "len() of a 0-d array");
       return sym_value(m.shape[0]);
     }
     if (is_seq(a)) return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<SeqVar>(a)->items.size())).get());
@@ -348,18 +361,18 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     }
     BREAK_IF(!probe, "isinstance on " + std::string(var_kind_name(a->kind)));
     int r = PyObject_IsInstance(probe, cls.get());
-    if (r < 0) graph_break("isinstance raised " + fetch_error_text());
+    if (r < 0) python_error_break("isinstance raised ");
     return wrap_const(r ? Py_True : Py_False);
   }
   if ((is("getattr") && (nargs == 2 || nargs == 3)) || (is("hasattr") && nargs == 2)) {
     OwnedRef name = python_value(args[1], "attribute name");
-    BREAK_IF(!PyUnicode_Check(name.get()), "attribute name must be a string");
+    BREAK_IF(!PyUnicode_Check(name.get()), Raises{PyExc_TypeError}, "attribute name must be a string");
     try {
       VarPtr r = load_attr(args[0], name.get());
       return is("hasattr") ? wrap_const(Py_True) : r;
     } catch (const GraphBreak& b) {
       // A missing attribute on a value we can see is a fact we can decide; anything else is not.
-      if (b.reason.find("has no attribute") == std::string::npos) throw;
+      if (b.kind != BreakKind::MissingAttribute) throw;
       if (is("hasattr")) return wrap_const(Py_False);
       if (nargs == 3) return args[2];
       throw;
@@ -372,7 +385,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       for (size_t i = 0; i < nargs; ++i)
         PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "range() bound").release());
       OwnedRef r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), nullptr));
-      if (!r) graph_break("range() raised " + fetch_error_text());
+      if (!r) python_error_break("range() raised ");
       return wrap_const(r.get());
     }
     if (is("tuple") || is("list")) {
@@ -422,7 +435,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       for (auto& x : items) acc = binary_op(*this, 0 /* NB_ADD */, acc, x);
       return acc;
     }
-    BREAK_IF(any_tensor, "builtin min/max over arrays (the truth value of an array comparison)");
+    BREAK_IF(any_tensor, BreakKind::DataDependent, "builtin min/max over arrays (the truth value of an array comparison)");
     // Sizes keep their symbols when the answer is decidable from guards.
     bool all_sym = !items.empty();
     for (auto& x : items) all_sym &= as_sym(x).has_value();
@@ -449,7 +462,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
   }
   if ((is("abs") || is("float") || is("int") || is("bool")) && nargs == 1 && kwargs.empty()) {
     if (args[0]->kind == VarKind::Tensor) {
-      BREAK_IF(!is("abs"), "converting an array to a Python number needs its data");
+      BREAK_IF(!is("abs"), BreakKind::DataDependent, "converting an array to a Python number needs its data");
       return ops::unary(*this, "abs", args[0]);
     }
     // abs() of a size falls through to specialization below (rare).
@@ -469,7 +482,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       PyFloat_CheckExact(as<ScalarVar>(args[0])->hint.get()) && kwargs.empty()) {
     auto* s = as<ScalarVar>(args[0]);
     OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(fn, s->hint.get()));
-    if (!r) graph_break(fetch_error_text());
+    if (!r) python_error_break();
     auto deps = s->source ? std::vector<std::shared_ptr<ScalarVar>>{std::static_pointer_cast<ScalarVar>(args[0])} : s->deps;
     return add_scalar(is("float") ? "builtins.float" : "builtins.abs", {to_arg(args[0])}, r.get(), std::nullopt, deps);
   }
@@ -484,7 +497,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     for (auto& [k, v] : kwargs) PyDict_SetItemString(pkw.get(), k.c_str(), python_value(v, "builtin argument").get());
   }
   OwnedRef r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), pkw.get()));
-  if (!r) graph_break("Python raised " + fetch_error_text());
+  if (!r) python_error_break("Python raised ");
   if (PyIter_Check(r.get()) && !PyUnicode_Check(r.get())) {
     std::vector<VarPtr> items;
     while (OwnedRef x = OwnedRef::steal(PyIter_Next(r.get()))) items.push_back(wrap_const(x.get()));
@@ -502,7 +515,10 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(mod), name);  // borrowed
       if (!v) {
         PyErr_Clear();
-        graph_break("module '" + std::string(PyModule_GetName(mod) ? PyModule_GetName(mod) : "?") +
+        // A module __getattr__ (PEP 562) may still answer: only without one is the name missing.
+        BreakKind kind = PyDict_GetItemString(PyModule_GetDict(mod), "__getattr__") ? BreakKind::Unsupported
+                                                                                    : BreakKind::MissingAttribute;
+        graph_break(kind, "module '" + std::string(PyModule_GetName(mod) ? PyModule_GetName(mod) : "?") +
                     "' has no attribute '" + n + "' in its __dict__");
       }
       return wrap(v, child_source(SourceKind::ModuleAttr, obj->source, name));
@@ -535,12 +551,15 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
         }
         return wrap(type_attr, src);
       }
-      graph_break(std::string("'") + Py_TYPE(o)->tp_name + "' object has no attribute '" + n + "'");
+      // Past the instance dict and the type, only a __getattr__ could still answer.
+      graph_break(Py_TYPE(o)->tp_getattro == PyObject_GenericGetAttr ? BreakKind::MissingAttribute
+                                                                      : BreakKind::Unsupported,
+                  std::string("'") + Py_TYPE(o)->tp_name + "' object has no attribute '" + n + "'");
     }
     case VarKind::Class: {
       PyObject* cls = as<ObjectVar>(obj)->obj.get();
       PyObject* v = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(cls), name);  // borrowed
-      BREAK_IF(!v, std::string("type object '") + reinterpret_cast<PyTypeObject*>(cls)->tp_name +
+      BREAK_IF(!v, BreakKind::MissingAttribute, std::string("type object '") + reinterpret_cast<PyTypeObject*>(cls)->tp_name +
                        "' has no attribute '" + n + "'");
       BREAK_IF(Py_TYPE(v)->tp_descr_get && !PyFunction_Check(v) && !PyType_Check(v),
                "class attribute '" + n + "' is a descriptor");
@@ -553,7 +572,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
     case VarKind::Const: {
       PyObject* c = const_value(obj);
       OwnedRef v = OwnedRef::steal(PyObject_GetAttr(c, name));
-      if (!v) graph_break("'" + std::string(Py_TYPE(c)->tp_name) + "' object has no attribute '" + n + "'");
+      if (!v) missing_attribute_break("'" + std::string(Py_TYPE(c)->tp_name) + "' object has no attribute '" + n + "'");
       if (PyCFunction_Check(v.get()) || Py_TYPE(v.get()) == &PyMethodDescr_Type ||
           PyObject_HasAttrString(v.get(), "__self__") == 1)
         return std::make_shared<AttrMethodVar>(obj, n);
@@ -563,7 +582,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       // e.g. numpy.float32.__name__ or a ufunc's attributes: read-only facts of a guarded object
       PyObject* b = as<BuiltinVar>(obj)->obj.get();
       OwnedRef v = OwnedRef::steal(PyObject_GetAttr(b, name));
-      if (!v) graph_break("'" + std::string(Py_TYPE(b)->tp_name) + "' object has no attribute '" + n + "'");
+      if (!v) missing_attribute_break("'" + std::string(Py_TYPE(b)->tp_name) + "' object has no attribute '" + n + "'");
       BREAK_IF(PyCallable_Check(v.get()), "calling attribute " + n + " of a builtin");
       return wrap_const(v.get());
     }
@@ -588,7 +607,7 @@ VarPtr Tracer::super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name)
   BREAK_IF(!PyType_IsSubtype(Py_TYPE(obj), reinterpret_cast<PyTypeObject*>(start)),
            "super(type, obj): obj is not an instance of type");
   PyObject* v = super_lookup(Py_TYPE(obj), start, name);  // borrowed
-  BREAK_IF(!v, "'super' object has no attribute '" + n + "'");
+  BREAK_IF(!v, BreakKind::MissingAttribute, "'super' object has no attribute '" + n + "'");
   BREAK_IF(!PyFunction_Check(v), "super()." + n + " is a " + Py_TYPE(v)->tp_name + ", not a Python function");
   // The guard re-runs the lookup from self's type (itself guarded) and checks it finds this very
   // function, so a class attribute assigned later recompiles.
@@ -606,16 +625,16 @@ VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
       if (PySlice_Check(idx.get())) {
         Py_ssize_t start, stop, step, len;
         if (PySlice_GetIndicesEx(idx.get(), items.size(), &start, &stop, &step, &len) < 0)
-          graph_break(fetch_error_text());
+          python_error_break();
         std::vector<VarPtr> out;
         for (Py_ssize_t i = 0, j = start; i < len; ++i, j += step) out.push_back(items[j]);
         return std::make_shared<SeqVar>(obj->kind, std::move(out));
       }
       Py_ssize_t i = PyNumber_AsSsize_t(idx.get(), PyExc_IndexError);
-      if (i == -1 && PyErr_Occurred()) graph_break(fetch_error_text());
+      if (i == -1 && PyErr_Occurred()) python_error_break();
       Py_ssize_t n = static_cast<Py_ssize_t>(items.size());
       if (i < 0) i += n;
-      BREAK_IF(i < 0 || i >= n, std::string(obj->kind == VarKind::Tuple ? "tuple" : "list") + " index out of range");
+      BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError}, std::string(obj->kind == VarKind::Tuple ? "tuple" : "list") + " index out of range");
       return items[i];
     }
     case VarKind::Dict: {
@@ -625,12 +644,12 @@ VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
         if (eq < 0) PyErr_Clear();
         if (eq == 1) return v;
       }
-      graph_break("KeyError in a dict lookup");
+      graph_break(Raises{PyExc_KeyError}, "KeyError in a dict lookup");
     }
     case VarKind::Const: {
       OwnedRef key = python_value(index, "index");
       OwnedRef r = OwnedRef::steal(PyObject_GetItem(const_value(obj), key.get()));
-      if (!r) graph_break("indexing a constant raised " + fetch_error_text());
+      if (!r) python_error_break("indexing a constant raised ");
       return wrap_const(r.get());
     }
     default: break;

@@ -27,7 +27,7 @@ bool is_number(PyObject* o) {
 VarPtr call_python(Tracer& tx, const char* op, PyObject* a, PyObject* b) {
   OwnedRef r = OwnedRef::steal(b ? PyObject_CallFunctionObjArgs(operator_fn(op), a, b, nullptr)
                                  : PyObject_CallFunctionObjArgs(operator_fn(op), a, nullptr));
-  if (!r) graph_break("Python raised " + fetch_error_text() + " in operator." + op);
+  if (!r) python_error_break("Python raised ", std::string(" in operator.") + op);
   return tx.wrap_const(r.get());
 }
 
@@ -47,7 +47,7 @@ VarPtr scalar_binary(Tracer& tx, const char* op, const VarPtr& a, const VarPtr& 
   BREAK_IF(!is_number(ha.get()) || !is_number(hb.get()),
            std::string("operator.") + op + " between a run-time number and a non-number");
   OwnedRef r = OwnedRef::steal(PyObject_CallFunctionObjArgs(operator_fn(op), ha.get(), hb.get(), nullptr));
-  if (!r) graph_break("Python raised " + fetch_error_text() + " in operator." + op);
+  if (!r) python_error_break("Python raised ", std::string(" in operator.") + op);
   std::optional<jit::SymInt> sym;
   auto sa = tx.as_sym(a), sb = tx.as_sym(b);
   std::string o = op;
@@ -82,7 +82,7 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
       std::vector<VarPtr> items = as<SeqVar>(lhs)->items;
       for (auto& x : as<SeqVar>(rhs)->items) items.push_back(x);
       if (inplace && lhs->kind == VarKind::List) {
-        BREAK_IF(lhs->source, "extending a list the function received (a side effect)");
+        BREAK_IF(lhs->source, BreakKind::SideEffect, "extending a list the function received (a side effect)");
         as<SeqVar>(lhs)->items = items;
         return lhs;
       }
@@ -139,7 +139,7 @@ VarPtr compare_op(Tracer& tx, int cmp, const VarPtr& lhs, const VarPtr& rhs) {
 
 bool is_none(Tracer& tx, const VarPtr& v) {
   (void)tx;
-  BREAK_IF(v->kind == VarKind::Null, "internal: NULL compared with None");
+  BREAK_IF(v->kind == VarKind::Null, BreakKind::Internal, "internal: NULL compared with None");
   return v->kind == VarKind::Const && const_value(v) == Py_None;
 }
 
@@ -196,7 +196,7 @@ VarPtr contains_op(Tracer& tx, const VarPtr& item, const VarPtr& container, bool
   } else if (is_const(container) || container->kind == VarKind::Set) {
     OwnedRef haystack = tx.python_value(container, "`in` test");
     int r = PySequence_Contains(haystack.get(), needle.get());
-    if (r < 0) graph_break("Python raised " + fetch_error_text() + " in an `in` test");
+    if (r < 0) python_error_break("Python raised ", " in an `in` test");
     found = r == 1;
   } else {
     graph_break(std::string("`in` test on ") + var_kind_name(container->kind));
@@ -213,7 +213,7 @@ VarPtr unary_op(Tracer& tx, UnaryOp op, const VarPtr& v) {
   if (v->kind == VarKind::Scalar) {
     auto* s = as<ScalarVar>(v);
     OwnedRef r = OwnedRef::steal(PyObject_CallFunctionObjArgs(operator_fn(name), s->hint.get(), nullptr));
-    if (!r) graph_break("Python raised " + fetch_error_text());
+    if (!r) python_error_break("Python raised ");
     if (s->sym && op == UnaryOp::Negative) return tx.sym_value(jit::SymInt(0) - *s->sym);
     if (s->sym && op == UnaryOp::Positive) return v;
     return tx.add_scalar(std::string("operator.") + name, {tx.to_arg(v)}, r.get(), std::nullopt, deps_of(v));

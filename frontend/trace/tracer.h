@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -12,22 +13,10 @@
 
 #include "framejit/status.h"
 #include "frontend/output_graph.h"
+#include "frontend/trace/graph_break.h"
 #include "frontend/variables.h"
 
 namespace framejit::frontend {
-
-/// Thrown inside the tracer for anything it does not support; caught at the top of the trace and
-/// turned into Status::unsupported with the instruction's file:line.
-struct GraphBreak {
-  std::string reason;
-  bool located = false;  // the innermost frame appended its file:line
-};
-
-[[noreturn]] inline void graph_break(std::string reason) { throw GraphBreak{std::move(reason)}; }
-#define BREAK_IF(cond, reason)                          \
-  do {                                                  \
-    if (cond) ::framejit::frontend::graph_break(reason); \
-  } while (0)
 
 struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
@@ -55,14 +44,32 @@ struct TraceFrame {
   int cur_offset = 0;  // code unit index of the instruction being run
   VarPtr result;       // set by RETURN_VALUE
   TraceFrame* parent = nullptr;
+  // Root only, Note [Break snapshot]: the stack depth when the instruction being run started, and
+  // the values of that stack it has popped so far, in pop order (the top first).
+  size_t entry_depth = 0;
+  std::vector<VarPtr> entry_popped;
 };
+
+// Note [Break snapshot]
+// A resume function (the next step for graph breaks) rebuilds the root frame as it was when the
+// breaking instruction started: its value stack and its bound locals. Copying the stack before
+// every instruction would cost a vector copy per instruction of a long trace, so the root frame
+// records only the depth at the start of each instruction and keeps alive the values that the
+// instruction pops from below that depth (a handful at most). At a break the stack as it was is
+// then the part still below the low-water mark plus the saved values, in reverse. Nothing else
+// rewrites the stack below the mark within one instruction (SWAP exchanges two slots but cannot
+// break after that). Locals change within an instruction only after its last possible break
+// (STORE_FAST pops, then stores), so they are read as they are at the break.
+// The snapshot holds the trace's values, and they hold the frame's objects: it lives as long as
+// the compile of that frame, and a cache entry keeps the break without it.
 
 class Tracer {
 public:
   Tracer(OutputGraph& out, const FrameView& view, PyFunctionObject* fn, TraceConfig cfg);
 
-  /// Traces the root frame to its RETURN_VALUE. Unsupported: a graph break (message has file:line).
-  Status run();
+  /// Traces the root frame to its RETURN_VALUE. nullopt: the whole frame is captured; otherwise
+  /// the graph break that stopped the trace, located and with the root frame's snapshot.
+  [[nodiscard]] std::optional<GraphBreak> run();
 
   OutputGraph& out() { return out_; }
   const TraceConfig& config() const { return cfg_; }
@@ -118,6 +125,8 @@ public:
 private:
   friend struct Interpreter;
   VarPtr run_frame(TraceFrame& f);
+  /// Fills in where `b` happened in the root frame and what that frame held (Note [Break snapshot]).
+  void locate_in_root(GraphBreak& b, const TraceFrame& root) const;
   void build_output(const VarPtr& ret);
   OutputSpec output_spec(const VarPtr& v, std::vector<jit::Arg>& outs);
 

@@ -39,7 +39,7 @@ std::string Tracer::location() const {
   return str_of(code->co_filename) + ":" + std::to_string(line) + " in " + str_of(code->co_name);
 }
 
-Status Tracer::run() {
+std::optional<GraphBreak> Tracer::run() {
   TraceFrame root;
   root.code = reinterpret_cast<PyCodeObject*>(fn_->func_code);
   root.is_root = true;
@@ -54,11 +54,32 @@ Status Tracer::run() {
   try {
     VarPtr ret = run_frame(root);
     build_output(ret);
-  } catch (const GraphBreak& b) {
+  } catch (GraphBreak& b) {
     if (PyErr_Occurred()) PyErr_Clear();
-    return Status::unsupported(b.reason);
+    locate_in_root(b, root);
+    return std::move(b);
   }
-  return Status::ok();
+  return std::nullopt;
+}
+
+void Tracer::locate_in_root(GraphBreak& b, const TraceFrame& root) const {
+  // A break in an inlined call stops the root frame at that call's instruction; a break while
+  // building the outputs, at the RETURN that ended the trace.
+  b.offset = root.cur_offset * static_cast<int>(sizeof(uint16_t));
+  if (!b.filename) {  // not located by an inner frame: the break is the root's own
+    b.filename = OwnedRef::borrow(root.code->co_filename);
+    b.lineno = PyCode_Addr2Line(root.code, b.offset);
+  }
+  auto snap = std::make_shared<FrameSnapshot>();
+  size_t low = root.entry_depth - root.entry_popped.size();  // below it: untouched by the instruction
+  snap->stack.assign(root.stack.begin(), root.stack.begin() + std::min(low, root.stack.size()));
+  snap->stack.insert(snap->stack.end(), root.entry_popped.rbegin(), root.entry_popped.rend());
+  for (int i = 0; i < static_cast<int>(root.locals.size()); ++i) {
+    if (root.lazy_args[i]) snap->locals.push_back({i, nullptr});
+    else if (root.locals[i]) snap->locals.push_back({i, root.locals[i]});
+  }
+  snap->kw_names = root.kw_names;
+  b.snapshot = std::move(snap);
 }
 
 /// One opcode handler per case; each states its stack effect CPython-style. Control leaves the
@@ -68,15 +89,20 @@ struct Interpreter {
   TraceFrame& f;
 
   VarPtr pop() {
-    BREAK_IF(f.stack.empty(), "internal: stack underflow");
+    BREAK_IF(f.stack.empty(), BreakKind::Internal, "internal: stack underflow");
     VarPtr v = std::move(f.stack.back());
     f.stack.pop_back();
+    if (f.is_root && f.stack.size() < f.entry_depth - f.entry_popped.size()) f.entry_popped.push_back(v);
     return v;
   }
   void push(VarPtr v) { f.stack.push_back(std::move(v)); }
   VarPtr& peek(int n) { return f.stack[f.stack.size() - n]; }  // peek(1) is TOS
   std::vector<VarPtr> pop_n(int n) {
-    BREAK_IF(static_cast<int>(f.stack.size()) < n, "internal: stack underflow");
+    BREAK_IF(static_cast<int>(f.stack.size()) < n, BreakKind::Internal, "internal: stack underflow");
+    if (f.is_root) {  // Note [Break snapshot]: keep what is popped from below the low-water mark
+      size_t low = f.entry_depth - f.entry_popped.size();
+      for (size_t i = std::min(low, f.stack.size()); i > f.stack.size() - n; --i) f.entry_popped.push_back(f.stack[i - 1]);
+    }
     std::vector<VarPtr> xs(f.stack.end() - n, f.stack.end());
     f.stack.resize(f.stack.size() - n);
     return xs;
@@ -93,22 +119,23 @@ struct Interpreter {
     PyObject* v = PyDict_GetItemWithError(f.globals.get(), name);  // borrowed
     if (!v && !PyErr_Occurred()) v = PyDict_GetItemWithError(f.builtins.get(), name);
     if (PyErr_Occurred()) PyErr_Clear();
-    BREAK_IF(!v, "name '" + str_of(name) + "' is not defined");
+    BREAK_IF(!v, Raises{PyExc_NameError}, "name '" + str_of(name) + "' is not defined");
     return tx.wrap(v, global_src(name));
   }
 
   VarPtr load_fast(int i) {
     if (f.is_root && f.lazy_args[i]) {
-      f.lazy_args[i] = false;
+      // Still lazy if wrapping breaks: the break's snapshot reports the slot as the frame's own.
       f.locals[i] = tx.wrap(tx.view().localsplus[i], local_source(i, local_name(f.code, i)));
+      f.lazy_args[i] = false;
     }
-    BREAK_IF(!f.locals[i], "local variable '" + local_name(f.code, i) + "' is unbound");
+    BREAK_IF(!f.locals[i], Raises{PyExc_UnboundLocalError}, "local variable '" + local_name(f.code, i) + "' is unbound");
     return f.locals[i];
   }
 
   CellVar* cell_at(int i) {
     if (f.is_root && f.lazy_args[i]) load_fast(i);
-    BREAK_IF(!f.locals[i] || f.locals[i]->kind != VarKind::Cell, "internal: not a cell");
+    BREAK_IF(!f.locals[i] || f.locals[i]->kind != VarKind::Cell, BreakKind::Internal, "internal: not a cell");
     return as<CellVar>(f.locals[i]);
   }
 
@@ -189,23 +216,28 @@ struct Interpreter {
                          : conversion == kConvertRepr  ? OwnedRef::steal(PyObject_Repr(v.get()))
                          : conversion == kConvertAscii ? OwnedRef::steal(PyObject_ASCII(v.get()))
                                                        : v;
-    BREAK_IF(!converted, "formatting failed: " + fetch_error_text());
+    if (!converted) python_error_break("formatting failed: ");
     OwnedRef r = OwnedRef::steal(PyObject_Format(converted.get(), s.get()));
-    BREAK_IF(!r, "formatting failed: " + fetch_error_text());
+    if (!r) python_error_break("formatting failed: ");
     return make_const(std::move(r));
   }
 
   void set_add(const VarPtr& set, const VarPtr& item) {
     OwnedRef v = tx.python_value(item, "set item");
-    if (PySet_Add(as<SetVar>(set)->set.get(), v.get()) < 0) graph_break("set.add: " + fetch_error_text());
+    if (PySet_Add(as<SetVar>(set)->set.get(), v.get()) < 0) python_error_break("set.add: ");
   }
 
   VarPtr run() {
     while (true) {
-      BREAK_IF(++tx.instructions_run_ > tx.cfg_.max_instructions,
-               "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
-      BREAK_IF(f.ip >= f.num_instrs, "internal: ran off the end of the code");
+      // The instruction starts here, so a break from the two checks below is at this instruction.
       f.cur_offset = f.ip;
+      if (f.is_root) {  // Note [Break snapshot]
+        f.entry_depth = f.stack.size();
+        f.entry_popped.clear();
+      }
+      BREAK_IF(++tx.instructions_run_ > tx.cfg_.max_instructions, BreakKind::Limit,
+               "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
+      BREAK_IF(f.ip >= f.num_instrs, BreakKind::Internal, "internal: ran off the end of the code");
       int raw = f.instrs[f.ip] & 0xff;
       int arg = f.instrs[f.ip] >> 8;
       ++f.ip;
@@ -270,7 +302,7 @@ struct Interpreter {
           break;
         }
         case Op::StoreGlobal:
-        case Op::DeleteGlobal: graph_break("assigning a global variable (a side effect)");
+        case Op::DeleteGlobal: graph_break(BreakKind::SideEffect, "assigning a global variable (a side effect)");
         case Op::MakeCell: {  // (--) wraps the slot's current value in a new cell
           auto cell = std::make_shared<CellVar>();
           if (f.is_root && f.lazy_args[arg]) load_fast(arg);
@@ -294,7 +326,7 @@ struct Interpreter {
         case Op::LoadDeref: push(deref(arg)); break;  // (-- value)
         case Op::StoreDeref: {                        // (value --)
           CellVar* cell = cell_at(arg);
-          BREAK_IF(cell->source, "assigning to a variable of an enclosing function (a side effect)");
+          BREAK_IF(cell->source, BreakKind::SideEffect, "assigning to a variable of an enclosing function (a side effect)");
           cell->contents = pop();
           break;
         }
@@ -327,7 +359,7 @@ struct Interpreter {
           break;
         }
         case Op::StoreAttr:
-        case Op::DeleteAttr: graph_break("assigning an attribute (a side effect)");
+        case Op::DeleteAttr: graph_break(BreakKind::SideEffect, "assigning an attribute (a side effect)");
         case Op::BinarySubscr: {  // (container, index -- value)
           VarPtr index = pop();
           VarPtr container = pop();
@@ -354,7 +386,7 @@ struct Interpreter {
           store_subscr(container, make_slice(std::move(bounds)), value);
           break;
         }
-        case Op::DeleteSubscr: graph_break("del container[index] (a side effect)");
+        case Op::DeleteSubscr: graph_break(BreakKind::SideEffect, "del container[index] (a side effect)");
 
         // -- operators --
         case Op::BinaryOp: {  // (lhs, rhs -- result)
@@ -499,7 +531,7 @@ struct Interpreter {
         }
         case Op::UnpackSequence: {  // (seq -- items[n] reversed)
           std::vector<VarPtr> items = tx.unpack(pop(), "unpacking");
-          BREAK_IF(static_cast<int>(items.size()) != arg, "unpacking the wrong number of values");
+          BREAK_IF(static_cast<int>(items.size()) != arg, Raises{PyExc_ValueError}, "unpacking the wrong number of values");
           for (auto it = items.rbegin(); it != items.rend(); ++it) push(*it);
           break;
         }
@@ -507,7 +539,7 @@ struct Interpreter {
           int before = arg & 0xff, after = arg >> 8;
           std::vector<VarPtr> items = tx.unpack(pop(), "unpacking");
           int n = static_cast<int>(items.size());
-          BREAK_IF(n < before + after, "not enough values to unpack");
+          BREAK_IF(n < before + after, Raises{PyExc_ValueError}, "not enough values to unpack");
           for (int i = n - 1; i >= n - after; --i) push(items[i]);
           push(std::make_shared<SeqVar>(
               VarKind::List, std::vector<VarPtr>(items.begin() + before, items.end() - after)));
@@ -518,8 +550,10 @@ struct Interpreter {
         // -- calls --
         case Op::KwNames: f.kw_names = tx.wrap_const(co_const(arg)); break;  // 3.11, 3.12
         case Op::Call: {
-          VarPtr names = std::move(f.kw_names);
-          call(arg, names ? const_value(names) : nullptr);
+          // KW_NAMES' tuple stays set until the call returns: a break inside the call belongs to
+          // this CALL, and its snapshot needs the names (Note [Break snapshot]).
+          call(arg, f.kw_names ? const_value(f.kw_names) : nullptr);
+          f.kw_names.reset();
           break;
         }
         case Op::CallKw: {  // (callable, self_or_null, args[arg], kw_names -- result) 3.13
@@ -612,7 +646,7 @@ struct Interpreter {
         case Op::PrepReraiseStar:
         case Op::CheckEgMatch: graph_break("an exception handler was reached while tracing");
         case Op::RaiseVarargs: graph_break("raise statement reached while tracing");
-        case Op::LoadAssertionError: graph_break("a failing assert was reached while tracing");
+        case Op::LoadAssertionError: graph_break(Raises{PyExc_AssertionError}, "a failing assert was reached while tracing");
         case Op::ReturnGenerator:
         case Op::YieldValue:
         case Op::Send:
@@ -642,16 +676,16 @@ struct Interpreter {
     CellVar* cell = cell_at(i);
     if (!cell->contents && cell->source) {
       PyObject* v = fetch_source(*cell->source, tx.view());  // borrowed
-      BREAK_IF(!v, "free variable '" + local_name(f.code, i) + "' is unbound");
+      BREAK_IF(!v, Raises{PyExc_NameError}, "free variable '" + local_name(f.code, i) + "' is unbound");
       cell->contents = tx.wrap(v, cell->source);
     }
-    BREAK_IF(!cell->contents, "free variable '" + local_name(f.code, i) + "' is unbound");
+    BREAK_IF(!cell->contents, Raises{PyExc_NameError}, "free variable '" + local_name(f.code, i) + "' is unbound");
     return cell->contents;
   }
 
   void dict_set(DictVar& d, const VarPtr& key, const VarPtr& value) {
     OwnedRef k = tx.python_value(key, "dict key");
-    BREAK_IF(PyObject_Hash(k.get()) == -1, "unhashable dict key");
+    BREAK_IF(PyObject_Hash(k.get()) == -1, Raises{PyExc_TypeError}, "unhashable dict key");
     for (auto& [kk, vv] : d.items) {
       int eq = PyObject_RichCompareBool(kk.get(), k.get(), Py_EQ);
       if (eq == 1) {
@@ -664,9 +698,9 @@ struct Interpreter {
   }
 
   void store_subscr(const VarPtr& container, const VarPtr& index, const VarPtr& value) {
-    BREAK_IF(container->kind == VarKind::Tensor,
+    BREAK_IF(container->kind == VarKind::Tensor, BreakKind::SideEffect,
              "assigning into an array (x[...] = v) is not captured yet");
-    BREAK_IF(container->source, "mutating a container the function received (a side effect)");
+    BREAK_IF(container->source, BreakKind::SideEffect, "mutating a container the function received (a side effect)");
     if (container->kind == VarKind::Dict) {
       dict_set(*as<DictVar>(container), index, value);
       return;
@@ -676,7 +710,7 @@ struct Interpreter {
       int64_t i = tx.to_int(index, "list index");
       int64_t n = static_cast<int64_t>(items.size());
       if (i < 0) i += n;
-      BREAK_IF(i < 0 || i >= n, "list assignment index out of range");
+      BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError}, "list assignment index out of range");
       items[i] = value;
       return;
     }
@@ -701,7 +735,7 @@ struct Interpreter {
     switch (part) {
       case kFunctionClosure:
         for (auto& c : as<SeqVar>(value)->items) {
-          BREAK_IF(c->kind != VarKind::Cell, "internal: closure item is not a cell");
+          BREAK_IF(c->kind != VarKind::Cell, BreakKind::Internal, "internal: closure item is not a cell");
           fn.closure.push_back(std::static_pointer_cast<CellVar>(c));
         }
         break;
@@ -710,7 +744,7 @@ struct Interpreter {
         for (auto& [k, v] : as<DictVar>(value)->items) fn.kwdefaults.emplace_back(k, v);
         break;
       case kFunctionDefaults: fn.defaults = tx.unpack(value, "defaults"); break;
-      default: graph_break("function attribute " + std::to_string(part));
+      default: graph_break(BreakKind::Internal, "function attribute " + std::to_string(part));
     }
   }
 };
@@ -718,25 +752,25 @@ struct Interpreter {
 VarPtr Tracer::zero_arg_super() {
   // What CPython's super() does without arguments: the __class__ cell of the method being run and
   // its first argument (read through its cell if a closure captured it).
-  BREAK_IF(!current_, "internal: super() outside a frame");
+  BREAK_IF(!current_, BreakKind::Internal, "internal: super() outside a frame");
   TraceFrame& f = *current_;
   PyCodeObject* code = f.code;
-  BREAK_IF(code->co_argcount == 0, "super(): no arguments");
+  BREAK_IF(code->co_argcount == 0, Raises{PyExc_RuntimeError}, "super(): no arguments");
   Interpreter interp{*this, f};
   int nfree = code->co_nfreevars;
   for (int i = code->co_nlocalsplus - nfree; i < code->co_nlocalsplus; ++i) {
     if (local_name(code, i) != "__class__") continue;
     VarPtr self = interp.load_fast(0);
     if (self->kind == VarKind::Cell) self = as<CellVar>(self)->contents;
-    BREAK_IF(!self, "super(): first argument is unbound");
+    BREAK_IF(!self, Raises{PyExc_RuntimeError}, "super(): first argument is unbound");
     return std::make_shared<SuperVar>(interp.deref(i), self);
   }
-  graph_break("super(): no __class__ cell");
+  graph_break(Raises{PyExc_RuntimeError}, "super(): no __class__ cell");
 }
 
 VarPtr Tracer::run_frame(TraceFrame& f) {
   OwnedRef bytes = OwnedRef::steal(PyCode_GetCode(f.code));  // new ref: co_code, unquickened
-  BREAK_IF(!bytes, "cannot read the code object");
+  BREAK_IF(!bytes, BreakKind::Internal, "cannot read the code object");
   f.code_bytes = bytes;
   f.instrs = reinterpret_cast<const uint16_t*>(PyBytes_AS_STRING(bytes.get()));
   f.num_instrs = static_cast<int>(PyBytes_GET_SIZE(bytes.get()) / 2);
@@ -749,9 +783,10 @@ VarPtr Tracer::run_frame(TraceFrame& f) {
     current_ = saved;
     return result;
   } catch (GraphBreak& b) {
-    if (!b.located) {  // while the innermost frame is still alive to name its line
-      b.reason += " (" + location() + ")";
-      b.located = true;
+    if (!b.filename) {  // while the innermost frame is still alive to name its line
+      b.where = location();
+      b.filename = OwnedRef::borrow(f.code->co_filename);
+      b.lineno = PyCode_Addr2Line(f.code, f.cur_offset * static_cast<int>(sizeof(uint16_t)));
     }
     current_ = saved;
     throw;

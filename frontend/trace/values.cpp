@@ -52,12 +52,12 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
     case VarKind::Dict: {
       OwnedRef r = OwnedRef::steal(PyDict_New());
       for (auto& [k, x] : as<DictVar>(v)->items)
-        BREAK_IF(PyDict_SetItem(r.get(), k.get(), python_value(x, why).get()) < 0, fetch_error_text());
+        if (PyDict_SetItem(r.get(), k.get(), python_value(x, why).get()) < 0) python_error_break();
       return r;
     }
     case VarKind::Set: {
       OwnedRef copy = OwnedRef::steal(PySet_New(as<SetVar>(v)->set.get()));  // new ref
-      BREAK_IF(!copy, "copying a set: " + fetch_error_text());
+      if (!copy) python_error_break("copying a set: ");
       return copy;
     }
     case VarKind::Builtin: return as<BuiltinVar>(v)->obj;
@@ -68,7 +68,7 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
       if (as<FunctionVar>(v)->real) return as<FunctionVar>(v)->real;
       break;
     case VarKind::Tensor:
-      graph_break("the value of an array is needed at trace time (" + why + ")");
+      graph_break(BreakKind::DataDependent, "the value of an array is needed at trace time (" + why + ")");
     default: break;
   }
   graph_break(std::string("a Python value of ") + var_kind_name(v->kind) + " is needed (" + why + ")");
@@ -86,7 +86,7 @@ bool Tracer::truth(const VarPtr& v, const std::string& why) {
   switch (v->kind) {
     case VarKind::Const: {
       int r = PyObject_IsTrue(const_value(v));
-      if (r < 0) graph_break("truth value: " + fetch_error_text());
+      if (r < 0) python_error_break("truth value: ");
       return r == 1;
     }
     case VarKind::Scalar: {
@@ -100,7 +100,7 @@ bool Tracer::truth(const VarPtr& v, const std::string& why) {
     case VarKind::Dict: return !as<DictVar>(v)->items.empty();
     case VarKind::Set: return PySet_GET_SIZE(as<SetVar>(v)->set.get()) != 0;
     case VarKind::Tensor:
-      graph_break("the truth value of an array depends on its data (" + why + ")");
+      graph_break(BreakKind::DataDependent, "the truth value of an array depends on its data (" + why + ")");
     case VarKind::Function:
     case VarKind::Method:
     case VarKind::Builtin:
@@ -148,18 +148,18 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
                    !PyUnicode_CheckExact(c) && !PyBytes_CheckExact(c) && !PyFrozenSet_CheckExact(c),
                std::string("iterating over ") + Py_TYPE(c)->tp_name + " (" + why + ")");
       OwnedRef it = OwnedRef::steal(PyObject_GetIter(c));
-      BREAK_IF(!it, "iteration failed: " + fetch_error_text());
+      if (!it) python_error_break("iteration failed: ");
       std::vector<VarPtr> items;
       while (OwnedRef x = OwnedRef::steal(PyIter_Next(it.get()))) {
         items.push_back(wrap_const(x.get()));
-        BREAK_IF(items.size() > 100000, "iterating over too many items at trace time");
+        BREAK_IF(items.size() > 100000, BreakKind::Limit, "iterating over too many items at trace time");
       }
-      if (PyErr_Occurred()) graph_break("iteration failed: " + fetch_error_text());
+      if (PyErr_Occurred()) python_error_break("iteration failed: ");
       return items;
     }
     case VarKind::Tensor: {
       const jit::TensorMeta& m = meta(v);
-      BREAK_IF(m.rank() == 0, "iteration over a 0-d array");
+      BREAK_IF(m.rank() == 0, Raises{PyExc_TypeError}, "iteration over a 0-d array");
       int64_t n = out_.specialize(m.shape[0], "iterating over an array's rows at " + location());
       std::vector<VarPtr> rows;
       for (int64_t i = 0; i < n; ++i) {

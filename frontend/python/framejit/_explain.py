@@ -1,13 +1,37 @@
 """framejit.explain's result object."""
 
 
+class GraphBreakInfo:
+    """One graph break: why (kind, reason, the exception CPython raises there) and where (the root
+    frame's instruction offset, the innermost file:line, the root frame's stack and bound locals at
+    the start of that instruction, each described as text)."""
+
+    __slots__ = ("kind", "reason", "exc_type", "filename", "lineno", "offset", "stack", "locals")
+
+    def __init__(self, raw):
+        self.kind = raw["kind"]  # "unsupported", "eager_error", "missing_attribute", ...
+        self.reason = raw["reason"]
+        self.exc_type = raw["exc_type"]  # an exception type, or None
+        self.filename = raw["filename"]
+        self.lineno = raw["lineno"]
+        self.offset = raw["offset"]  # byte offset in the root code object, as dis counts
+        self.stack = list(raw["stack"])  # bottom first
+        self.locals = dict(raw["locals"])  # name -> description, in slot order
+
+    def __repr__(self):
+        where = f"{self.filename}:{self.lineno}" if self.filename else "?"
+        return f"GraphBreakInfo({self.kind} at offset {self.offset}, {where}: {self.reason})"
+
+
 class ExplainOutput:
-    """What explain(fn)(*args) saw: graphs, graph breaks with reasons, guards, op count."""
+    """What explain(fn)(*args) saw: graphs, graph breaks with reasons (`breaks` has them as
+    GraphBreakInfo), guards, op count."""
 
     def __init__(self, raw):
         self.result = raw["result"]
         self.graphs = list(raw["graphs"])
         self.break_reasons = list(raw["break_reasons"])
+        self.breaks = [GraphBreakInfo(b) for b in raw["breaks"]]
         self.guards = list(raw["guards"])
         self.op_count = raw["op_count"]
 
