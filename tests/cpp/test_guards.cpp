@@ -200,8 +200,6 @@ TEST(GuardSet, ConstantsLengthsKeysAndRanges) {
   EXPECT_FALSE(gs.check(f.view(), slots, syms));
 }
 
-}  // namespace
-}  // namespace framejit::frontend
 
 // Shape guards run as a flat postfix program (Note [Shape guards as a program]), or, past the
 // program's stack depth, as trees: both must agree with SymInt::evaluate on every size.
@@ -259,3 +257,6 @@ TEST(GuardSet, ShapeProgramAgreesWithTreeEvaluation) {
     EXPECT_GT(failed, 5);
   }
 }
+
+}  // namespace
+}  // namespace framejit::frontend
