@@ -39,6 +39,17 @@ struct GuardNode {
   std::vector<GuardLeaf> leaves;
   std::vector<std::unique_ptr<GuardNode>> children;
   int slot = -1;
+  /// A global's or a module attribute's last lookup, valid while the dicts it came from are
+  /// unchanged (Note [Dict version tags]). Written by check() under the GIL: a cache of what the
+  /// frame holds, not a change to what the guards accept.
+  struct LookupCache {
+    PyObject* dict = nullptr;  // identities only: the globals dict, or the module's dict
+    uint64_t version = 0;
+    PyObject* builtins = nullptr;  // globals only: a name not in the globals comes from here
+    uint64_t builtins_version = 0;
+    PyObject* value = nullptr;  // borrowed: held by the dict while it is unchanged
+  };
+  mutable LookupCache cache;
 };
 
 // Note [Shape guards as a program]
@@ -294,9 +305,37 @@ bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* 
   return false;
 }
 
+// fetch_step(), answered from the node's cache for a global or a module attribute whose dicts have
+// not changed since the last check. Borrowed.
+PyObject* fetch_cached(const GuardNode& node, const FrameView& frame, PyObject* base) {
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
+  const Source& s = *node.src;
+  GuardNode::LookupCache& c = node.cache;
+  if (s.kind == SourceKind::Global && frame.globals && frame.builtins && PyDict_Check(frame.globals) &&
+      PyDict_Check(frame.builtins)) {
+    if (c.dict == frame.globals && c.version == dict_version_tag(frame.globals) && c.builtins == frame.builtins &&
+        c.builtins_version == dict_version_tag(frame.builtins))
+      return c.value;
+    PyObject* v = fetch_step(s, frame, base);
+    if (v) c = {frame.globals, dict_version_tag(frame.globals), frame.builtins, dict_version_tag(frame.builtins), v};
+    return v;
+  }
+  if (s.kind == SourceKind::ModuleAttr && base && PyModule_Check(base)) {
+    PyObject* dict = PyModule_GetDict(base);  // borrowed
+    if (dict && PyDict_Check(dict)) {
+      if (c.dict == dict && c.version == dict_version_tag(dict)) return c.value;
+      PyObject* v = fetch_step(s, frame, base);
+      if (v) c = {dict, dict_version_tag(dict), nullptr, 0, v};
+      return v;
+    }
+  }
+#endif
+  return fetch_step(*node.src, frame, base);
+}
+
 bool check_node(const GuardNode& node, const FrameView& frame, PyObject* base, PyObject** slots,
                 int64_t* syms) {
-  PyObject* v = fetch_step(*node.src, frame, base);  // borrowed
+  PyObject* v = fetch_cached(node, frame, base);  // borrowed
   if (!v) return false;
   for (const GuardLeaf& leaf : node.leaves)
     if (!check_leaf<false>(leaf, v, syms, nullptr)) return false;

@@ -1,6 +1,8 @@
 // numpy_abi.cpp — importing NumPy once and mapping its type numbers to framejit's DType.
 #include "frontend/numpy_abi.h"
 
+#include "frontend/source.h"  // dict_version_tag
+
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -165,9 +167,8 @@ bool mask_raises(PyObject* vals) {
 // same list again, which leaves the version alone), so its mask item is compared by identity too;
 // the cache holds a reference to that int so its address cannot be reused by another value.
 // Steady state: a few loads and compares, no lookup. (The dict is not referenced: a dead thread's
-// dict address may come back, but not with the same version.)
-#if PY_VERSION_HEX < 0x030E0000
-#define FRAMEJIT_DICT_VERSION 1
+// dict address may come back, but not with the same version: Note [Dict version tags].)
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
 struct Numpy1Seen {
   PyObject* dict = nullptr;  // identity only
   uint64_t version = 0;
@@ -176,21 +177,14 @@ struct Numpy1Seen {
   bool raises = false;
 };
 thread_local Numpy1Seen t_numpy1 __attribute__((tls_model("initial-exec")));
-
-inline uint64_t dict_version(PyObject* dict) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // 3.12+ deprecate the field; 3.11-3.13 keep it
-  return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;
-#pragma GCC diagnostic pop
-}
 #endif
 
 bool errstate_raises_numpy1() {
   PyObject* dict = PyThreadState_GetDict();  // borrowed
   if (!dict) return false;
-#ifdef FRAMEJIT_DICT_VERSION
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
   Numpy1Seen& seen = t_numpy1;
-  if (dict == seen.dict && dict_version(dict) == seen.version &&
+  if (dict == seen.dict && dict_version_tag(dict) == seen.version &&
       (!seen.vals || (PyList_Check(seen.vals) && PyList_GET_SIZE(seen.vals) >= 2 &&
                       PyList_GET_ITEM(seen.vals, 1) == seen.mask)))
     return seen.raises;
@@ -203,12 +197,12 @@ bool errstate_raises_numpy1() {
   } else {
     raises = mask_raises(vals);
   }
-#ifdef FRAMEJIT_DICT_VERSION
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
   PyObject* mask = vals && PyList_Check(vals) && PyList_GET_SIZE(vals) >= 2 ? PyList_GET_ITEM(vals, 1) : nullptr;
   if (!vals || mask) {  // an unknown form is not cached
     Py_XINCREF(mask);
     PyObject* old = seen.mask;
-    seen = {dict, dict_version(dict), vals, mask, raises};
+    seen = {dict, dict_version_tag(dict), vals, mask, raises};
     Py_XDECREF(old);  // an int: no finalizer runs Python code
   } else {
     seen.dict = nullptr;

@@ -120,3 +120,47 @@ def test_error_state_of_another_thread_does_not_leak():
         t.join()
         assert seen == ["raised"]
         assert np.isinf(f(zero)).all()  # this thread still has the default state
+
+
+# Globals and module attributes are looked up once per change of their dict, not once per hit
+# (Note [Dict version tags] in frontend/source.h): every change must still reach the guards.
+def test_rebound_global_and_patched_module_attribute_are_seen_between_hits():
+    ns = {"np": np, "k": 2.0}
+    exec("def f(x):\n    return np.tanh(x) * k\n", ns)
+    f = framejit.compile(ns["f"])
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x), np.tanh(x) * 2.0, rtol=1e-6)
+    ns["k"] = 3.0  # a number: a new value of the same type (guarded or a run-time input)
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0, rtol=1e-6)
+
+    class FakeNumPy:  # the global `np` rebound to another object
+        tanh = staticmethod(np.sin)
+
+    ns["np"] = FakeNumPy
+    np.testing.assert_allclose(f(x), np.sin(x) * 3.0, rtol=1e-6)
+    ns["np"] = np
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0, rtol=1e-6)
+    saved = np.tanh
+    try:
+        np.tanh = np.sin  # the module attribute the guards read, patched in place
+        np.testing.assert_allclose(f(x), np.sin(x) * 3.0, rtol=1e-6)
+    finally:
+        np.tanh = saved
+    np.testing.assert_allclose(f(x), np.tanh(x) * 3.0, rtol=1e-6)
+    del ns["k"]  # gone from globals and builtins: CPython raises NameError, as it would
+    with pytest.raises(NameError):
+        f(x)
+
+
+def test_global_shadowing_a_builtin_is_seen_between_hits():
+    ns = {"np": np}
+    exec("def f(x):\n    return abs(x) + 1\n", ns)
+    f = framejit.compile(ns["f"])
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(f(x), np.abs(x) + 1)
+    ns["abs"] = np.negative  # a global now shadows the builtin the guards read
+    np.testing.assert_allclose(f(x), -x + 1)
+    del ns["abs"]
+    np.testing.assert_allclose(f(x), np.abs(x) + 1)
