@@ -14,8 +14,9 @@ namespace framejit::frontend {
 // framejit builds for interpreters that have no NumPy (pyenv's 3.12/3.13) and runs against both
 // NumPy 1.x and 2.x, so it does not compile against NumPy's C API. The leading fields of
 // PyArrayObject and the first fields of PyArray_Descr up to type_num are the same in NumPy 1 and 2
-// (NumPy documents them as ABI-stable); the guard fast path reads them directly. Everything else is
-// asked of NumPy through Python calls, at trace time only. Checked against NumPy 2.5's
+// (NumPy documents them as ABI-stable); the guard fast path reads them directly. Outputs are made
+// through NumPy's C-API table (Note [NumPy's C-API table]); everything else is asked of NumPy
+// through Python calls, at trace time only. Checked against NumPy 2.5's
 // ndarraytypes.h: PyArrayObject_fields is unchanged through `flags`; NumPy 2 rewrote PyArray_Descr
 // after type_num (64-bit flags, npy_intp elsize and alignment, no inline subarray/fields), so
 // nothing past type_num is read here, and the char before type_num (NumPy 1's flags) is unused.
