@@ -39,9 +39,87 @@ struct GuardNode {
   std::vector<GuardLeaf> leaves;
   std::vector<std::unique_ptr<GuardNode>> children;
   int slot = -1;
+  /// A global's or a module attribute's last lookup, valid while the dicts it came from are
+  /// unchanged (Note [Dict version tags]). Written by check() under the GIL: a cache of what the
+  /// frame holds, not a change to what the guards accept.
+  struct LookupCache {
+    PyObject* dict = nullptr;  // identities only: the globals dict, or the module's dict
+    uint64_t version = 0;
+    PyObject* builtins = nullptr;  // globals only: a name not in the globals comes from here
+    uint64_t builtins_version = 0;
+    PyObject* value = nullptr;  // borrowed: held by the dict while it is unchanged
+  };
+  mutable LookupCache cache;
+};
+
+// Note [Shape guards as a program]
+// A ShapeGuard's left side is a SymInt: a tree of shared_ptr nodes. Walking it on every call is a
+// recursive descent with a pointer chase per node. add_shape() instead compiles each guard, once,
+// into postfix instructions appended to one array, `push s0; push 4; floordiv; check >= 2; ...`;
+// check() runs them in a loop over a small fixed stack. A guard whose expression needs a deeper
+// stack than kShapeStack (none that tracing makes) leaves the program incomplete, and check()
+// evaluates the trees instead.
+struct ShapeInstr {
+  enum class Op : uint8_t { Const, Symbol, Add, Mul, FloorDiv, Mod, Check } op;
+  CmpOp cmp = CmpOp::Eq;  // Check only
+  int64_t value = 0;      // Const: the value; Symbol: the id; Check: the right-hand side
 };
 
 namespace {
+
+constexpr int kShapeStack = 32;
+
+// Appends `e` in postfix order; returns the stack depth it needs.
+int emit_sym(const jit::SymInt& e, std::vector<ShapeInstr>& code) {
+  using K = jit::SymInt::Kind;
+  using Op = ShapeInstr::Op;
+  switch (e.kind()) {
+    case K::Const: code.push_back({Op::Const, CmpOp::Eq, e.const_value()}); return 1;
+    case K::Symbol: code.push_back({Op::Symbol, CmpOp::Eq, e.symbol_id()}); return 1;
+    case K::Add:
+    case K::Mul:
+    case K::FloorDiv:
+    case K::Mod: {
+      int l = emit_sym(e.lhs(), code);
+      int r = emit_sym(e.rhs(), code);
+      Op op = e.kind() == K::Add ? Op::Add : e.kind() == K::Mul ? Op::Mul : e.kind() == K::FloorDiv ? Op::FloorDiv : Op::Mod;
+      code.push_back({op, CmpOp::Eq, 0});
+      return std::max(l, r + 1);
+    }
+  }
+  return kShapeStack + 1;  // unknown node: not representable
+}
+
+bool compare(int64_t a, CmpOp op, int64_t b);
+
+// Runs a complete shape program; true when every check passes.
+bool run_shape_code(const ShapeInstr* pc, const ShapeInstr* end, const int64_t* syms) {
+  using Op = ShapeInstr::Op;
+  int64_t stack[kShapeStack];
+  int top = 0;  // stack[top - 1] is the top
+  for (; pc != end; ++pc) {
+    switch (pc->op) {
+      case Op::Const: stack[top++] = pc->value; break;
+      case Op::Symbol: stack[top++] = syms[pc->value]; break;
+      case Op::Add: --top; stack[top - 1] += stack[top]; break;
+      case Op::Mul: --top; stack[top - 1] *= stack[top]; break;
+      case Op::FloorDiv: {
+        int64_t b = stack[--top];
+        stack[top - 1] = b == 0 ? 0 : jit::py_floordiv(stack[top - 1], b);
+        break;
+      }
+      case Op::Mod: {
+        int64_t b = stack[--top];
+        stack[top - 1] = b == 0 ? 0 : jit::py_mod(stack[top - 1], b);
+        break;
+      }
+      case Op::Check:
+        if (!compare(stack[--top], pc->cmp, pc->value)) return false;
+        break;
+    }
+  }
+  return true;
+}
 
 int64_t eval_sym(const jit::SymInt& e, const int64_t* syms) {
   using K = jit::SymInt::Kind;
@@ -227,9 +305,37 @@ bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* 
   return false;
 }
 
+// fetch_step(), answered from the node's cache for a global or a module attribute whose dicts have
+// not changed since the last check. Borrowed.
+PyObject* fetch_cached(const GuardNode& node, const FrameView& frame, PyObject* base) {
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
+  const Source& s = *node.src;
+  GuardNode::LookupCache& c = node.cache;
+  if (s.kind == SourceKind::Global && frame.globals && frame.builtins && PyDict_Check(frame.globals) &&
+      PyDict_Check(frame.builtins)) {
+    if (c.dict == frame.globals && c.version == dict_version_tag(frame.globals) && c.builtins == frame.builtins &&
+        c.builtins_version == dict_version_tag(frame.builtins))
+      return c.value;
+    PyObject* v = fetch_step(s, frame, base);
+    if (v) c = {frame.globals, dict_version_tag(frame.globals), frame.builtins, dict_version_tag(frame.builtins), v};
+    return v;
+  }
+  if (s.kind == SourceKind::ModuleAttr && base && PyModule_Check(base)) {
+    PyObject* dict = PyModule_GetDict(base);  // borrowed
+    if (dict && PyDict_Check(dict)) {
+      if (c.dict == dict && c.version == dict_version_tag(dict)) return c.value;
+      PyObject* v = fetch_step(s, frame, base);
+      if (v) c = {dict, dict_version_tag(dict), nullptr, 0, v};
+      return v;
+    }
+  }
+#endif
+  return fetch_step(*node.src, frame, base);
+}
+
 bool check_node(const GuardNode& node, const FrameView& frame, PyObject* base, PyObject** slots,
                 int64_t* syms) {
-  PyObject* v = fetch_step(*node.src, frame, base);  // borrowed
+  PyObject* v = fetch_cached(node, frame, base);  // borrowed
   if (!v) return false;
   for (const GuardLeaf& leaf : node.leaves)
     if (!check_leaf<false>(leaf, v, syms, nullptr)) return false;
@@ -390,6 +496,13 @@ void GuardSet::add_dict_keys(const SourcePtr& src, PyObject* keys_tuple) {
 void GuardSet::add_shape(ShapeGuard g) {
   for (const ShapeGuard& s : shape_guards_)
     if (s.op == g.op && s.rhs == g.rhs && s.lhs.same_as(g.lhs)) return;
+  size_t mark = shape_code_.size();
+  if (emit_sym(g.lhs, shape_code_) > kShapeStack) {
+    shape_code_.resize(mark);
+    shape_code_complete_ = false;
+  } else {
+    shape_code_.push_back({ShapeInstr::Op::Check, g.op, g.rhs});
+  }
   shape_guards_.push_back(std::move(g));
 }
 
@@ -402,6 +515,7 @@ int GuardSet::slot_for(const SourcePtr& src) {
 bool GuardSet::check(const FrameView& frame, PyObject** slots, int64_t* syms) const noexcept {
   for (const auto& root : roots_)
     if (!check_node(*root, frame, nullptr, slots, syms)) return false;
+  if (shape_code_complete_) return run_shape_code(shape_code_.data(), shape_code_.data() + shape_code_.size(), syms);
   for (const ShapeGuard& g : shape_guards_)
     if (!compare(eval_sym(g.lhs, syms), g.op, g.rhs)) return false;
   return true;

@@ -49,6 +49,7 @@ struct ShapeGuard {
 
 struct GuardLeaf;
 struct GuardNode;
+struct ShapeInstr;
 
 /// A set of guards over a frame. Built once at trace time, then checked on every call.
 class GuardSet {
@@ -94,7 +95,10 @@ public:
 private:
   GuardNode* node_for(const SourcePtr& src);
   std::vector<std::unique_ptr<GuardNode>> roots_;
-  std::vector<ShapeGuard> shape_guards_;
+  std::vector<ShapeGuard> shape_guards_;  // as built: describe() and check_verbose() read these
+  /// shape_guards_ flattened into one postfix program (Note [Shape guards as a program]).
+  std::vector<ShapeInstr> shape_code_;
+  bool shape_code_complete_ = true;  // false: a guard too deep for the program's stack
   int num_slots_ = 0;
   int max_local_ = -1;
   int num_symbols_ = 0;

@@ -1,6 +1,8 @@
 // numpy_abi.cpp — importing NumPy once and mapping its type numbers to framejit's DType.
 #include "frontend/numpy_abi.h"
 
+#include "frontend/source.h"  // dict_version_tag
+
 #include <cstdlib>
 #include <string_view>
 #include <utility>
@@ -40,7 +42,47 @@ std::optional<DType> dtype_from_descr(PyObject* descr) {
 
 namespace {
 NumPyHandles* g_handles = nullptr;
+
+// NumPy's C-API table (Note [NumPy's C-API table]). Indices and signatures from numpy_api.py and
+// the generated __multiarray_api.h of NumPy 1.24 and 2.x.
+constexpr int kSlotGetNDArrayCVersion = 0;  // unsigned int PyArray_GetNDArrayCVersion(void)
+constexpr int kSlotNewFromDescr = 94;        // PyArray_NewFromDescr, StealRef(2)
+constexpr int kSlotSetBaseObject = 282;      // PyArray_SetBaseObject, StealRef(2)
+// NPY_ABI_VERSION's major byte: 0x01000009 for every NumPy 1.x, 0x02000000 for 2.x.
+constexpr unsigned kAbiMajorShift = 24;
+
+NumPyCApi load_capi(int major) {
+  NumPyCApi api;
+  // FRAMEJIT_NUMPY_CAPI=0 keeps the Python allocation path (tests compare both).
+  if (const char* env = std::getenv("FRAMEJIT_NUMPY_CAPI"); env && std::string_view(env) == "0") return api;
+  const char* module = major >= 2 ? "numpy._core._multiarray_umath" : "numpy.core.multiarray";
+  PyObject* m = PyImport_ImportModule(module);  // new ref
+  if (!m) {
+    PyErr_Clear();
+    return api;
+  }
+  PyObject* capsule = PyObject_GetAttrString(m, "_ARRAY_API");  // new ref
+  Py_DECREF(m);
+  if (!capsule || !PyCapsule_CheckExact(capsule)) {
+    Py_XDECREF(capsule);
+    PyErr_Clear();
+    return api;
+  }
+  // NB: the capsule lives as long as the module, which NumPy never unloads.
+  auto** table = static_cast<void**>(PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule)));
+  Py_DECREF(capsule);
+  if (!table) {
+    PyErr_Clear();
+    return api;
+  }
+  auto abi_version = reinterpret_cast<unsigned (*)()>(table[kSlotGetNDArrayCVersion]);
+  unsigned abi_major = abi_version ? abi_version() >> kAbiMajorShift : 0;
+  if (abi_major != 1 && abi_major != 2) return api;  // a table layout this file was not written for
+  api.new_from_descr = reinterpret_cast<decltype(api.new_from_descr)>(table[kSlotNewFromDescr]);
+  api.set_base_object = reinterpret_cast<decltype(api.set_base_object)>(table[kSlotSetBaseObject]);
+  return api;
 }
+}  // namespace
 
 const NumPyHandles* numpy_handles() { return g_handles; }
 
@@ -74,6 +116,7 @@ bool init_numpy_handles() {
     Py_DECREF(v);
   }
   if (PyErr_Occurred()) PyErr_Clear();
+  h->capi = load_capi(h->major);
   g_handles = h;
   return true;
 }
@@ -102,15 +145,8 @@ namespace {
 
 bool mode_raises(long mode) { return mode == 2 || mode == 3 || mode == 5; }
 
-bool errstate_raises_numpy1() {
-  PyObject* dict = PyThreadState_GetDict();  // borrowed
-  if (!dict) return false;
-  static PyObject* key = PyUnicode_InternFromString("UFUNC_PYVALS");  // immortal
-  PyObject* vals = PyDict_GetItemWithError(dict, key);  // borrowed
-  if (!vals) {
-    PyErr_Clear();
-    return false;
-  }
+// The mask's answer, read from the list.
+bool mask_raises(PyObject* vals) {
   if (!PyList_Check(vals) || PyList_GET_SIZE(vals) < 2) return true;  // unknown form: be safe
   long mask = PyLong_AsLong(PyList_GET_ITEM(vals, 1));
   if (mask == -1 && PyErr_Occurred()) {
@@ -120,6 +156,59 @@ bool errstate_raises_numpy1() {
   for (int shift = 0; shift <= 9; shift += 3)
     if (mode_raises((mask >> shift) & 7)) return true;
   return false;
+}
+
+// Note [NumPy 1 error state, cached]
+// Reading UFUNC_PYVALS is a dict lookup and an int conversion per compiled call. The answer is
+// remembered per thread for one (thread dict, dict version, mask object): CPython gives a dict a
+// new version tag, unique in the process, on creation and on every change of an entry, so an
+// unchanged (address, version) pair is the same live dict with the same list under the key. The
+// list itself is mutable and np.seterr does mutate it in place (pyvals[1] = mask, then stores the
+// same list again, which leaves the version alone), so its mask item is compared by identity too;
+// the cache holds a reference to that int so its address cannot be reused by another value.
+// Steady state: a few loads and compares, no lookup. (The dict is not referenced: a dead thread's
+// dict address may come back, but not with the same version: Note [Dict version tags].)
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
+struct Numpy1Seen {
+  PyObject* dict = nullptr;  // identity only
+  uint64_t version = 0;
+  PyObject* vals = nullptr;  // borrowed: alive while the dict is unchanged; null: no entry
+  PyObject* mask = nullptr;  // new ref (leaks one int per thread at exit)
+  bool raises = false;
+};
+thread_local Numpy1Seen t_numpy1 __attribute__((tls_model("initial-exec")));
+#endif
+
+bool errstate_raises_numpy1() {
+  PyObject* dict = PyThreadState_GetDict();  // borrowed
+  if (!dict) return false;
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
+  Numpy1Seen& seen = t_numpy1;
+  if (dict == seen.dict && dict_version_tag(dict) == seen.version &&
+      (!seen.vals || (PyList_Check(seen.vals) && PyList_GET_SIZE(seen.vals) >= 2 &&
+                      PyList_GET_ITEM(seen.vals, 1) == seen.mask)))
+    return seen.raises;
+#endif
+  static PyObject* key = PyUnicode_InternFromString("UFUNC_PYVALS");  // immortal
+  PyObject* vals = PyDict_GetItemWithError(dict, key);  // borrowed
+  bool raises = false;
+  if (!vals) {
+    PyErr_Clear();
+  } else {
+    raises = mask_raises(vals);
+  }
+#ifdef FRAMEJIT_HAVE_DICT_VERSION
+  PyObject* mask = vals && PyList_Check(vals) && PyList_GET_SIZE(vals) >= 2 ? PyList_GET_ITEM(vals, 1) : nullptr;
+  if (!vals || mask) {  // an unknown form is not cached
+    Py_XINCREF(mask);
+    PyObject* old = seen.mask;
+    seen = {dict, dict_version_tag(dict), vals, mask, raises};
+    Py_XDECREF(old);  // an int: no finalizer runs Python code
+  } else {
+    seen.dict = nullptr;
+  }
+#endif
+  return raises;
 }
 
 // What np.geterr() says of the current state; true (be safe) if it cannot be read.

@@ -14,8 +14,9 @@ namespace framejit::frontend {
 // framejit builds for interpreters that have no NumPy (pyenv's 3.12/3.13) and runs against both
 // NumPy 1.x and 2.x, so it does not compile against NumPy's C API. The leading fields of
 // PyArrayObject and the first fields of PyArray_Descr up to type_num are the same in NumPy 1 and 2
-// (NumPy documents them as ABI-stable); the guard fast path reads them directly. Everything else is
-// asked of NumPy through Python calls, at trace time only. Checked against NumPy 2.5's
+// (NumPy documents them as ABI-stable); the guard fast path reads them directly. Outputs are made
+// through NumPy's C-API table (Note [NumPy's C-API table]); everything else is asked of NumPy
+// through Python calls, at trace time only. Checked against NumPy 2.5's
 // ndarraytypes.h: PyArrayObject_fields is unchanged through `flags`; NumPy 2 rewrote PyArray_Descr
 // after type_num (64-bit flags, npy_intp elsize and alignment, no inline subarray/fields), so
 // nothing past type_num is read here, and the char before type_num (NumPy 1's flags) is unused.
@@ -53,6 +54,22 @@ inline DescrFields* descr_of(PyObject* o) {
   return reinterpret_cast<DescrFields*>(as_ndarray(o)->descr);
 }
 
+// Note [NumPy's C-API table]
+// NumPy exports its C API as a table of pointers in the `_ARRAY_API` capsule of its multiarray
+// module (numpy.core.multiarray on NumPy 1, numpy._core._multiarray_umath on NumPy 2); what
+// NumPy's own import_array() reads. A slot's index is NumPy's ABI: numpy_api.py
+// (numpy/core/code_generators on 1.x, numpy/_core/code_generators on 2.x) fixes it, retired slots
+// stay empty rather than being renumbered, and the slots used here have the same index and
+// signature in 1.x and 2.x. framejit takes the few functions it needs by index, without NumPy's
+// headers (Note [NumPy without its headers]), and checks slot 0's ABI version first.
+struct NumPyCApi {
+  /// PyArray_NewFromDescr (slot 94): (subtype, descr (steals), nd, dims, strides, data, flags, obj).
+  PyObject* (*new_from_descr)(PyTypeObject*, PyObject*, int, const intptr_t*, const intptr_t*, void*, int,
+                              PyObject*) = nullptr;
+  /// PyArray_SetBaseObject (slot 282): (array, base (steals)) -> 0, or -1 with an exception set.
+  int (*set_base_object)(PyObject*, PyObject*) = nullptr;
+};
+
 /// Handles to NumPy objects, imported once (new refs held for the life of the process).
 struct NumPyHandles {
   PyObject* module = nullptr;       // numpy
@@ -64,6 +81,9 @@ struct NumPyHandles {
   PyObject* extobj_var = nullptr;   // NumPy 2's error-state context variable; null on NumPy 1
   PyObject* dtypes[rt::kNumDTypes] = {};  // numpy.dtype('<name>')
   int major = 0;                    // numpy.__version__'s major number
+  /// NumPy's C-API functions (Note [NumPy's C-API table]); null when the table could not be read,
+  /// and then arrays are made through numpy.empty / numpy.ndarray in Python.
+  NumPyCApi capi;
 };
 
 /// NumPy's handles, or nullptr when NumPy cannot be imported (then arrays never reach the tracer).

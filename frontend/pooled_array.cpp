@@ -93,11 +93,22 @@ PyObject* new_pooled_array(const int64_t* shape, int rank, rt::DType dtype) {
     tracemalloc().track(kNumPyTraceDomain, reinterpret_cast<uintptr_t>(b->data), static_cast<size_t>(bytes));
 
   const NumPyHandles* np = numpy_handles();
+  PyObject* descr = np->dtypes[static_cast<int>(dtype)];  // borrowed
+  if (np->capi.new_from_descr && np->capi.set_base_object) {
+    Py_INCREF(descr);  // PyArray_NewFromDescr steals it, on failure too
+    OwnedRef arr = OwnedRef::steal(np->capi.new_from_descr(np->ndarray, descr, rank, shape, /*strides=*/nullptr,
+                                                           b->data, kNpyCContiguous | kNpyAligned | kNpyWriteable,
+                                                           /*obj=*/nullptr));
+    if (!arr) return nullptr;
+    // The array's base is the block, as with ndarray(buffer=block) below.
+    if (np->capi.set_base_object(arr.get(), block.release()) < 0) return nullptr;  // steals the block
+    return arr.release();
+  }
   OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
   if (!dims) return nullptr;
-  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
+  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));  // steals
   static PyObject* kwnames = Py_BuildValue("(s)", "buffer");  // immortal
-  PyObject* args[4] = {nullptr, dims.get(), np->dtypes[static_cast<int>(dtype)], block.get()};
+  PyObject* args[4] = {nullptr, dims.get(), descr, block.get()};
   return PyObject_Vectorcall(reinterpret_cast<PyObject*>(np->ndarray), args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                              kwnames);
 }

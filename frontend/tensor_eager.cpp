@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "frontend/cache.h"
+#include "frontend/cache/run_hit.h"
 #include "frontend/compile.h"
 #include "frontend/config.h"
 #include "frontend/hook/eval_frame.h"
@@ -34,9 +36,6 @@ namespace framejit::frontend {
 
 namespace {
 
-constexpr int kMaxSlots = 256;
-constexpr int kMaxSymbols = 256;
-constexpr int kMaxIO = 64;
 // Operand kinds a single op sees (dtypes x ranks x scalar types): more than a user function's.
 // Past it, new kinds are compiled per call (reset() starts over).
 constexpr size_t kMaxEntries = 64;
@@ -51,22 +50,6 @@ const CompileConfig& op_config() {
   }();
   return *cfg;
 }
-
-// The code objects whose op is running on this thread (re-entry falls back; see the Note).
-thread_local PyObject* t_running[8];
-thread_local int t_depth = 0;
-
-bool is_running(PyObject* code) { return std::find(t_running, t_running + t_depth, code) != t_running + t_depth; }
-
-struct RunningScope {
-  bool pushed;
-  explicit RunningScope(PyObject* code) : pushed(t_depth < 8) {
-    if (pushed) t_running[t_depth++] = code;
-  }
-  ~RunningScope() {
-    if (pushed) --t_depth;
-  }
-};
 
 // `v` with `leaf` applied to it, or to each item of a tuple or list, recursively. New ref.
 template <typename Leaf>
@@ -139,6 +122,47 @@ PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, 
 
 }  // namespace
 
+namespace {
+
+// The op's entry for these operands after a miss: compiled, checked against the operands that made
+// it, and cached unless the cache is full (then `uncached` owns it for this call). Null with the
+// reason in `why` (and the break, when the trace broke, in `broke`) when the op runs on NumPy
+// instead.
+CacheEntry* compile_op(PyFunctionObject* func, CodeState* cs, const FrameView& view, HitFrame& hit,
+                       std::unique_ptr<CacheEntry>& uncached, std::string& why, std::optional<GraphBreak>& broke) {
+  std::unique_ptr<CacheEntry> entry;
+  GraphBreak fullgraph_break;
+  {
+    HookBusyScope busy;
+    entry = compile_frame(op_config(), func, view, *cs, &fullgraph_break);
+  }
+  if (!entry) {
+    broke = fullgraph_break;
+    // fullgraph: the trace broke (framejit.Unsupported is set), or an internal failure.
+    why = "not captured";
+    if (PyErr_Occurred()) {
+      why = fetch_error_text();
+      PyErr_Clear();
+    }
+    return nullptr;
+  }
+  if (!entry->program || !fits_hit_path(*entry) || !entry->guards.check(view, hit.slots, hit.symbols)) {
+    why = entry->break_reason.empty() ? "not captured" : entry->break_reason;
+    broke = entry->broke;
+    return nullptr;
+  }
+  // Past the bound the entry is not kept (evicting one could free a program that another
+  // thread runs right now, without the GIL).
+  if (cs->entries.size() >= kMaxEntries) {
+    uncached = std::move(entry);
+    return uncached.get();
+  }
+  cs->entries.insert(cs->entries.begin(), std::move(entry));
+  return cs->entries.front().get();
+}
+
+}  // namespace
+
 PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
   if (!PyFunction_Check(fn)) {
     PyErr_SetString(PyExc_TypeError, "framejit: tensor_op expects a Python function");
@@ -149,72 +173,40 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
   // The operands are the frame's fast locals: a function of nothing but its parameters (and free
   // variables, which the tracer reads from the closure).
   if (nargs != code->co_argcount || code->co_nlocals != nargs || code->co_ncellvars || code->co_kwonlyargcount ||
-      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS)) || code->co_nlocalsplus > kMaxIO) {
+      (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS)) || code->co_nlocalsplus > kMaxHitIO) {
     PyErr_SetString(PyExc_TypeError, "framejit: tensor_op expects a function of exactly its positional operands");
     return nullptr;
   }
-  PyObject* locals[kMaxIO] = {};
+  PyObject* locals[kMaxHitIO] = {};  // borrowed
   std::copy(args, args + nargs, locals);
   PyObject* code_obj = reinterpret_cast<PyObject*>(code);
-  if (is_running(code_obj)) return run_with_numpy(fn, args, nargs, "a step the JIT runs op by op");
+  if (op_running(code_obj)) return run_with_numpy(fn, args, nargs, "a step the JIT runs op by op");
   CodeState* cs = code_state(code);
   if (!cs) return run_with_numpy(fn, args, nargs, "no code state");
-  if (cs->name.empty()) cs->name = "framejit.Tensor op " + op_name(code);
   FrameView view{locals, func->func_globals, func->func_builtins, func->func_closure};
-  PyObject* slots[kMaxSlots];
-  int64_t syms[kMaxSymbols];
-  CacheEntry* hit = nullptr;
-  std::unique_ptr<CacheEntry> uncached;  // a new entry past kMaxEntries: used for this call only
-  for (size_t i = 0; i < cs->entries.size(); ++i) {
-    CacheEntry* e = cs->entries[i].get();
-    if (!e->guards.check(view, slots, syms)) continue;
-    if (i) std::rotate(cs->entries.begin(), cs->entries.begin() + i, cs->entries.begin() + i + 1);
-    hit = e;
-    break;
+  HitFrame hit;
+  HitRequest request;
+  request.running_code = code_obj;
+  HitResult r = run_hit(*cs, view, request, hit);
+  if (r.kind == HitKind::Answered) return r.value;
+  if (r.kind == HitKind::RunInCPython) return run_with_numpy(fn, args, nargs, "NumPy's error state");
+  // A miss: compile the op for these operands. Nothing thrown may reach CPython (this is a Tensor
+  // method); an internal failure runs the op on NumPy.
+  std::unique_ptr<CacheEntry> uncached;
+  std::string why;
+  std::optional<GraphBreak> broke;
+  CacheEntry* entry = nullptr;
+  try {
+    if (cs->name.empty()) cs->name = "framejit.Tensor op " + op_name(code);
+    entry = compile_op(func, cs, view, hit, uncached, why, broke);
+  } catch (const std::exception& ex) {
+    PyErr_Clear();
+    why = std::string("internal error: ") + ex.what();
   }
-  if (!hit) {
-    std::unique_ptr<CacheEntry> entry;
-    GraphBreak broke;
-    {
-      HookBusyScope busy;
-      entry = compile_frame(op_config(), func, view, *cs, &broke);
-    }
-    if (!entry) {
-      // fullgraph: the trace broke (framejit.Unsupported is set), or an internal failure.
-      std::string why = "not captured";
-      if (PyErr_Occurred()) {
-        why = fetch_error_text();
-        PyErr_Clear();
-      }
-      return run_with_numpy(fn, args, nargs, why, &broke);
-    }
-    if (!entry->program || entry->guards.num_slots() > kMaxSlots || entry->guards.num_symbols() > kMaxSymbols ||
-        entry->input_slots.size() > kMaxIO || entry->program->num_outputs() > kMaxIO ||
-        !entry->guards.check(view, slots, syms))
-      return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason,
-                            entry->broke ? &*entry->broke : nullptr);
-    // Past the bound the entry is not kept (evicting one could free a program that another
-    // thread runs right now, without the GIL).
-    if (cs->entries.size() >= kMaxEntries) {
-      uncached = std::move(entry);
-      hit = uncached.get();
-    } else {
-      cs->entries.insert(cs->entries.begin(), std::move(entry));
-      hit = cs->entries.front().get();
-    }
-  }
-  if (!hit->program->can_run_now()) return run_with_numpy(fn, args, nargs, "NumPy's error state");
-  PyObject* inputs[kMaxIO];
-  PyObject* outputs[kMaxIO];
-  for (size_t i = 0; i < hit->input_slots.size(); ++i) inputs[i] = slots[hit->input_slots[i]];
-  bool ok;
-  {
-    RunningScope running(code_obj);
-    HookBusyScope busy;
-    ok = hit->program->run(inputs, outputs);
-  }
-  if (!ok) return nullptr;
-  return build_return(hit->output, outputs, slots);
+  if (!entry) return run_with_numpy(fn, args, nargs, why, broke ? &*broke : nullptr);
+  r = run_entry(*entry, hit, code_obj);
+  if (r.kind == HitKind::Answered) return r.value;
+  return run_with_numpy(fn, args, nargs, "NumPy's error state");
 }
 
 }  // namespace framejit::frontend

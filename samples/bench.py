@@ -8,6 +8,7 @@ import traceback
 import framejit
 import arc_distance
 import axpb
+import cache_hit
 import elementwise
 import gelu_mlp
 import host_model
@@ -28,6 +29,7 @@ CASES = {
     m.NAME: m
     for m in (
         overhead,
+        cache_hit,
         install_overhead,
         trace_time,
         elementwise,

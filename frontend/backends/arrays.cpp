@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "frontend/numpy_abi.h"
@@ -58,10 +59,21 @@ PyObject* new_array(const int64_t* shape, int rank, rt::DType dtype, bool tensor
   for (int d = 0; d < rank; ++d) bytes *= shape[d];
   if (bytes >= kPooledArrayBytes) return new_pooled_array(shape, rank, dtype);
   const NumPyHandles* np = numpy_handles();
+  PyObject* descr = np->dtypes[static_cast<int>(dtype)];  // borrowed
+  if (!descr) {
+    PyErr_Format(PyExc_TypeError, "framejit: NumPy has no dtype %s", std::string(rt::dtype_name(dtype)).c_str());
+    return nullptr;
+  }
+  if (np->capi.new_from_descr) {
+    // NB: what np.empty does past its argument parsing; no tuple, no ints, no Python call.
+    Py_INCREF(descr);  // PyArray_NewFromDescr steals it, on failure too
+    return np->capi.new_from_descr(np->ndarray, descr, rank, shape, /*strides=*/nullptr, /*data=*/nullptr,
+                                   /*flags=*/0, /*obj=*/nullptr);
+  }
   OwnedRef dims = OwnedRef::steal(PyTuple_New(rank));
   if (!dims) return nullptr;
-  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));
-  PyObject* args[3] = {nullptr, dims.get(), np->dtypes[static_cast<int>(dtype)]};
+  for (int d = 0; d < rank; ++d) PyTuple_SET_ITEM(dims.get(), d, PyLong_FromLongLong(shape[d]));  // steals
+  PyObject* args[3] = {nullptr, dims.get(), descr};
   return PyObject_Vectorcall(np->empty, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
 }
 

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "frontend/cache.h"
+#include "frontend/cache/run_hit.h"
 #include "frontend/compile.h"
 #include "runtime/log.h"
 
@@ -106,8 +108,6 @@ struct CodeExtra {
   void* ce_extras[1];
 };
 
-constexpr int kMaxSlots = 256;
-constexpr int kMaxSymbols = 256;
 constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
 
 // The hook's two exits: CPython runs the frame, or framejit answered for it.
@@ -121,23 +121,14 @@ PyObject* eval_answered(PyThreadState* ts, _PyInterpreterFrame* frame, PyObject*
   return result;
 }
 
-PyObject* run_entry(PyThreadState* ts, _PyInterpreterFrame* frame, CacheEntry& e, PyObject** slots) {
-  // A graph-break entry: CPython runs the frame; its callees still come through this hook. So
-  // does a program that cannot honour the current NumPy error state.
-  if (!e.program || !e.program->can_run_now()) return eval_default(ts, frame, 0);
-  constexpr int kMaxIO = 64;
-  PyObject* inputs[kMaxIO];
-  PyObject* outputs[kMaxIO];
-  const size_t nin = e.input_slots.size();
-  for (size_t i = 0; i < nin; ++i) inputs[i] = slots[e.input_slots[i]];
-  bool saved = tls.busy;
-  tls.busy = true;
-  bool ok = e.program->run(inputs, outputs);
-  tls.busy = saved;
-  // The frame never ran: answering here is the whole call. On failure, the exception the program
-  // raised, as eager code would.
-  return eval_answered(ts, frame, ok ? build_return(e.output, outputs, slots) : nullptr);
-}
+// How the hook leaves a frame past its first tests (Note [Exits of the hook]).
+struct Exit {
+  bool answered = false;       // false: CPython evaluates the frame
+  PyObject* result = nullptr;  // answered: new ref, or null with an exception set
+};
+Exit run_default() { return {}; }
+Exit answered(PyObject* result) { return {true, result}; }
+Exit from_hit(const HitResult& r) { return r.kind == HitKind::Answered ? answered(r.value) : run_default(); }
 
 void report_limit(CodeState& cs) {
   if (cs.limit_reported) return;
@@ -155,22 +146,21 @@ std::string describe_code(PyCodeObject* code) {
   return std::string(name ? name : "?") + " (" + (file ? file : "?") + ":" + std::to_string(code->co_firstlineno) + ")";
 }
 
-PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs,
-                          const FrameView& view) {
-  tls.busy = true;
-  std::unique_ptr<CacheEntry> entry = compile_frame(*cfg, frame_function(frame), view, *cs);
-  tls.busy = false;
-  if (!entry) {
-    if (PyErr_Occurred()) return eval_answered(ts, frame, nullptr);  // fullgraph=True: framejit.Unsupported
-    cs->failed = true;                      // an internal error: never again for this code
-    cs->update_never();
-    return eval_default(ts, frame, 0);
+Exit compile_and_run(CompileConfig* cfg, CodeState* cs, PyFunctionObject* fn, const FrameView& view) {
+  std::unique_ptr<CacheEntry> entry;
+  {
+    HookBusyScope busy;
+    entry = compile_frame(*cfg, fn, view, *cs);
   }
-  PyObject* slots[kMaxSlots];
-  int64_t syms[kMaxSymbols];
-  bool usable = entry->guards.num_slots() <= kMaxSlots && entry->guards.num_symbols() <= kMaxSymbols &&
-                entry->input_slots.size() <= 64 && (!entry->program || entry->program->num_outputs() <= 64);
-  if (usable && !entry->guards.check(view, slots, syms)) {
+  if (!entry) {
+    if (PyErr_Occurred()) return answered(nullptr);  // fullgraph=True: framejit.Unsupported
+    cs->failed = true;                                // an internal error: never again for this code
+    cs->update_never();
+    return run_default();
+  }
+  HitFrame hit;
+  bool usable = fits_hit_path(*entry);
+  if (usable && !entry->guards.check(view, hit.slots, hit.symbols)) {
     // The guards must hold for the very frame they were made from; if not, framejit is wrong.
     std::string msg = "framejit: guards of " + cs->name + " fail on the frame that made them: " +
                       entry->guards.check_verbose(view) + "; running it in CPython";
@@ -180,31 +170,14 @@ PyObject* compile_and_run(PyThreadState* ts, _PyInterpreterFrame* frame, Compile
   if (!usable) {
     cs->failed = true;
     cs->update_never();
-    return eval_default(ts, frame, 0);
+    return run_default();
   }
   if (cfg->explain || cs->no_arrays) {
     // explain(): run once, keep nothing. No arrays: nothing worth keeping.
-    return run_entry(ts, frame, *entry, slots);
+    return from_hit(run_entry(*entry, hit));
   }
   cs->entries.insert(cs->entries.begin(), std::move(entry));
-  return run_entry(ts, frame, *cs->entries.front(), slots);
-}
-
-// The most recently used entry of `cfg`'s backend whose guards pass (moved to the front), or null.
-CacheEntry* lookup(CodeState& cs, const CompileConfig* cfg, const FrameView& view, PyObject** slots,
-                   int* same_backend) {
-  auto& entries = cs.entries;
-  const void* key = cfg->backend.get();
-  int64_t syms[kMaxSymbols];
-  for (size_t i = 0; i < entries.size(); ++i) {
-    CacheEntry* e = entries[i].get();
-    if (e->backend_key != key) continue;
-    ++*same_backend;
-    if (!e->guards.check(view, slots, syms)) continue;
-    if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);  // most recent first
-    return e;
-  }
-  return nullptr;
+  return from_hit(run_entry(*cs->entries.front(), hit));
 }
 
 Py_ssize_t g_extra_index = -1;  // framejit's co_extra slot, set when the hook is first enabled
@@ -235,40 +208,64 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
   return callback_slow(ts, frame, cfg, cs);
 }
 
+// Note [Exits of the hook]
+// Past its first tests the hook decides, in frame_exit(), between two exits: CPython evaluates the
+// frame (eval_default), or framejit answered the call (eval_answered disposes of the unrun frame).
+// The decision runs C++ that can throw (tracing and compiling allocate); nothing may unwind
+// through CPython's frames, so callback_slow() catches everything at this one boundary and an
+// internal failure there becomes default evaluation (the frame has not run yet) with the code
+// object marked failed. The exits themselves run outside the try: a frame is never evaluated twice.
+Exit frame_exit(PyCodeObject* code, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs) {
+  if (!cs->skip_known) {
+    HookBusyScope busy;
+    cs->skip = is_library_code(code);
+    cs->name = describe_code(code);
+    cs->skip_known = true;
+    cs->update_never();
+  }
+  if (cs->failed || cs->no_arrays || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
+    return run_default();
+
+  ++stats().frames;
+  PyFunctionObject* fn = frame_function(frame);
+  FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, fn->func_closure};
+  if (!cfg->explain) {
+    HitFrame hit;
+    int same_backend = 0;
+    HitRequest request;
+    request.backend_key = cfg->backend.get();
+    HitResult r = run_hit(*cs, view, request, hit, &same_backend);
+    if (r.kind != HitKind::Miss) {
+      ++stats().cache_hits;
+      return from_hit(r);
+    }
+    ++stats().cache_misses;
+    if (same_backend >= settings().recompile_limit) {
+      ++stats().unsupported_frames;
+      report_limit(*cs);
+      return run_default();
+    }
+  }
+  return compile_and_run(cfg, cs, fn, view);
+}
+
 // Everything past the first tests: kept out of line so the fast exit above has no stack frame.
 __attribute__((noinline)) PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg,
                                                   CodeState* cs) {
   PyCodeObject* code = frame_code(frame);
   if (!cs) cs = code_state(code);
   if (!cs) return eval_default(ts, frame, 0);
-  if (!cs->skip_known) {
-    tls.busy = true;
-    cs->skip = is_library_code(code);
-    cs->name = describe_code(code);
-    cs->skip_known = true;
+  Exit exit;
+  try {
+    exit = frame_exit(code, frame, cfg, cs);
+  } catch (...) {
+    // An internal failure (bad_alloc while tracing, ...): CPython runs this code from now on.
+    PyErr_Clear();
+    cs->failed = true;
     cs->update_never();
-    tls.busy = false;
+    exit = run_default();
   }
-  if (cs->failed || cs->no_arrays || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
-    return eval_default(ts, frame, 0);
-
-  ++stats().frames;
-  FrameView view{frame->localsplus, frame->f_globals, frame->f_builtins, frame_function(frame)->func_closure};
-  if (!cfg->explain) {
-    PyObject* slots[kMaxSlots];
-    int same_backend = 0;
-    if (CacheEntry* e = lookup(*cs, cfg, view, slots, &same_backend)) {
-      ++stats().cache_hits;
-      return run_entry(ts, frame, *e, slots);
-    }
-    ++stats().cache_misses;
-    if (same_backend >= settings().recompile_limit) {
-      ++stats().unsupported_frames;
-      report_limit(*cs);
-      return eval_default(ts, frame, 0);
-    }
-  }
-  return compile_and_run(ts, frame, cfg, cs, view);
+  return exit.answered ? eval_answered(ts, frame, exit.result) : eval_default(ts, frame, 0);
 }
 
 void hook_acquire() {
@@ -301,20 +298,15 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   CodeState* cs = fast_code_state(code);
   if (!cs || cs->failed || cs->no_arrays || cs->entries.empty()) return false;
   FrameView view{const_cast<PyObject**>(args), func->func_globals, func->func_builtins, func->func_closure};
-  PyObject* slots[kMaxSlots];
-  int same_backend = 0;
-  CacheEntry* e = lookup(*cs, cfg, view, slots, &same_backend);
-  if (!e || !e->program || e->guards.max_local() >= nargs || !e->program->can_run_now()) return false;
+  HitFrame hit;
+  HitRequest request;
+  request.backend_key = cfg->backend.get();
+  request.locals_available = static_cast<int>(nargs);  // the guards may read only the arguments
+  HitResult r = run_hit(*cs, view, request, hit);
+  if (r.kind != HitKind::Answered) return false;  // a miss, or CPython must run it: the normal path
   ++stats().frames;
   ++stats().cache_hits;
-  constexpr int kMaxIO = 64;
-  PyObject* inputs[kMaxIO];
-  PyObject* outputs[kMaxIO];
-  for (size_t i = 0; i < e->input_slots.size(); ++i) inputs[i] = slots[e->input_slots[i]];
-  tls.busy = true;
-  bool ok = e->program->run(inputs, outputs);
-  tls.busy = false;
-  *result = ok ? build_return(e->output, outputs, slots) : nullptr;
+  *result = r.value;
   return true;
 }
 

@@ -200,5 +200,63 @@ TEST(GuardSet, ConstantsLengthsKeysAndRanges) {
   EXPECT_FALSE(gs.check(f.view(), slots, syms));
 }
 
+
+// Shape guards run as a flat postfix program (Note [Shape guards as a program]), or, past the
+// program's stack depth, as trees: both must agree with SymInt::evaluate on every size.
+TEST(GuardSet, ShapeProgramAgreesWithTreeEvaluation) {
+  using jit::SymInt;
+  SymInt s0 = SymInt::symbol(0), s1 = SymInt::symbol(1);
+  // Right-nested: each level needs one more stack entry; 40 levels is past the program's stack.
+  SymInt deep = s0;
+  for (int i = 0; i < 40; ++i) deep = (i % 2 ? mod(s1 + SymInt(i), deep) : floordiv(s0 * SymInt(3), deep)) + s1;
+  struct Case {
+    SymInt lhs;
+    CmpOp op;
+    int64_t rhs;
+  };
+  const std::vector<Case> shallow = {
+      {s0 * s1, CmpOp::Ge, 12},       {floordiv(s0, SymInt(3)), CmpOp::Ne, 2},
+      {mod(s0 + s1, SymInt(4)), CmpOp::Lt, 3}, {s0 - s1, CmpOp::Le, 5},
+      {floordiv(s0 * s1 + SymInt(7), s1), CmpOp::Gt, 3},
+  };
+  for (bool with_deep : {false, true}) {
+    GuardSet gs;
+    TensorGuard g;
+    g.type = numpy_handles()->ndarray;
+    g.type_num = 11;  // NPY_FLOAT
+    g.ndim = 2;
+    g.sizes = {TensorGuard::kSymbolic, TensorGuard::kSymbolic};
+    g.symbols = {0, 1};
+    gs.add_tensor(local_source(0, "x"), g);
+    gs.set_num_symbols(2);
+    std::vector<Case> cases = shallow;
+    if (with_deep) cases.push_back({deep, CmpOp::Ne, 17});
+    for (const Case& c : cases) gs.add_shape({c.lhs, c.op, c.rhs, ""});
+    int passed = 0, failed = 0;
+    for (int n = 2; n <= 12; ++n)
+      for (int m = 2; m <= 12; ++m) {
+        std::string expr = "np.zeros((" + std::to_string(n) + ", " + std::to_string(m) + "), np.float32)";
+        OwnedRef x = eval(expr.c_str());
+        Frame f;
+        f.locals = {x.get()};
+        bool want = true;
+        for (const Case& c : cases) {
+          int64_t v = c.lhs.evaluate({n, m});
+          bool ok = c.op == CmpOp::Ge ? v >= c.rhs : c.op == CmpOp::Ne ? v != c.rhs : c.op == CmpOp::Lt ? v < c.rhs
+                  : c.op == CmpOp::Le ? v <= c.rhs : c.op == CmpOp::Gt ? v > c.rhs : v == c.rhs;
+          want = want && ok;
+        }
+        PyObject* slots[2];
+        int64_t syms[2];
+        EXPECT_EQ(gs.check(f.view(), slots, syms), want) << "shape (" << n << ", " << m << ") deep=" << with_deep;
+        EXPECT_EQ(gs.check_verbose(f.view()).empty(), want) << "shape (" << n << ", " << m << ")";
+        (want ? passed : failed)++;
+      }
+    // The cases must split the sizes, or the test could not tell a wrong evaluator from a right one.
+    EXPECT_GT(passed, 5);
+    EXPECT_GT(failed, 5);
+  }
+}
+
 }  // namespace
 }  // namespace framejit::frontend

@@ -1,0 +1,100 @@
+// run_hit.cpp — the one cache-hit path (Note [One hit path]).
+#include "frontend/cache/run_hit.h"
+
+#include <algorithm>
+#include <exception>
+#include <new>
+
+#include "frontend/compile.h"
+#include "frontend/hook/eval_frame.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+// The Tensor ops' code objects whose programs run on this thread, innermost last. Bounded: past
+// kMaxRunning nested ops the outer ones are no longer recorded (re-entry that deep is not a case).
+constexpr int kMaxRunning = 8;
+thread_local PyObject* t_running[kMaxRunning];  // borrowed identities
+thread_local int t_depth = 0;
+
+struct RunningScope {
+  bool pushed;
+  explicit RunningScope(PyObject* code) : pushed(code && t_depth < kMaxRunning) {
+    if (pushed) t_running[t_depth++] = code;
+  }
+  ~RunningScope() {
+    if (pushed) --t_depth;
+  }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+};
+
+// The most recently used entry whose guards pass, moved to the front; null when none does.
+CacheEntry* find_entry(CodeState& cs, const FrameView& view, const HitRequest& req, HitFrame& frame,
+                       int* same_backend) noexcept {
+  auto& entries = cs.entries;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CacheEntry* e = entries[i].get();
+    if (req.backend_key && e->backend_key != req.backend_key) continue;
+    if (same_backend) ++*same_backend;
+    if (e->guards.max_local() >= req.locals_available) continue;
+    if (!e->guards.check(view, frame.slots, frame.symbols)) continue;
+    // NB: a rotation of unique_ptrs cannot throw.
+    if (i) std::rotate(entries.begin(), entries.begin() + i, entries.begin() + i + 1);
+    return e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool fits_hit_path(const CacheEntry& e) noexcept {
+  return e.guards.num_slots() <= kMaxHitSlots && e.guards.num_symbols() <= kMaxHitSymbols &&
+         e.input_slots.size() <= static_cast<size_t>(kMaxHitIO) &&
+         (!e.program || e.program->num_outputs() <= kMaxHitIO);
+}
+
+bool op_running(PyObject* code) noexcept {
+  return std::find(t_running, t_running + t_depth, code) != t_running + t_depth;
+}
+
+HitResult run_entry(CacheEntry& e, const HitFrame& frame, PyObject* running_code) noexcept {
+  // A graph-break entry: CPython runs the frame (its callees still come through the hook). So
+  // does a program that cannot honour the current NumPy error state.
+  if (!e.program || !e.program->can_run_now()) return {HitKind::RunInCPython, nullptr};
+  PyObject* inputs[kMaxHitIO];   // borrowed
+  PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
+  const int* input_slots = e.input_slots.data();
+  const size_t nin = e.input_slots.size();
+  for (size_t i = 0; i < nin; ++i) inputs[i] = frame.slots[input_slots[i]];
+  bool ok;
+  try {
+    RunningScope running(running_code);
+    HookBusyScope busy;  // the program's own Python (extern steps) is not traced
+    ok = e.program->run(inputs, outputs);
+  } catch (const std::bad_alloc&) {
+    // NB: nothing may unwind through CPython's frames. The outputs made before the throw are
+    // lost (leaked), which is the price of not trusting a half-run program's output array.
+    PyErr_NoMemory();
+    return {HitKind::Answered, nullptr};
+  } catch (const std::exception& ex) {
+    PyErr_Format(PyExc_RuntimeError, "framejit: internal error while running a compiled program: %s", ex.what());
+    return {HitKind::Answered, nullptr};
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error while running a compiled program");
+    return {HitKind::Answered, nullptr};
+  }
+  // On failure, the exception the program raised, as eager code would.
+  if (!ok) return {HitKind::Answered, nullptr};
+  return {HitKind::Answered, build_return(e.output, outputs, frame.slots)};
+}
+
+HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& request, HitFrame& frame,
+                  int* same_backend) noexcept {
+  CacheEntry* e = find_entry(cs, view, request, frame, same_backend);
+  if (!e) return {HitKind::Miss, nullptr};
+  return run_entry(*e, frame, request.running_code);
+}
+
+}  // namespace framejit::frontend
