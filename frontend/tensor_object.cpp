@@ -877,10 +877,6 @@ PyObject* tensor_empty(const int64_t* shape, int nd, DType dtype, rt::Device dev
   return t ? make_tensor(std::move(*t), nullptr, true) : nullptr;
 }
 
-PyObject* tensor_wrap(Tensor t, PyObject* base, bool writeable) {
-  return make_tensor(std::move(t), base, writeable);
-}
-
 PyObject* tensor_view(PyObject* parent, char* data, int nd, const int64_t* shape, const int64_t* strides) {
   TensorObject* p = as_tensor(parent);
   std::optional<Tensor> t;

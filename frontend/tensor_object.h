@@ -57,9 +57,6 @@ inline TensorObject* as_tensor(PyObject* o) { return reinterpret_cast<TensorObje
 /// A new C-contiguous tensor with uninitialized data from framejit's pool (new ref; null with
 /// MemoryError set).
 PyObject* tensor_empty(const int64_t* shape, int nd, rt::DType dtype, rt::Device device = {});
-/// A new tensor over `t`'s memory, keeping `base` (borrowed, may be null) alive. New ref.
-/// `writeable` false makes it read-only (buffer exports refuse writers, DLPack flags it).
-PyObject* tensor_wrap(Tensor t, PyObject* base, bool writeable = true);
 /// A view of `parent` (a tensor, borrowed): same storage, `data` inside it, new shape/strides.
 PyObject* tensor_view(PyObject* parent, char* data, int nd, const int64_t* shape, const int64_t* strides);
 /// Whether nothing but `t` can observe its memory: owned storage used by no other tensor, no base,

@@ -12,7 +12,7 @@ namespace framejit {
 enum class StatusCode { Ok, Unsupported, InvalidArgument, Internal };
 
 /// The result of a compile-side step that returns nothing. Cheap to pass around when Ok.
-class Status {
+class [[nodiscard]] Status {
 public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
@@ -34,7 +34,7 @@ private:
 
 /// A value or the Status that explains why there is none (LLVM's Expected, in small).
 template <typename T>
-class Expected {
+class [[nodiscard]] Expected {
 public:
   Expected(T value) : v_(std::move(value)) {}
   Expected(Status error) : v_(std::move(error)) {}

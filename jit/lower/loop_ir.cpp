@@ -41,7 +41,6 @@ bool scalar_op_is_math(ScalarOp op) {
 }
 
 const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
-int scalar_op_arity(ScalarOp op) { return kOps[static_cast<int>(op)].arity; }
 
 std::string PointwiseKernelIR::to_string() const {
   std::string s = "pointwise(";

@@ -66,7 +66,6 @@ const char* scalar_op_name(ScalarOp op);
 /// Whether `op` is a transcendental function: evaluated by a math routine of tens of instructions
 /// per element (the code generators' injectors), so recomputing it costs more than a memory read.
 bool scalar_op_is_math(ScalarOp op);
-int scalar_op_arity(ScalarOp op);  // 0 for Load/Param/Const, 3 for Where
 /// Whether `op` is a comparison (Bool result, operands in another dtype).
 inline bool is_comparison(ScalarOp op) { return op >= ScalarOp::Eq && op <= ScalarOp::Ge; }
 

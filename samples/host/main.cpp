@@ -61,7 +61,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "host: %s\n", host.status().message().c_str());
     return 1;
   }
-  host.add_import_path(MODELS_DIR);
+  if (framejit::Status st = host.add_import_path(MODELS_DIR); !st) {
+    std::fprintf(stderr, "host: %s\n", st.message().c_str());
+    return 1;
+  }
 
   using framejit::DType;
   using framejit::Tensor;
