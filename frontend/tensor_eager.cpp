@@ -112,8 +112,8 @@ std::string op_name(PyCodeObject* code) {
 
 // The op on NumPy views of its operands, run by CPython (see the Note). New ref or null. `broke`:
 // the graph break that kept the op from being compiled, if that is why it runs here.
-PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why,
-                         const GraphBreak* broke = nullptr) {
+PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs,
+                         const std::string& why, const GraphBreak* broke = nullptr) {
   if (!numpy_handles()) {
     // No NumPy to run it: raise what CPython raises where the trace says the op is an error in
     // eager code (the break carries the exception type), else say the op needs NumPy.
@@ -191,7 +191,8 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
     if (!entry->program || entry->guards.num_slots() > kMaxSlots || entry->guards.num_symbols() > kMaxSymbols ||
         entry->input_slots.size() > kMaxIO || entry->program->num_outputs() > kMaxIO ||
         !entry->guards.check(view, slots, syms))
-      return run_with_numpy(fn, args, nargs, entry->break_reason.empty() ? "not captured" : entry->break_reason,
+      return run_with_numpy(fn, args, nargs,
+                            entry->break_reason.empty() ? "not captured" : entry->break_reason,
                             entry->broke ? &*entry->broke : nullptr);
     // Past the bound the entry is not kept (evicting one could free a program that another
     // thread runs right now, without the GIL).
