@@ -28,7 +28,7 @@ struct CacheEntry {
   const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
   OwnedRef backend_ref;              // keeps backend_key's object alive
   std::string break_reason;          // why there is no program: the break's message, or a skip
-  std::optional<GraphBreak> broke;   // the trace broke: kind, location, exception type (no snapshot)
+  std::optional<GraphBreak> broke;  // the trace broke: kind, location, exception type (no snapshot)
 };
 
 /// Everything framejit keeps for one code object (owned by the code object's co_extra slot).

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <exception>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "frontend/numpy_abi.h"
@@ -68,7 +68,8 @@ std::string text_lines(const std::vector<std::string>& lines) {
 
 // explain()'s record of a break, with the snapshot's values described while the graph that gives
 // their metas is alive.
-ExplainBreak explain_break(const GraphBreak& b, const OutputGraph& og, PyCodeObject* root) {  // root borrowed
+ExplainBreak explain_break(const GraphBreak& b, const OutputGraph& og,
+                           PyCodeObject* root) {  // root borrowed
   ExplainBreak e;
   e.kind = break_kind_name(b.kind);
   e.reason = b.message();
@@ -144,8 +145,9 @@ std::string event_summary() {
   return s;
 }
 
-std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
-                                          CodeState& state, GraphBreak* broke_out) {
+std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn,
+                                          const FrameView& view, CodeState& state,
+                                          GraphBreak* broke_out) {
   auto t0 = Clock::now();
   bool had_entries = false;
   for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
@@ -227,7 +229,8 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     }
     if (cfg.explain) {
       cfg.explain->break_reasons.push_back(st.message());
-      cfg.explain->breaks.push_back(explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
+      cfg.explain->breaks.push_back(
+          explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
     }
     // The snapshot's values hold the frame's objects: the entry keeps the break without them
     // (Note [Break snapshot]).

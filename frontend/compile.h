@@ -17,8 +17,9 @@ namespace framejit::frontend {
 /// when fullgraph=True forbids the break (framejit.Unsupported; `*broke` is then set to the break
 /// when given) — and null without an exception for an internal failure, after warning once (the
 /// caller runs the frame in CPython and stops compiling it).
-std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn, const FrameView& view,
-                                          CodeState& state, GraphBreak* broke = nullptr);
+std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn,
+                                          const FrameView& view, CodeState& state,
+                                          GraphBreak* broke = nullptr);
 
 /// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
 PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);

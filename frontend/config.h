@@ -13,12 +13,12 @@ namespace framejit::frontend {
 
 /// One graph break as explain() reports it (frontend/trace/graph_break.h has the whole record).
 struct ExplainBreak {
-  std::string kind;     // break_kind_name()
-  std::string reason;   // the message, with file:line when located
-  OwnedRef exc_type;    // the exception CPython raises there, or null
-  OwnedRef filename;    // str, or null
+  std::string kind;    // break_kind_name()
+  std::string reason;  // the message, with file:line when located
+  OwnedRef exc_type;   // the exception CPython raises there, or null
+  OwnedRef filename;   // str, or null
   int lineno = -1;
-  int offset = -1;      // byte offset of the root frame's instruction
+  int offset = -1;                 // byte offset of the root frame's instruction
   std::vector<std::string> stack;  // the root frame's stack at that instruction, bottom first
   std::vector<std::pair<std::string, std::string>> locals;  // its bound locals: name, what it is
 };
@@ -27,7 +27,7 @@ struct ExplainBreak {
 struct ExplainRecord {
   std::vector<std::string> graphs;        // printed graphs
   std::vector<std::string> break_reasons;
-  std::vector<ExplainBreak> breaks;       // the same breaks, as data
+  std::vector<ExplainBreak> breaks;  // the same breaks, as data
   std::vector<std::string> guards;
   int op_count = 0;
 };

@@ -174,8 +174,10 @@ PYBIND11_MODULE(_C, m) {
       py::dict e;
       e["kind"] = b.kind;
       e["reason"] = b.reason;
-      e["exc_type"] = b.exc_type ? py::reinterpret_borrow<py::object>(b.exc_type.get()) : py::none();
-      e["filename"] = b.filename ? py::reinterpret_borrow<py::object>(b.filename.get()) : py::none();
+      e["exc_type"] =
+          b.exc_type ? py::reinterpret_borrow<py::object>(b.exc_type.get()) : py::none();
+      e["filename"] =
+          b.filename ? py::reinterpret_borrow<py::object>(b.filename.get()) : py::none();
       e["lineno"] = b.lineno;
       e["offset"] = b.offset;
       e["stack"] = b.stack;

@@ -74,7 +74,8 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       if (self->kind == VarKind::Tensor) return ops::call_method(*this, self, m->name, std::move(args), std::move(kwargs));
       if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
-        BREAK_IF(self->source, BreakKind::SideEffect, "mutating a list the function received (a side effect)");
+        BREAK_IF(self->source, BreakKind::SideEffect,
+                 "mutating a list the function received (a side effect)");
         BREAK_IF(!kwargs.empty(), "keyword arguments to list." + m->name);
         auto& items = as<SeqVar>(self)->items;
         if (m->name == "append" && args.size() == 1) {
@@ -188,7 +189,8 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   auto* fn = as<FunctionVar>(fnv);
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
   std::string name = str_of(fn->qualname.get());
-  BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit, "call depth limit reached inlining " + name);
+  BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit,
+           "call depth limit reached inlining " + name);
   // Library functions (NumPy's Python layer, the standard library, site-packages) are not traced
   // into: either the op registry knows them or they run in CPython.
   if (fn->real) {
@@ -219,8 +221,9 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   size_t npos = std::min<size_t>(args.size(), argcount);
   for (size_t i = 0; i < npos; ++i) f.locals[i] = args[i];
   if (args.size() > static_cast<size_t>(argcount)) {
-    BREAK_IF(!has_varargs, Raises{PyExc_TypeError}, name + "() takes " + std::to_string(argcount) + " positional arguments but " +
-                                std::to_string(args.size()) + " were given");
+    BREAK_IF(!has_varargs, Raises{PyExc_TypeError},
+             name + "() takes " + std::to_string(argcount) + " positional arguments but " +
+                 std::to_string(args.size()) + " were given");
     f.locals[slot_varargs] = std::make_shared<SeqVar>(
         VarKind::Tuple, std::vector<VarPtr>(args.begin() + argcount, args.end()));
   } else if (has_varargs) {
@@ -236,10 +239,12 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
     for (int i = posonly; i < nparams; ++i)
       if (str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) == k) found = i;
     if (found >= 0) {
-      BREAK_IF(f.locals[found] != nullptr, Raises{PyExc_TypeError}, name + "() got multiple values for argument '" + k + "'");
+      BREAK_IF(f.locals[found] != nullptr, Raises{PyExc_TypeError},
+               name + "() got multiple values for argument '" + k + "'");
       f.locals[found] = v;
     } else {
-      BREAK_IF(!extra_kw, Raises{PyExc_TypeError}, name + "() got an unexpected keyword argument '" + k + "'");
+      BREAK_IF(!extra_kw, Raises{PyExc_TypeError},
+               name + "() got an unexpected keyword argument '" + k + "'");
       OwnedRef key = OwnedRef::steal(PyUnicode_FromString(k.c_str()));
       extra_kw->items.emplace_back(key, v);
     }
@@ -253,8 +258,9 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   for (int i = 0; i < argcount; ++i) {
     if (f.locals[i]) continue;
     int d = i - (argcount - ndefaults);
-    BREAK_IF(d < 0, Raises{PyExc_TypeError}, name + "() missing required argument '" +
-                        str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) + "'");
+    BREAK_IF(d < 0, Raises{PyExc_TypeError},
+             name + "() missing required argument '" +
+                 str_of(PyTuple_GET_ITEM(code->co_localsplusnames, i)) + "'");
     if (!real) {
       f.locals[i] = fn->defaults[d];
     } else if (fnv->source) {
@@ -276,7 +282,8 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
       PyObject* dv = PyDict_GetItemWithError(real_kwdefaults, pname);  // borrowed
       if (dv) v = fnv->source ? wrap(dv, child_source(SourceKind::FuncKwDefault, fnv->source, pname)) : wrap_const(dv);
     }
-    BREAK_IF(!v, Raises{PyExc_TypeError}, name + "() missing required keyword-only argument '" + str_of(pname) + "'");
+    BREAK_IF(!v, Raises{PyExc_TypeError},
+             name + "() missing required keyword-only argument '" + str_of(pname) + "'");
     f.locals[i] = v;
   }
   // Free variables: the last co_nfreevars slots are the function's closure cells.
@@ -291,7 +298,8 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
         f.locals[first + i] = cell;
       }
     } else {
-      BREAK_IF(static_cast<int>(fn->closure.size()) != nfree, BreakKind::Internal, "internal: closure size mismatch");
+      BREAK_IF(static_cast<int>(fn->closure.size()) != nfree, BreakKind::Internal,
+               "internal: closure size mismatch");
       for (int i = 0; i < nfree; ++i) f.locals[first + i] = fn->closure[i];
     }
   }
@@ -366,7 +374,8 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
   }
   if ((is("getattr") && (nargs == 2 || nargs == 3)) || (is("hasattr") && nargs == 2)) {
     OwnedRef name = python_value(args[1], "attribute name");
-    BREAK_IF(!PyUnicode_Check(name.get()), Raises{PyExc_TypeError}, "attribute name must be a string");
+    BREAK_IF(!PyUnicode_Check(name.get()), Raises{PyExc_TypeError},
+             "attribute name must be a string");
     try {
       VarPtr r = load_attr(args[0], name.get());
       return is("hasattr") ? wrap_const(Py_True) : r;
@@ -435,7 +444,8 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       for (auto& x : items) acc = binary_op(*this, 0 /* NB_ADD */, acc, x);
       return acc;
     }
-    BREAK_IF(any_tensor, BreakKind::DataDependent, "builtin min/max over arrays (the truth value of an array comparison)");
+    BREAK_IF(any_tensor, BreakKind::DataDependent,
+             "builtin min/max over arrays (the truth value of an array comparison)");
     // Sizes keep their symbols when the answer is decidable from guards.
     bool all_sym = !items.empty();
     for (auto& x : items) all_sym &= as_sym(x).has_value();
@@ -462,7 +472,8 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
   }
   if ((is("abs") || is("float") || is("int") || is("bool")) && nargs == 1 && kwargs.empty()) {
     if (args[0]->kind == VarKind::Tensor) {
-      BREAK_IF(!is("abs"), BreakKind::DataDependent, "converting an array to a Python number needs its data");
+      BREAK_IF(!is("abs"), BreakKind::DataDependent,
+               "converting an array to a Python number needs its data");
       return ops::unary(*this, "abs", args[0]);
     }
     // abs() of a size falls through to specialization below (rare).
@@ -516,10 +527,12 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       if (!v) {
         PyErr_Clear();
         // A module __getattr__ (PEP 562) may still answer: only without one is the name missing.
-        BreakKind kind = PyDict_GetItemString(PyModule_GetDict(mod), "__getattr__") ? BreakKind::Unsupported
-                                                                                    : BreakKind::MissingAttribute;
-        graph_break(kind, "module '" + std::string(PyModule_GetName(mod) ? PyModule_GetName(mod) : "?") +
-                    "' has no attribute '" + n + "' in its __dict__");
+        BreakKind kind = PyDict_GetItemString(PyModule_GetDict(mod), "__getattr__")
+                             ? BreakKind::Unsupported
+                             : BreakKind::MissingAttribute;
+        graph_break(kind, "module '" +
+                              std::string(PyModule_GetName(mod) ? PyModule_GetName(mod) : "?") +
+                              "' has no attribute '" + n + "' in its __dict__");
       }
       return wrap(v, child_source(SourceKind::ModuleAttr, obj->source, name));
     }
@@ -553,14 +566,15 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       }
       // Past the instance dict and the type, only a __getattr__ could still answer.
       graph_break(Py_TYPE(o)->tp_getattro == PyObject_GenericGetAttr ? BreakKind::MissingAttribute
-                                                                      : BreakKind::Unsupported,
+                                                                     : BreakKind::Unsupported,
                   std::string("'") + Py_TYPE(o)->tp_name + "' object has no attribute '" + n + "'");
     }
     case VarKind::Class: {
       PyObject* cls = as<ObjectVar>(obj)->obj.get();
       PyObject* v = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(cls), name);  // borrowed
-      BREAK_IF(!v, BreakKind::MissingAttribute, std::string("type object '") + reinterpret_cast<PyTypeObject*>(cls)->tp_name +
-                       "' has no attribute '" + n + "'");
+      BREAK_IF(!v, BreakKind::MissingAttribute,
+               std::string("type object '") + reinterpret_cast<PyTypeObject*>(cls)->tp_name +
+                   "' has no attribute '" + n + "'");
       BREAK_IF(Py_TYPE(v)->tp_descr_get && !PyFunction_Check(v) && !PyType_Check(v),
                "class attribute '" + n + "' is a descriptor");
       return wrap(v, child_source(SourceKind::TypeAttr, obj->source, name));
@@ -572,7 +586,9 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
     case VarKind::Const: {
       PyObject* c = const_value(obj);
       OwnedRef v = OwnedRef::steal(PyObject_GetAttr(c, name));
-      if (!v) missing_attribute_break("'" + std::string(Py_TYPE(c)->tp_name) + "' object has no attribute '" + n + "'");
+      if (!v)
+        missing_attribute_break("'" + std::string(Py_TYPE(c)->tp_name) +
+                                "' object has no attribute '" + n + "'");
       if (PyCFunction_Check(v.get()) || Py_TYPE(v.get()) == &PyMethodDescr_Type ||
           PyObject_HasAttrString(v.get(), "__self__") == 1)
         return std::make_shared<AttrMethodVar>(obj, n);
@@ -582,7 +598,9 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       // e.g. numpy.float32.__name__ or a ufunc's attributes: read-only facts of a guarded object
       PyObject* b = as<BuiltinVar>(obj)->obj.get();
       OwnedRef v = OwnedRef::steal(PyObject_GetAttr(b, name));
-      if (!v) missing_attribute_break("'" + std::string(Py_TYPE(b)->tp_name) + "' object has no attribute '" + n + "'");
+      if (!v)
+        missing_attribute_break("'" + std::string(Py_TYPE(b)->tp_name) +
+                                "' object has no attribute '" + n + "'");
       BREAK_IF(PyCallable_Check(v.get()), "calling attribute " + n + " of a builtin");
       return wrap_const(v.get());
     }
@@ -634,7 +652,8 @@ VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
       if (i == -1 && PyErr_Occurred()) python_error_break();
       Py_ssize_t n = static_cast<Py_ssize_t>(items.size());
       if (i < 0) i += n;
-      BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError}, std::string(obj->kind == VarKind::Tuple ? "tuple" : "list") + " index out of range");
+      BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError},
+               std::string(obj->kind == VarKind::Tuple ? "tuple" : "list") + " index out of range");
       return items[i];
     }
     case VarKind::Dict: {

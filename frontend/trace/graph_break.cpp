@@ -1,4 +1,4 @@
-// graph_break.cpp — throwing structured graph breaks, and describing a break's values for explain().
+// graph_break.cpp — throwing structured graph breaks; describing a break's values for explain().
 #include "frontend/trace/graph_break.h"
 
 #include "frontend/output_graph.h"
@@ -79,7 +79,8 @@ std::string describe_var(const VarPtr& v, const OutputGraph& og) {
     case VarKind::Tuple:
     case VarKind::List: {
       const auto& items = as<SeqVar>(v)->items;
-      return std::string(v->kind == VarKind::Tuple ? "tuple[" : "list[") + std::to_string(items.size()) + "]";
+      return std::string(v->kind == VarKind::Tuple ? "tuple[" : "list[") +
+             std::to_string(items.size()) + "]";
     }
     case VarKind::Dict: return "dict[" + std::to_string(as<DictVar>(v)->items.size()) + "]";
     case VarKind::Cell: {
@@ -88,8 +89,11 @@ std::string describe_var(const VarPtr& v, const OutputGraph& og) {
     }
     case VarKind::Builtin: return "builtin " + repr_of(as<BuiltinVar>(v)->obj.get());
     case VarKind::Module: return "module " + repr_of(as<ModuleVar>(v)->module.get());
-    case VarKind::Object: return std::string("object ") + Py_TYPE(as<ObjectVar>(v)->obj.get())->tp_name;
-    case VarKind::Class: return std::string("class ") + reinterpret_cast<PyTypeObject*>(as<ObjectVar>(v)->obj.get())->tp_name;
+    case VarKind::Object:
+      return std::string("object ") + Py_TYPE(as<ObjectVar>(v)->obj.get())->tp_name;
+    case VarKind::Class:
+      return std::string("class ") +
+             reinterpret_cast<PyTypeObject*>(as<ObjectVar>(v)->obj.get())->tp_name;
     case VarKind::Function: {
       PyObject* q = as<FunctionVar>(v)->qualname.get();  // borrowed
       const char* s = q && PyUnicode_Check(q) ? PyUnicode_AsUTF8(q) : nullptr;

@@ -1,5 +1,5 @@
-// graph_break.h — a graph break as data: what stopped the trace (its kind, and the exception eager
-// code raises there), where (root instruction, file:line), and the root frame's stack and locals.
+// graph_break.h — a graph break as data: what stopped the trace (its kind, the exception CPython
+// raises there), where (root instruction, file:line), and the root frame's stack and locals.
 #pragma once
 
 #include <Python.h>
@@ -40,8 +40,8 @@ struct Raises {
 
 /// One bound slot of the root frame at the break.
 struct LiveLocal {
-  int slot;       // index into co_localsplus (locals, then cells, then free variables)
-  VarPtr value;   // null: an argument the trace never read; the frame's slot still holds it as passed
+  int slot;      // index into co_localsplus (locals, then cells, then free variables)
+  VarPtr value;  // null: an argument the trace never read (the frame's slot holds it as passed)
 };
 
 /// The root frame at the START of the breaking instruction: what a resume function must rebuild
@@ -82,9 +82,9 @@ struct GraphBreak {
 
 /// BREAK_IF(cond, "reason"), or with a kind first: BREAK_IF(cond, BreakKind::Limit, "reason"),
 /// BREAK_IF(cond, Raises{PyExc_ValueError}, "reason").
-#define BREAK_IF(cond, ...)                                     \
-  do {                                                          \
-    if (cond) ::framejit::frontend::graph_break(__VA_ARGS__);   \
+#define BREAK_IF(cond, ...)                                  \
+  do {                                                       \
+    if (cond) ::framejit::frontend::graph_break(__VA_ARGS__); \
   } while (0)
 
 /// What a trace value is, for explain(): "tensor float32[s0, 3]", "const 2", "list[3]".

@@ -82,7 +82,8 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
       std::vector<VarPtr> items = as<SeqVar>(lhs)->items;
       for (auto& x : as<SeqVar>(rhs)->items) items.push_back(x);
       if (inplace && lhs->kind == VarKind::List) {
-        BREAK_IF(lhs->source, BreakKind::SideEffect, "extending a list the function received (a side effect)");
+        BREAK_IF(lhs->source, BreakKind::SideEffect,
+                 "extending a list the function received (a side effect)");
         as<SeqVar>(lhs)->items = items;
         return lhs;
       }

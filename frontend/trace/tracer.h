@@ -125,7 +125,8 @@ public:
 private:
   friend struct Interpreter;
   VarPtr run_frame(TraceFrame& f);
-  /// Fills in where `b` happened in the root frame and what that frame held (Note [Break snapshot]).
+  /// Fills in where `b` happened in the root frame and what that frame held.
+  /// See Note [Break snapshot].
   void locate_in_root(GraphBreak& b, const TraceFrame& root) const;
   void build_output(const VarPtr& ret);
   OutputSpec output_spec(const VarPtr& v, std::vector<jit::Arg>& outs);

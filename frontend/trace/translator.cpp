@@ -71,7 +71,8 @@ void Tracer::locate_in_root(GraphBreak& b, const TraceFrame& root) const {
     b.lineno = PyCode_Addr2Line(root.code, b.offset);
   }
   auto snap = std::make_shared<FrameSnapshot>();
-  size_t low = root.entry_depth - root.entry_popped.size();  // below it: untouched by the instruction
+  // Below `low` the instruction has not touched the stack.
+  size_t low = root.entry_depth - root.entry_popped.size();
   snap->stack.assign(root.stack.begin(), root.stack.begin() + std::min(low, root.stack.size()));
   snap->stack.insert(snap->stack.end(), root.entry_popped.rbegin(), root.entry_popped.rend());
   for (int i = 0; i < static_cast<int>(root.locals.size()); ++i) {
@@ -92,16 +93,19 @@ struct Interpreter {
     BREAK_IF(f.stack.empty(), BreakKind::Internal, "internal: stack underflow");
     VarPtr v = std::move(f.stack.back());
     f.stack.pop_back();
-    if (f.is_root && f.stack.size() < f.entry_depth - f.entry_popped.size()) f.entry_popped.push_back(v);
+    if (f.is_root && f.stack.size() < f.entry_depth - f.entry_popped.size())
+      f.entry_popped.push_back(v);
     return v;
   }
   void push(VarPtr v) { f.stack.push_back(std::move(v)); }
   VarPtr& peek(int n) { return f.stack[f.stack.size() - n]; }  // peek(1) is TOS
   std::vector<VarPtr> pop_n(int n) {
-    BREAK_IF(static_cast<int>(f.stack.size()) < n, BreakKind::Internal, "internal: stack underflow");
+    BREAK_IF(static_cast<int>(f.stack.size()) < n, BreakKind::Internal,
+             "internal: stack underflow");
     if (f.is_root) {  // Note [Break snapshot]: keep what is popped from below the low-water mark
       size_t low = f.entry_depth - f.entry_popped.size();
-      for (size_t i = std::min(low, f.stack.size()); i > f.stack.size() - n; --i) f.entry_popped.push_back(f.stack[i - 1]);
+      for (size_t i = std::min(low, f.stack.size()); i > f.stack.size() - n; --i)
+        f.entry_popped.push_back(f.stack[i - 1]);
     }
     std::vector<VarPtr> xs(f.stack.end() - n, f.stack.end());
     f.stack.resize(f.stack.size() - n);
@@ -129,13 +133,15 @@ struct Interpreter {
       f.locals[i] = tx.wrap(tx.view().localsplus[i], local_source(i, local_name(f.code, i)));
       f.lazy_args[i] = false;
     }
-    BREAK_IF(!f.locals[i], Raises{PyExc_UnboundLocalError}, "local variable '" + local_name(f.code, i) + "' is unbound");
+    BREAK_IF(!f.locals[i], Raises{PyExc_UnboundLocalError},
+             "local variable '" + local_name(f.code, i) + "' is unbound");
     return f.locals[i];
   }
 
   CellVar* cell_at(int i) {
     if (f.is_root && f.lazy_args[i]) load_fast(i);
-    BREAK_IF(!f.locals[i] || f.locals[i]->kind != VarKind::Cell, BreakKind::Internal, "internal: not a cell");
+    BREAK_IF(!f.locals[i] || f.locals[i]->kind != VarKind::Cell, BreakKind::Internal,
+             "internal: not a cell");
     return as<CellVar>(f.locals[i]);
   }
 
@@ -302,7 +308,8 @@ struct Interpreter {
           break;
         }
         case Op::StoreGlobal:
-        case Op::DeleteGlobal: graph_break(BreakKind::SideEffect, "assigning a global variable (a side effect)");
+        case Op::DeleteGlobal:
+          graph_break(BreakKind::SideEffect, "assigning a global variable (a side effect)");
         case Op::MakeCell: {  // (--) wraps the slot's current value in a new cell
           auto cell = std::make_shared<CellVar>();
           if (f.is_root && f.lazy_args[arg]) load_fast(arg);
@@ -326,7 +333,8 @@ struct Interpreter {
         case Op::LoadDeref: push(deref(arg)); break;  // (-- value)
         case Op::StoreDeref: {                        // (value --)
           CellVar* cell = cell_at(arg);
-          BREAK_IF(cell->source, BreakKind::SideEffect, "assigning to a variable of an enclosing function (a side effect)");
+          BREAK_IF(cell->source, BreakKind::SideEffect,
+                   "assigning to a variable of an enclosing function (a side effect)");
           cell->contents = pop();
           break;
         }
@@ -359,7 +367,8 @@ struct Interpreter {
           break;
         }
         case Op::StoreAttr:
-        case Op::DeleteAttr: graph_break(BreakKind::SideEffect, "assigning an attribute (a side effect)");
+        case Op::DeleteAttr:
+          graph_break(BreakKind::SideEffect, "assigning an attribute (a side effect)");
         case Op::BinarySubscr: {  // (container, index -- value)
           VarPtr index = pop();
           VarPtr container = pop();
@@ -386,7 +395,8 @@ struct Interpreter {
           store_subscr(container, make_slice(std::move(bounds)), value);
           break;
         }
-        case Op::DeleteSubscr: graph_break(BreakKind::SideEffect, "del container[index] (a side effect)");
+        case Op::DeleteSubscr:
+          graph_break(BreakKind::SideEffect, "del container[index] (a side effect)");
 
         // -- operators --
         case Op::BinaryOp: {  // (lhs, rhs -- result)
@@ -531,7 +541,8 @@ struct Interpreter {
         }
         case Op::UnpackSequence: {  // (seq -- items[n] reversed)
           std::vector<VarPtr> items = tx.unpack(pop(), "unpacking");
-          BREAK_IF(static_cast<int>(items.size()) != arg, Raises{PyExc_ValueError}, "unpacking the wrong number of values");
+          BREAK_IF(static_cast<int>(items.size()) != arg, Raises{PyExc_ValueError},
+                   "unpacking the wrong number of values");
           for (auto it = items.rbegin(); it != items.rend(); ++it) push(*it);
           break;
         }
@@ -646,7 +657,8 @@ struct Interpreter {
         case Op::PrepReraiseStar:
         case Op::CheckEgMatch: graph_break("an exception handler was reached while tracing");
         case Op::RaiseVarargs: graph_break("raise statement reached while tracing");
-        case Op::LoadAssertionError: graph_break(Raises{PyExc_AssertionError}, "a failing assert was reached while tracing");
+        case Op::LoadAssertionError:
+          graph_break(Raises{PyExc_AssertionError}, "a failing assert was reached while tracing");
         case Op::ReturnGenerator:
         case Op::YieldValue:
         case Op::Send:
@@ -676,10 +688,12 @@ struct Interpreter {
     CellVar* cell = cell_at(i);
     if (!cell->contents && cell->source) {
       PyObject* v = fetch_source(*cell->source, tx.view());  // borrowed
-      BREAK_IF(!v, Raises{PyExc_NameError}, "free variable '" + local_name(f.code, i) + "' is unbound");
+      BREAK_IF(!v, Raises{PyExc_NameError},
+               "free variable '" + local_name(f.code, i) + "' is unbound");
       cell->contents = tx.wrap(v, cell->source);
     }
-    BREAK_IF(!cell->contents, Raises{PyExc_NameError}, "free variable '" + local_name(f.code, i) + "' is unbound");
+    BREAK_IF(!cell->contents, Raises{PyExc_NameError},
+             "free variable '" + local_name(f.code, i) + "' is unbound");
     return cell->contents;
   }
 
@@ -700,7 +714,8 @@ struct Interpreter {
   void store_subscr(const VarPtr& container, const VarPtr& index, const VarPtr& value) {
     BREAK_IF(container->kind == VarKind::Tensor, BreakKind::SideEffect,
              "assigning into an array (x[...] = v) is not captured yet");
-    BREAK_IF(container->source, BreakKind::SideEffect, "mutating a container the function received (a side effect)");
+    BREAK_IF(container->source, BreakKind::SideEffect,
+             "mutating a container the function received (a side effect)");
     if (container->kind == VarKind::Dict) {
       dict_set(*as<DictVar>(container), index, value);
       return;
@@ -735,7 +750,8 @@ struct Interpreter {
     switch (part) {
       case kFunctionClosure:
         for (auto& c : as<SeqVar>(value)->items) {
-          BREAK_IF(c->kind != VarKind::Cell, BreakKind::Internal, "internal: closure item is not a cell");
+          BREAK_IF(c->kind != VarKind::Cell, BreakKind::Internal,
+                   "internal: closure item is not a cell");
           fn.closure.push_back(std::static_pointer_cast<CellVar>(c));
         }
         break;

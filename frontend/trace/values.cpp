@@ -68,7 +68,8 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
       if (as<FunctionVar>(v)->real) return as<FunctionVar>(v)->real;
       break;
     case VarKind::Tensor:
-      graph_break(BreakKind::DataDependent, "the value of an array is needed at trace time (" + why + ")");
+      graph_break(BreakKind::DataDependent,
+                  "the value of an array is needed at trace time (" + why + ")");
     default: break;
   }
   graph_break(std::string("a Python value of ") + var_kind_name(v->kind) + " is needed (" + why + ")");
@@ -100,7 +101,8 @@ bool Tracer::truth(const VarPtr& v, const std::string& why) {
     case VarKind::Dict: return !as<DictVar>(v)->items.empty();
     case VarKind::Set: return PySet_GET_SIZE(as<SetVar>(v)->set.get()) != 0;
     case VarKind::Tensor:
-      graph_break(BreakKind::DataDependent, "the truth value of an array depends on its data (" + why + ")");
+      graph_break(BreakKind::DataDependent,
+                  "the truth value of an array depends on its data (" + why + ")");
     case VarKind::Function:
     case VarKind::Method:
     case VarKind::Builtin:
@@ -152,7 +154,8 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
       std::vector<VarPtr> items;
       while (OwnedRef x = OwnedRef::steal(PyIter_Next(it.get()))) {
         items.push_back(wrap_const(x.get()));
-        BREAK_IF(items.size() > 100000, BreakKind::Limit, "iterating over too many items at trace time");
+        BREAK_IF(items.size() > 100000, BreakKind::Limit,
+                 "iterating over too many items at trace time");
       }
       if (PyErr_Occurred()) python_error_break("iteration failed: ");
       return items;
