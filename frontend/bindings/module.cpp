@@ -3,16 +3,17 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "frontend/cache.h"
-#include "frontend/compile.h"
-#include "frontend/config.h"
+#include "frontend/cache/code_state.h"
+#include "frontend/compile/compile_frame.h"
+#include "frontend/options/config.h"
 #include "frontend/hook/eval_frame.h"
-#include "frontend/python_env.h"
-#include "frontend/ops/registry.h"
-#include "frontend/tensor_eager.h"
-#include "frontend/tensor_native.h"
-#include "frontend/tensor_object.h"
-#include "frontend/tensor_views.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/cpython/python_env.h"
+#include "frontend/ops/numpy/registry.h"
+#include "frontend/ops/tensor/eager.h"
+#include "frontend/ops/tensor/native.h"
+#include "frontend/tensor/object.h"
+#include "frontend/tensor/views.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
@@ -192,6 +193,8 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("_initialize", [] {
     if (!initialize_python_env()) throw py::error_already_set();
+    init_numpy_handles();  // false without NumPy: then only framejit.Tensor graphs are traced
+    if (!ops::install_op_table()) throw py::error_already_set();
   }, "Imports what the C++ side needs from Python; called once by framejit/__init__.py.");
 
   m.def("stats", &stats_dict);

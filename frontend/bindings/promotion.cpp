@@ -1,9 +1,9 @@
-// promotion.cpp — framejit._C._promotion_result: the native dtype rules (frontend/ops/promotion.h)
+// promotion.cpp — framejit._C._promotion_result: the native dtype rules (frontend/ops/numpy/promotion.h)
 // exposed for tests/python/test_promotion.py, which compares them with the installed NumPy.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "frontend/ops/promotion.h"
+#include "frontend/ops/numpy/promotion.h"
 
 namespace py = pybind11;
 namespace ops = framejit::frontend::ops;

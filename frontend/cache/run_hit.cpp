@@ -5,8 +5,7 @@
 #include <exception>
 #include <new>
 
-#include "frontend/compile.h"
-#include "frontend/hook/eval_frame.h"
+#include "frontend/options/thread_state.h"
 
 namespace framejit::frontend {
 

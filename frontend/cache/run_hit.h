@@ -7,8 +7,8 @@
 #include <climits>
 #include <cstdint>
 
-#include "frontend/cache.h"
-#include "frontend/source.h"
+#include "frontend/cache/code_state.h"
+#include "frontend/guards/source.h"
 
 namespace framejit::frontend {
 

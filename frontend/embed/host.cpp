@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "framejit/host.h"
-#include "frontend/numpy_abi.h"
-#include "frontend/pyref.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/cpython/pyref.h"
 #include "runtime/dtype.h"
 
 #ifndef FRAMEJIT_BUILD_PYTHON_DIR

@@ -11,27 +11,18 @@
 #include <exception>
 #include <string>
 
-#include "frontend/cache.h"
+#include "frontend/cache/code_extra.h"
+#include "frontend/cache/code_state.h"
 #include "frontend/cache/run_hit.h"
-#include "frontend/compile.h"
+#include "frontend/compile/compile_frame.h"
+#include "frontend/cpython/python_env.h"
+#include "frontend/options/thread_state.h"
 #include "runtime/log.h"
 
 namespace framejit::frontend {
 
 namespace {
 
-// Which config governs frames on this thread: the innermost framejit.compile wrapper's, else
-// install()'s. `busy` is set while framejit itself runs Python (tracing, probes, backends,
-// compiled programs, @disable'd functions): those frames always run in CPython.
-// NB: one thread_local struct, read once per frame: in a shared library every thread_local access
-// is a __tls_get_addr call, which is most of what a frame that framejit ignores costs.
-struct ThreadState {
-  CompileConfig* config = nullptr;
-  bool busy = false;
-};
-// initial-exec: the module is loaded at import, with static TLS room to spare; this turns each
-// access into one %fs-relative load instead of a call.
-thread_local ThreadState tls __attribute__((tls_model("initial-exec")));
 std::shared_ptr<CompileConfig> g_installed;
 CompileConfig* g_installed_raw = nullptr;  // g_installed.get(), read on every frame
 int g_hook_users = 0;  // wrappers in flight + install(); guarded by the GIL
@@ -100,13 +91,6 @@ void dispose_unrun_frame(PyThreadState*, _PyInterpreterFrame*) {}
 inline bool frame_is_fresh_function(_PyInterpreterFrame* f) {
   return f->owner == FRAME_OWNED_BY_THREAD && f->frame_obj == nullptr;
 }
-
-// CPython 3.11-3.13 keep co_extra as this struct (Objects/codeobject.c; only 3.12+ name it, in an
-// internal header, as _PyCodeObjectExtra).
-struct CodeExtra {
-  Py_ssize_t ce_size;
-  void* ce_extras[1];
-};
 
 constexpr int kUntraceable = CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE;
 
@@ -182,12 +166,8 @@ Exit compile_and_run(CompileConfig* cfg, CodeState* cs, PyFunctionObject* fn, co
 
 Py_ssize_t g_extra_index = -1;  // framejit's co_extra slot, set when the hook is first enabled
 
-// framejit's co_extra slot read directly: what _PyCode_GetExtra does, minus the call and checks.
 // The pointer may carry kNeverTag (Note [Tagged co_extra]).
-inline void* raw_code_state(PyCodeObject* code) {
-  auto* ex = static_cast<CodeExtra*>(code->co_extra);
-  return ex && g_extra_index < ex->ce_size ? ex->ce_extras[g_extra_index] : nullptr;
-}
+inline void* raw_code_state(PyCodeObject* code) { return read_code_extra(code, g_extra_index); }
 inline CodeState* fast_code_state(PyCodeObject* code) { return untag(raw_code_state(code)); }
 
 PyObject* callback_slow(PyThreadState* ts, _PyInterpreterFrame* frame, CompileConfig* cfg, CodeState* cs);
@@ -196,7 +176,7 @@ PyObject* callback(PyThreadState* ts, _PyInterpreterFrame* frame, int throwflag)
   PyCodeObject* code = frame_code(frame);
   void* raw = raw_code_state(code);
   if (reinterpret_cast<uintptr_t>(raw) & kNeverTag) return eval_default(ts, frame, throwflag);
-  ThreadState& t = tls;
+  ThreadState& t = g_thread;
   CompileConfig* cfg = t.config ? t.config : g_installed_raw;
   if (!cfg || t.busy || throwflag) return eval_default(ts, frame, throwflag);
   CodeState* cs = static_cast<CodeState*>(raw);
@@ -322,20 +302,20 @@ struct CompiledFunction {
 PyObject* compiled_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* cf = reinterpret_cast<CompiledFunction*>(self);
   if (cf->disabled) {
-    bool saved = tls.busy;
-    tls.busy = true;
+    bool saved = g_thread.busy;
+    g_thread.busy = true;
     PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
-    tls.busy = saved;
+    g_thread.busy = saved;
     return r;
   }
   CompileConfig* cfg = cf->cfg->get();
-  if (PyObject* r = nullptr; !tls.busy && try_without_frame(cf->fn, cfg, args, nargsf, kwnames, &r)) return r;
-  CompileConfig* saved = tls.config;
-  tls.config = cfg;
+  if (PyObject* r = nullptr; !g_thread.busy && try_without_frame(cf->fn, cfg, args, nargsf, kwnames, &r)) return r;
+  CompileConfig* saved = g_thread.config;
+  g_thread.config = cfg;
   hook_acquire();
   PyObject* r = PyObject_Vectorcall(cf->fn, args, nargsf, kwnames);
   hook_release();
-  tls.config = saved;
+  g_thread.config = saved;
   return r;
 }
 
@@ -481,22 +461,14 @@ bool set_bare_evaluator(bool on) {
 }
 
 PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, CompileConfig* cfg) {
-  CompileConfig* saved = tls.config;
-  tls.config = cfg;
+  CompileConfig* saved = g_thread.config;
+  g_thread.config = cfg;
   hook_acquire();
   PyObject* r = PyObject_Call(fn, args, kwargs);
   hook_release();
-  tls.config = saved;
+  g_thread.config = saved;
   return r;
 }
-
-void retag_code_extra(PyCodeObject* code, Py_ssize_t index, void* value) {
-  auto* ex = static_cast<CodeExtra*>(code->co_extra);
-  if (ex && index >= 0 && index < ex->ce_size) ex->ce_extras[index] = value;
-}
-
-HookBusyScope::HookBusyScope() : saved_(tls.busy) { tls.busy = true; }
-HookBusyScope::~HookBusyScope() { tls.busy = saved_; }
 
 bool init_hook_types(PyObject* module) {
   if (PyType_Ready(&CompiledFunctionType) < 0) return false;

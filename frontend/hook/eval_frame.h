@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "frontend/config.h"
+#include "frontend/options/config.h"
 
 namespace framejit::frontend {
 
@@ -30,23 +30,6 @@ bool set_bare_evaluator(bool on);
 
 /// Runs `fn(*args, **kwargs)` with `cfg` active on this thread (used by explain()). New ref.
 PyObject* call_with_config(PyObject* fn, PyObject* args, PyObject* kwargs, CompileConfig* cfg);
-
-/// Rewrites an existing co_extra slot in place (no free function runs): the tag bits of
-/// Note [Tagged co_extra]. The slot must already hold this code's state.
-void retag_code_extra(PyCodeObject* code, Py_ssize_t index, void* value);
-
-/// While alive, this thread runs framejit's own Python: no frame is traced (as while a compiled
-/// program or a trace runs). For entry points that run programs outside the hook.
-class HookBusyScope {
-public:
-  HookBusyScope();
-  ~HookBusyScope();
-  HookBusyScope(const HookBusyScope&) = delete;
-  HookBusyScope& operator=(const HookBusyScope&) = delete;
-
-private:
-  bool saved_;
-};
 
 /// Registers the wrapper types; call once from module init. False with an exception set on error.
 bool init_hook_types(PyObject* module);

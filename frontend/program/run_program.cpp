@@ -6,12 +6,10 @@
 #include <memory>
 #include <unordered_map>
 
-#include "frontend/backends/arrays.h"
-#include "frontend/backends/program.h"
-#include "frontend/config.h"
-#include "frontend/numpy_abi.h"
-#include "frontend/pooled_array.h"
-#include "frontend/tensor_object.h"
+#include "frontend/interop/array_adapter.h"
+#include "frontend/program/program.h"
+#include "frontend/options/config.h"
+#include "frontend/interop/numpy_abi.h"
 #include "jit/pipeline.h"
 #include "jit/x86/backend.h"
 #include "runtime/program.h"
@@ -102,11 +100,12 @@ Expected<PyCall> py_call_of(const jit::Node& n) {
   return c;
 }
 
-// `o` as a run value; steals the reference `o`.
-void classify(PyObject* o, rt::Value& v) {
+// `o` as a run value; steals the reference `o`. `arrays` is asked first: the program's own kind.
+void classify(PyObject* o, rt::Value& v, const ArrayAdapter& arrays) {
   v = rt::Value{};
   v.handle = o;
-  ArrayFields a = array_fields(o);
+  ArrayFields a = arrays.fields(o);
+  if (!a.ok) a = array_fields(o);
   if (a.ok) {
     v.kind = rt::Value::Kind::Array;
     v.dtype = a.dtype;
@@ -165,7 +164,7 @@ class PyProgram;
 // The RunHost of one run: Python objects as handles, the library's allocation and calls.
 class PyHost final : public rt::RunHost {
 public:
-  PyHost(const PyProgram& p, rt::Value* vals) : p_(p), vals_(vals) {}
+  PyHost(const PyProgram& p, rt::Value* vals, const ArrayAdapter& arrays) : p_(p), vals_(vals), arrays_(arrays) {}
   bool alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) override;
   bool is_private(const rt::Value& v) override;
   void retain(const rt::Value& v) override { Py_XINCREF(static_cast<PyObject*>(v.handle)); }
@@ -184,6 +183,7 @@ public:
 private:
   const PyProgram& p_;
   rt::Value* vals_;
+  const ArrayAdapter& arrays_;  // the program's kind of array (Note [Program array kind])
 };
 
 class PyProgram final : public Program {
@@ -194,7 +194,9 @@ public:
   bool needs_default_errstate = false;  // jit programs: kernels do not report floating-point events
 
   bool can_run_now() const override { return !needs_default_errstate || !numpy_errstate_raises(); }
-  bool tensors() const { return tensor_results_; }
+  /// The adapter of the arrays this program makes; never null once built (the Tensor adapter
+  /// registers with the Tensor type, before any Tensor program exists).
+  const ArrayAdapter* arrays() const { return array_adapter(array_kind_); }
 
   bool run(PyObject* const* inputs, PyObject** out) override {
     // Values live on the stack for all but large graphs; only the program's own count is
@@ -213,11 +215,12 @@ public:
     } else {
       std::uninitialized_value_construct_n(vals, program.num_values);
     }
+    const ArrayAdapter& adapter = *arrays();
     for (size_t i = 0; i < program.inputs.size(); ++i) {
       Py_INCREF(inputs[i]);
-      classify(inputs[i], vals[program.inputs[i]]);  // the run owns the new reference
+      classify(inputs[i], vals[program.inputs[i]], adapter);  // the run owns the new reference
     }
-    PyHost host(*this, vals);
+    PyHost host(*this, vals, adapter);
     bool ok = rt::run_program(program, vals, host);
     if (ok) {
       for (size_t i = 0; i < outputs.size(); ++i) {
@@ -304,35 +307,29 @@ public:
 bool PyHost::alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) {
   PyObject* o;
   if (!outer_first) {
-    o = new_array(shape, rank, dtype, p_.tensors());
+    o = arrays_.empty(shape, rank, dtype);
   } else {
     int64_t permuted[rt::kMaxRank];
     for (int i = 0; i < rank; ++i) permuted[i] = shape[outer_first[i]];
-    OwnedRef base = OwnedRef::steal(new_array(permuted, rank, dtype, p_.tensors()));
-    o = base ? permuted_view(base.get(), outer_first, rank) : nullptr;
+    OwnedRef base = OwnedRef::steal(arrays_.empty(permuted, rank, dtype));
+    o = base ? arrays_.permuted_view(base.get(), outer_first, rank) : nullptr;
   }
   if (!o) return false;
-  classify(o, out);  // steals o
+  classify(o, out, arrays_);  // steals o
   return true;
 }
 
 bool PyHost::is_private(const rt::Value& v) {
   PyObject* obj = static_cast<PyObject*>(v.handle);
   if (!obj || Py_REFCNT(obj) != 1) return false;
-  if (is_tensor(obj)) return tensor_is_private(obj) && (as_tensor(obj)->flags & kTensorCContiguous);
-  const NumPyHandles* np = numpy_handles();
-  if (!np || Py_TYPE(obj) != np->ndarray) return false;
-  NdArrayFields* a = as_ndarray(obj);
-  constexpr int kNeed = kNpyAligned | kNpyWriteable | kNpyCContiguous;
-  const bool owns = a->base ? is_private_pool_block(a->base) : (a->flags & kNpyOwnData) != 0;
-  return owns && (a->flags & kNeed) == kNeed;
+  return arrays_.is_private(obj);
 }
 
 bool PyHost::run_extern(int node, rt::Value* values) {
   PyObject* r = p_.call(node, values);  // new ref
   if (!r) return false;
   if (values[node].handle) release(values[node]);
-  classify(r, values[node]);  // steals r
+  classify(r, values[node], arrays_);  // steals r
   return true;
 }
 
@@ -342,7 +339,7 @@ bool PyHost::to_scalar(rt::Value& v) {
   PyObject* scalar = empty ? PyObject_GetItem(static_cast<PyObject*>(v.handle), empty.get()) : nullptr;  // new ref
   if (!scalar) return false;
   release(v);
-  classify(scalar, v);  // steals scalar
+  classify(scalar, v, arrays_);  // steals scalar
   return true;
 }
 

@@ -5,11 +5,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "frontend/cache.h"
-#include "frontend/numpy_abi.h"
-#include "frontend/ops/registry.h"
-#include "frontend/python_env.h"
-#include "frontend/tensor_object.h"
+#include "frontend/cpython/python_env.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/trace/op_table.h"
+#include "frontend/tensor/object.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/tracer.h"
 
@@ -71,7 +70,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
     case VarKind::AttrMethod: {
       auto* m = as<AttrMethodVar>(fn);
       const VarPtr& self = m->self;
-      if (self->kind == VarKind::Tensor) return ops::call_method(*this, self, m->name, std::move(args), std::move(kwargs));
+      if (self->kind == VarKind::Tensor) return array_ops().call_method(*this, self, m->name, std::move(args), std::move(kwargs));
       if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
         BREAK_IF(self->source, BreakKind::SideEffect,
@@ -192,7 +191,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit,
            "call depth limit reached inlining " + name);
   // Library functions (NumPy's Python layer, the standard library, site-packages) are not traced
-  // into: either the op registry knows them or they run in CPython.
+  // into: either an op table knows them or they run in CPython.
   if (fn->real) {
     PyObject* mod = PyFunction_GET_MODULE(fn->real.get());  // borrowed, may be null
     std::string module = mod && PyUnicode_Check(mod) ? str_of(mod) : "";
@@ -318,7 +317,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
 
 VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs kwargs) {
   PyObject* fn = as<BuiltinVar>(fnv)->obj.get();
-  if (ops::is_registered(fn)) return ops::call_function(*this, fn, std::move(args), std::move(kwargs));
+  if (OpTable* table = op_table_owning(fn)) return table->call_function(*this, fn, std::move(args), std::move(kwargs));
 
   auto is = [&](const char* name) { return fn == builtin(name); };
   auto nargs = args.size();
@@ -474,7 +473,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     if (args[0]->kind == VarKind::Tensor) {
       BREAK_IF(!is("abs"), BreakKind::DataDependent,
                "converting an array to a Python number needs its data");
-      return ops::unary(*this, "abs", args[0]);
+      return array_ops().unary(*this, "abs", args[0]);
     }
     // abs() of a size falls through to specialization below (rare).
   }
@@ -520,7 +519,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
 VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
   std::string n = str_of(name);
   switch (obj->kind) {
-    case VarKind::Tensor: return ops::tensor_attr(*this, obj, n);
+    case VarKind::Tensor: return array_ops().attr(*this, obj, n);
     case VarKind::Module: {
       PyObject* mod = as<ModuleVar>(obj)->module.get();
       PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(mod), name);  // borrowed
@@ -635,7 +634,7 @@ VarPtr Tracer::super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name)
 
 VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
   switch (obj->kind) {
-    case VarKind::Tensor: return ops::getitem(*this, obj, index);
+    case VarKind::Tensor: return array_ops().getitem(*this, obj, index);
     case VarKind::Tuple:
     case VarKind::List: {
       auto& items = as<SeqVar>(obj)->items;

@@ -1,7 +1,7 @@
 // graph_break.cpp — throwing structured graph breaks; describing a break's values for explain().
 #include "frontend/trace/graph_break.h"
 
-#include "frontend/output_graph.h"
+#include "frontend/output_graph/output_graph.h"
 
 namespace framejit::frontend {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/pyref.h"
-#include "frontend/variables.h"
+#include "frontend/cpython/pyref.h"
+#include "frontend/variables/variables.h"
 
 namespace framejit::frontend {
 

@@ -4,8 +4,8 @@
 #include <opcode.h>
 
 
-#include "frontend/ops/registry.h"
-#include "frontend/python_env.h"
+#include "frontend/trace/op_table.h"
+#include "frontend/cpython/python_env.h"
 
 namespace framejit::frontend {
 
@@ -74,7 +74,7 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
   BREAK_IF(nb_op < 0 || nb_op >= 2 * kNumNbOps, "unknown binary operator");
   bool inplace = nb_op >= kNumNbOps;
   const char* name = kNbNames[nb_op % kNumNbOps];
-  if (is_tensor(lhs) || is_tensor(rhs)) return ops::binary(tx, name, lhs, rhs, inplace);
+  if (is_tensor(lhs) || is_tensor(rhs)) return tx.array_ops().binary(tx, name, lhs, rhs, inplace);
 
   if (is_seq(lhs) || is_seq(rhs)) {
     std::string n = name;
@@ -117,7 +117,7 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
 VarPtr compare_op(Tracer& tx, int cmp, const VarPtr& lhs, const VarPtr& rhs) {
   static const char* kNames[] = {"lt", "le", "eq", "ne", "gt", "ge"};
   BREAK_IF(cmp < 0 || cmp > 5, "unknown comparison");
-  if (is_tensor(lhs) || is_tensor(rhs)) return ops::binary(tx, kNames[cmp], lhs, rhs, false);
+  if (is_tensor(lhs) || is_tensor(rhs)) return tx.array_ops().binary(tx, kNames[cmp], lhs, rhs, false);
   auto sa = tx.as_sym(lhs), sb = tx.as_sym(rhs);
   if (sa && sb && (!sa->is_const() || !sb->is_const())) {
     // A size comparison: decide it from the hints and guard exactly that outcome.
@@ -209,7 +209,7 @@ VarPtr unary_op(Tracer& tx, UnaryOp op, const VarPtr& v) {
   if (op == UnaryOp::Not) return tx.wrap_const(tx.truth(v, "`not`") ? Py_False : Py_True);
   static const char* kNames[] = {"pos", "neg", "invert"};
   const char* name = kNames[static_cast<int>(op)];
-  if (is_tensor(v)) return ops::unary(tx, name, v);
+  if (is_tensor(v)) return tx.array_ops().unary(tx, name, v);
   if (is_const(v)) return call_python(tx, name, const_value(v), nullptr);
   if (v->kind == VarKind::Scalar) {
     auto* s = as<ScalarVar>(v);

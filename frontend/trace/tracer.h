@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "framejit/status.h"
-#include "frontend/output_graph.h"
+#include "frontend/output_graph/output_graph.h"
 #include "frontend/trace/graph_break.h"
-#include "frontend/variables.h"
+#include "frontend/variables/variables.h"
 
 namespace framejit::frontend {
+
+class OpTable;  // trace/op_table.h
 
 struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
@@ -72,10 +74,12 @@ public:
   [[nodiscard]] std::optional<GraphBreak> run();
 
   OutputGraph& out() { return out_; }
+  /// The op table of this graph's arrays (Note [Op tables]).
+  OpTable& array_ops();
   const TraceConfig& config() const { return cfg_; }
   const FrameView& view() const { return view_; }
 
-  // -- builder (frontend/builder.cpp) --
+  // -- builder (frontend/builder/builder.cpp) --
   /// Wraps a real value read from `src`, installing the guards it needs.
   VarPtr wrap(PyObject* value, const SourcePtr& src);  // value borrowed
   /// Wraps a constant that the traced code made (LOAD_CONST, results on constants). No guards.

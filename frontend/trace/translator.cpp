@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "frontend/ops/registry.h"
 #include "frontend/trace/opcodes.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/tracer.h"

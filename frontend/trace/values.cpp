@@ -1,9 +1,8 @@
 // values.cpp — turning traced values into Python values, graph arguments and the return spec.
 #include <Python.h>
 
-#include "frontend/numpy_abi.h"
-#include "frontend/ops/canonical.h"
-#include "frontend/ops/registry.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/trace/op_table.h"
 #include "frontend/trace/tracer.h"
 
 namespace framejit::frontend {
@@ -167,7 +166,7 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
       std::vector<VarPtr> rows;
       for (int64_t i = 0; i < n; ++i) {
         OwnedRef idx = OwnedRef::steal(PyLong_FromLongLong(i));
-        rows.push_back(ops::getitem(*this, v, wrap_const(idx.get())));
+        rows.push_back(array_ops().getitem(*this, v, wrap_const(idx.get())));
       }
       return rows;
     }
@@ -251,7 +250,7 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
 VarPtr Tracer::add_tensor(const std::string& target, std::vector<jit::Arg> args, jit::TensorMeta m,
                           std::vector<std::pair<std::string, jit::Arg>> kwargs) {
   out_.saw_tensor = true;
-  int node = ops::add_canonical_call(out_.graph, target, std::move(args), std::move(kwargs), std::move(m));
+  int node = array_ops().add_call(out_.graph, target, std::move(args), std::move(kwargs), std::move(m));
   return std::make_shared<TensorVar>(node);
 }
 
@@ -260,7 +259,7 @@ VarPtr Tracer::add_scalar(const std::string& target, std::vector<jit::Arg> args,
   jit::TensorMeta m;
   m.kind = jit::ValueKind::Scalar;
   m.dtype = PyBool_Check(hint) ? jit::DType::Bool : PyLong_Check(hint) ? jit::DType::Int64 : jit::DType::Float64;
-  int node = ops::add_canonical_call(out_.graph, target, std::move(args), {}, std::move(m));
+  int node = array_ops().add_call(out_.graph, target, std::move(args), {}, std::move(m));
   auto s = std::make_shared<ScalarVar>(node, OwnedRef::borrow(hint));
   s->sym = std::move(sym);
   s->deps = std::move(deps);

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "frontend/ops/canonical.h"
+#include "frontend/ops/numpy/canonical.h"
 #include "jit/ir/graph.h"
 
 namespace framejit::jit::test {

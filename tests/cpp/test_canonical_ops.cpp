@@ -2,7 +2,7 @@
 // jit/ reads only those: lowering, views and passes work whatever the target string says.
 #include <gtest/gtest.h>
 
-#include "frontend/ops/canonical.h"
+#include "frontend/ops/numpy/canonical.h"
 #include "jit/lower/lowering.h"
 #include "jit/lower/views.h"
 #include "jit/passes/passes.h"

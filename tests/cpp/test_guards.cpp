@@ -4,8 +4,8 @@
 
 #include <Python.h>
 
-#include "frontend/guards.h"
-#include "frontend/numpy_abi.h"
+#include "frontend/guards/guards.h"
+#include "frontend/interop/numpy_abi.h"
 
 namespace framejit::frontend {
 namespace {

@@ -1,10 +1,10 @@
-// test_promotion.cpp — the native dtype rules (frontend/ops/promotion.h) on facts from NEP 50 and
+// test_promotion.cpp — the native dtype rules (frontend/ops/numpy/promotion.h) on facts from NEP 50 and
 // NumPy's ufunc loop tables; tests/python/test_promotion.py checks every case against NumPy itself.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "frontend/ops/promotion.h"
+#include "frontend/ops/numpy/promotion.h"
 
 namespace framejit::frontend::ops {
 namespace {

@@ -123,7 +123,7 @@ def test_error_state_of_another_thread_does_not_leak():
 
 
 # Globals and module attributes are looked up once per change of their dict, not once per hit
-# (Note [Dict version tags] in frontend/source.h): every change must still reach the guards.
+# (Note [Dict version tags] in frontend/guards/source.h): every change must still reach the guards.
 def test_rebound_global_and_patched_module_attribute_are_seen_between_hits():
     ns = {"np": np, "k": 2.0}
     exec("def f(x):\n    return np.tanh(x) * k\n", ns)

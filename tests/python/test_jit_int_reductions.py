@@ -248,7 +248,7 @@ def test_dtypes_left_to_numpy_stay_correct():
 
 @pytest.mark.parametrize("shape", [(8, 33), (512, 300)], ids=str)
 def test_row_blocked_chains_with_integer_reductions(shape):
-    # Large enough for the chain to run row block by row block (kernel_step.cpp).
+    # Large enough for the chain to run row block by row block (runtime/program.cpp).
     x = RNG.integers(-100, 100, shape).astype(np.int32)
 
     def f(x):

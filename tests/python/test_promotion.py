@@ -1,4 +1,4 @@
-"""Native dtype rules (frontend/ops/promotion.cpp) against the installed NumPy, case by case.
+"""Native dtype rules (frontend/ops/numpy/promotion.cpp) against the installed NumPy, case by case.
 
 Every op x every operand pair (tensors of each dtype, Python bool/int/float) is run through NumPy
 and through framejit._C._promotion_result; the answers must agree:

@@ -127,5 +127,5 @@ class _Config:
 config = _Config()
 
 # Last: the C++ side imports what it needs from this package and NumPy, once, under the import
-# lock (see Note [One-time initialization] in frontend/python_env.h).
+# lock (see Note [One-time initialization] in frontend/cpython/python_env.h).
 _C._initialize()

@@ -1,6 +1,6 @@
 """framejit.Tensor, framejit.tensor and framejit.from_dlpack.
 
-The storage, layout and interop live in C++ (frontend/tensor_object.cpp, the base class
+The storage, layout and interop live in C++ (frontend/tensor/object.cpp, the base class
 framejit._C.TensorBase); this module holds the public class, which is where methods and
 operators written in Python go. It must not add instance fields (see Note [framejit.Tensor]).
 """
@@ -13,7 +13,7 @@ from . import _C
 # ---- operators and methods ---------------------------------------------------------------------
 # Each op is a small function whose body is the op. Outside compiled code, _C.tensor_op traces it
 # into a one-op graph, compiles it and caches it under guards (Note [Tensor ops outside compiled
-# code] in frontend/tensor_eager.cpp); inside a compiled function the tracer sees the same op on
+# code] in frontend/ops/tensor/eager.cpp); inside a compiled function the tracer sees the same op on
 # Tensor values directly. Views (reshape, transpose, indexing) are made natively (Note [Tensor
 # views]): they only make new metadata over the same memory.
 

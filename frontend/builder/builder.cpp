@@ -1,0 +1,249 @@
+// builder.cpp — VariableBuilder: wraps a real value read from the frame into a traced value,
+// recording its Source and installing exactly the guards that make the trace valid for it.
+#include <Python.h>
+
+#include <cctype>
+
+#include "frontend/interop/array_adapter.h"
+#include "frontend/hook/eval_frame.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/trace/op_table.h"
+#include "frontend/cpython/python_env.h"
+#include "frontend/tensor/object.h"
+#include "frontend/trace/tracer.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+// A readable placeholder name from a source: L['self'].w -> self_w, L['xs'][0] -> xs_0.
+std::string name_from_source(const Source& s) {
+  std::string text = s.to_string();
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "L[") == 0 || text.compare(i, 2, "G[") == 0 || text.compare(i, 2, "C[") == 0) {
+      ++i;
+      continue;
+    }
+    char c = text[i];
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '_')
+      out += c;
+    else if (!out.empty() && out.back() != '_')
+      out += '_';
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "arg_" + out;
+  return out;
+}
+
+bool is_builtin_type(PyObject* o) {
+  static const char* kNames[] = {"int",   "float",  "bool",  "tuple",    "list",  "dict",
+                                 "range", "zip",    "enumerate", "str",   "slice", "type",
+                                 "object", "reversed", "sorted", "complex", "bytes", "frozenset"};
+  PyObject* builtins = python_env().builtins;
+  for (const char* n : kNames) {
+    PyObject* t = PyObject_GetAttrString(builtins, n);  // new ref
+    Py_XDECREF(t);
+    if (t == o) return true;
+  }
+  return false;
+}
+
+// The NumPy scalar type's DType (numpy.float32 -> Float32), if `type` is one of ours.
+std::optional<rt::DType> numpy_scalar_dtype(const NumPyHandles* np, PyTypeObject* type) {
+  for (int i = 0; i < rt::kNumDTypes; ++i) {
+    auto* d = reinterpret_cast<DescrFields*>(np->dtypes[i]);
+    if (d && d->typeobj == type) return static_cast<rt::DType>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+VarPtr Tracer::wrap_const(PyObject* value) { return make_const(OwnedRef::borrow(value)); }
+
+VarPtr Tracer::wrap_function_unsourced(PyObject* fn) {
+  BREAK_IF(!fn || !PyFunction_Check(fn), "a staticmethod that is not a Python function");
+  auto f = std::make_shared<FunctionVar>();
+  auto* pf = reinterpret_cast<PyFunctionObject*>(fn);
+  f->code = OwnedRef::borrow(pf->func_code);
+  f->globals = OwnedRef::borrow(pf->func_globals);
+  f->qualname = OwnedRef::borrow(pf->func_qualname);
+  f->real = OwnedRef::borrow(fn);
+  return f;
+}
+
+VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
+  std::string key = src->to_string();
+  auto it = wrapped_.find(key);
+  if (it != wrapped_.end()) return it->second;
+
+  GuardSet& g = out_.guards;
+  const NumPyHandles* np = numpy_handles();
+  VarPtr v;
+  PyTypeObject* type = Py_TYPE(value);
+
+  const bool is_fj_tensor = is_tensor(value);
+  if (is_fj_tensor || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
+    bool is_array = is_fj_tensor || type == np->ndarray;
+    std::optional<rt::DType> dt;
+    if (is_fj_tensor) {
+      dt = as_tensor(value)->dtype;
+    } else if (is_array) {
+      dt = dtype_from_descr(as_ndarray(value)->descr);
+    } else {
+      dt = numpy_scalar_dtype(np, type);
+    }
+    BREAK_IF(!is_fj_tensor && PyObject_TypeCheck(value, np->ndarray) && !is_array,
+             std::string("ndarray subclass ") + type->tp_name + " is not supported");
+    BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
+                      (is_array && !is_fj_tensor ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
+                      ") are not supported");
+    BREAK_IF(is_fj_tensor && as_tensor(value)->tensor.device().type != rt::DeviceType::CPU,
+             "framejit.Tensor on a device other than the CPU");
+    // Note [One array kind per graph]
+    // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
+    // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
+    // the mix, where a Tensor operator takes the NumPy array as a Tensor view.
+    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor : ArrayKind::NumPy;
+    BREAK_IF(out_.array_kind != ArrayKind::None && out_.array_kind != kind,
+             "NumPy arrays and framejit.Tensors in one graph (" + key + ")");
+    out_.array_kind = kind;
+    jit::TensorMeta m;
+    m.dtype = *dt;
+    TensorGuard tg;
+    tg.kind = is_fj_tensor ? TensorGuard::Kind::Tensor
+              : is_array   ? TensorGuard::Kind::NdArray
+                           : TensorGuard::Kind::NumPyScalar;
+    tg.type = type;
+    int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
+    if (is_array) {
+      ArrayFields a = array_fields(value);
+      tg.type_num = is_fj_tensor ? static_cast<int>(*dt) : descr_of(value)->type_num;
+      tg.ndim = a.nd;
+      tg.c_contiguous = is_fj_tensor ? (as_tensor(value)->flags & kTensorCContiguous) != 0
+                                     : (as_ndarray(value)->flags & kNpyCContiguous) != 0;
+      m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
+      // Arrays the caller passes in get symbolic sizes; arrays held by objects, globals and
+      // closures (weights) keep their sizes: they do not change from call to call, and static
+      // sizes spare guards and let kernels specialize.
+      bool from_args = true;
+      for (const Source* s = src.get(); s; s = s->base.get())
+        from_args &= s->kind == SourceKind::Local || s->kind == SourceKind::SeqItem || s->kind == SourceKind::DictItem;
+      for (int d = 0; d < a.nd; ++d) {
+        int64_t n = a.dims[d];
+        if (!cfg_.dynamic || !from_args || n == 0 || n == 1) {
+          tg.sizes.push_back(n);
+          tg.symbols.push_back(-1);
+          m.shape.emplace_back(n);
+        } else {
+          int id = out_.new_symbol(node, d, n, key + ".shape[" + std::to_string(d) + "]");
+          tg.sizes.push_back(TensorGuard::kSymbolic);
+          tg.symbols.push_back(id);
+          m.shape.push_back(jit::SymInt::symbol(id));
+        }
+      }
+    } else {
+      m.numpy_scalar = true;
+    }
+    g.add_tensor(src, std::move(tg));
+    out_.add_input(src, name_from_source(*src), std::move(m));
+    v = std::make_shared<TensorVar>(node);
+  } else if (value == Py_None || value == Py_Ellipsis || type == &PyBool_Type) {
+    g.add_identity(src, value);
+    v = make_const(OwnedRef::borrow(value));
+  } else if (type == &PyLong_Type || type == &PyFloat_Type) {
+    if (!cfg_.dynamic) {
+      g.add_equals(src, value);
+      v = make_const(OwnedRef::borrow(value));
+    } else {
+      // A run-time input of the graph: a new value does not recompile unless Python logic needs it.
+      g.add_type(src, type);
+      jit::TensorMeta m;
+      m.kind = jit::ValueKind::Scalar;
+      m.dtype = type == &PyLong_Type ? jit::DType::Int64 : jit::DType::Float64;
+      int node = out_.add_input(src, name_from_source(*src), std::move(m));
+      v = std::make_shared<ScalarVar>(node, OwnedRef::borrow(value));
+    }
+  } else if (type == &PyUnicode_Type || type == &PyBytes_Type || type == &PyComplex_Type) {
+    g.add_equals(src, value);
+    v = make_const(OwnedRef::borrow(value));
+  } else if (type == &PyTuple_Type || type == &PyList_Type) {
+    g.add_type(src, type);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+    g.add_length(src, n);
+    auto seq = std::make_shared<SeqVar>(type == &PyTuple_Type ? VarKind::Tuple : VarKind::List,
+                                        std::vector<VarPtr>{});
+    seq->source = src;
+    wrapped_[key] = seq;  // registered first: a list that contains itself stays one Var
+    for (Py_ssize_t i = 0; i < n; ++i)
+      seq->items.push_back(wrap(PySequence_Fast_GET_ITEM(value, i), child_source(SourceKind::SeqItem, src, static_cast<int>(i))));
+    return seq;
+  } else if (type == &PyDict_Type) {
+    auto d = std::make_shared<DictVar>();
+    d->source = src;
+    wrapped_[key] = d;
+    OwnedRef keys = OwnedRef::steal(PyTuple_New(PyDict_GET_SIZE(value)));
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *val;
+    while (PyDict_Next(value, &pos, &k, &val)) {
+      BREAK_IF(!PyUnicode_CheckExact(k) && !PyLong_CheckExact(k), "dict keys other than str/int");
+      Py_INCREF(k);
+      PyTuple_SET_ITEM(keys.get(), i++, k);
+    }
+    g.add_dict_keys(src, keys.get());
+    for (Py_ssize_t j = 0; j < i; ++j) {
+      PyObject* kk = PyTuple_GET_ITEM(keys.get(), j);
+      PyObject* vv = PyDict_GetItem(value, kk);  // borrowed
+      d->items.emplace_back(OwnedRef::borrow(kk), wrap(vv, child_source(SourceKind::DictItem, src, kk)));
+    }
+    return d;
+  } else if (is_disabled_function(value)) {
+    graph_break("calling a @framejit.disable function (" + key + ")");
+  } else if (PyObject* inner = compiled_function_target(value)) {
+    // A framejit.compile'd function called from traced code is traced into, like any function.
+    g.add_identity(src, value);
+    v = wrap_function_unsourced(inner);
+  } else if (PyModule_Check(value)) {
+    g.add_identity(src, value);
+    v = std::make_shared<ModuleVar>(OwnedRef::borrow(value));
+  } else if (op_table_owning(value) || PyCFunction_Check(value) || is_builtin_type(value)) {
+    g.add_identity(src, value);
+    v = std::make_shared<BuiltinVar>(OwnedRef::borrow(value));
+  } else if (PyFunction_Check(value)) {
+    g.add_identity(src, value);
+    auto f = std::make_shared<FunctionVar>();
+    auto* pf = reinterpret_cast<PyFunctionObject*>(value);
+    f->code = OwnedRef::borrow(pf->func_code);
+    f->globals = OwnedRef::borrow(pf->func_globals);
+    f->qualname = OwnedRef::borrow(pf->func_qualname);
+    f->real = OwnedRef::borrow(value);
+    v = f;
+  } else if (PyType_Check(value)) {
+    g.add_identity(src, value);
+    auto* t = reinterpret_cast<PyTypeObject*>(value);
+    if (np && numpy_scalar_dtype(np, t)) {
+      v = make_const(OwnedRef::borrow(value));  // numpy.float32 used as a dtype
+    } else if (t->tp_flags & Py_TPFLAGS_HEAPTYPE) {
+      v = std::make_shared<ObjectVar>(VarKind::Class, OwnedRef::borrow(value));
+    } else {
+      v = make_const(OwnedRef::borrow(value));
+    }
+  } else if (np && PyObject_TypeCheck(value, reinterpret_cast<PyTypeObject*>(np->dtype_fn))) {
+    g.add_equals(src, value);
+    v = make_const(OwnedRef::borrow(value));
+  } else if ((type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyLong_Check(value) && !PyFloat_Check(value) &&
+             !PyTuple_Check(value) && !PyList_Check(value) && !PyDict_Check(value) &&
+             !PyUnicode_Check(value)) {
+    g.add_type(src, type);
+    v = std::make_shared<ObjectVar>(VarKind::Object, OwnedRef::borrow(value));
+  } else {
+    if (PyErr_Occurred()) PyErr_Clear();
+    graph_break(std::string("unsupported value of type ") + type->tp_name + " (" + key + ")");
+  }
+  v->source = src;
+  wrapped_[key] = v;
+  return v;
+}
+
+}  // namespace framejit::frontend

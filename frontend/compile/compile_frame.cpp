@@ -1,0 +1,276 @@
+// compile_frame.cpp — the cold path of one frame: trace → graph passes → backend → cache entry.
+#include "frontend/compile/compile_frame.h"
+
+#include <chrono>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/trace/tracer.h"
+#include "jit/pipeline.h"
+#include "runtime/log.h"
+
+namespace framejit::frontend {
+
+Settings& settings() {
+  static Settings s;
+  return s;
+}
+
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+PyObject*& unsupported_error() {
+  static PyObject* type = nullptr;
+  return type;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Placeholders are discovered while tracing (an attribute read after some arithmetic); the graph
+// contract wants them first, so move them up and renumber.
+void hoist_placeholders(OutputGraph& og) {
+  const auto& nodes = og.graph.nodes();
+  std::vector<int> order;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].kind == jit::NodeKind::Placeholder) order.push_back(static_cast<int>(i));
+  bool already = true;
+  for (size_t i = 0; i < order.size(); ++i) already &= order[i] == static_cast<int>(i);
+  if (already) return;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (nodes[i].kind != jit::NodeKind::Placeholder) order.push_back(static_cast<int>(i));
+  std::vector<int> remap(nodes.size(), -1);
+  std::vector<jit::Node> reordered;
+  for (size_t k = 0; k < order.size(); ++k) {
+    remap[order[k]] = static_cast<int>(k);
+    reordered.push_back(nodes[order[k]]);
+  }
+  for (GraphInput& in : og.inputs) in.node = remap[in.node];
+  og.graph.rebuild(std::move(reordered), remap);
+}
+
+std::string text_lines(const std::vector<std::string>& lines) {
+  std::string s;
+  for (const std::string& l : lines) s += "  " + l + "\n";
+  return s;
+}
+
+// explain()'s record of a break, with the snapshot's values described while the graph that gives
+// their metas is alive.
+ExplainBreak explain_break(const GraphBreak& b, const OutputGraph& og,
+                           PyCodeObject* root) {  // root borrowed
+  ExplainBreak e;
+  e.kind = break_kind_name(b.kind);
+  e.reason = b.message();
+  e.exc_type = b.exc_type;
+  e.filename = b.filename;
+  e.lineno = b.lineno;
+  e.offset = b.offset;
+  if (b.snapshot) {
+    for (const VarPtr& v : b.snapshot->stack) e.stack.push_back(describe_var(v, og));
+    for (const LiveLocal& l : b.snapshot->locals) {
+      PyObject* name = PyTuple_GET_ITEM(root->co_localsplusnames, l.slot);  // borrowed
+      const char* s = PyUnicode_AsUTF8(name);
+      if (!s) PyErr_Clear();
+      e.locals.emplace_back(s ? s : "?", describe_var(l.value, og));
+    }
+  }
+  return e;
+}
+
+void warn(const std::string& msg) {
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+}
+
+Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const OutputGraph& og,
+                                               const FrameView& view) {
+  if (cfg.is_callable_backend()) {
+    std::vector<PyObject*> examples;
+    for (const GraphInput& in : og.inputs) examples.push_back(fetch_source(*in.source, view));
+    return build_callable_program(cfg.backend.get(), og.graph, examples);
+  }
+  if (PyUnicode_CompareWithASCIIString(cfg.backend.get(), "eager") == 0) return build_eager_program(og.graph);
+  return build_jit_program(og.graph);
+}
+
+}  // namespace
+
+namespace {
+
+// What FRAMEJIT_LOGS=breaks,recompiles reported, counted per (function, reason), for the summary
+// `python -m framejit` and framejit-run print at exit. Recorded only while those topics are on.
+struct EventLog {
+  std::mutex mu;
+  std::map<std::pair<std::string, std::string>, int> breaks, recompiles;
+};
+EventLog& event_log() {
+  static EventLog* log = new EventLog();  // NB: immortal: read at interpreter exit
+  return *log;
+}
+void record(std::map<std::pair<std::string, std::string>, int> EventLog::*which, const std::string& fn,
+            const std::string& reason) {
+  EventLog& log = event_log();
+  std::lock_guard<std::mutex> lock(log.mu);
+  ++(log.*which)[{fn, reason}];
+}
+
+}  // namespace
+
+std::string event_summary() {
+  EventLog& log = event_log();
+  std::lock_guard<std::mutex> lock(log.mu);
+  std::string s;
+  auto section = [&](const char* title, const std::map<std::pair<std::string, std::string>, int>& events,
+                     bool enabled) {
+    if (!enabled) return;
+    int total = 0;
+    for (const auto& [key, n] : events) total += n;
+    s += std::string(title) + ": " + std::to_string(total) + "\n";
+    for (const auto& [key, n] : events)
+      s += "  " + std::to_string(n) + "x " + key.first + ": " + key.second + "\n";
+  };
+  section("graph breaks", log.breaks, rt::log_enabled(rt::LogTopic::Breaks));
+  section("recompiles", log.recompiles, rt::log_enabled(rt::LogTopic::Recompiles));
+  return s;
+}
+
+std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn,
+                                          const FrameView& view, CodeState& state,
+                                          GraphBreak* broke_out) {
+  auto t0 = Clock::now();
+  bool had_entries = false;
+  for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
+  std::string recompile_reason;
+  if (had_entries && rt::log_enabled(rt::LogTopic::Recompiles)) {
+    for (auto& e : state.entries)
+      if (e->backend_key == cfg.backend.get()) {
+        recompile_reason = e->guards.check_verbose(view);
+        break;
+      }
+  }
+
+  auto entry = std::make_unique<CacheEntry>();
+  entry->backend_key = cfg.backend.get();
+  entry->backend_ref = cfg.backend;
+  OutputGraph og;
+  Status st;
+  std::optional<GraphBreak> broke;
+  try {
+    TraceConfig tcfg;
+    tcfg.dynamic = cfg.dynamic;
+    Tracer tracer(og, view, fn, tcfg);
+    broke = tracer.run();
+    if (broke) st = Status::unsupported(broke->message());
+    stats().trace_ms += ms_since(t0);
+    if (st.is_ok()) {
+      // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
+      const NumPyHandles* np = numpy_handles();
+      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || !np || np->major >= 2;
+      hoist_placeholders(og);
+      auto report = jit::run_graph_passes(og.graph);
+      if (!report) st = report.error();
+    }
+    if (st.is_ok()) {
+      auto program = run_backend(cfg, og, view);
+      if (!program) {
+        st = program.error();
+      } else {
+        entry->program = std::move(*program);
+        entry->program->set_array_kind(og.array_kind == ArrayKind::Tensor ? ArrayKind::Tensor : ArrayKind::NumPy);
+      }
+    }
+  } catch (const std::exception& ex) {
+    st = Status::internal(std::string("C++ exception: ") + ex.what());
+  } catch (GraphBreak& b) {  // from the tracer's helpers, called after the trace
+    broke = std::move(b);
+    st = Status::unsupported(broke->message());
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+
+  if (!og.saw_tensor && !cfg.explain && !cfg.fullgraph) {
+    // Plain Python (no arrays in or out, none made): nothing to compile. Stop looking at it, so
+    // install() costs such code one co_extra lookup per call.
+    state.no_arrays = true;
+    state.update_never();
+    ++stats().skipped_codes;
+    stats().compile_ms += ms_since(t0);
+    entry->break_reason = "no array operations";
+    entry->program.reset();  // run in CPython
+    return entry;
+  }
+  if (st.code() == StatusCode::Internal || st.code() == StatusCode::InvalidArgument) {
+    warn("framejit: internal error compiling " + state.name + ": " + st.message() +
+         "; it runs in CPython from now on");
+    stats().compile_ms += ms_since(t0);
+    return nullptr;
+  }
+  entry->guards = std::move(og.guards);
+  if (st.code() == StatusCode::Unsupported) {
+    if (!broke) {  // a graph pass or the backend declined the graph: no instruction to point at
+      broke.emplace();
+      broke->reason = st.message();
+    }
+    ++stats().graph_breaks;
+    entry->break_reason = st.message();
+    if (rt::log_enabled(rt::LogTopic::Breaks)) {
+      rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
+      record(&EventLog::breaks, state.name, st.message());
+    }
+    if (cfg.explain) {
+      cfg.explain->break_reasons.push_back(st.message());
+      cfg.explain->breaks.push_back(
+          explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
+    }
+    // The snapshot's values hold the frame's objects: the entry keeps the break without them
+    // (Note [Break snapshot]).
+    entry->broke = broke->without_snapshot();
+    if (broke_out) *broke_out = *entry->broke;
+    if (cfg.fullgraph) {
+      stats().compile_ms += ms_since(t0);
+      PyErr_Format(unsupported_error() ? unsupported_error() : PyExc_RuntimeError,
+                   "framejit could not capture %s in one graph (fullgraph=True): %s", state.name.c_str(),
+                   st.message().c_str());
+      return nullptr;
+    }
+  } else {
+    ++stats().captured;
+    stats().ops += og.graph.num_calls();
+    entry->output = std::move(og.output);
+    for (const GraphInput& in : og.inputs) entry->input_slots.push_back(in.slot);
+    if (rt::log_enabled(rt::LogTopic::Graph))
+      rt::log_write(rt::LogTopic::Graph, state.name + "\n" + og.graph.to_string());
+    if (cfg.explain) {
+      cfg.explain->graphs.push_back(og.graph.to_string());
+      cfg.explain->op_count += og.graph.num_calls();
+    }
+  }
+  std::vector<std::string> guard_lines = entry->guards.describe();
+  for (size_t i = 0; i < og.symbol_names.size(); ++i)
+    guard_lines.insert(guard_lines.begin() + i, "s" + std::to_string(i) + " = " + og.symbol_names[i]);
+  if (rt::log_enabled(rt::LogTopic::Guards))
+    rt::log_write(rt::LogTopic::Guards, state.name + "\n" + text_lines(guard_lines));
+  if (cfg.explain)
+    for (auto& g : guard_lines) cfg.explain->guards.push_back(g);
+  if (had_entries && !cfg.explain) {
+    ++stats().recompiles;
+    if (rt::log_enabled(rt::LogTopic::Recompiles)) {
+      rt::log_write(rt::LogTopic::Recompiles, "recompiling " + state.name + ": " + recompile_reason);
+      record(&EventLog::recompiles, state.name, recompile_reason);
+    }
+  }
+  stats().compile_ms += ms_since(t0);
+  return entry;
+}
+
+}  // namespace framejit::frontend

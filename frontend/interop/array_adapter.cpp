@@ -1,0 +1,41 @@
+// array_adapter.cpp — the adapter registry and the helpers every adapter shares.
+#include "frontend/interop/array_adapter.h"
+
+#include <algorithm>
+#include <array>
+
+namespace framejit::frontend {
+
+const ArrayAdapter& numpy_adapter();  // numpy_array.cpp
+
+namespace {
+
+// Indexed by ArrayKind. Written at module init, under the GIL, before any program runs.
+std::array<const ArrayAdapter*, kArrayKinds> g_adapters{nullptr, &numpy_adapter(), nullptr};
+
+}  // namespace
+
+const ArrayAdapter* array_adapter(ArrayKind kind) { return g_adapters[static_cast<size_t>(kind)]; }
+
+void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter) {
+  g_adapters[static_cast<size_t>(kind)] = adapter;
+}
+
+ArrayFields array_fields(PyObject* o) {
+  for (const ArrayAdapter* a : g_adapters) {
+    if (!a) continue;
+    if (ArrayFields f = a->fields(o); f.ok) return f;
+  }
+  return {};
+}
+
+jit::StridedLayout layout_of(const ArrayFields& a) {
+  jit::StridedLayout l;
+  l.data = a.data;
+  l.nd = a.nd;
+  std::copy(a.dims, a.dims + a.nd, l.dims);
+  std::copy(a.strides, a.strides + a.nd, l.strides);
+  return l;
+}
+
+}  // namespace framejit::frontend

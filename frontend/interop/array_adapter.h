@@ -1,0 +1,69 @@
+// array_adapter.h — one array library as the runtime sees it: an array's memory read without a
+// Python call, outputs allocated through the library's own C entry points (Note [Array adapters]).
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include "jit/lower/views.h"
+#include "runtime/dtype.h"
+
+namespace framejit::frontend {
+
+// Note [Array adapters]
+// Everything a compiled program does with a library's arrays goes through that library's adapter:
+// reading a value's data, sizes and strides (borrowed from the object, on every call), making the
+// program's results and intermediates, permuted views for results laid out axis-permuted, and the
+// "may this buffer be written over" test for in-place reuse. A program makes its arrays with the
+// adapter of its trace's array kind (Note [Program array kind]). Adding an array library is one
+// adapter (registered at module init) plus one op table (Note [Op tables]).
+//
+// Note [Program array kind]
+// A traced function works on NumPy arrays or on framejit.Tensors, never both (the tracer breaks
+// the graph where they would meet: Note [One array kind per graph] in builder/builder.cpp). So
+// NumPy code gets ndarrays back and Tensor code Tensors.
+
+/// What a graph's arrays are; also the key of the adapter registry.
+enum class ArrayKind : uint8_t { None, NumPy, Tensor };
+constexpr int kArrayKinds = 3;
+
+/// An array's memory: data, rank, sizes and byte strides (borrowed from the object, valid while
+/// it lives) and element type.
+struct ArrayFields {
+  char* data = nullptr;
+  int nd = 0;
+  const int64_t* dims = nullptr;
+  const int64_t* strides = nullptr;
+  rt::DType dtype = rt::DType::Float32;
+  bool ok = false;  // false: not this library's array, or of a dtype framejit does not know
+};
+
+class ArrayAdapter {
+public:
+  virtual ~ArrayAdapter() = default;
+  /// `o`'s fields (borrowed): a type test and loads, no Python call.
+  virtual ArrayFields fields(PyObject* o) const = 0;
+  /// A new uninitialized C-ordered array. New ref, or null with an exception set.
+  virtual PyObject* empty(const int64_t* shape, int rank, rt::DType dtype) const = 0;
+  /// `base` (one of this library's arrays) with its axes permuted: axis outer_first[i] of the
+  /// result is axis i of `base`; the same memory. New ref, or null with an exception set.
+  virtual PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const = 0;
+  /// Whether a program may write over `o`, which the caller already knows it holds the only
+  /// reference to: `o` owns its memory (no view shares it) and is aligned, writeable and C-ordered.
+  virtual bool is_private(PyObject* o) const = 0;
+};
+
+/// The adapter of `kind`'s arrays (null for None, and for Tensor before module init registers it).
+const ArrayAdapter* array_adapter(ArrayKind kind);
+/// Registers the adapter of `kind` (not owned: adapters live as long as the process). NumPy's is
+/// built in; framejit.Tensor's registers with its type.
+void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter);
+
+/// `o`'s fields under whichever adapter knows it (ok=false: none does).
+ArrayFields array_fields(PyObject* o);
+
+/// The fields as the layout kernels and view remaps read (sizes and strides copied).
+jit::StridedLayout layout_of(const ArrayFields& a);
+
+}  // namespace framejit::frontend

@@ -1,0 +1,36 @@
+// families.h — one entry point per op family (each implemented in its own file).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontend/ops/numpy/common.h"
+
+namespace framejit::frontend::ops {
+
+/// Ufuncs, operators, where and clip: broadcast the operands, ask NumPy for the dtype.
+/// `probe` is the Python callable with the same type resolution (the ufunc or operator function).
+VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const std::vector<VarPtr>& args,
+                   const KwArgs& kwargs);
+
+/// sum mean max min prod var std argmax argmin any all. For methods, `args[0]` is self.
+VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
+                 const KwArgs& kwargs, bool is_method);
+
+/// matmul, dot and `@`.
+VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
+              const KwArgs& kwargs);
+
+/// reshape transpose swapaxes expand_dims squeeze broadcast_to ravel astype copy split.
+VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
+               const KwArgs& kwargs, bool is_method);
+/// x[index] with ints, slices, None and Ellipsis.
+VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index);
+
+/// concatenate and stack.
+VarPtr join(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+
+/// zeros ones full empty arange and the *_like forms.
+VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+
+}  // namespace framejit::frontend::ops

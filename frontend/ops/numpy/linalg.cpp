@@ -1,0 +1,46 @@
+// linalg.cpp — matmul, dot and the `@` operator, with batch dims and 1-d operands.
+#include "frontend/ops/numpy/families.h"
+
+namespace framejit::frontend::ops {
+
+VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
+              const KwArgs& kwargs) {
+  for (auto& [k, v] : kwargs)
+    BREAK_IF(!(v->kind == VarKind::Const && const_value(v) == Py_None), name + "() with " + k + "=");
+  BREAK_IF(args.size() != 2, name + "() takes two operands");
+  const VarPtr &a = args[0], &b = args[1];
+  BREAK_IF(a->kind != VarKind::Tensor || b->kind != VarKind::Tensor,
+           name + " of a non-array operand");
+  Shape sa = tx.meta(a).shape, sb = tx.meta(b).shape;
+  Shape out;
+  std::string why = name + " at " + tx.location();
+  if (name == "dot" && (sa.empty() || sb.empty())) {
+    out = broadcast_shapes(tx, {sa, sb});  // dot with a 0-d operand is multiplication
+  } else {
+    BREAK_IF(sa.empty() || sb.empty(), "matmul: input operand does not have enough dimensions");
+    bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+    SymInt k_a = sa.back();
+    SymInt k_b = b_vec ? sb[0] : sb[sb.size() - 2];
+    BREAK_IF(!tx.out().sizes_equal(k_a, k_b, why), Raises{PyExc_ValueError}, name + ": shapes are not aligned");
+    if (name == "dot" && sb.size() > 2) {
+      // dot(a, b)[i..., j..., m] = sum(a[i..., :] * b[j..., :, m])
+      out.assign(sa.begin(), sa.end() - 1);
+      out.insert(out.end(), sb.begin(), sb.end() - 2);
+      out.push_back(sb.back());
+    } else if (name == "dot" || (sa.size() <= 2 && sb.size() <= 2)) {
+      out.assign(sa.begin(), sa.end() - 1);
+      if (!b_vec) out.push_back(sb.back());
+    } else {
+      Shape ba(sa.begin(), sa.end() - (a_vec ? 1 : 2));
+      Shape bb(sb.begin(), sb.end() - (b_vec ? 1 : 2));
+      out = broadcast_shapes(tx, {ba, bb});
+      if (!a_vec) out.push_back(sa[sa.size() - 2]);
+      if (!b_vec) out.push_back(sb.back());
+    }
+  }
+  PyObject* fn = numpy_attr(name == "dot" ? "dot" : "matmul");
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, name, fn, {a, b}, {});
+  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, out, dt.numpy_scalar), to_kwargs(tx, kwargs));
+}
+
+}  // namespace framejit::frontend::ops

@@ -1,0 +1,222 @@
+// registry.cpp — the table of NumPy callables and ndarray methods framejit captures, and dispatch
+// from Python operators, functions, methods and attributes to the op families.
+#include "frontend/ops/numpy/registry.h"
+
+#include <unordered_map>
+
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/ops/numpy/canonical.h"
+#include "frontend/ops/numpy/families.h"
+#include "frontend/cpython/python_env.h"
+#include "frontend/trace/op_table.h"
+
+namespace framejit::frontend::ops {
+
+namespace {
+
+enum class Family : uint8_t { Elementwise, Reduction, Linalg, View, Join, Creation };
+
+struct Entry {
+  std::string name;  // the numpy attribute name
+  Family family;
+};
+
+// Elementwise ufuncs (and where/clip, which broadcast their operands the same way).
+const char* const kElementwise[] = {
+    "add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "mod", "remainder", "fmod",
+    "power", "float_power", "maximum", "minimum", "fmax", "fmin", "arctan2", "hypot", "copysign",
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+    "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "invert", "bitwise_not", "left_shift", "right_shift", "negative", "positive", "exp", "exp2",
+    "expm1", "log", "log2", "log10", "log1p", "sqrt", "cbrt", "square", "reciprocal", "sin", "cos",
+    "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+    "abs", "absolute", "fabs", "sign", "floor", "ceil", "trunc", "rint", "isnan", "isinf",
+    "isfinite", "signbit", "where", "clip", "deg2rad", "rad2deg", "degrees", "radians"};
+const char* const kReductions[] = {"sum", "mean", "max", "min", "amax", "amin", "prod", "var",
+                                   "std", "argmax", "argmin", "any", "all"};
+const char* const kViews[] = {"reshape", "transpose", "swapaxes", "expand_dims", "squeeze",
+                              "broadcast_to", "ravel", "split", "copy"};
+const char* const kCreation[] = {"zeros", "ones", "empty", "full", "arange", "zeros_like",
+                                 "ones_like", "empty_like", "full_like"};
+
+struct Registry {
+  std::unordered_map<PyObject*, Entry> by_object;  // borrowed keys: numpy keeps them alive
+};
+
+Registry* g_registry = new Registry();  // NB: immortal, like the NumPy objects it points at
+
+const Registry& registry() { return *g_registry; }
+
+}  // namespace
+
+namespace {
+
+void fill_registry() {
+  Registry* r = g_registry;
+  if (!r->by_object.empty() || !numpy_handles()) return;
+  {
+    auto add = [&](const char* name, Family f) {
+      if (PyObject* obj = numpy_attr(name)) r->by_object.emplace(obj, Entry{name, f});
+    };
+    for (const char* n : kElementwise) add(n, Family::Elementwise);
+    for (const char* n : kReductions) add(n, Family::Reduction);
+    for (const char* n : kViews) add(n, Family::View);
+    for (const char* n : kCreation) add(n, Family::Creation);
+    add("matmul", Family::Linalg);
+    add("dot", Family::Linalg);
+    add("concatenate", Family::Join);
+    add("stack", Family::Join);
+  }
+}
+
+VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
+                const KwArgs& kwargs, bool is_method) {
+  if (e.family == Family::Creation || e.family == Family::Join) {
+    // These make NumPy arrays (Note [One array kind per graph]).
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
+    tx.out().array_kind = ArrayKind::NumPy;
+  }
+  switch (e.family) {
+    case Family::Elementwise: return elementwise(tx, target, fn, args, kwargs);
+    case Family::Reduction: return reduction(tx, e.name, target, args, kwargs, is_method);
+    case Family::Linalg: return linalg(tx, e.name, target, args, kwargs);
+    case Family::View: return view_op(tx, e.name, target, args, kwargs, is_method);
+    case Family::Join: return join(tx, e.name, args, kwargs);
+    case Family::Creation: return creation(tx, e.name, args, kwargs);
+  }
+  graph_break(BreakKind::Internal, "internal: unknown op family");
+}
+
+}  // namespace
+
+bool is_registered(PyObject* callable) { return registry().by_object.count(callable) != 0; }
+
+VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) {
+  const Entry& e = registry().by_object.at(callable);
+  return dispatch(tx, e, "numpy." + e.name, callable, args, kwargs, false);
+}
+
+VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) {
+  if (op == "matmul") {
+    VarPtr r = linalg(tx, "matmul", "operator.matmul", {a, b}, {});
+    BREAK_IF(inplace, "in-place matmul (@=)");
+    return r;
+  }
+  VarPtr r = elementwise(tx, "operator." + op, operator_fn(op), {a, b}, {});
+  if (!inplace || a->kind != VarKind::Tensor) return r;
+  // `y op= v` on an array updates it in place. On an array this trace made (and nobody else sees)
+  // that is the same as rebinding every alias of `y` to the result; anything else mutates memory
+  // the caller can observe.
+  auto* t = as<TensorVar>(a);
+  BREAK_IF(a->source, "mutating an input array in place (" + op + "=) is not captured yet");
+  BREAK_IF(t->is_view || t->has_views, "in-place update of an array that shares memory with a view");
+  const jit::TensorMeta& before = tx.meta(a);
+  const jit::TensorMeta& after = tx.meta(r);
+  BREAK_IF(before.dtype != after.dtype, "in-place " + op + " would cast its result (NumPy's same_kind rule)");
+  BREAK_IF(before.rank() != after.rank(), "in-place " + op + " broadcasts its target");
+  for (int d = 0; d < before.rank(); ++d)
+    BREAK_IF(!before.shape[d].same_as(after.shape[d]), "in-place " + op + " broadcasts its target");
+  t->node = as<TensorVar>(r)->node;
+  return a;
+}
+
+VarPtr unary(Tracer& tx, const std::string& op, const VarPtr& a) {
+  if (op == "abs") return elementwise(tx, "builtins.abs", operator_fn("abs"), {a}, {});
+  return elementwise(tx, "operator." + op, operator_fn(op), {a}, {});
+}
+
+VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name) {
+  const jit::TensorMeta& m = tx.meta(t);
+  if (name == "shape") {
+    std::vector<VarPtr> dims;
+    for (const SymInt& d : m.shape) dims.push_back(tx.sym_value(d));
+    return std::make_shared<SeqVar>(VarKind::Tuple, std::move(dims));
+  }
+  if (name == "ndim") return tx.wrap_const(OwnedRef::steal(PyLong_FromLong(m.rank())).get());
+  if (name == "size") return tx.sym_value(numel(m.shape));
+  const bool fj_tensor = tx.out().array_kind == ArrayKind::Tensor;
+  if (name == "dtype") {
+    // framejit.Tensor.dtype is NumPy's name as a str ("float32"); an ndarray's, a numpy.dtype.
+    if (fj_tensor) return tx.wrap_const(OwnedRef::steal(PyUnicode_FromString(rt::dtype_name(m.dtype).data())).get());
+    return tx.wrap_const(numpy_handles()->dtypes[static_cast<int>(m.dtype)]);
+  }
+  if (name == "device" && fj_tensor) return tx.wrap_const(OwnedRef::steal(PyUnicode_FromString("cpu")).get());
+  if (name == "itemsize") return tx.wrap_const(OwnedRef::steal(PyLong_FromLong(rt::dtype_itemsize(m.dtype))).get());
+  if (name == "nbytes") return tx.sym_value(numel(m.shape) * SymInt(rt::dtype_itemsize(m.dtype)));
+  if (name == "T") return view_op(tx, "transpose", "method.transpose", {t}, {}, true);
+  static const char* const kMethods[] = {"sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin",
+                                         "any", "all", "reshape", "transpose", "swapaxes", "squeeze", "ravel",
+                                         "flatten", "astype", "copy", "clip", "dot", "round"};
+  for (const char* n : kMethods)
+    if (name == n) return std::make_shared<AttrMethodVar>(t, name);
+  graph_break("ndarray attribute '" + name + "' is not captured yet");
+}
+
+VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::vector<VarPtr> args, KwArgs kwargs) {
+  args.insert(args.begin(), t);
+  std::string target = "method." + name;
+  if (name == "dot") return linalg(tx, "dot", target, args, kwargs);
+  if (name == "clip") {
+    // x.clip(min, max) has NumPy's clip semantics; ask numpy.clip for the dtype.
+    auto b = bind_args("clip", {"self", "min", "max", "out"}, args, kwargs);
+    BREAK_IF(!is_absent(b, "out"), "clip(out=)");
+    std::vector<VarPtr> operands{t, b.count("min") ? b["min"] : tx.wrap_const(Py_None),
+                                 b.count("max") ? b["max"] : tx.wrap_const(Py_None)};
+    VarPtr probe_result = elementwise(tx, target, numpy_attr("clip"), operands, {});
+    // Record the call as written (method form), with the metadata computed above.
+    auto& graph = tx.out().graph;
+    auto& node = graph.nodes()[as<TensorVar>(probe_result)->node];
+    node.args = to_args(tx, args);
+    node.kwargs = to_kwargs(tx, kwargs);
+    CanonicalOp c = canonicalize(graph, node.target, node.args, node.kwargs, node.meta);
+    node.op = c.op;
+    node.attrs = std::move(c.attrs);
+    return probe_result;
+  }
+  for (const char* n : kReductions)
+    if (name == n) return reduction(tx, name, target, args, kwargs, true);
+  if (name == "flatten") return view_op(tx, "flatten", target, args, kwargs, true);
+  for (const char* n : kViews)
+    if (name == n) return view_op(tx, name, target, args, kwargs, true);
+  if (name == "astype") return view_op(tx, "astype", target, args, kwargs, true);
+  graph_break("ndarray." + name + "() is not captured yet");
+}
+
+VarPtr getitem(Tracer& tx, const VarPtr& t, const VarPtr& index) { return basic_index(tx, t, index); }
+
+namespace {
+
+// NumPy's op table: the functions above behind the tracer's interface (Note [Op tables]).
+class NumPyOpTable final : public OpTable {
+public:
+  bool owns(PyObject* callable) const override { return is_registered(callable); }
+  VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) override {
+    return ops::call_function(tx, callable, std::move(args), std::move(kwargs));
+  }
+  VarPtr attr(Tracer& tx, const VarPtr& a, const std::string& name) override { return tensor_attr(tx, a, name); }
+  VarPtr call_method(Tracer& tx, const VarPtr& a, const std::string& name, std::vector<VarPtr> args,
+                     KwArgs kwargs) override {
+    return ops::call_method(tx, a, name, std::move(args), std::move(kwargs));
+  }
+  VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) override { return ops::getitem(tx, a, index); }
+  VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) override {
+    return ops::binary(tx, op, a, b, inplace);
+  }
+  VarPtr unary(Tracer& tx, const std::string& op, const VarPtr& a) override { return ops::unary(tx, op, a); }
+  int add_call(jit::Graph& graph, const std::string& target, std::vector<jit::Arg> args,
+               std::vector<std::pair<std::string, jit::Arg>> kwargs, jit::TensorMeta meta) override {
+    return add_canonical_call(graph, target, std::move(args), std::move(kwargs), std::move(meta));
+  }
+};
+
+}  // namespace
+
+bool install_op_table() {
+  if (numpy_handles() && !init_probe()) return false;
+  fill_registry();
+  static NumPyOpTable* table = new NumPyOpTable();  // NB: immortal, like the tracer's table list
+  for (ArrayKind kind : {ArrayKind::None, ArrayKind::NumPy, ArrayKind::Tensor}) register_op_table(kind, table);
+  return true;
+}
+
+}  // namespace framejit::frontend::ops

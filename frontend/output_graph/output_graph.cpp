@@ -1,0 +1,110 @@
+// output_graph.cpp — graph inputs, symbols and shape decisions of one trace.
+#include "frontend/output_graph/output_graph.h"
+
+namespace framejit::frontend {
+
+int OutputGraph::add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta) {
+  saw_tensor |= meta.kind == jit::ValueKind::Tensor;
+  int node = graph.add_placeholder(name, std::move(meta));
+  inputs.push_back({src, guards.slot_for(src), node});
+  return node;
+}
+
+int OutputGraph::new_symbol(int placeholder, int dim, int64_t hint, std::string description) {
+  int id = graph.add_symbol(placeholder, dim, hint);
+  symbol_hints.push_back(hint);
+  symbol_names.push_back(std::move(description));
+  guards.set_num_symbols(static_cast<int>(symbol_hints.size()));
+  return id;
+}
+
+static CmpOp negate(CmpOp op) {
+  switch (op) {
+    case CmpOp::Eq: return CmpOp::Ne;
+    case CmpOp::Ne: return CmpOp::Eq;
+    case CmpOp::Lt: return CmpOp::Ge;
+    case CmpOp::Le: return CmpOp::Gt;
+    case CmpOp::Gt: return CmpOp::Le;
+    case CmpOp::Ge: return CmpOp::Lt;
+  }
+  return op;
+}
+
+bool OutputGraph::decide(const jit::SymInt& expr, CmpOp op, int64_t rhs, const std::string& why) {
+  // `s0 + -4 > 0` reads (and settles below) better as `s0 > 4`: constants move to the right.
+  jit::SymInt e = expr;
+  while (e.kind() == jit::SymInt::Kind::Add && e.rhs().is_const()) {
+    rhs -= e.rhs().const_value();
+    e = e.lhs();
+  }
+  int64_t v = hint(e);
+  bool r = false;
+  switch (op) {
+    case CmpOp::Eq: r = v == rhs; break;
+    case CmpOp::Ne: r = v != rhs; break;
+    case CmpOp::Lt: r = v < rhs; break;
+    case CmpOp::Le: r = v <= rhs; break;
+    case CmpOp::Gt: r = v > rhs; break;
+    case CmpOp::Ge: r = v >= rhs; break;
+  }
+  if (e.is_const()) return r;
+  // Every symbol is >= 2 by its tensor guard; a single symbol compared against a bound at or below
+  // 2 is already decided, and guarding it again would only slow the check.
+  if (e.kind() == jit::SymInt::Kind::Symbol) {
+    bool settled = (op == CmpOp::Ge && rhs <= 2) || (op == CmpOp::Gt && rhs < 2) ||
+                   (op == CmpOp::Lt && rhs <= 2) || (op == CmpOp::Le && rhs < 2) ||
+                   ((op == CmpOp::Eq || op == CmpOp::Ne) && rhs < 2);
+    if (settled) return r;
+  }
+  guards.add_shape({e, r ? op : negate(op), rhs, why});
+  return r;
+}
+
+int64_t OutputGraph::specialize(const jit::SymInt& e, const std::string& why) {
+  int64_t v = hint(e);
+  if (!e.is_const()) guards.add_shape({e, CmpOp::Eq, v, why});
+  return v;
+}
+
+bool OutputGraph::sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why) {
+  if (a.same_as(b)) return true;
+  if (a.is_const() && b.is_const()) return a.const_value() == b.const_value();
+  return decide(a - b, CmpOp::Eq, 0, why);
+}
+
+PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots) {
+  switch (spec.kind) {
+    case OutputSpec::Kind::Value: return outputs[spec.index];  // steals the program's reference
+    case OutputSpec::Kind::Slot: Py_INCREF(slots[spec.index]); return slots[spec.index];
+    case OutputSpec::Kind::Const: Py_INCREF(spec.value.get()); return spec.value.get();
+    case OutputSpec::Kind::Tuple:
+    case OutputSpec::Kind::List: {
+      bool tuple = spec.kind == OutputSpec::Kind::Tuple;
+      PyObject* r = tuple ? PyTuple_New(spec.items.size()) : PyList_New(spec.items.size());
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        PyObject* x = build_return(spec.items[i], outputs, slots);
+        if (!r) {
+          Py_XDECREF(x);
+          continue;
+        }
+        if (tuple)
+          PyTuple_SET_ITEM(r, i, x);  // steals x
+        else
+          PyList_SET_ITEM(r, i, x);  // steals x
+      }
+      return r;
+    }
+    case OutputSpec::Kind::Dict: {
+      PyObject* r = PyDict_New();
+      for (size_t i = 0; i < spec.items.size(); ++i) {
+        PyObject* x = build_return(spec.items[i], outputs, slots);
+        if (r && PyDict_SetItem(r, spec.keys[i].get(), x) < 0) Py_CLEAR(r);
+        Py_XDECREF(x);
+      }
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace framejit::frontend

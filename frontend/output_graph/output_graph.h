@@ -1,0 +1,74 @@
+// output_graph.h — what one trace produces: the Graph, its inputs (each with a Source and a guard
+// slot), the guards, the symbolic sizes and how to rebuild the function's return value.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/guards/guards.h"
+#include "frontend/interop/array_adapter.h"  // ArrayKind
+#include "frontend/cpython/pyref.h"
+#include "frontend/guards/source.h"
+#include "jit/ir/graph.h"
+
+namespace framejit::frontend {
+
+/// How to build the Python return value from the compiled program's outputs.
+struct OutputSpec {
+  enum class Kind : uint8_t {
+    Value,  // the graph's output number `index`
+    Slot,   // an input object, returned as the very same object (guard slot `index`)
+    Const,  // a constant
+    Tuple,
+    List,
+    Dict,
+  };
+  Kind kind = Kind::Const;
+  int index = -1;
+  OwnedRef value;                // Const
+  std::vector<OutputSpec> items;  // Tuple/List/Dict values
+  std::vector<OwnedRef> keys;     // Dict keys
+};
+
+struct GraphInput {
+  SourcePtr source;
+  int slot = -1;  // where GuardSet::check leaves the value
+  int node = -1;  // the placeholder
+};
+
+
+class OutputGraph {
+public:
+  // NB: dtype constants print as NumPy spells them (numpy.float32), in every graph: the printed
+  // text is what explain() and golden tests show.
+  jit::Graph graph = [] {
+    jit::Graph g;
+    g.dtype_module = "numpy";
+    return g;
+  }();
+  GuardSet guards;
+  std::vector<GraphInput> inputs;  // in placeholder order
+  std::vector<int64_t> symbol_hints;
+  std::vector<std::string> symbol_names;  // "L['x'].shape[0]"
+  OutputSpec output;
+  bool saw_tensor = false;
+  ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
+
+  /// Adds a placeholder fed from `src` (its guard slot is assigned here).
+  int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);
+  int new_symbol(int placeholder, int dim, int64_t hint, std::string description);
+
+  int64_t hint(const jit::SymInt& e) const { return e.evaluate(symbol_hints); }
+  /// Decides `e op rhs` from the hints and guards the outcome (nothing to guard for constants).
+  bool decide(const jit::SymInt& e, CmpOp op, int64_t rhs, const std::string& why);
+  /// Pins `e` to its hint with a guard and returns it.
+  int64_t specialize(const jit::SymInt& e, const std::string& why);
+  /// Whether a and b are the same size, guarding the answer when it is not structural.
+  bool sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why);
+};
+
+/// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
+PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);
+
+}  // namespace framejit::frontend

@@ -1,0 +1,35 @@
+// op_table.cpp — the registered op tables (Note [Op tables]).
+#include "frontend/trace/op_table.h"
+
+#include <array>
+
+namespace framejit::frontend {
+
+namespace {
+
+// Indexed by ArrayKind. Written once at module init, under the GIL, before any trace.
+std::array<OpTable*, 3> g_tables{};
+
+}  // namespace
+
+void register_op_table(ArrayKind kind, OpTable* table) { g_tables[static_cast<size_t>(kind)] = table; }
+
+OpTable& array_op_table(ArrayKind kind) {
+  OpTable* t = g_tables[static_cast<size_t>(kind)];
+  BREAK_IF(t == nullptr, BreakKind::Internal, "no op table for this graph's arrays");
+  return *t;
+}
+
+OpTable& Tracer::array_ops() { return array_op_table(out_.array_kind); }
+
+OpTable* op_table_owning(PyObject* callable) {
+  for (size_t i = 0; i < g_tables.size(); ++i) {
+    OpTable* t = g_tables[i];
+    bool seen = false;  // a table registered for several kinds is asked once
+    for (size_t j = 0; j < i; ++j) seen = seen || g_tables[j] == t;
+    if (t && !seen && t->owns(callable)) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace framejit::frontend
