@@ -49,15 +49,6 @@ bool is_builtin_type(PyObject* o) {
   return false;
 }
 
-// The NumPy scalar type's DType (numpy.float32 -> Float32), if `type` is one of ours.
-std::optional<rt::DType> numpy_scalar_dtype(const NumPyHandles* np, PyTypeObject* type) {
-  for (int i = 0; i < rt::kNumDTypes; ++i) {
-    auto* d = reinterpret_cast<DescrFields*>(np->dtypes[i]);
-    if (d && d->typeobj == type) return static_cast<rt::DType>(i);
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 VarPtr Tracer::wrap_const(PyObject* value) { return make_const(OwnedRef::borrow(value)); }
@@ -144,7 +135,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
         }
       }
     } else {
-      m.numpy_scalar = true;
+      m.scalar_object = true;
     }
     g.add_tensor(src, std::move(tg));
     out_.add_input(src, name_from_source(*src), std::move(m));
@@ -153,7 +144,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     g.add_identity(src, value);
     v = make_const(OwnedRef::borrow(value));
   } else if (type == &PyLong_Type || type == &PyFloat_Type) {
-    if (!cfg_.dynamic) {
+    // A module's numbers (np.pi, math.e) are its constants: baked in, so NumPy sees their values
+    // (np.sqrt(2 / np.pi) folds to a constant), and guarded like any constant.
+    if (!cfg_.dynamic || src->kind == SourceKind::ModuleAttr) {
       g.add_equals(src, value);
       v = make_const(OwnedRef::borrow(value));
     } else {

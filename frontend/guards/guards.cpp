@@ -271,13 +271,17 @@ bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* 
     case LeafKind::Range: {
       const RangeGuard& r = leaf.range;
       bool ok;
+      // Python numbers, and NumPy scalars (numpy.float64 is a float; the others are read in place).
       if (r.is_float) {
-        double x = PyFloat_Check(v) ? PyFloat_AS_DOUBLE(v) : NAN;
-        ok = PyFloat_Check(v) && (std::isfinite(x) ? (x > r.flo && x < r.fhi) : r.nonfinite_ok);
+        double x = NAN;
+        const bool number = PyFloat_Check(v) ? (x = PyFloat_AS_DOUBLE(v), true) : numpy_scalar_float(v, &x);
+        ok = number && (std::isfinite(x) ? (x > r.flo && x < r.fhi) : r.nonfinite_ok);
       } else {
         int overflow = 0;
-        long long x = PyLong_Check(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
-        ok = PyLong_Check(v) && !overflow && x >= r.ilo && x <= r.ihi;
+        long long x = 0;
+        const bool number = PyLong_Check(v) ? (x = PyLong_AsLongLongAndOverflow(v, &overflow), true)
+                                            : numpy_scalar_int(v, &x);
+        ok = number && !overflow && x >= r.ilo && x <= r.ihi;
       }
       if (!ok && kVerbose) *why = "value " + repr_of(v) + " changes NumPy's result type";
       return ok;

@@ -4,6 +4,7 @@
 #include "frontend/cpython/dict_version.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <utility>
 
@@ -276,6 +277,65 @@ bool numpy_errstate_raises() {
   if (np->extobj_var && np->geterr) return errstate_raises_numpy2(np);
   if (np->major == 1) return errstate_raises_numpy1();
   return true;  // a NumPy whose error state we cannot read: never skip its checks
+}
+
+std::optional<rt::DType> numpy_scalar_dtype(const NumPyHandles* np, PyTypeObject* type) {
+  for (int i = 0; i < rt::kNumDTypes; ++i) {
+    auto* d = reinterpret_cast<DescrFields*>(np->dtypes[i]);
+    if (d && d->typeobj == type) return static_cast<rt::DType>(i);
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<rt::DType> scalar_dtype_of(PyObject* o) {
+  const NumPyHandles* np = numpy_handles();
+  if (!np || !PyObject_TypeCheck(o, np->generic)) return std::nullopt;
+  return numpy_scalar_dtype(np, Py_TYPE(o));
+}
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+bool numpy_scalar_float(PyObject* o, double* out) {
+  std::optional<rt::DType> dt = scalar_dtype_of(o);
+  if (!dt) return false;
+  const char* p = numpy_scalar_data(o);
+  switch (*dt) {
+    case rt::DType::Float32: *out = load<float>(p); return true;
+    case rt::DType::Float64: *out = load<double>(p); return true;
+    default: return false;  // float16 is read nowhere else: its guards fail and recompile
+  }
+}
+
+bool numpy_scalar_int(PyObject* o, long long* out) {
+  std::optional<rt::DType> dt = scalar_dtype_of(o);
+  if (!dt) return false;
+  const char* p = numpy_scalar_data(o);
+  switch (*dt) {
+    case rt::DType::Bool: *out = load<uint8_t>(p) != 0; return true;
+    case rt::DType::Int8: *out = load<int8_t>(p); return true;
+    case rt::DType::Int16: *out = load<int16_t>(p); return true;
+    case rt::DType::Int32: *out = load<int32_t>(p); return true;
+    case rt::DType::Int64: *out = load<int64_t>(p); return true;
+    case rt::DType::UInt8: *out = load<uint8_t>(p); return true;
+    case rt::DType::UInt16: *out = load<uint16_t>(p); return true;
+    case rt::DType::UInt32: *out = load<uint32_t>(p); return true;
+    case rt::DType::UInt64: {
+      uint64_t u = load<uint64_t>(p);
+      if (u > static_cast<uint64_t>(INT64_MAX)) return false;
+      *out = static_cast<long long>(u);
+      return true;
+    }
+    default: return false;
+  }
 }
 
 }  // namespace framejit::frontend

@@ -88,6 +88,19 @@ struct NumPyHandles {
 
 /// NumPy's handles, or nullptr when NumPy cannot be imported (then arrays never reach the tracer).
 const NumPyHandles* numpy_handles();
+
+/// The DType of NumPy scalar type `type` (numpy.float32 -> Float32), if framejit knows it.
+std::optional<rt::DType> numpy_scalar_dtype(const NumPyHandles* np, PyTypeObject* type);
+
+/// Where a NumPy scalar keeps its value: right after the object header, in every numeric scalar
+/// type (NumPy's Py<Type>ScalarObject is PyObject_HEAD then `obval`; numpy.float64's layout is
+/// also PyFloatObject's). Programs read a NumPy scalar input there as a 0-d array.
+inline char* numpy_scalar_data(PyObject* o) { return reinterpret_cast<char*>(o) + sizeof(PyObject); }
+
+/// A NumPy scalar's value as a double (float and bool kinds) or an integer (integer kinds);
+/// false when `o` is not a NumPy scalar of a dtype framejit knows, or the kind does not match.
+bool numpy_scalar_float(PyObject* o, double* out);
+bool numpy_scalar_int(PyObject* o, long long* out);
 /// Imports NumPy and fills the handles (see Note [One-time initialization]); false when NumPy is
 /// not installed. Called once by initialize_python_env().
 bool init_numpy_handles();

@@ -21,7 +21,17 @@ public:
   ArrayFields fields(PyObject* o) const override {
     ArrayFields f;
     const NumPyHandles* np = numpy_handles();
-    if (!np || !PyObject_TypeCheck(o, np->ndarray)) return f;
+    if (!np) return f;
+    if (!PyObject_TypeCheck(o, np->ndarray)) {
+      // A NumPy scalar reads as a 0-d array over its value (an input like numpy.float64(2.0)).
+      if (!PyObject_TypeCheck(o, np->generic)) return f;
+      std::optional<rt::DType> dt = numpy_scalar_dtype(np, Py_TYPE(o));
+      if (!dt) return f;
+      f.data = numpy_scalar_data(o);
+      f.dtype = *dt;
+      f.ok = true;
+      return f;
+    }
     NdArrayFields* a = as_ndarray(o);
     std::optional<rt::DType> dt = dtype_from_descr(a->descr);
     if (!dt) return f;

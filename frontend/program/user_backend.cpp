@@ -40,8 +40,8 @@ OwnedRef meta_to_python(const jit::TensorMeta& m) {
   std::string_view dt = rt::dtype_name(m.dtype);
   return OwnedRef::steal(Py_BuildValue("{s:s,s:s#,s:N,s:O,s:s}", "kind",
                                        m.kind == jit::ValueKind::Tensor ? "tensor" : "scalar", "dtype", dt.data(),
-                                       (Py_ssize_t)dt.size(), "shape", PyList_AsTuple(shape.get()), "numpy_scalar",
-                                       m.numpy_scalar ? Py_True : Py_False, "text", m.to_string().c_str()));
+                                       (Py_ssize_t)dt.size(), "shape", PyList_AsTuple(shape.get()), "scalar_object",
+                                       m.scalar_object ? Py_True : Py_False, "text", m.to_string().c_str()));
 }
 
 class CallableProgram final : public Program {

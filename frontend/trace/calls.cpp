@@ -350,11 +350,11 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     switch (a->kind) {
       case VarKind::Tensor: {
         const jit::TensorMeta& m = meta(a);
-        if (out().array_kind == ArrayKind::Tensor && !m.numpy_scalar) {
+        if (out().array_kind == ArrayKind::Tensor && !m.scalar_object) {
           const int64_t empty = 0;
           holder = OwnedRef::steal(tensor_empty(&empty, 1, m.dtype));
         } else if (const NumPyHandles* np = numpy_handles()) {
-          holder = m.numpy_scalar ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
+          holder = m.scalar_object ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
                                   : OwnedRef::steal(PyObject_CallFunction(np->empty, "(i)", 0));
         }
         probe = holder.get();

@@ -200,6 +200,14 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
         return jit::Arg::integer(PyLong_AsLongLong(c));
       }
       if (PyFloat_CheckExact(c)) return jit::Arg::real(PyFloat_AS_DOUBLE(c));
+      if (PyFloat_Check(c)) {
+        // numpy.float64 (a float subclass): NumPy 1.x treats it by value exactly as a Python
+        // float, so it passes as one. NumPy 2 types it strongly, which an Arg cannot say.
+        const NumPyHandles* np = numpy_handles();
+        BREAK_IF(!np || np->major >= 2 || !PyObject_TypeCheck(c, np->generic),
+                 std::string("cannot pass a ") + Py_TYPE(c)->tp_name + " constant into the graph");
+        return jit::Arg::real(PyFloat_AS_DOUBLE(c));
+      }
       if (PyUnicode_CheckExact(c)) return jit::Arg::str(PyUnicode_AsUTF8(c));
       if (PyTuple_CheckExact(c) || PyList_CheckExact(c)) {
         std::vector<jit::Arg> items;

@@ -33,9 +33,9 @@ struct TensorMeta {
   std::vector<SymInt> shape;
   Layout layout = Layout::Contiguous;
   Device device;
-  /// NumPy returns a NumPy scalar (not a 0-d array) from full reductions and integer indexing;
-  /// backends must hand back the same kind of object.
-  bool numpy_scalar = false;
+  /// The library returns its scalar object here, not a 0-d array (NumPy does from full
+  /// reductions and integer indexing); programs must hand back the same kind of object.
+  bool scalar_object = false;
 
   int rank() const { return static_cast<int>(shape.size()); }
   /// "f32[s0, 4]" for tensors, "int"/"float"/"bool" for scalars.

@@ -99,7 +99,7 @@ bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::B
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return std::nullopt;
   const TensorMeta& m = node.meta;
-  if (m.kind != ValueKind::Tensor || m.numpy_scalar || !pointwise_dtype(m.dtype)) return std::nullopt;
+  if (m.kind != ValueKind::Tensor || m.scalar_object || !pointwise_dtype(m.dtype)) return std::nullopt;
   const auto info = pointwise_info(node.op);
   if (!info || !node.attrs.described) return std::nullopt;
   // The operands are the leading args; for astype the rest (dtype, casting, copy) are attributes,
@@ -130,8 +130,9 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
           num = am.dtype == DType::Int64 ? Number::Int : Number::Float;
           o = {PointwiseOperand::Kind::Scalar, static_cast<int>(a.i), 0};
         } else {
-          // A 0-d operand may be a NumPy scalar that NumPy 1.24 treats by value.
-          if (!pointwise_dtype(am.dtype) || am.numpy_scalar) return std::nullopt;
+          // A library scalar object (a NumPy scalar) reads as a 0-d array; the loop dtypes the
+          // frontend decided already hold for every value its guards admit.
+          if (!pointwise_dtype(am.dtype)) return std::nullopt;
           arrays.push_back(am.dtype);
           o = {PointwiseOperand::Kind::Tensor, static_cast<int>(a.i), 0};
         }
@@ -238,7 +239,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   const TensorMeta& in = graph.node(input).meta;
   const TensorMeta& m = node.meta;
   const int rank = in.rank();
-  if (in.kind != ValueKind::Tensor || in.numpy_scalar || rank == 0 || !pointwise_dtype(in.dtype)) return std::nullopt;
+  if (in.kind != ValueKind::Tensor || in.scalar_object || rank == 0 || !pointwise_dtype(in.dtype)) return std::nullopt;
   const bool arg = kind == OpKind::ArgMax || kind == OpKind::ArgMin;
   // The type NumPy 1.24 combines the elements in (Note [Integer reductions]): sums and products
   // of bool and integers in the platform integer (uint64 for unsigned), means of them in
@@ -260,7 +261,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   r.dtype = in.dtype;
   r.value_dtype = value;
   r.input = input;
-  r.numpy_scalar = m.numpy_scalar;
+  r.scalar_object = m.scalar_object;
   r.keepdims = attrs.keepdims;
   r.ddof = attrs.ddof;
   r.reduced.assign(rank, attrs.all_axes);
@@ -278,7 +279,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
     if (r.reduced[d]) count_bound *= std::max<int64_t>(size_lower_bound(in.shape[d]), 0);
     else ++kept;
   }
-  if (m.rank() != (r.keepdims ? rank : kept) || (r.numpy_scalar && (r.keepdims || kept))) return std::nullopt;
+  if (m.rank() != (r.keepdims ? rank : kept) || (r.scalar_object && (r.keepdims || kept))) return std::nullopt;
   // Reductions of nothing (NumPy raises, or warns and returns NaN) and var/std with
   // count - ddof <= 0 (NumPy warns) stay with NumPy.
   if (count_bound < 1) return std::nullopt;
@@ -310,8 +311,8 @@ std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {
   const TensorMeta& mb = graph.node(b).meta;
   const TensorMeta& m = node.meta;
   if (ma.kind != ValueKind::Tensor || mb.kind != ValueKind::Tensor || m.kind != ValueKind::Tensor) return std::nullopt;
-  if (!is_float(m.dtype) || ma.dtype != m.dtype || mb.dtype != m.dtype || m.numpy_scalar) return std::nullopt;
-  if (ma.rank() < 2 || mb.rank() < 2 || ma.numpy_scalar || mb.numpy_scalar) return std::nullopt;
+  if (!is_float(m.dtype) || ma.dtype != m.dtype || mb.dtype != m.dtype || m.scalar_object) return std::nullopt;
+  if (ma.rank() < 2 || mb.rank() < 2 || ma.scalar_object || mb.scalar_object) return std::nullopt;
   // np.dot of N-d arrays pairs every batch of A with every batch of B; only matmul broadcasts them.
   if (mb.rank() > 2 && node.op != OpKind::Matmul) return std::nullopt;
   return MatmulNode{a, b, m.dtype};

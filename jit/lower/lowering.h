@@ -49,7 +49,7 @@ struct ReductionNode {
   int64_t ddof = 0;
   std::vector<bool> reduced;  // per dim of the operand
   bool keepdims = false;
-  bool numpy_scalar = false;  // every dim reduced without keepdims: NumPy returns a scalar
+  bool scalar_object = false;  // every dim reduced without keepdims: NumPy returns a scalar
   DType dtype;                // the operand's
   DType value_dtype;          // what NumPy converts the operand to before combining (Note
                               // [Integer reductions] in jit/x86/reduction_codegen.cpp)

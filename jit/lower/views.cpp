@@ -68,7 +68,7 @@ std::optional<ViewOp> lower_view(const Graph& graph, const Node& node) {
   const TensorMeta& m = node.meta;
   const int source = static_cast<int>(node.args[0].i);
   const TensorMeta& in = graph.node(source).meta;
-  if (m.kind != ValueKind::Tensor || m.numpy_scalar || in.kind != ValueKind::Tensor || in.numpy_scalar ||
+  if (m.kind != ValueKind::Tensor || m.scalar_object || in.kind != ValueKind::Tensor || in.scalar_object ||
       in.dtype != m.dtype)
     return std::nullopt;
   const int rank = in.rank();

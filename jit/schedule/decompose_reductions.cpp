@@ -15,7 +15,7 @@ void decompose_reductions(FusionState& state) {
     r.operand = rn.input;
     r.reduced = rn.reduced;
     r.keepdims = rn.keepdims;
-    r.numpy_scalar = rn.numpy_scalar;
+    r.scalar_object = rn.scalar_object;
     r.ir.op = rn.op;
     r.ir.mean = rn.mean;
     r.ir.ddof = rn.ddof;
@@ -26,7 +26,7 @@ void decompose_reductions(FusionState& state) {
       ReductionStep mean = step;
       mean.kernel.node = mean.kernel.output = -1;
       mean.kernel.keepdims = true;
-      mean.kernel.numpy_scalar = false;
+      mean.kernel.scalar_object = false;
       mean.kernel.ir.ddof = 0;
       mean.kernel.ir.sqrt = false;
       rec.steps.push_back(std::move(mean));

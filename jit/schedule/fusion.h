@@ -42,7 +42,7 @@ struct ReductionGroup {
   std::vector<int> params;   // scalar values the prologue reads
   std::vector<bool> reduced;  // per dim of the iteration space (the operand's shape)
   bool keepdims = false;
-  bool numpy_scalar = false;  // hand back a NumPy scalar, not a 0-d array
+  bool scalar_object = false;  // hand back a NumPy scalar, not a 0-d array
   ReductionKernelIR ir;
 };
 

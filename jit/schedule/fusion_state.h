@@ -19,7 +19,7 @@ namespace framejit::jit {
 struct ReductionStep {
   /// Everything but the prologue and what it reads: node/output (-1 and -1 for a temporary,
   /// whose value index fuse_pointwise assigns when the kernel is accepted), reduced, keepdims,
-  /// numpy_scalar, and ir's op, mean, ddof and sqrt.
+  /// scalar_object, and ir's op, mean, ddof and sqrt.
   ReductionGroup kernel;
   /// Reduce (operand - the previous step's result)^2 instead of the operand: var and std.
   bool centered = false;

@@ -42,7 +42,7 @@ rt::ReductionStep reduction_step_of(const ReductionGroup& r, const ReductionArti
   s.output_dtype = r.ir.result_dtype();
   s.reduced = r.reduced;
   s.keepdims = r.keepdims;
-  s.scalar_result = r.numpy_scalar;
+  s.scalar_result = r.scalar_object;
   s.kind = reduce_kind(r.ir.op);
   s.ddof = r.ir.ddof;
   s.value_output = r.value_output;

@@ -41,7 +41,7 @@ void store_reduction_operands(FusionState& state) {
     // by row (rt::run_row_blocked), the form that writes them.
     const bool last_axis_only =
         r.reduced.size() >= 2 && r.reduced.back() && std::count(r.reduced.begin(), r.reduced.end(), true) == 1;
-    if (r.node < 0 || r.temp_producer >= 0 || r.numpy_scalar || !last_axis_only || is_arg_reduce(r.ir.op)) continue;
+    if (r.node < 0 || r.temp_producer >= 0 || r.scalar_object || !last_axis_only || is_arg_reduce(r.ir.op)) continue;
     // NB: members read their operands through args only (lower_pointwise takes no node in a
     // keyword), so the users of v in its group are exactly the members reading it.
     bool read_in_group = false, readers_after = true;

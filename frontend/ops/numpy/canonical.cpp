@@ -158,10 +158,13 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
     operands.resize(1);
   }
   // The loop dtypes (what each operand is converted to before the op runs), for the operands
-  // framejit passes to kernels: arrays (not NumPy scalars, which 1.x treats by value) and Python
-  // numbers. Anything else leaves them undecided.
+  // framejit passes to kernels: arrays, NumPy scalars and Python numbers. Anything else leaves
+  // them undecided. NumPy 1.x treats a NumPy scalar by its value; the result dtype already says
+  // what that decided (the probe guarded the value's range), which fixes an arithmetic loop but
+  // not a comparison's.
   std::vector<DType> arrays;
   std::vector<OperandKind> numbers;
+  bool scalar_object = false;
   for (const Arg& a : operands) {
     switch (a.kind) {
       case Arg::Kind::Node: {
@@ -172,7 +175,7 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
           else if (m->dtype == DType::Float64) numbers.push_back(OperandKind::PyFloat);
           else return;
         } else {
-          if (m->numpy_scalar) return;
+          scalar_object |= m->scalar_object;
           arrays.push_back(m->dtype);
         }
         break;
@@ -183,7 +186,7 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
       default: return;
     }
   }
-  if (arrays.empty()) return;
+  if (arrays.empty() || (scalar_object && jit::is_comparison_op(op))) return;
   const size_t n = operands.size();
   std::vector<DType>& loop = c.attrs.loop_dtypes;
   if (op == OpKind::Cast || op == OpKind::Positive) {

@@ -21,11 +21,11 @@ PyObject* numpy_attr(const char* name) {
   return r;
 }
 
-jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool numpy_scalar) {
+jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool scalar_object) {
   jit::TensorMeta m;
   m.dtype = dtype;
   m.shape = std::move(shape);
-  m.numpy_scalar = numpy_scalar;
+  m.scalar_object = scalar_object;
   return m;
 }
 
@@ -35,13 +35,29 @@ PyObject* g_probe_fn = nullptr;  // framejit._probe.result_type: new ref held fo
 
 PyObject* probe_fn() { return g_probe_fn; }  // borrowed
 
+// The graph input a NumPy scalar operand is (numpy.float64(2.0) passed in), or null: its value
+// varies from call to call, but the probe may ask which values keep the result type.
+const GraphInput* numpy_scalar_input(Tracer& tx, const VarPtr& v) {
+  if (v->kind != VarKind::Tensor || !tx.meta(v).scalar_object) return nullptr;
+  const int node = as<TensorVar>(v)->node;
+  if (tx.out().graph.node(node).kind != jit::NodeKind::Placeholder) return nullptr;
+  for (const GraphInput& in : tx.out().inputs)
+    if (in.node == node) return &in;
+  return nullptr;
+}
+
 OwnedRef make_spec(Tracer& tx, const VarPtr& v) {
   switch (v->kind) {
     case VarKind::Tensor: {
+      if (const GraphInput* in = numpy_scalar_input(tx, v)) {
+        // ("n", value): a NumPy scalar input; the probe computes with its traced value.
+        if (PyObject* value = fetch_source(*in->source, tx.view()))  // borrowed
+          return OwnedRef::steal(Py_BuildValue("(sO)", "n", value));
+      }
       const jit::TensorMeta& m = tx.meta(v);
       std::string_view name = rt::dtype_name(m.dtype);
       return OwnedRef::steal(Py_BuildValue("(ss#iO)", "t", name.data(), (Py_ssize_t)name.size(), m.rank(),
-                                           m.numpy_scalar ? Py_True : Py_False));
+                                           m.scalar_object ? Py_True : Py_False));
     }
     case VarKind::Scalar:
       return OwnedRef::steal(Py_BuildValue("(sO)", "s", as<ScalarVar>(v)->hint.get()));
@@ -167,11 +183,15 @@ DTypeAnswer probe_dtype(Tracer& tx, DTypeRule rule, std::string_view op, PyObjec
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(dependent); ++i) {
     PyObject* d = PyTuple_GET_ITEM(dependent, i);
     const VarPtr& v = args[PyLong_AsLong(PyTuple_GET_ITEM(d, 0))];
-    BREAK_IF(v->kind == VarKind::Tensor || PyTuple_GET_SIZE(d) < 5,
+    const GraphInput* scalar_input = numpy_scalar_input(tx, v);
+    BREAK_IF((v->kind == VarKind::Tensor && !scalar_input) || PyTuple_GET_SIZE(d) < 5,
              "the result dtype depends on the value of a 0-d array (NumPy value-based casting)");
-    if (v->kind != VarKind::Scalar) continue;  // a constant: nothing can change
-    auto* s = as<ScalarVar>(v);
-    if (!s->source) {
+    SourcePtr source;
+    if (scalar_input) {
+      source = scalar_input->source;
+    } else if (v->kind != VarKind::Scalar) {
+      continue;  // a constant: nothing can change
+    } else if (!(source = as<ScalarVar>(v)->source)) {
       tx.python_value(v, "NumPy's result dtype depends on this value");
       continue;
     }
@@ -191,7 +211,7 @@ DTypeAnswer probe_dtype(Tracer& tx, DTypeRule rule, std::string_view op, PyObjec
       g.ihi = overflow ? INT64_MAX : hi - 1;
     }
     if (PyErr_Occurred()) graph_break(BreakKind::Internal, "internal: bad probe answer " + fetch_error_text());
-    tx.out().guards.add_range(s->source, g);
+    tx.out().guards.add_range(source, g);
   }
   return {*dt, PyTuple_GET_ITEM(r.get(), 1) == Py_True};
 }

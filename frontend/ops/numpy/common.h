@@ -20,7 +20,7 @@ using Shape = std::vector<SymInt>;
 /// What NumPy says a call returns, asked with stand-in operands (see framejit/_probe.py).
 struct DTypeAnswer {
   rt::DType dtype;
-  bool numpy_scalar;
+  bool scalar_object;
 };
 /// Resolves the result dtype of `fn(*args, **kwargs)`, the op NumPy calls `op` ("add", "exp",
 /// "sum", "matmul" ...). NumPy programs ask the installed NumPy: tensors become stand-ins of their
@@ -65,7 +65,7 @@ std::vector<std::pair<std::string, jit::Arg>> to_kwargs(Tracer& tx, const KwArgs
 /// The DType of a dtype-like constant (numpy.float32, "float32", np.dtype(...), float, int).
 rt::DType dtype_of(Tracer& tx, const VarPtr& v);
 
-jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool numpy_scalar = false);
+jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool scalar_object = false);
 
 /// numpy.<name>, borrowed (imported once).
 PyObject* numpy_attr(const char* name);

@@ -2,6 +2,10 @@
 #include "frontend/ops/numpy/families.h"
 #include "frontend/ops/numpy/promotion.h"
 
+#include <cmath>
+
+#include "frontend/interop/numpy_abi.h"
+
 namespace framejit::frontend::ops {
 
 namespace {
@@ -14,6 +18,31 @@ std::string ufunc_name(const std::string& target) {
   if (target.compare(0, dot, "operator") == 0 || target.compare(0, dot, "builtins") == 0)
     if (auto u = ufunc_for_operator(name)) return std::string(*u);
   return name;
+}
+
+// A ufunc of constants computed now (np.sqrt(2 / np.pi)): NumPy gives a float64 scalar, which
+// then meets arrays as the constant it is, value-based casting included, instead of a 0-d node
+// whose value the trace cannot see. Only when every operand is a finite number and so is the
+// result: then NumPy raised no floating-point warning that the compiled call would owe.
+VarPtr fold_constants(Tracer& tx, PyObject* fn, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  // NumPy 2 types the float64 result strongly, which a graph constant cannot carry (to_arg).
+  const NumPyHandles* np = numpy_handles();
+  if (!fn || !kwargs.empty() || args.empty() || !np || np->major >= 2) return nullptr;
+  std::vector<PyObject*> argv;
+  for (const VarPtr& a : args) {
+    if (a->kind != VarKind::Const) return nullptr;
+    PyObject* c = const_value(a);  // borrowed
+    if (!PyLong_Check(c) && !PyFloat_Check(c)) return nullptr;
+    if (PyFloat_Check(c) && !std::isfinite(PyFloat_AS_DOUBLE(c))) return nullptr;
+    argv.push_back(c);
+  }
+  OwnedRef r = OwnedRef::steal(PyObject_Vectorcall(fn, argv.data(), argv.size(), nullptr));
+  if (!r) {
+    PyErr_Clear();  // the graph keeps the call, and CPython's error, as before
+    return nullptr;
+  }
+  if (!PyFloat_Check(r.get()) || !std::isfinite(PyFloat_AS_DOUBLE(r.get()))) return nullptr;
+  return tx.wrap_const(r.get());
 }
 
 }  // namespace
@@ -30,6 +59,7 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
     if ((k == "out" || k == "where") && !is_none) graph_break("NumPy call with " + k + "= (writes into an array)");
     BREAK_IF(k != "out" && k != "where" && !is_none, "NumPy call with keyword " + k + "=");
   }
+  if (VarPtr folded = fold_constants(tx, probe, args, kwargs)) return folded;
   std::vector<Shape> shapes;
   for (auto& a : args) {
     BREAK_IF(is_seq(a), "a list or tuple as an array operand (it would be converted with numpy.asarray)");
@@ -44,7 +74,7 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
   }
   DTypeAnswer dt = probe_dtype(tx, DTypeRule::Elementwise, ufunc_name(target), probe, args, probe_kwargs);
   Shape shape = broadcast_shapes(tx, shapes);
-  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.numpy_scalar),
+  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.scalar_object),
                        to_kwargs(tx, kwargs));
 }
 

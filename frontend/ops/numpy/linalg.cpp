@@ -40,7 +40,7 @@ VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, co
   }
   PyObject* fn = numpy_attr(name == "dot" ? "dot" : "matmul");
   DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, name, fn, {a, b}, {});
-  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, out, dt.numpy_scalar), to_kwargs(tx, kwargs));
+  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, out, dt.scalar_object), to_kwargs(tx, kwargs));
 }
 
 }  // namespace framejit::frontend::ops

@@ -90,7 +90,7 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target,
     for (auto& kw : rec_kwargs)
       if (kw.second == v) kw.second = c;
   }
-  return tx.add_tensor(target, to_args(tx, rec_args), tensor_meta(dt.dtype, shape, dt.numpy_scalar),
+  return tx.add_tensor(target, to_args(tx, rec_args), tensor_meta(dt.dtype, shape, dt.scalar_object),
                        to_kwargs(tx, rec_kwargs));
 }
 

@@ -213,7 +213,7 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
       auto b = bind_args(name, {"order"}, rest, kwargs);
       (void)b;
     }
-    jit::TensorMeta out = tensor_meta(dt, in, m.numpy_scalar);
+    jit::TensorMeta out = tensor_meta(dt, in, m.scalar_object);
     return tx.add_tensor(target, to_args(tx, args), std::move(out), to_kwargs(tx, kwargs));
   }
   if (name == "split") {

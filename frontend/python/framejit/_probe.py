@@ -54,6 +54,11 @@ def _probes(spec):
         if isinstance(v, bool):
             return ()
         return _INT_PROBES if isinstance(v, int) else _FLOAT_PROBES
+    if kind == "n":  # a NumPy scalar input: its extremes, as the 0-d case below
+        if _NUMPY_MAJOR >= 2:
+            return ()  # NEP 50: a NumPy scalar's type is strong, its value never matters
+        spec = ("t", np.dtype(type(spec[1])).name, 0, True)
+        kind = "t"
     if kind == "t" and spec[2] == 0 and _NUMPY_MAJOR < 2:
         dt = np.dtype(spec[1])
         if dt.kind in "iu":
@@ -79,8 +84,8 @@ def _describe(r):
 
 
 def _key_of(spec):
-    if spec[0] == "s":
-        return ("s", type(spec[1]))
+    if spec[0] in "sn":
+        return (spec[0], type(spec[1]))
     if spec[0] == "l":
         return ("l", tuple(_key_of(s) for s in spec[1]))
     if spec[0] == "c":
@@ -210,10 +215,13 @@ def _value_range(fn, base, i, kwargs):
     the traced value (lo < value < hi) instead of the exact value.
     """
     v = base[i]
+    cast = None
+    if isinstance(v, np.generic):  # a NumPy scalar input: its value ranges, kept in its type
+        cast, v = type(v), v.item()
 
     def answer(x):
         args = list(base)
-        args[i] = x
+        args[i] = x if cast is None else cast(x)
         try:
             return _describe(fn(*args, **kwargs))
         except Exception:
@@ -252,8 +260,9 @@ def result_type(fn, specs, kwargs):
     """Returns (dtype name or None, numpy scalar result?, value dependences).
 
     A value dependence is (operand index, "t") for a 0-d array (its value is unknown at trace
-    time), or (operand index, kind, lo, hi, nonfinite_ok) for a Python number: the result type
-    stays the same for lo < value < hi (and for inf/nan when nonfinite_ok).
+    time), or (operand index, kind, lo, hi, nonfinite_ok) for a Python number or a NumPy scalar
+    input ("n" spec): the result type stays the same for lo < value < hi (and for inf/nan when
+    nonfinite_ok).
     """
     parts = tuple(_key_of(s) for s in specs)
     key = None
@@ -268,7 +277,7 @@ def result_type(fn, specs, kwargs):
         if hit is not None:
             return hit
         # Answers that depend on values are cached per value bucket (NumPy's own classes).
-        key = (key, tuple((np.min_scalar_type(s[1]).char, s[1] < 0) for s in specs if s[0] == "s"))
+        key = (key, tuple((np.min_scalar_type(s[1]).char, s[1] < 0) for s in specs if s[0] in "sn"))
         hit = _cache.get(key)
         if hit is not None:
             return hit
@@ -287,7 +296,7 @@ def result_type(fn, specs, kwargs):
                 except Exception:
                     same = False
                 if not same:
-                    if spec[0] == "s":
+                    if spec[0] in "sn":
                         dependent.append((i,) + _value_range(fn, base, i, kwargs))
                     else:
                         dependent.append((i, "t"))

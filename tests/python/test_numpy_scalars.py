@@ -1,0 +1,106 @@
+"""NumPy scalars in compiled code (issue 12, item 6): a numpy.float64 argument is a run-time input
+that kernels read, NumPy 1.x's value-based casting is guarded by value range, and ufuncs of
+constants fold so `np.sqrt(2 / np.pi) * x32` stays float32 and in one graph."""
+
+import numpy as np
+import pytest
+
+import framejit
+
+NUMPY1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def _same(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        # Fused float32 kernels round differently from NumPy's op-by-op loops (1 + tanh near -1
+        # cancels): a few float32 ulps of the operands' scale.
+        tol = 1e-5 if want.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    else:
+        assert got == want
+
+
+def affine(x, a):
+    return x * a + 1.0
+
+
+@pytest.mark.parametrize("a", [np.float64(2.0), np.float64(-3.5), np.float32(5.0), np.int64(3), np.int32(-2)])
+def test_numpy_scalar_argument_is_read_by_the_kernel(a):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    framejit.reset()
+    f = framejit.compile(affine)
+    for _ in range(2):  # the cold call and the cache hit
+        _same(f(x, a), affine(x, a))
+    stats = framejit.stats()
+    assert stats["captured"] == 1 and stats["graph_breaks"] == 0
+    assert stats["cache_hits"] == 1
+    assert stats["extern_calls"] == 0, "the scalar should be a kernel operand, not a NumPy call"
+
+
+def test_new_value_of_a_numpy_scalar_does_not_recompile():
+    x = np.ones(16, dtype=np.float32)
+    framejit.reset()
+    f = framejit.compile(affine)
+    for v in (2.0, 3.0, -7.25, 1e10):
+        _same(f(x, np.float64(v)), affine(x, np.float64(v)))
+    assert framejit.stats()["captured"] == 1
+
+
+@pytest.mark.skipif(not NUMPY1, reason="value-based casting is NumPy 1.x's rule")
+def test_value_based_casting_of_a_numpy_scalar_is_guarded():
+    x = np.ones(8, dtype=np.float32)
+    framejit.reset()
+    f = framejit.compile(affine)
+    small, huge = np.float64(2.0), np.float64(1e300)  # huge does not fit float32: float64 result
+    _same(f(x, small), affine(x, small))
+    got = f(x, huge)
+    _same(got, affine(x, huge))
+    assert got.dtype == np.float64
+    _same(f(x, small), affine(x, small))  # the first entry still serves small values
+    assert framejit.stats()["captured"] == 2
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_is_one_graph(dtype):
+    x = np.linspace(-4, 4, 33, dtype=dtype)
+    e = framejit.explain(gelu)(x)
+    assert e.graph_count == 1 and not e.breaks
+    framejit.reset()
+    f = framejit.compile(gelu)
+    for _ in range(2):
+        _same(f(x), gelu(x))
+    assert framejit.stats()["extern_calls"] == 0
+
+
+def scalar_results(x):
+    c = np.sqrt(2.0)
+    return x * c, c, c * 2.0, np.exp(1)
+
+
+def test_folded_constants_keep_numpys_types():
+    x = np.arange(5, dtype=np.float32)
+    f = framejit.compile(scalar_results)
+    for _ in range(2):
+        got, want = f(x), scalar_results(x)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+
+
+def warns_on_constants(x):
+    return x * np.log(0.0)  # -inf with a divide-by-zero warning: not folded
+
+
+def test_a_constant_that_warns_is_not_folded():
+    x = np.ones(3)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            warns_on_constants(x)
+        with pytest.raises(FloatingPointError):
+            framejit.compile(warns_on_constants)(x)
