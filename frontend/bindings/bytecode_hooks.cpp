@@ -5,6 +5,7 @@
 
 #include "frontend/bytecode/assemble.h"
 #include "frontend/bytecode/disassemble.h"
+#include "frontend/bytecode/locals.h"
 #include "frontend/bytecode/opcode_facts.h"
 
 namespace py = pybind11;
@@ -80,6 +81,19 @@ py::object return_arg_plus(py::object code, py::object value) {
   return assemble_or_throw(b);
 }
 
+// `code` with a new local `name` at co_varnames[position]; as_arg: also one more positional
+// argument (position must then be within the arguments).
+py::object insert_local(py::object code, size_t position, py::str name, bool as_arg) {
+  bc::Bytecode b = disassemble_or_throw(code);
+  framejit::Expected<int> at = bc::insert_local(b, position, name.ptr());
+  if (!at) throw py::value_error("bytecode: " + at.error().message());
+  if (as_arg) {
+    const int argcount = code.attr("co_argcount").cast<int>();
+    b.overrides.emplace_back("co_argcount", framejit::frontend::OwnedRef::steal(PyLong_FromLong(argcount + 1)));
+  }
+  return assemble_or_throw(b);
+}
+
 // (opcode, oparg, offset, jump target's offset or -1, position, handler (offset, depth, lasti)
 // or None) per instruction, offsets in code units as disassembled.
 py::list listing(py::object code) {
@@ -110,6 +124,8 @@ void bind_bytecode(py::module_& m) {
         "code -> code with NOP (or LOAD_CONST const; POP_TOP) before every every_n-th instruction");
   m.def("_bytecode_return_arg_plus", &return_arg_plus,
         "code -> code whose body is `return <first argument> + const`");
+  m.def("_bytecode_insert_local", &insert_local, py::arg("code"), py::arg("position"), py::arg("name"),
+        py::arg("as_arg") = false, "code -> code with one more local (or positional argument)");
   m.def("_bytecode_listing", &listing, "code -> the disassembled instructions as tuples");
   m.def("_bytecode_stack_depth", [](py::object code) {
     framejit::Expected<int> d = bc::stack_depth(disassemble_or_throw(code));

@@ -258,6 +258,8 @@ Expected<OwnedRef> assemble(const Bytecode& bc) {
             put("co_linetable", OwnedRef::steal(PyBytes_FromStringAndSize(a->line_table.data(), static_cast<Py_ssize_t>(a->line_table.size())))) &&
             put("co_stacksize", OwnedRef::steal(PyLong_FromLong(a->stack_size))) &&
             put("co_consts", tuple_of(bc.consts)) && put("co_names", tuple_of(bc.names)) &&
+            put("co_varnames", tuple_of(bc.varnames)) &&
+            put("co_nlocals", OwnedRef::steal(PyLong_FromSsize_t(static_cast<Py_ssize_t>(bc.varnames.size())))) &&
             put("co_firstlineno", OwnedRef::steal(PyLong_FromLong(bc.first_line)));
   for (const auto& [key, value] : bc.overrides)
     ok = ok && put(key.c_str(), value);

@@ -27,8 +27,9 @@ Expected<Assembled> assemble_tables(const Bytecode& bc);
 /// stackdepth() over the final instructions). Fails on inconsistent or negative depths.
 Expected<int> stack_depth(const Bytecode& bc);
 
-/// A new code object: `bc.code.replace(co_code=..., co_consts=..., co_names=...,
-/// co_exceptiontable=..., co_linetable=..., co_stacksize=..., **bc.overrides)`.
+/// A new code object: `bc.code.replace(co_code=..., co_consts=..., co_names=..., co_varnames=...,
+/// co_nlocals=..., co_exceptiontable=..., co_linetable=..., co_stacksize=..., co_firstlineno=...,
+/// **bc.overrides)`.
 Expected<OwnedRef> assemble(const Bytecode& bc);
 
 }  // namespace framejit::frontend::bytecode

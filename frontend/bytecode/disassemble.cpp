@@ -52,6 +52,9 @@ Expected<Bytecode> disassemble(PyObject* code) {  // borrowed
   if (!consts) return consts.error();
   Expected<std::vector<OwnedRef>> names = tuple_attr(code, "co_names");
   if (!names) return names.error();
+  Expected<std::vector<OwnedRef>> varnames = tuple_attr(code, "co_varnames");
+  if (!varnames) return varnames.error();
+  bc.varnames = std::move(*varnames);
   bc.consts = std::move(*consts);
   bc.names = std::move(*names);
 

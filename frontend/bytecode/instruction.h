@@ -86,7 +86,7 @@ struct Instruction {
 };
 
 /// A code object taken apart: its instructions plus the tables instructions index into
-/// (co_consts, co_names), both growable. `code` is the original code object; assemble() builds
+/// (co_consts, co_names, co_varnames), all growable. `code` is the original code object; assemble() builds
 /// the new one as `code.replace(...)`, so everything not listed here (varnames, freevars, flags,
 /// argcount, name, qualname, firstlineno) is kept unless `overrides` names it.
 struct Bytecode {
@@ -94,6 +94,7 @@ struct Bytecode {
   std::vector<Instruction> instructions;
   std::vector<OwnedRef> consts;    // co_consts, in order (new refs held)
   std::vector<OwnedRef> names;     // co_names, in order (new refs held)
+  std::vector<OwnedRef> varnames;  // co_varnames (locals, arguments first); see locals.h
   int first_line = 0;              // co_firstlineno: line positions are absolute, not relative
   /// Extra keyword arguments for code.replace(), e.g. {"co_name", PyUnicode}. Applied last.
   std::vector<std::pair<std::string, OwnedRef>> overrides;

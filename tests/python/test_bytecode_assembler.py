@@ -365,6 +365,46 @@ def test_positions_survive_an_edit():
     assert _raising_line(edited, -1) == _raising_line(exceptions, -1)
 
 
+def with_cells(x, y=2):
+    z = x + y
+
+    def inner():
+        return z * x  # x: an argument that is also a cell; z: a plain cell
+
+    return inner() + x
+
+
+def test_insert_local_as_first_argument():
+    co = _C._bytecode_insert_local(with_cells.__code__, 0, "extra", as_arg=True)
+    assert co.co_varnames[0] == "extra" and co.co_argcount == 3
+    g = types.FunctionType(co, globals(), "g", with_cells.__defaults__)
+    assert g("ignored", 3) == with_cells(3)
+    assert g(None, 3, 5) == with_cells(3, 5)
+
+
+def test_insert_local_after_the_others():
+    n = len(with_cells.__code__.co_varnames)
+    co = _C._bytecode_insert_local(with_cells.__code__, n, "spare")
+    assert co.co_varnames[-1] == "spare"
+    g = types.FunctionType(co, globals(), "g", with_cells.__defaults__)
+    assert g(4) == with_cells(4)
+
+
+def test_insert_local_renumbers_paired_loads():
+    # 16 arguments: 3.13 loads a14, a15 with one LOAD_FAST_LOAD_FAST (4-bit indices), which must
+    # split once a15 becomes local 16.
+    args = ", ".join(f"a{i}" for i in range(16))
+    ns = {}
+    exec(f"def h({args}):\n    b = a14 - a15\n    return a0 * b + a15", ns)
+    h = ns["h"]
+    co = _C._bytecode_insert_local(h.__code__, 0, "extra", as_arg=True)
+    g = types.FunctionType(co, globals())
+    vals = list(range(3, 19))
+    assert g(None, *vals) == h(*vals)
+    with pytest.raises(ValueError, match="already has a local"):
+        _C._bytecode_insert_local(h.__code__, 0, "a3")
+
+
 # ---- strange input: a clear error, never a crash -----------------------------------------------------
 
 
