@@ -5,9 +5,9 @@
 
 #include <string>
 
+#include "framejit/status.h"
 #include "frontend/bytecode/instruction.h"
 #include "frontend/cpython/pyref.h"
-#include "framejit/status.h"
 
 namespace framejit::frontend::bytecode {
 
@@ -21,15 +21,15 @@ struct Assembled {
 
 /// Lays out `bc`: picks jump opargs (and 3.11's jump directions) until every EXTENDED_ARG
 /// prefix is stable, then writes the tables and computes the stack depth.
-Expected<Assembled> assemble_tables(const Bytecode& bc);
+Expected<Assembled> assemble_tables(const Bytecode &bc);
 
 /// The deepest value stack any path reaches, exception handlers included (the compiler's
 /// stackdepth() over the final instructions). Fails on inconsistent or negative depths.
-Expected<int> stack_depth(const Bytecode& bc);
+Expected<int> stack_depth(const Bytecode &bc);
 
 /// A new code object: `bc.code.replace(co_code=..., co_consts=..., co_names=..., co_varnames=...,
 /// co_nlocals=..., co_exceptiontable=..., co_linetable=..., co_stacksize=..., co_firstlineno=...,
 /// **bc.overrides)`.
-Expected<OwnedRef> assemble(const Bytecode& bc);
+Expected<OwnedRef> assemble(const Bytecode &bc);
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

@@ -3,8 +3,8 @@
 
 #include <Python.h>
 
-#include "frontend/bytecode/instruction.h"
 #include "framejit/status.h"
+#include "frontend/bytecode/instruction.h"
 
 namespace framejit::frontend::bytecode {
 
@@ -12,6 +12,6 @@ namespace framejit::frontend::bytecode {
 /// into opargs, CACHE units dropped, jump offsets turned into labels, co_exceptiontable into
 /// per-instruction handlers and co_linetable into per-instruction positions. Malformed input of
 /// any kind is an InvalidArgument Status, never a crash.
-Expected<Bytecode> disassemble(PyObject* code);
+Expected<Bytecode> disassemble(PyObject *code);
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

@@ -39,10 +39,10 @@ struct Position {
   int end_col = -1;
 
   bool has_line() const { return line >= 0; }
-  bool operator==(const Position& o) const {
+  bool operator==(const Position &o) const {
     return line == o.line && end_line == o.end_line && col == o.col && end_col == o.end_col;
   }
-  bool operator!=(const Position& o) const { return !(*this == o); }
+  bool operator!=(const Position &o) const { return !(*this == o); }
 };
 
 /// Which handler catches an exception raised by an instruction (an exception-table entry that
@@ -54,10 +54,10 @@ struct ExceptHandler {
   bool lasti = false;
 
   bool active() const { return target != kNoLabel; }
-  bool operator==(const ExceptHandler& o) const {
+  bool operator==(const ExceptHandler &o) const {
     return target == o.target && depth == o.depth && lasti == o.lasti;
   }
-  bool operator!=(const ExceptHandler& o) const { return !(*this == o); }
+  bool operator!=(const ExceptHandler &o) const { return !(*this == o); }
 };
 
 /// One instruction: this interpreter's opcode number (<opcode.h>) and its full argument.
@@ -65,11 +65,11 @@ struct ExceptHandler {
 struct Instruction {
   int opcode = 0;
   int oparg = 0;
-  Label target = kNoLabel;   // jumps only
-  Label label = kNoLabel;    // this instruction's own name, if anything refers to it
+  Label target = kNoLabel; // jumps only
+  Label label = kNoLabel;  // this instruction's own name, if anything refers to it
   Position pos;
   ExceptHandler handler;
-  int offset = -1;           // code unit it started at when disassembled; -1 for new ones
+  int offset = -1; // code unit it started at when disassembled; -1 for new ones
 
   static Instruction make(int opcode, int oparg = 0, Position pos = {}) {
     Instruction i;
@@ -86,16 +86,16 @@ struct Instruction {
 };
 
 /// A code object taken apart: its instructions plus the tables instructions index into
-/// (co_consts, co_names, co_varnames), all growable. `code` is the original code object; assemble() builds
-/// the new one as `code.replace(...)`, so everything not listed here (varnames, freevars, flags,
-/// argcount, name, qualname, firstlineno) is kept unless `overrides` names it.
+/// (co_consts, co_names, co_varnames), all growable. `code` is the original code object; assemble()
+/// builds the new one as `code.replace(...)`, so everything not listed here (varnames, freevars,
+/// flags, argcount, name, qualname, firstlineno) is kept unless `overrides` names it.
 struct Bytecode {
-  OwnedRef code;                   // the code object this came from (new ref held)
+  OwnedRef code; // the code object this came from (new ref held)
   std::vector<Instruction> instructions;
-  std::vector<OwnedRef> consts;    // co_consts, in order (new refs held)
-  std::vector<OwnedRef> names;     // co_names, in order (new refs held)
-  std::vector<OwnedRef> varnames;  // co_varnames (locals, arguments first); see locals.h
-  int first_line = 0;              // co_firstlineno: line positions are absolute, not relative
+  std::vector<OwnedRef> consts;   // co_consts, in order (new refs held)
+  std::vector<OwnedRef> names;    // co_names, in order (new refs held)
+  std::vector<OwnedRef> varnames; // co_varnames (locals, arguments first); see locals.h
+  int first_line = 0;             // co_firstlineno: line positions are absolute, not relative
   /// Extra keyword arguments for code.replace(), e.g. {"co_name", PyUnicode}. Applied last.
   std::vector<std::pair<std::string, OwnedRef>> overrides;
 
@@ -104,10 +104,10 @@ struct Bytecode {
   /// The label of instructions[index], giving it one if it has none.
   Label label_at(size_t index);
   /// Index of `value` in consts: an existing entry if it is the very same object, else appended.
-  int add_const(PyObject* value);  // borrowed
+  int add_const(PyObject *value); // borrowed
   /// Index of the str `name` in names, appended if absent (compared by value, as CPython does).
-  int add_name(PyObject* name);    // borrowed
-  int add_name(const char* name);
+  int add_name(PyObject *name); // borrowed
+  int add_name(const char *name);
   /// Index of the instruction carrying `label`, or -1.
   int index_of(Label label) const;
 
@@ -118,4 +118,4 @@ private:
   Label next_label_ = 0;
 };
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

@@ -4,8 +4,8 @@
 
 #include <Python.h>
 
-#include "frontend/bytecode/instruction.h"
 #include "framejit/status.h"
+#include "frontend/bytecode/instruction.h"
 
 namespace framejit::frontend::bytecode {
 
@@ -14,6 +14,6 @@ namespace framejit::frontend::bytecode {
 /// whose index counts varnames first). 3.13's two-local superinstructions are split where an
 /// index no longer fits in 4 bits. To make the new local an argument, insert it within the first
 /// co_argcount names and raise co_argcount through Bytecode::overrides. Returns the new index.
-Expected<int> insert_local(Bytecode& bc, size_t position, PyObject* name);
+Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name);
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

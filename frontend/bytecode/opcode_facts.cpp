@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::array<uint8_t, 256> make_cache_table() {
   std::array<uint8_t, 256> t{};
-#if PY_VERSION_HEX < 0x030C0000  // 3.11: Lib/opcode.py _cache_format
+#if PY_VERSION_HEX < 0x030C0000 // 3.11: Lib/opcode.py _cache_format
   t[BINARY_SUBSCR] = 4;
   t[STORE_SUBSCR] = 1;
   t[UNPACK_SEQUENCE] = 1;
@@ -23,7 +23,7 @@ constexpr std::array<uint8_t, 256> make_cache_table() {
   t[LOAD_METHOD] = 10;
   t[PRECALL] = 1;
   t[CALL] = 4;
-#elif PY_VERSION_HEX < 0x030D0000  // 3.12
+#elif PY_VERSION_HEX < 0x030D0000 // 3.12
   t[BINARY_SUBSCR] = 1;
   t[STORE_SUBSCR] = 1;
   t[UNPACK_SEQUENCE] = 1;
@@ -36,7 +36,7 @@ constexpr std::array<uint8_t, 256> make_cache_table() {
   t[SEND] = 1;
   t[LOAD_SUPER_ATTR] = 1;
   t[CALL] = 3;
-#else  // 3.13
+#else                             // 3.13
   t[LOAD_GLOBAL] = 4;
   t[BINARY_OP] = 1;
   t[UNPACK_SEQUENCE] = 1;
@@ -62,104 +62,125 @@ constexpr std::array<uint8_t, 256> make_cache_table() {
 
 constexpr std::array<uint8_t, 256> kCaches = make_cache_table();
 
-}  // namespace
+} // namespace
 
 int cache_entries(int opcode) { return opcode >= 0 && opcode < 256 ? kCaches[opcode] : 0; }
 
 JumpKind jump_kind(int opcode) {
   switch (opcode) {
-    case JUMP_FORWARD:
-    case FOR_ITER:
-    case SEND:
+  case JUMP_FORWARD:
+  case FOR_ITER:
+  case SEND:
 #if PY_VERSION_HEX < 0x030C0000
-    case POP_JUMP_FORWARD_IF_FALSE:
-    case POP_JUMP_FORWARD_IF_TRUE:
-    case POP_JUMP_FORWARD_IF_NONE:
-    case POP_JUMP_FORWARD_IF_NOT_NONE:
-    case JUMP_IF_FALSE_OR_POP:
-    case JUMP_IF_TRUE_OR_POP:
+  case POP_JUMP_FORWARD_IF_FALSE:
+  case POP_JUMP_FORWARD_IF_TRUE:
+  case POP_JUMP_FORWARD_IF_NONE:
+  case POP_JUMP_FORWARD_IF_NOT_NONE:
+  case JUMP_IF_FALSE_OR_POP:
+  case JUMP_IF_TRUE_OR_POP:
 #else
-    case POP_JUMP_IF_FALSE:
-    case POP_JUMP_IF_TRUE:
-    case POP_JUMP_IF_NONE:
-    case POP_JUMP_IF_NOT_NONE:
+  case POP_JUMP_IF_FALSE:
+  case POP_JUMP_IF_TRUE:
+  case POP_JUMP_IF_NONE:
+  case POP_JUMP_IF_NOT_NONE:
 #endif
-      return JumpKind::Forward;
-    case JUMP_BACKWARD:
-    case JUMP_BACKWARD_NO_INTERRUPT:
+    return JumpKind::Forward;
+  case JUMP_BACKWARD:
+  case JUMP_BACKWARD_NO_INTERRUPT:
 #if PY_VERSION_HEX < 0x030C0000
-    case POP_JUMP_BACKWARD_IF_FALSE:
-    case POP_JUMP_BACKWARD_IF_TRUE:
-    case POP_JUMP_BACKWARD_IF_NONE:
-    case POP_JUMP_BACKWARD_IF_NOT_NONE:
+  case POP_JUMP_BACKWARD_IF_FALSE:
+  case POP_JUMP_BACKWARD_IF_TRUE:
+  case POP_JUMP_BACKWARD_IF_NONE:
+  case POP_JUMP_BACKWARD_IF_NOT_NONE:
 #endif
-      return JumpKind::Backward;
-    default:
-      return JumpKind::None;
+    return JumpKind::Backward;
+  default:
+    return JumpKind::None;
   }
 }
 
 int jump_reversed(int opcode) {
   switch (opcode) {
-    case JUMP_FORWARD: return JUMP_BACKWARD;
-    case JUMP_BACKWARD: return JUMP_FORWARD;
+  case JUMP_FORWARD:
+    return JUMP_BACKWARD;
+  case JUMP_BACKWARD:
+    return JUMP_FORWARD;
 #if PY_VERSION_HEX < 0x030C0000
-    case POP_JUMP_FORWARD_IF_FALSE: return POP_JUMP_BACKWARD_IF_FALSE;
-    case POP_JUMP_BACKWARD_IF_FALSE: return POP_JUMP_FORWARD_IF_FALSE;
-    case POP_JUMP_FORWARD_IF_TRUE: return POP_JUMP_BACKWARD_IF_TRUE;
-    case POP_JUMP_BACKWARD_IF_TRUE: return POP_JUMP_FORWARD_IF_TRUE;
-    case POP_JUMP_FORWARD_IF_NONE: return POP_JUMP_BACKWARD_IF_NONE;
-    case POP_JUMP_BACKWARD_IF_NONE: return POP_JUMP_FORWARD_IF_NONE;
-    case POP_JUMP_FORWARD_IF_NOT_NONE: return POP_JUMP_BACKWARD_IF_NOT_NONE;
-    case POP_JUMP_BACKWARD_IF_NOT_NONE: return POP_JUMP_FORWARD_IF_NOT_NONE;
+  case POP_JUMP_FORWARD_IF_FALSE:
+    return POP_JUMP_BACKWARD_IF_FALSE;
+  case POP_JUMP_BACKWARD_IF_FALSE:
+    return POP_JUMP_FORWARD_IF_FALSE;
+  case POP_JUMP_FORWARD_IF_TRUE:
+    return POP_JUMP_BACKWARD_IF_TRUE;
+  case POP_JUMP_BACKWARD_IF_TRUE:
+    return POP_JUMP_FORWARD_IF_TRUE;
+  case POP_JUMP_FORWARD_IF_NONE:
+    return POP_JUMP_BACKWARD_IF_NONE;
+  case POP_JUMP_BACKWARD_IF_NONE:
+    return POP_JUMP_FORWARD_IF_NONE;
+  case POP_JUMP_FORWARD_IF_NOT_NONE:
+    return POP_JUMP_BACKWARD_IF_NOT_NONE;
+  case POP_JUMP_BACKWARD_IF_NOT_NONE:
+    return POP_JUMP_FORWARD_IF_NOT_NONE;
 #endif
-    default: return -1;
+  default:
+    return -1;
   }
 }
 
 bool is_terminator(int opcode) {
   switch (opcode) {
-    case RETURN_VALUE:
+  case RETURN_VALUE:
 #if PY_VERSION_HEX >= 0x030C0000
-    case RETURN_CONST:
+  case RETURN_CONST:
 #endif
-    case RAISE_VARARGS:
-    case RERAISE:
-    case JUMP_FORWARD:
-    case JUMP_BACKWARD:
-    case JUMP_BACKWARD_NO_INTERRUPT:
-      return true;
-    default:
-      return false;
+  case RAISE_VARARGS:
+  case RERAISE:
+  case JUMP_FORWARD:
+  case JUMP_BACKWARD:
+  case JUMP_BACKWARD_NO_INTERRUPT:
+    return true;
+  default:
+    return false;
   }
 }
 
-bool stack_effect(int opcode, int oparg, bool jump, int* effect) {
-  if (opcode <= 0 || opcode >= 256 || opcode == EXTENDED_ARG) return false;
+bool stack_effect(int opcode, int oparg, bool jump, int *effect) {
+  if (opcode <= 0 || opcode >= 256 || opcode == EXTENDED_ARG)
+    return false;
   int e = PyCompile_OpcodeStackEffectWithJump(opcode, oparg, jump ? 1 : 0);
   // NB: some versions raise ValueError for an unknown opcode, others only return the marker.
-  if (PyErr_Occurred()) PyErr_Clear();
-  if (e == PY_INVALID_STACK_EFFECT || e == INT_MAX) return false;
+  if (PyErr_Occurred())
+    PyErr_Clear();
+  if (e == PY_INVALID_STACK_EFFECT || e == INT_MAX)
+    return false;
   *effect = e;
   return true;
 }
 
-bool can_insert_before(const Bytecode& bc, size_t index) {
-  const auto& ins = bc.instructions;
-  if (index >= ins.size()) return true;
+bool can_insert_before(const Bytecode &bc, size_t index) {
+  const auto &ins = bc.instructions;
+  if (index >= ins.size())
+    return true;
   const int op = ins[index].opcode;
-  if (op == RESUME) return false;
-  if (index == 0) return true;
+  if (op == RESUME)
+    return false;
+  if (index == 0)
+    return true;
   const int prev = ins[index - 1].opcode;
 #if PY_VERSION_HEX < 0x030C0000
-  if (prev == PRECALL && op == CALL) return false;
-  if (prev == KW_NAMES && (op == PRECALL || op == CALL)) return false;
+  if (prev == PRECALL && op == CALL)
+    return false;
+  if (prev == KW_NAMES && (op == PRECALL || op == CALL))
+    return false;
 #elif PY_VERSION_HEX < 0x030D0000
-  if (prev == KW_NAMES && op == CALL) return false;
+  if (prev == KW_NAMES && op == CALL)
+    return false;
 #else
-  if (prev == END_FOR && op == POP_TOP) return false;
+  if (prev == END_FOR && op == POP_TOP)
+    return false;
 #endif
   return true;
 }
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

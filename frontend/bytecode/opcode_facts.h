@@ -35,13 +35,13 @@ int jump_reversed(int opcode);
 bool is_terminator(int opcode);
 /// Net value-stack effect, `jump` selecting the taken branch of a jump; the interpreter's own
 /// PyCompile_OpcodeStackEffectWithJump. Returns false for an opcode it does not know.
-bool stack_effect(int opcode, int oparg, bool jump, int* effect);
+bool stack_effect(int opcode, int oparg, bool jump, int *effect);
 /// Whether an instruction may be inserted before instructions[index] (index == size: at the end).
 /// False inside pairs the interpreter runs together: YIELD_VALUE|RESUME and the prologue's
 /// RESUME (generators find the yield by looking one unit ahead), 3.11's PRECALL|CALL (a
 /// specialized PRECALL skips its CALL by offset), KW_NAMES|CALL, 3.13's END_FOR|POP_TOP (an
 /// exhausted FOR_ITER skips both by offset).
-bool can_insert_before(const Bytecode& bc, size_t index);
+bool can_insert_before(const Bytecode &bc, size_t index);
 
 /// The version's opcode numbers the version-neutral code below needs.
 #if PY_VERSION_HEX < 0x030C0000
@@ -52,4 +52,4 @@ constexpr int kPopJumpIfFalse = POP_JUMP_IF_FALSE;
 constexpr int kPopJumpIfTrue = POP_JUMP_IF_TRUE;
 #endif
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode

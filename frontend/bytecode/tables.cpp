@@ -12,34 +12,39 @@ namespace {
 
 class Reader {
 public:
-  Reader(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
+  Reader(const uint8_t *data, size_t size) : p_(data), end_(data + size) {}
   bool done() const { return p_ >= end_; }
-  bool next(uint8_t* b) {
-    if (p_ >= end_) return false;
+  bool next(uint8_t *b) {
+    if (p_ >= end_)
+      return false;
     *b = *p_++;
     return true;
   }
 
 private:
-  const uint8_t* p_;
-  const uint8_t* end_;
+  const uint8_t *p_;
+  const uint8_t *end_;
 };
 
-bool read_except_item(Reader& r, int* value, bool first) {
+bool read_except_item(Reader &r, int *value, bool first) {
   uint8_t b;
-  if (!r.next(&b)) return false;
-  if (((b & 0x80) != 0) != first) return false;  // a start marker where none belongs, or missing
+  if (!r.next(&b))
+    return false;
+  if (((b & 0x80) != 0) != first)
+    return false; // a start marker where none belongs, or missing
   int64_t v = b & 0x3f;
   while (b & 0x40) {
-    if (!r.next(&b) || (b & 0x80)) return false;
+    if (!r.next(&b) || (b & 0x80))
+      return false;
     v = (v << 6) | (b & 0x3f);
-    if (v > (1 << 30)) return false;
+    if (v > (1 << 30))
+      return false;
   }
   *value = static_cast<int>(v);
   return true;
 }
 
-void write_except_item(std::string& out, int value, int msb) {
+void write_except_item(std::string &out, int value, int msb) {
   // The compiler's own width steps, so tables round-trip byte for byte.
   for (int shift : {24, 18, 12, 6}) {
     if (value >= (1 << shift)) {
@@ -50,9 +55,9 @@ void write_except_item(std::string& out, int value, int msb) {
   out.push_back(static_cast<char>((value & 0x3f) | msb));
 }
 
-}  // namespace
+} // namespace
 
-Expected<std::vector<ExceptionEntry>> decode_exception_table(const uint8_t* data, size_t size,
+Expected<std::vector<ExceptionEntry>> decode_exception_table(const uint8_t *data, size_t size,
                                                              int code_units) {
   std::vector<ExceptionEntry> entries;
   Reader r(data, size);
@@ -70,7 +75,7 @@ Expected<std::vector<ExceptionEntry>> decode_exception_table(const uint8_t* data
   return entries;
 }
 
-void encode_exception_entry(std::string& out, const ExceptionEntry& e) {
+void encode_exception_entry(std::string &out, const ExceptionEntry &e) {
   write_except_item(out, e.start, 0x80);
   write_except_item(out, e.end - e.start, 0);
   write_except_item(out, e.target, 0);
@@ -88,40 +93,47 @@ void encode_exception_entry(std::string& out, const ExceptionEntry& e) {
 
 namespace {
 
-bool read_varint(Reader& r, unsigned* out) {
+bool read_varint(Reader &r, unsigned *out) {
   uint8_t b;
-  if (!r.next(&b) || (b & 0x80)) return false;
+  if (!r.next(&b) || (b & 0x80))
+    return false;
   unsigned v = b & 0x3f;
   int shift = 0;
   while (b & 0x40) {
-    if (!r.next(&b) || (b & 0x80)) return false;
+    if (!r.next(&b) || (b & 0x80))
+      return false;
     shift += 6;
-    if (shift > 30) return false;
+    if (shift > 30)
+      return false;
     v |= static_cast<unsigned>(b & 0x3f) << shift;
   }
   *out = v;
   return true;
 }
 
-bool read_svarint(Reader& r, int* out) {
+bool read_svarint(Reader &r, int *out) {
   unsigned u;
-  if (!read_varint(r, &u)) return false;
+  if (!read_varint(r, &u))
+    return false;
   *out = (u & 1) ? -static_cast<int>(u >> 1) : static_cast<int>(u >> 1);
   return true;
 }
 
-}  // namespace
+} // namespace
 
-Expected<std::vector<Position>> decode_locations(const uint8_t* data, size_t size, int first_line,
+Expected<std::vector<Position>> decode_locations(const uint8_t *data, size_t size, int first_line,
                                                  int code_units) {
   std::vector<Position> out(static_cast<size_t>(code_units));
   Reader r(data, size);
   int line = first_line;
   int unit = 0;
-  auto bad = [&] { return Status::invalid("malformed co_linetable at code unit " + std::to_string(unit)); };
+  auto bad = [&] {
+    return Status::invalid("malformed co_linetable at code unit " + std::to_string(unit));
+  };
   while (!r.done()) {
     uint8_t b;
-    if (!r.next(&b) || !(b & 0x80)) return bad();
+    if (!r.next(&b) || !(b & 0x80))
+      return bad();
     const int code = (b >> 3) & 15;
     const int units = (b & 7) + 1;
     Position pos;
@@ -138,22 +150,27 @@ Expected<std::vector<Position>> decode_locations(const uint8_t* data, size_t siz
              static_cast<int>(end_col) - 1};
     } else if (code == 13) {
       int dl;
-      if (!read_svarint(r, &dl)) return bad();
+      if (!read_svarint(r, &dl))
+        return bad();
       line += dl;
       pos = {line, line, -1, -1};
     } else if (code >= 10) {
       uint8_t col, end_col;
-      if (!r.next(&col) || !r.next(&end_col) || (col & 0x80) || (end_col & 0x80)) return bad();
+      if (!r.next(&col) || !r.next(&end_col) || (col & 0x80) || (end_col & 0x80))
+        return bad();
       line += code - 10;
       pos = {line, line, col, end_col};
     } else {
       uint8_t second;
-      if (!r.next(&second) || (second & 0x80)) return bad();
+      if (!r.next(&second) || (second & 0x80))
+        return bad();
       const int col = code * 8 + ((second >> 4) & 7);
       pos = {line, line, col, col + (second & 15)};
     }
-    if (unit + units > code_units) return bad();
-    for (int i = 0; i < units; ++i) out[static_cast<size_t>(unit + i)] = pos;
+    if (unit + units > code_units)
+      return bad();
+    for (int i = 0; i < units; ++i)
+      out[static_cast<size_t>(unit + i)] = pos;
     unit += units;
   }
   return out;
@@ -167,15 +184,16 @@ void LocationWriter::varint(unsigned v) {
   out_.push_back(static_cast<char>(v));
 }
 
-void LocationWriter::add(const Position& pos, int units) {
+void LocationWriter::add(const Position &pos, int units) {
   while (units > 8) {
     entry(pos, 8);
     units -= 8;
   }
-  if (units > 0) entry(pos, units);
+  if (units > 0)
+    entry(pos, units);
 }
 
-void LocationWriter::entry(const Position& pos, int units) {
+void LocationWriter::entry(const Position &pos, int units) {
   if (!pos.has_line()) {
     header(15, units);
     return;
@@ -209,4 +227,4 @@ void LocationWriter::entry(const Position& pos, int units) {
   varint(static_cast<unsigned>(end_col + 1));
 }
 
-}  // namespace framejit::frontend::bytecode
+} // namespace framejit::frontend::bytecode
