@@ -23,6 +23,7 @@ namespace py = pybind11;
 using namespace framejit::frontend;
 
 void bind_promotion(py::module_& m);  // promotion.cpp: test hooks for the native dtype rules
+void bind_bytecode(py::module_& m);   // bytecode_hooks.cpp: test hooks for frontend/bytecode
 
 namespace {
 
@@ -217,4 +218,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_logs", [](const std::string& spec) { framejit::rt::set_log_spec(spec); },
         "Overrides FRAMEJIT_LOGS for this process.");
   bind_promotion(m);
+  bind_bytecode(m);
 }

@@ -1,0 +1,109 @@
+// locals.cpp — insert_local (see locals.h).
+#include "frontend/bytecode/locals.h"
+
+#include <opcode.h>
+
+#include <vector>
+
+namespace framejit::frontend::bytecode {
+
+namespace {
+
+// Opcodes whose oparg is one localsplus index.
+bool names_one_local(int op) {
+  switch (op) {
+  case LOAD_FAST:
+  case STORE_FAST:
+  case DELETE_FAST:
+  case MAKE_CELL:
+  case LOAD_DEREF:
+  case STORE_DEREF:
+  case DELETE_DEREF:
+#if PY_VERSION_HEX < 0x030C0000
+  case LOAD_CLASSDEREF:
+#else
+  case LOAD_FAST_CHECK:
+  case LOAD_FAST_AND_CLEAR:
+  case LOAD_FROM_DICT_OR_DEREF:
+#endif
+#if PY_VERSION_HEX < 0x030D0000
+  case LOAD_CLOSURE:
+#endif
+    return true;
+  default:
+    return false;
+  }
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+// 3.13's pairs: oparg = first << 4 | second. Returns the two single opcodes, or false.
+bool split_pair(int op, int *first, int *second) {
+  switch (op) {
+  case LOAD_FAST_LOAD_FAST:
+    *first = LOAD_FAST;
+    *second = LOAD_FAST;
+    return true;
+  case STORE_FAST_STORE_FAST:
+    *first = STORE_FAST;
+    *second = STORE_FAST;
+    return true;
+  case STORE_FAST_LOAD_FAST:
+    *first = STORE_FAST;
+    *second = LOAD_FAST;
+    return true;
+  default:
+    return false;
+  }
+}
+#endif
+
+} // namespace
+
+Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name) { // name: borrowed
+  if (!name || !PyUnicode_Check(name))
+    return Status::invalid("insert_local: the name must be a str");
+  if (position > bc.varnames.size())
+    return Status::invalid("insert_local: position past co_varnames");
+  for (const OwnedRef &v : bc.varnames) {
+    int eq = PyObject_RichCompareBool(v.get(), name, Py_EQ);
+    if (eq < 0)
+      PyErr_Clear();
+    if (eq > 0)
+      return Status::invalid("insert_local: the code already has a local of that name");
+  }
+  const int at = static_cast<int>(position);
+  auto shift = [at](int index) { return index >= at ? index + 1 : index; };
+  std::vector<Instruction> out;
+  out.reserve(bc.instructions.size());
+  for (Instruction &ins : bc.instructions) {
+    if (names_one_local(ins.opcode)) {
+      ins.oparg = shift(ins.oparg);
+#if PY_VERSION_HEX >= 0x030D0000
+    } else if (int a, b; split_pair(ins.opcode, &a, &b)) {
+      const int x = shift(ins.oparg >> 4), y = shift(ins.oparg & 15);
+      if (x < 16 && y < 16) {
+        ins.oparg = x << 4 | y;
+      } else {
+        // The second half keeps position and handler but not the label: jumps land on the first.
+        Instruction second = ins;
+        second.opcode = b;
+        second.oparg = y;
+        second.label = kNoLabel;
+        second.offset = -1;
+        ins.opcode = a;
+        ins.oparg = x;
+        out.push_back(ins);
+        out.push_back(second);
+        continue;
+      }
+#endif
+    }
+    out.push_back(ins);
+  }
+  bc.instructions = std::move(out);
+  bc.varnames.insert(bc.varnames.begin() + static_cast<std::ptrdiff_t>(position),
+                     OwnedRef::borrow(name));
+  return at;
+}
+
+} // namespace framejit::frontend::bytecode

@@ -1,0 +1,19 @@
+// locals.h — adding a local variable to a Bytecode: co_varnames grows and every instruction that
+// names a local or a cell by its index (CPython 3.11+ "localsplus" numbering) is renumbered.
+#pragma once
+
+#include <Python.h>
+
+#include "framejit/status.h"
+#include "frontend/bytecode/instruction.h"
+
+namespace framejit::frontend::bytecode {
+
+/// Inserts `name` (a str; borrowed) into co_varnames at `position` (<= the current count) and
+/// renumbers LOAD_FAST & co. and the cell/free-variable opcodes (MAKE_CELL, LOAD_DEREF, ...,
+/// whose index counts varnames first). 3.13's two-local superinstructions are split where an
+/// index no longer fits in 4 bits. To make the new local an argument, insert it within the first
+/// co_argcount names and raise co_argcount through Bytecode::overrides. Returns the new index.
+Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name);
+
+} // namespace framejit::frontend::bytecode
