@@ -65,8 +65,8 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   const int64_t work_items = rows * pieces_per_row;
   const int64_t grain = std::max<int64_t>(1, kElementsPerChunk / std::min(piece, row));
 
-  parallel_for(work_items, grain, [&](int64_t begin, int64_t end) {
-    PointwiseCall call = base;
+  // Work items [begin, end) through `call` (base's contiguity, strides and parameters).
+  auto run_items = [&](PointwiseCall& call, int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
       int64_t r = w / pieces_per_row, p = w % pieces_per_row;
       int64_t start = p * piece;
@@ -81,6 +81,13 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
       }
       fn(&call);
     }
+  };
+  // One chunk (a row of a few thousand elements): run it here, without parallel_for's callable
+  // and a second copy of the call struct.
+  if (work_items <= grain) return run_items(base, 0, work_items);
+  parallel_for(work_items, grain, [&](int64_t begin, int64_t end) {
+    PointwiseCall call = base;
+    run_items(call, begin, end);
   });
 }
 
