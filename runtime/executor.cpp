@@ -45,7 +45,8 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   }
   const int outer_rank = nd - 1;
   const int64_t row = dims[nd - 1];
-  const int64_t rows = total / row;
+  int64_t rows = 1;  // total / row, without a division
+  for (int d = 0; d < outer_rank; ++d) rows *= dims[d];
 
   PointwiseCall base;
   base.contiguous = 1;
@@ -56,6 +57,15 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   // NB: copy_n, not memcpy: a kernel without parameters passes params == nullptr, and memcpy
   // from a null pointer is undefined even for zero bytes (UBSan reports it).
   std::copy_n(params, num_params, base.params);
+
+  // One row too short to split (every 1-D launch below 64 K elements): call the kernel here.
+  // The general path below costs several integer divisions and a callable.
+  if (rows == 1 && row < 2 * kElementsPerChunk) {
+    base.n = row;
+    for (int k = 0; k < num_operands; ++k) base.ptr[k] = operands[k].data;
+    fn(&base);
+    return;
+  }
 
   // Rows, or pieces of rows when there are fewer rows than threads and the rows are long.
   int64_t pieces_per_row = 1;
