@@ -48,7 +48,7 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   int64_t rows = 1;  // total / row, without a division
   for (int d = 0; d < outer_rank; ++d) rows *= dims[d];
 
-  PointwiseCall base;
+  PointwiseCall base;  // what the kernel reads is set below (and ptr, n per row)
   base.contiguous = 1;
   for (int k = 0; k < num_operands; ++k) {
     base.stride[k] = strides[k][nd - 1];
@@ -121,7 +121,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
 
   // The per-launch call templates: contiguity and inner strides are fixed for the chain.
   // One template per launch; a chain has at most kMaxRowLaunches of them (no allocation).
-  PointwiseCall pw[kMaxRowLaunches];
+  PointwiseCall pw[kMaxRowLaunches]{};
   ReductionCall rd[kMaxRowLaunches];
   for (int j = 0; j < count; ++j) {
     const RowLaunch& l = launches[j];
@@ -145,7 +145,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
   }
 
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    PointwiseCall pcall[kMaxRowLaunches];
+    PointwiseCall pcall[kMaxRowLaunches]{};
     ReductionCall rcall[kMaxRowLaunches];
     std::copy_n(pw, count, pcall);
     std::copy_n(rd, count, rcall);

@@ -42,7 +42,7 @@ public:
   LayoutScratch(const LayoutScratch&) = delete;
   LayoutScratch& operator=(const LayoutScratch&) = delete;
   // Callers take at most N (one per operand; each view level has its own scratch).
-  StridedLayout& take() { return *new (&slots_[used_++].layout) StridedLayout(); }
+  StridedLayout& take() { return *new (&slots_[used_++].layout) StridedLayout; }  // NB: not (): no zeroing
 
 private:
   union Slot {
@@ -216,7 +216,7 @@ bool output_order(const Operand* ops, int nin, int rank, int* outer_first) {
 // A step bound to this call's arrays: iteration space, operands, parameters and (for a
 // reduction) where results go. ops[k].strides points into `strides`: a Bound is never copied.
 struct Bound {
-  Bound() = default;
+  Bound() {}  // leaves `ops` unconstructed
   Bound(const Bound&) = delete;
   Bound& operator=(const Bound&) = delete;
 
@@ -224,7 +224,11 @@ struct Bound {
   int64_t shape[kMaxRank];
   int64_t total = 1;
   int nops = 0;
-  Operand ops[kMaxKernelOperands];
+  // The first nops are assigned by bind_*. In a union so that they are not zeroed (Operand's
+  // member initializers) on every launch: a `rep stos` of 384 bytes per small call.
+  union {
+    Operand ops[kMaxKernelOperands];
+  };
   int64_t strides[kMaxKernelOperands][kMaxRank];
   ParamValue params[kMaxKernelParams];
   int nparams = 0;
@@ -520,7 +524,7 @@ struct EpilogueContext {
   char* base[kMaxKernelOperands] = {};
   int64_t row_stride[kMaxKernelOperands] = {};
   int64_t col_stride[kMaxKernelOperands] = {};
-  PointwiseCall call;  // contiguity, column strides and parameters, filled once
+  PointwiseCall call{};  // contiguity, column strides and parameters, filled once
 };
 
 void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
