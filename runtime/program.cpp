@@ -283,15 +283,18 @@ bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
   int ntaken = 0;
   for (size_t j = 0; j < nout; ++j) {
     const int src = reuse ? reusable_input(run, step, b, step.output_dtypes[j], taken, ntaken) : -1;
-    Value out;
     if (src >= 0) {
       taken[ntaken++] = src;
-      out = run.vals[src];
+      Value out = run.vals[src];
       run.host.retain(out);
-    } else if (!run.host.alloc(out, step.output_dtypes[j], b.rank, b.shape, c_order ? nullptr : order)) {
-      return false;
+      run.set(step.outputs[j], out);
+      continue;
     }
-    run.set(step.outputs[j], out);
+    // Straight into the value's slot: a host writes a Value field by field, and copying one just
+    // written as a whole stalls on store forwarding (wide loads over narrower stores).
+    run.set(step.outputs[j], Value{});
+    if (!run.host.alloc(run.vals[step.outputs[j]], step.output_dtypes[j], b.rank, b.shape, c_order ? nullptr : order))
+      return false;  // the slot stays Empty (hosts set `out` only on success)
   }
   b.nops = static_cast<int>(nin + nout);
   for (size_t j = 0; j < nout; ++j)
