@@ -6,20 +6,21 @@ namespace {
 struct DTypeInfo {
   std::string_view name;
   std::string_view short_name;
-  int itemsize;
 };
 constexpr DTypeInfo kInfo[kNumDTypes] = {
-    {"bool", "b8", 1},      {"int8", "i8", 1},     {"int16", "i16", 2},
-    {"int32", "i32", 4},    {"int64", "i64", 8},   {"uint8", "u8", 1},
-    {"uint16", "u16", 2},   {"uint32", "u32", 4},  {"uint64", "u64", 8},
-    {"float16", "f16", 2},  {"float32", "f32", 4}, {"float64", "f64", 8},
-    {"complex64", "c64", 8}, {"complex128", "c128", 16},
+    {"bool", "b8"},       {"int8", "i8"},       {"int16", "i16"},   {"int32", "i32"},
+    {"int64", "i64"},     {"uint8", "u8"},      {"uint16", "u16"},  {"uint32", "u32"},
+    {"uint64", "u64"},    {"float16", "f16"},   {"float32", "f32"}, {"float64", "f64"},
+    {"complex64", "c64"}, {"complex128", "c128"},
 };
 }  // namespace
+// dtype_itemsize's table (dtype.h) lists the types in this order too.
+static_assert(dtype_itemsize(DType::Bool) == 1 && dtype_itemsize(DType::Float16) == 2 &&
+              dtype_itemsize(DType::Float32) == 4 && dtype_itemsize(DType::Complex128) == 16 &&
+              static_cast<int>(DType::Complex128) == kNumDTypes - 1);
 
 std::string_view dtype_name(DType t) { return kInfo[static_cast<int>(t)].name; }
 std::string_view dtype_short_name(DType t) { return kInfo[static_cast<int>(t)].short_name; }
-int dtype_itemsize(DType t) { return kInfo[static_cast<int>(t)].itemsize; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (int i = 0; i < kNumDTypes; ++i)

@@ -19,7 +19,11 @@ std::string_view dtype_name(DType t);
 std::string_view dtype_short_name(DType t);
 /// Parse NumPy's name; nullopt when it is not one of ours.
 std::optional<DType> dtype_from_name(std::string_view name);
-int dtype_itemsize(DType t);
+/// Bytes per element, in DType order. NB: at namespace scope: a table local to the function
+/// below would be rebuilt on the stack at every call.
+inline constexpr int8_t kDTypeItemsize[kNumDTypes] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 8, 16};
+/// Bytes per element. Inline: every operand of every launch reads it.
+constexpr int dtype_itemsize(DType t) { return kDTypeItemsize[static_cast<int>(t)]; }
 bool dtype_is_float(DType t);
 bool dtype_is_integer(DType t);  // signed or unsigned, not bool
 bool dtype_is_signed(DType t);

@@ -45,9 +45,10 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   }
   const int outer_rank = nd - 1;
   const int64_t row = dims[nd - 1];
-  const int64_t rows = total / row;
+  int64_t rows = 1;  // total / row, without a division
+  for (int d = 0; d < outer_rank; ++d) rows *= dims[d];
 
-  PointwiseCall base;
+  PointwiseCall base;  // what the kernel reads is set below (and ptr, n per row)
   base.contiguous = 1;
   for (int k = 0; k < num_operands; ++k) {
     base.stride[k] = strides[k][nd - 1];
@@ -57,6 +58,15 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   // from a null pointer is undefined even for zero bytes (UBSan reports it).
   std::copy_n(params, num_params, base.params);
 
+  // One row too short to split (every 1-D launch below 64 K elements): call the kernel here.
+  // The general path below costs several integer divisions and a callable.
+  if (rows == 1 && row < 2 * kElementsPerChunk) {
+    base.n = row;
+    for (int k = 0; k < num_operands; ++k) base.ptr[k] = operands[k].data;
+    fn(&base);
+    return;
+  }
+
   // Rows, or pieces of rows when there are fewer rows than threads and the rows are long.
   int64_t pieces_per_row = 1;
   if (rows < num_threads() && row >= 2 * kElementsPerChunk)
@@ -65,8 +75,8 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   const int64_t work_items = rows * pieces_per_row;
   const int64_t grain = std::max<int64_t>(1, kElementsPerChunk / std::min(piece, row));
 
-  parallel_for(work_items, grain, [&](int64_t begin, int64_t end) {
-    PointwiseCall call = base;
+  // Work items [begin, end) through `call` (base's contiguity, strides and parameters).
+  auto run_items = [&](PointwiseCall& call, int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
       int64_t r = w / pieces_per_row, p = w % pieces_per_row;
       int64_t start = p * piece;
@@ -81,6 +91,13 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
       }
       fn(&call);
     }
+  };
+  // One chunk (a row of a few thousand elements): run it here, without parallel_for's callable
+  // and a second copy of the call struct.
+  if (work_items <= grain) return run_items(base, 0, work_items);
+  parallel_for(work_items, grain, [&](int64_t begin, int64_t end) {
+    PointwiseCall call = base;
+    run_items(call, begin, end);
   });
 }
 
@@ -104,7 +121,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
 
   // The per-launch call templates: contiguity and inner strides are fixed for the chain.
   // One template per launch; a chain has at most kMaxRowLaunches of them (no allocation).
-  PointwiseCall pw[kMaxRowLaunches];
+  PointwiseCall pw[kMaxRowLaunches]{};
   ReductionCall rd[kMaxRowLaunches];
   for (int j = 0; j < count; ++j) {
     const RowLaunch& l = launches[j];
@@ -128,7 +145,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
   }
 
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    PointwiseCall pcall[kMaxRowLaunches];
+    PointwiseCall pcall[kMaxRowLaunches]{};
     ReductionCall rcall[kMaxRowLaunches];
     std::copy_n(pw, count, pcall);
     std::copy_n(rd, count, rcall);

@@ -22,12 +22,15 @@ union ParamValue {
 
 /// What a pointwise kernel receives for one row of its iteration space (see Note [Pointwise
 /// kernel ABI] in jit/x86/pointwise_codegen.cpp). Operands are the kernel's inputs, then outputs.
+/// NB: no member initializers: a kernel reads n, contiguous, its operands' ptr and stride and its
+/// parameters, and a launch sets just those (zeroing all 400 bytes was a `rep stos` per launch).
+/// `PointwiseCall c{}` is all zeros.
 struct PointwiseCall {
-  int64_t n = 0;           // elements in the row
-  int64_t contiguous = 0;  // 1 when every stride is 0 or the operand's element size
-  char* ptr[kMaxKernelOperands] = {};
-  int64_t stride[kMaxKernelOperands] = {};  // bytes between consecutive elements of the row
-  ParamValue params[kMaxKernelParams] = {};
+  int64_t n;           // elements in the row
+  int64_t contiguous;  // 1 when every stride is 0 or the operand's element size
+  char* ptr[kMaxKernelOperands];
+  int64_t stride[kMaxKernelOperands];  // bytes between consecutive elements of the row
+  ParamValue params[kMaxKernelParams];
 };
 using PointwiseFn = void (*)(const PointwiseCall*);
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "runtime/threads.h"
 
@@ -21,14 +22,37 @@ constexpr int64_t kDetachElements = 1 << 16;
 constexpr int64_t kChainMinElements = 1 << 15;
 
 // A value's memory as a step reads it: the value's own fields, or a folded view's layout computed
-// into caller-provided scratch. Pointers only: nothing is copied per operand.
+// into caller-provided scratch. Pointers only: nothing is copied per operand. NB: no member
+// initializers: a step keeps kMaxKernelOperands of them, filled only for the operands it has.
 struct ArrayRef {
-  char* data = nullptr;
-  int nd = 0;
-  const int64_t* dims = nullptr;
-  const int64_t* strides = nullptr;
-  int itemsize = 0;
+  char* data;
+  int nd;
+  const int64_t* dims;
+  const int64_t* strides;
+  int itemsize;
 };
+
+// Room for the layouts of the folded views one step reads, each constructed only when a view
+// needs it: an array of kMaxKernelOperands StridedLayouts would be 8 KB of stack, one cache line
+// per layout written on every launch.
+template <int N>
+class LayoutScratch {
+public:
+  LayoutScratch() {}
+  LayoutScratch(const LayoutScratch&) = delete;
+  LayoutScratch& operator=(const LayoutScratch&) = delete;
+  // Callers take at most N (one per operand; each view level has its own scratch).
+  StridedLayout& take() { return *new (&slots_[used_++].layout) StridedLayout; }  // NB: not (): no zeroing
+
+private:
+  union Slot {
+    Slot() {}
+    StridedLayout layout;  // trivially destructible: nothing to destroy
+  };
+  Slot slots_[N];
+  int used_ = 0;
+};
+using StepScratch = LayoutScratch<kMaxKernelOperands>;
 
 // The state of one run: the program, its values and its host.
 struct Run {
@@ -52,10 +76,12 @@ struct Run {
   }
 
   // Value v's layout into `out`; `scratch` holds a folded view's computed layout.
-  bool layout(int v, ArrayRef& out, StridedLayout& scratch) {
+  template <int N>
+  bool layout(int v, ArrayRef& out, LayoutScratch<N>& scratch_room) {
     if (!vals[v].is_array() && p.is_folded(v)) {
       const ViewOp& op = p.views[p.view_of[v]];
-      StridedLayout src_scratch;
+      StridedLayout& scratch = scratch_room.take();
+      LayoutScratch<1> src_scratch;
       ArrayRef src;
       if (!layout(op.source, src, src_scratch)) return false;
       StridedLayout in;
@@ -190,7 +216,7 @@ bool output_order(const Operand* ops, int nin, int rank, int* outer_first) {
 // A step bound to this call's arrays: iteration space, operands, parameters and (for a
 // reduction) where results go. ops[k].strides points into `strides`: a Bound is never copied.
 struct Bound {
-  Bound() = default;
+  Bound() {}  // leaves `ops` unconstructed
   Bound(const Bound&) = delete;
   Bound& operator=(const Bound&) = delete;
 
@@ -198,7 +224,11 @@ struct Bound {
   int64_t shape[kMaxRank];
   int64_t total = 1;
   int nops = 0;
-  Operand ops[kMaxKernelOperands];
+  // The first nops are assigned by bind_*. In a union so that they are not zeroed (Operand's
+  // member initializers) on every launch: a `rep stos` of 384 bytes per small call.
+  union {
+    Operand ops[kMaxKernelOperands];
+  };
   int64_t strides[kMaxKernelOperands][kMaxRank];
   ParamValue params[kMaxKernelParams];
   int nparams = 0;
@@ -211,9 +241,9 @@ struct Bound {
 };
 
 // Reads the layouts of `ids` into `in` (views into `scratch`) and broadcasts them.
-bool bind_inputs(Run& run, const std::vector<int>& ids, ArrayRef* in, StridedLayout* scratch, Bound& b) {
+bool bind_inputs(Run& run, const std::vector<int>& ids, ArrayRef* in, StepScratch& scratch, Bound& b) {
   for (size_t k = 0; k < ids.size(); ++k)
-    if (!run.layout(ids[k], in[k], scratch[k])) return false;
+    if (!run.layout(ids[k], in[k], scratch)) return false;
   if (!broadcast_shape(run, in, ids.size(), b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
   return true;
@@ -241,7 +271,7 @@ int reusable_input(Run& run, const KernelStep& step, const Bound& b, DType dtype
 bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
   const size_t nin = step.inputs.size(), nout = step.outputs.size();
   ArrayRef in[kMaxKernelOperands];
-  StridedLayout scratch[kMaxKernelOperands];
+  StepScratch scratch;
   if (!bind_inputs(run, step.inputs, in, scratch, b)) return false;
   for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   int order[kMaxRank];
@@ -253,15 +283,18 @@ bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
   int ntaken = 0;
   for (size_t j = 0; j < nout; ++j) {
     const int src = reuse ? reusable_input(run, step, b, step.output_dtypes[j], taken, ntaken) : -1;
-    Value out;
     if (src >= 0) {
       taken[ntaken++] = src;
-      out = run.vals[src];
+      Value out = run.vals[src];
       run.host.retain(out);
-    } else if (!run.host.alloc(out, step.output_dtypes[j], b.rank, b.shape, c_order ? nullptr : order)) {
-      return false;
+      run.set(step.outputs[j], out);
+      continue;
     }
-    run.set(step.outputs[j], out);
+    // Straight into the value's slot: a host writes a Value field by field, and copying one just
+    // written as a whole stalls on store forwarding (wide loads over narrower stores).
+    run.set(step.outputs[j], Value{});
+    if (!run.host.alloc(run.vals[step.outputs[j]], step.output_dtypes[j], b.rank, b.shape, c_order ? nullptr : order))
+      return false;  // the slot stays Empty (hosts set `out` only on success)
   }
   b.nops = static_cast<int>(nin + nout);
   for (size_t j = 0; j < nout; ++j)
@@ -273,7 +306,7 @@ bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
 bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   const size_t nin = step.inputs.size();
   ArrayRef in[kMaxKernelOperands];
-  StridedLayout scratch[kMaxKernelOperands];
+  StepScratch scratch;
   if (!bind_inputs(run, step.inputs, in, scratch, b)) return false;
   if (b.rank != static_cast<int>(step.reduced.size())) {
     run.host.fail(RunError::RankMismatch, 0);
@@ -451,7 +484,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
     for (int v : p.reduction ? p.red.inputs : p.kernel.inputs) may_copy = may_copy || run.may_copy(v);
   for (int v : first.reduction ? first.red.inputs : first.kernel.inputs) {
     ArrayRef r;
-    StridedLayout scratch;
+    LayoutScratch<1> scratch;
     if (!run.layout(v, r, scratch)) return false;
     int64_t s = 1;
     for (int d = 0; d < r.nd; ++d) s *= r.dims[d];
@@ -494,7 +527,7 @@ struct EpilogueContext {
   char* base[kMaxKernelOperands] = {};
   int64_t row_stride[kMaxKernelOperands] = {};
   int64_t col_stride[kMaxKernelOperands] = {};
-  PointwiseCall call;  // contiguity, column strides and parameters, filled once
+  PointwiseCall call{};  // contiguity, column strides and parameters, filled once
 };
 
 void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb, int64_t nb) {
@@ -544,7 +577,7 @@ bool aligned_copy(ArrayRef& r, StridedLayout& layout, std::unique_ptr<char[]>& s
 
 bool run_gemm_step(Run& run, const GemmStep& step) {
   ArrayRef a, b;
-  StridedLayout a_scratch, b_scratch;
+  LayoutScratch<1> a_scratch, b_scratch;
   if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;
   std::unique_ptr<char[]> a_copy, b_copy;
   StridedLayout a_copied, b_copied;
@@ -598,7 +631,7 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
   if (ep.kernel) {
     const size_t nin = ep.inputs.size();
     ArrayRef in[kMaxKernelOperands];
-    StridedLayout scratch[kMaxKernelOperands];
+    StepScratch scratch;
     if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
     if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
       run.host.fail(RunError::EpilogueShape, 0);
@@ -650,7 +683,7 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
 // x.shape[d] at run time: a size the program's Python logic or a later view reads.
 bool run_size_step(Run& run, const Step& s) {
   ArrayRef r;
-  StridedLayout scratch;
+  LayoutScratch<1> scratch;
   if (!run.layout(s.node, r, scratch)) return false;
   Value size;
   size.kind = Value::Kind::Number;

@@ -67,7 +67,7 @@ public:
   virtual ~RunHost() = default;
   /// A new uninitialized array of `shape` into `out` (kind Array, handle set). Its memory runs
   /// through the axes in `outer_first` order (outermost first), or C order when null. False when
-  /// allocation failed (the host reported it).
+  /// allocation failed (the host reported it and left `out` as it was).
   virtual bool alloc(Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) = 0;
   /// Whether array value `v` may be overwritten: nothing outside the run can see its memory
   /// (Note [Output buffer reuse] in runtime/program.cpp), and it is C-contiguous and aligned.

@@ -296,6 +296,34 @@ void BodyEmitter::store(DType t, const ax::Gp& ptr, const ax::Vec& src, int disp
   store_bytes(t, vector_mem(bytes, ptr, disp), src, bytes);
 }
 
+namespace {
+// The EVEX move of one element size (masking works per element) and the register view that holds
+// `bytes`: never below xmm, whose extra lanes the mask leaves alone (count >= 8 on Avx512).
+InstId masked_move(int itemsize) {
+  switch (itemsize) {
+    case 1: return ax::Inst::kIdVmovdqu8;
+    case 2: return ax::Inst::kIdVmovdqu16;
+    case 4: return ax::Inst::kIdVmovdqu32;
+    default: return ax::Inst::kIdVmovdqu64;
+  }
+}
+ax::Vec view_of_bytes(const ax::Vec& v, int bytes) {
+  if (bytes == 64) return v.zmm();
+  if (bytes == 32) return v.ymm();
+  return v.xmm();
+}
+}  // namespace
+
+void BodyEmitter::load_masked(DType t, const ax::Vec& dst, const ax::Gp& ptr, const ax::KReg& k) {
+  const int s = rt::dtype_itemsize(t), bytes = std::max(16, count_ * s);
+  cc_.k(k).z().emit(masked_move(s), view_of_bytes(dst, bytes), vector_mem(bytes, ptr, 0));
+}
+
+void BodyEmitter::store_masked(DType t, const ax::Gp& ptr, const ax::Vec& src, const ax::KReg& k) {
+  const int s = rt::dtype_itemsize(t), bytes = std::max(16, count_ * s);
+  cc_.k(k).emit(masked_move(s), vector_mem(bytes, ptr, 0), view_of_bytes(src, bytes));
+}
+
 ax::Vec BodyEmitter::param(DType t, const ax::Mem& mem, bool is_int) {
   if (is_fp(t)) {
     const bool f32 = is_f32(t);

@@ -102,6 +102,10 @@ public:
   // count elements of t at ptr + disp.
   void load(DType t, const ax::Vec& dst, const ax::Gp& ptr, int disp = 0);
   void store(DType t, const ax::Gp& ptr, const ax::Vec& src, int disp = 0);
+  // Avx512: load / store with lane mask k (bit j = element j of count): masked-off elements are
+  // neither read nor written (no fault past the end of an array), and load as zero.
+  void load_masked(DType t, const ax::Vec& dst, const ax::Gp& ptr, const ax::KReg& k);
+  void store_masked(DType t, const ax::Gp& ptr, const ax::Vec& src, const ax::KReg& k);
   // A parameter (double or int64 at `mem`) converted to t, in every lane.
   ax::Vec param(DType t, const ax::Mem& mem, bool is_int);
   // dst = src (whole register).

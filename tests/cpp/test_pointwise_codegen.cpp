@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "jit/x86/pointwise_codegen.h"
@@ -573,6 +575,73 @@ TEST_P(PointwiseCodegen, FloatResultsAreBitIdenticalToTheScalarIsa) {
               << x86::isa_name(GetParam()) << " " << rt::dtype_name(dt) << " n " << n << " step " << step << " output "
               << e / n << " element " << e % n;
       }
+  }
+}
+
+// Memory that ends where an inaccessible page begins: touching a byte past the end faults.
+class GuardedBuffer {
+public:
+  explicit GuardedBuffer(size_t bytes) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    span_ = (bytes + page_ - 1) / page_ * page_ + page_;
+    void* m = mmap(nullptr, span_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base_ = m == MAP_FAILED ? nullptr : static_cast<char*>(m);
+    if (base_) mprotect(base_ + span_ - page_, page_, PROT_NONE);
+    data_ = base_ ? base_ + span_ - page_ - bytes : nullptr;
+  }
+  ~GuardedBuffer() {
+    if (base_) munmap(base_, span_);
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  char* data() const { return data_; }
+
+private:
+  size_t page_ = 0, span_ = 0;
+  char* base_ = nullptr;
+  char* data_ = nullptr;
+};
+
+// Rows of every length up to two vectors and a bit, inputs and outputs ending right at a guard
+// page: the tail (masked on Avx512, Note [Masked tail]) reads and writes only the row's elements,
+// and its elements get the same values as in the vector loop of a longer row.
+TEST_P(PointwiseCodegen, TailTouchesOnlyTheRow) {
+  const Isa isa = GetParam();
+  for (DType dt : {DType::Float32, DType::Float64, DType::UInt8}) {
+    KernelBuilder kb;
+    int x = kb.load(dt), y = kb.load(dt);
+    if (is_fp(dt)) kb.out(kb.add(ScalarOp::Tanh, dt, kb.add(ScalarOp::Add, dt, kb.add(ScalarOp::Mul, dt, x, y),
+                                                           kb.add(ScalarOp::Const, dt, -1, -1, -1, 1.0))));
+    else kb.out(kb.add(ScalarOp::Add, dt, kb.add(ScalarOp::Mul, dt, x, y), kb.add(ScalarOp::Const, dt, -1, -1, -1, 3)));
+    auto k = x86::generate_pointwise(kb.ir, isa, false);
+    ASSERT_TRUE(k) << k.error().message();
+    const int it = rt::dtype_itemsize(dt);
+    const int64_t longest = 2 * 64 / it + 3;
+    // The reference: every element in the vector loop of a row of `longest` (plus a full vector).
+    std::vector<char> xs = edge_data(dt, longest, 5), ys = edge_data(dt, longest, 6);
+    std::vector<char> want((longest + 64) * it);
+    {
+      std::vector<char> xl(want.size()), yl(want.size());
+      std::memcpy(xl.data(), xs.data(), xs.size());
+      std::memcpy(yl.data(), ys.data(), ys.size());
+      int64_t shape[1] = {longest + 64}, s[1] = {it};
+      rt::Operand ops[3] = {{xl.data(), s, it}, {yl.data(), s, it}, {want.data(), s, it}};
+      rt::run_pointwise(**k, 1, shape, 3, ops, nullptr, 0);
+    }
+    for (int64_t n = 1; n <= longest; ++n) {
+      // The row's last n elements of the reference inputs, so element i meets want[longest - n + i].
+      const int64_t first = longest - n;
+      GuardedBuffer gx(n * it), gy(n * it), gout(n * it);
+      ASSERT_TRUE(gx.data() && gy.data() && gout.data());
+      std::memcpy(gx.data(), xs.data() + first * it, n * it);
+      std::memcpy(gy.data(), ys.data() + first * it, n * it);
+      int64_t shape[1] = {n}, s[1] = {it};
+      rt::Operand ops[3] = {{gx.data(), s, it}, {gy.data(), s, it}, {gout.data(), s, it}};
+      rt::run_pointwise(**k, 1, shape, 3, ops, nullptr, 0);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::memcmp(gout.data() + i * it, want.data() + (first + i) * it, it), 0)
+            << x86::isa_name(isa) << " " << rt::dtype_name(dt) << " n " << n << " element " << i;
+    }
   }
 }
 
