@@ -159,8 +159,8 @@ py::object snapshot_at(py::object code, int offset, py::object exc) {
   // New locals go at the end of co_varnames: cell slots (after varnames) move up by one each.
   std::vector<int> snap_slot(static_cast<size_t>(depth));
   for (int i = 0; i < depth; ++i) {
-    framejit::Expected<int> at = bc::insert_local(b, b.varnames.size(),
-                                                  py::str("___snap" + std::to_string(i)).ptr());
+    framejit::Expected<int> at =
+        bc::insert_local(b, b.varnames.size(), py::str("___snap" + std::to_string(i)).ptr());
     if (!at)
       throw py::value_error(at.error().message());
     snap_slot[static_cast<size_t>(i)] = *at;

@@ -83,8 +83,8 @@ Expected<LocalsPlus> locals_plus(PyObject *code) { // borrowed
 
 // What resume_points() and build_resume_code() both need to know about each instruction.
 struct Analysis {
-  int resume_index = -1;      // the prologue's RESUME
-  std::vector<int> depth;     // stack depth on entry, -1 unreachable
+  int resume_index = -1;       // the prologue's RESUME
+  std::vector<int> depth;      // stack depth on entry, -1 unreachable
   std::vector<uint64_t> lasti; // bit p: stack slot p may hold an exception-table lasti
 };
 
@@ -292,7 +292,8 @@ Expected<OwnedRef> build_resume_code(Bytecode bc, const ResumeSpec &spec) {
   const Label target = bc.label_at(idx);
   const Position pos = bc.instructions[static_cast<size_t>(a->resume_index)].pos;
   for (int p = 0; p < k; ++p) {
-    OwnedRef name = OwnedRef::steal(PyUnicode_FromString(arg_names[static_cast<size_t>(p)].c_str()));
+    OwnedRef name =
+        OwnedRef::steal(PyUnicode_FromString(arg_names[static_cast<size_t>(p)].c_str()));
     if (!name)
       return Status::internal(fetch_error_text());
     Expected<int> added = insert_local(bc, static_cast<size_t>(p), name.get());
@@ -378,8 +379,7 @@ Expected<OwnedRef> make_resume_code(PyObject *code, const ResumeSpec &spec) { //
   Expected<OwnedRef> out = build_resume_code(std::move(*bc), spec);
   if (!out)
     return out.error();
-  cache().emplace(std::move(key),
-                  CacheEntry{OwnedRef::borrow(code), OwnedRef::borrow(out->get())});
+  cache().emplace(std::move(key), CacheEntry{OwnedRef::borrow(code), OwnedRef::borrow(out->get())});
   return out;
 }
 
