@@ -7,6 +7,7 @@
 #include "frontend/bytecode/disassemble.h"
 #include "frontend/bytecode/locals.h"
 #include "frontend/bytecode/opcode_facts.h"
+#include "frontend/bytecode/resume.h"
 
 namespace py = pybind11;
 namespace bc = framejit::frontend::bytecode;
@@ -125,6 +126,101 @@ py::list listing(py::object code) {
   return out;
 }
 
+// `code` stopped at `offset`: before that instruction (on every path that reaches it, jumps
+// included) the value stack is stored into fresh locals ___snap<i> (bottom first; a NULL slot
+// leaves its local unbound), each cell variable's cell object into ___cell_<name>, and `exc` is
+// raised past every handler. The raising frame's f_locals is then the state a resume function
+// needs there: what the frame evaluator hands over at a graph break.
+py::object snapshot_at(py::object code, int offset, py::object exc) {
+  bc::Bytecode b = disassemble_or_throw(code);
+  framejit::Expected<std::vector<bc::ResumePoint>> points = bc::resume_points(b);
+  if (!points)
+    throw py::value_error("bytecode: " + points.error().message());
+  int depth = -1;
+  for (const bc::ResumePoint &p : *points)
+    if (p.offset == offset)
+      depth = p.depth;
+  if (depth < 0)
+    throw py::value_error("not a resume point");
+  const py::tuple cellvars = code.attr("co_cellvars");
+  const py::tuple varnames = code.attr("co_varnames");
+  // Cell slots in localsplus order, before the new locals shift them.
+  std::vector<std::pair<int, std::string>> cells;
+  int extra = 0;
+  for (py::handle c : cellvars) {
+    int at = -1;
+    for (size_t j = 0; j < varnames.size(); ++j)
+      if (varnames[j].cast<std::string>() == c.cast<std::string>())
+        at = static_cast<int>(j);
+    if (at < 0)
+      at = static_cast<int>(varnames.size()) + extra++;
+    cells.emplace_back(at, c.cast<std::string>());
+  }
+  // New locals go at the end of co_varnames: cell slots (after varnames) move up by one each.
+  std::vector<int> snap_slot(static_cast<size_t>(depth));
+  for (int i = 0; i < depth; ++i) {
+    framejit::Expected<int> at =
+        bc::insert_local(b, b.varnames.size(), py::str("___snap" + std::to_string(i)).ptr());
+    if (!at)
+      throw py::value_error(at.error().message());
+    snap_slot[static_cast<size_t>(i)] = *at;
+    for (auto &c : cells)
+      if (c.first >= *at)
+        ++c.first;
+  }
+  std::vector<int> cell_slot;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    framejit::Expected<int> at =
+        bc::insert_local(b, b.varnames.size(), py::str("___cell_" + cells[i].second).ptr());
+    if (!at)
+      throw py::value_error(at.error().message());
+    cell_slot.push_back(*at);
+    for (auto &c : cells)
+      if (c.first >= *at)
+        ++c.first;
+  }
+  size_t idx = 0;
+  while (b.instructions[idx].offset * 2 != offset)
+    ++idx;
+  bc::Instruction &ins = b.instructions[idx];
+  std::vector<bc::Instruction> add;
+  for (int i = depth - 1; i >= 0; --i)
+    add.push_back(bc::Instruction::make(STORE_FAST, snap_slot[static_cast<size_t>(i)], ins.pos));
+  for (size_t i = 0; i < cells.size(); ++i) {
+#if PY_VERSION_HEX >= 0x030D0000
+    add.push_back(bc::Instruction::make(LOAD_FAST, cells[i].first, ins.pos));
+#else
+    add.push_back(bc::Instruction::make(LOAD_CLOSURE, cells[i].first, ins.pos));
+#endif
+    add.push_back(bc::Instruction::make(STORE_FAST, cell_slot[i], ins.pos));
+  }
+  add.push_back(bc::Instruction::make(LOAD_CONST, b.add_const(exc.ptr()), ins.pos));
+  add.push_back(bc::Instruction::make(RAISE_VARARGS, 1, ins.pos));
+#if PY_VERSION_HEX >= 0x030C0000
+  const bool pinned = ins.opcode == END_FOR; // FOR_ITER's target (opcode_facts.h)
+#else
+  const bool pinned = false;
+#endif
+  if (!pinned)
+    std::swap(add.front().label, ins.label);
+  b.instructions.insert(b.instructions.begin() + static_cast<std::ptrdiff_t>(idx), add.begin(),
+                        add.end());
+  return assemble_or_throw(b);
+}
+
+py::object make_resume(py::object code, int offset, std::vector<bool> stack_null,
+                       std::vector<int> live, bool cells_as_values) {
+  bc::ResumeSpec spec;
+  spec.offset = offset;
+  spec.stack_null = std::move(stack_null);
+  spec.live_locals = std::move(live);
+  spec.cells_as_values = cells_as_values;
+  framejit::Expected<framejit::frontend::OwnedRef> out = bc::make_resume_code(code.ptr(), spec);
+  if (!out)
+    throw py::value_error(out.error().message());
+  return py::reinterpret_steal<py::object>(out->release());
+}
+
 } // namespace
 
 void bind_bytecode(py::module_ &m) {
@@ -147,6 +243,27 @@ void bind_bytecode(py::module_ &m) {
       throw py::value_error("bytecode: " + d.error().message());
     return *d;
   });
+  m.def("_make_resume", &make_resume, py::arg("code"), py::arg("offset"), py::arg("stack_null"),
+        py::arg("live_locals"), py::arg("cells_as_values") = false,
+        "code, offset, [slot is NULL per stack slot], [localsplus index] -> resume code "
+        "(frontend/bytecode/resume.h); arguments: the non-NULL slots, then the live locals");
+  m.def(
+      "_resume_points",
+      [](py::object code) {
+        framejit::Expected<std::vector<bc::ResumePoint>> p =
+            bc::resume_points(disassemble_or_throw(code));
+        if (!p)
+          throw py::value_error(p.error().message());
+        std::vector<std::pair<int, int>> out;
+        for (const bc::ResumePoint &r : *p)
+          out.emplace_back(r.offset, r.depth);
+        return out;
+      },
+      "code -> [(offset, stack depth)] where _make_resume accepts to start");
+  m.def("_resume_cache_size", &bc::resume_cache_size);
+  m.def("_resume_cache_clear", &bc::clear_resume_cache);
+  m.def("_bytecode_snapshot_at", &snapshot_at, py::arg("code"), py::arg("offset"), py::arg("exc"),
+        "code -> code that raises exc at offset with its stack and cells stored in locals");
   m.def("_bytecode_cache_entries", [] {
     std::vector<int> v(256);
     for (int op = 0; op < 256; ++op)

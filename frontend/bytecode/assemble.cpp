@@ -137,6 +137,14 @@ Expected<Layout> lay_out(const Bytecode &bc, const std::unordered_map<Label, int
 } // namespace
 
 Expected<int> stack_depth(const Bytecode &bc) {
+  int max_depth = 0;
+  Expected<std::vector<int>> depths = stack_depths(bc, &max_depth);
+  if (!depths)
+    return depths.error();
+  return max_depth;
+}
+
+Expected<std::vector<int>> stack_depths(const Bytecode &bc, int *max_out) {
   Expected<std::unordered_map<Label, int>> at = resolve_labels(bc);
   if (!at)
     return at.error();
@@ -160,8 +168,11 @@ Expected<int> stack_depth(const Bytecode &bc) {
     }
     return Status::ok();
   };
-  if (n == 0)
-    return 0;
+  if (n == 0) {
+    if (max_out)
+      *max_out = 0;
+    return depth;
+  }
   FJ_PROPAGATE(reach(0, 0));
   while (!work.empty()) {
     size_t i = work.back();
@@ -203,7 +214,9 @@ Expected<int> stack_depth(const Bytecode &bc) {
       ++i;
     }
   }
-  return max_depth;
+  if (max_out)
+    *max_out = max_depth;
+  return depth;
 }
 
 Expected<Assembled> assemble_tables(const Bytecode &bc) {

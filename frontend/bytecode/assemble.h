@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include <string>
+#include <vector>
 
 #include "framejit/status.h"
 #include "frontend/bytecode/instruction.h"
@@ -26,6 +27,10 @@ Expected<Assembled> assemble_tables(const Bytecode &bc);
 /// The deepest value stack any path reaches, exception handlers included (the compiler's
 /// stackdepth() over the final instructions). Fails on inconsistent or negative depths.
 Expected<int> stack_depth(const Bytecode &bc);
+
+/// The value-stack depth on entry to each instruction of `bc` (-1: unreachable from the entry or
+/// from a reachable instruction's handler), and the deepest one in `*max_depth` if given.
+Expected<std::vector<int>> stack_depths(const Bytecode &bc, int *max_depth = nullptr);
 
 /// A new code object: `bc.code.replace(co_code=..., co_consts=..., co_names=..., co_varnames=...,
 /// co_nlocals=..., co_exceptiontable=..., co_linetable=..., co_stacksize=..., co_firstlineno=...,
