@@ -14,6 +14,7 @@
 #include "frontend/ops/tensor/native.h"
 #include "frontend/tensor/object.h"
 #include "frontend/tensor/views.h"
+#include "frontend/trace/op_table.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
@@ -127,6 +128,8 @@ PYBIND11_MODULE(_C, m) {
   }, "a // b (floor) or a % b for float Tensors where NumPy is missing (Note [Float divmod without NumPy]).");
   m.def("tensor_int_matmul", [](py::object a, py::object b) { return steal_or_throw(tensor_int_matmul(a.ptr(), b.ptr())); },
         "a @ b for integer Tensors where NumPy is missing (the GEMM is float only).");
+  m.def("supported_ops", [] { return supported_ops(); },
+        "What framejit captures, in the user's terms (numpy.tanh, ndarray.sum, operator +), sorted.");
   m.def("_registered", [](py::object fn) { return ops::is_registered(fn.ptr()); },
         "Whether the op registry captures this NumPy callable (Tensor.__array_function__ serves those).");
 

@@ -1,6 +1,7 @@
 // op_table.cpp — the registered op tables (Note [Op tables]).
 #include "frontend/trace/op_table.h"
 
+#include <algorithm>
 #include <array>
 
 namespace framejit::frontend {
@@ -30,6 +31,16 @@ OpTable* op_table_owning(PyObject* callable) {
     if (t && !seen && t->owns(callable)) return t;
   }
   return nullptr;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> all;
+  for (OpTable* t : g_tables)
+    if (t)
+      for (std::string& s : t->supported()) all.push_back(std::move(s));
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
 }
 
 }  // namespace framejit::frontend

@@ -37,6 +37,8 @@ public:
   virtual VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) = 0;
   /// "neg", "pos", "invert", "abs" on an array.
   virtual VarPtr unary(Tracer& tx, const std::string& op, const VarPtr& a) = 0;
+  /// What the table captures, in the user's terms ("numpy.tanh", "ndarray.sum"), sorted.
+  virtual std::vector<std::string> supported() const = 0;
   /// Appends the node for `target` (the traced callable's name) as this library's canonical op.
   virtual int add_call(jit::Graph& graph, const std::string& target, std::vector<jit::Arg> args,
                        std::vector<std::pair<std::string, jit::Arg>> kwargs, jit::TensorMeta meta) = 0;
@@ -49,5 +51,7 @@ void register_op_table(ArrayKind kind, OpTable* table);
 OpTable& array_op_table(ArrayKind kind);
 /// The table that owns `callable` (borrowed), or null.
 OpTable* op_table_owning(PyObject* callable);
+/// Everything the registered tables capture (framejit.supported_ops()), sorted, no duplicates.
+std::vector<std::string> supported_ops();
 
 }  // namespace framejit::frontend

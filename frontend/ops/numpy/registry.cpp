@@ -190,6 +190,34 @@ namespace {
 class NumPyOpTable final : public OpTable {
 public:
   bool owns(PyObject* callable) const override { return is_registered(callable); }
+  std::vector<std::string> supported() const override {
+    std::vector<std::string> names;
+    // By name, not by object: aliases (amax is max in NumPy 1.x) are one object, two names.
+    auto add_function = [&](const char* n) {
+      if (PyObject* obj = numpy_attr(n); obj && is_registered(obj)) names.push_back(std::string("numpy.") + n);
+    };
+    for (const char* n : kElementwise) add_function(n);
+    for (const char* n : kReductions) add_function(n);
+    for (const char* n : kViews) add_function(n);
+    for (const char* n : kCreation) add_function(n);
+    for (const char* n : {"matmul", "dot", "concatenate", "stack"}) add_function(n);
+    // ndarray's methods (call_method) and attributes (tensor_attr): those the type has (the
+    // families also serve numpy functions that are no methods, such as amax), and the operators
+    // on arrays (binary, unary).
+    std::vector<const char*> members(std::begin(kReductions), std::end(kReductions));
+    members.insert(members.end(), std::begin(kViews), std::end(kViews));
+    for (const char* n : {"flatten", "astype", "clip", "dot", "shape", "ndim", "size", "dtype", "T", "itemsize", "nbytes"})
+      members.push_back(n);
+    if (const NumPyHandles* np = numpy_handles())
+      for (const char* n : members)
+        if (PyObject_HasAttrString(reinterpret_cast<PyObject*>(np->ndarray), n)) names.push_back(std::string("ndarray.") + n);
+    for (const char* n : {"+", "-", "*", "/", "//", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "&", "|",
+                          "^", "<<", ">>", "unary -", "unary +", "~", "abs()", "x[basic index]"})
+      names.push_back(std::string("operator ") + n);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
   VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) override {
     return ops::call_function(tx, callable, std::move(args), std::move(kwargs));
   }

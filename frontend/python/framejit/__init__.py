@@ -33,6 +33,7 @@ __all__ = [
     "explain",
     "stats",
     "reset",
+    "supported_ops",
     "config",
     "Unsupported",
     "ExplainOutput",
@@ -99,6 +100,12 @@ def stats():
     """Counters: frames, captured, cache_hits, cache_misses, recompiles, graph_breaks,
     compile_ms (cumulative) and more."""
     return _C.stats()
+
+
+def supported_ops():
+    """What framejit captures into graphs, in the terms code uses: "numpy.tanh", "ndarray.sum",
+    "operator +". Anything else runs in CPython at a graph break (see explain())."""
+    return list(_C.supported_ops())
 
 
 def reset():
