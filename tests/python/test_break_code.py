@@ -10,6 +10,7 @@ Needs no NumPy: runs on 3.11, 3.12 and 3.13.
 import dis
 import sys
 import types
+import weakref
 
 import pytest
 
@@ -116,6 +117,52 @@ def test_a_wrong_graph_output_is_visible():
                    _callee(("global", "log_value")) + [("out", 0)],
                    [("y", ("out", 0))], ["a", "b", "y"])
     assert _outcome(lambda: g(3, 4)) == (("returned", 99), [100])
+
+
+def log_kw(v, tag):
+    LOG.append((tag, v))
+    return v
+
+
+def keyword_call(a):
+    y = a + 1
+    return log_kw(y, tag="t") * 2
+
+
+def test_break_at_a_keyword_call():
+    # 3.11: KW_NAMES|PRECALL|CALL, 3.12: KW_NAMES|CALL (the offset of CALL names the group);
+    # 3.13: CALL_KW with the names tuple on the stack.
+    off = _offset(keyword_call, "CALL_KW" if PY313 else "CALL")
+    stack = _callee(("global", "log_kw")) + [("out", 0), ("const", "t")]
+    if PY313:
+        stack.append(("const", ("tag",)))
+    g, kind, *_ = _break(keyword_call, off, lambda a: (a + 1,), [("local", 0)], stack,
+                         [("y", ("out", 0))], ["a", "y"])
+    assert kind == "copied"
+    assert _same(keyword_call, g, 4) == (("returned", 10), [("t", 5)])
+
+
+class Big:
+    pass
+
+
+def drops(a):
+    big = Big()
+    log_value(a)
+    ref = weakref.ref(big)
+    del big
+    return ref() is None
+
+
+def test_the_replaced_frame_keeps_nothing_alive():
+    # Neither the graph's result tuple nor the locals handed over stay referenced by the
+    # replaced frame while the resume function runs.
+    off = _offset(drops, "CALL", nth=1)
+    g, kind, *_ = _break(drops, off, lambda: (Big(),), [],
+                         _callee(("global", "log_value")) + [("local", 0)],
+                         [("big", ("out", 0))], ["a", "big"])
+    assert kind == "copied"
+    assert _same(drops, g, 1) == (("returned", True), [1])
 
 
 # --- values on the stack below the breaking call: a method call in progress ----------------------
