@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "frontend/bytecode/assemble.h"
+#include "frontend/bytecode/break_code.h"
 #include "frontend/bytecode/disassemble.h"
 #include "frontend/bytecode/locals.h"
 #include "frontend/bytecode/opcode_facts.h"
@@ -221,6 +222,75 @@ py::object make_resume(py::object code, int offset, std::vector<bool> stack_null
   return py::reinterpret_steal<py::object>(out->release());
 }
 
+// A recipe from its Python spelling: ("out", k), ("const", obj), ("local", i), ("global", name),
+// ("null",), ("attr", recipe, name), ("item", recipe, key).
+bc::Recipe recipe_from(py::handle h) {
+  if (!py::isinstance<py::tuple>(h) || py::len(h) < 1)
+    throw py::value_error("recipe: a tuple (kind, ...) expected");
+  py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+  const std::string kind = py::str(t[0]);
+  auto want = [&](size_t n) {
+    if (t.size() != n)
+      throw py::value_error("recipe " + kind + ": " + std::to_string(n - 1) + " fields expected");
+  };
+  if (kind == "out") {
+    want(2);
+    return bc::Recipe::graph_output(t[1].cast<int>());
+  }
+  if (kind == "const") {
+    want(2);
+    return bc::Recipe::constant(t[1].ptr());
+  }
+  if (kind == "local") {
+    want(2);
+    return bc::Recipe::local(t[1].cast<int>());
+  }
+  if (kind == "global") {
+    want(2);
+    return bc::Recipe::global(t[1].ptr());
+  }
+  if (kind == "null") {
+    want(1);
+    return bc::Recipe::null();
+  }
+  if (kind == "attr") {
+    want(3);
+    return bc::Recipe::attr_of(recipe_from(t[1]), t[2].ptr());
+  }
+  if (kind == "item") {
+    want(3);
+    return bc::Recipe::item_of(recipe_from(t[1]), t[2].ptr());
+  }
+  throw py::value_error("recipe: unknown kind " + kind);
+}
+
+// (code, "copied" | "in_resume", why, [resume offsets]).
+py::tuple make_break_code(py::object code, int offset, py::object graph, py::list inputs,
+                          py::list stack, py::list stores, std::vector<int> live) {
+  bc::BreakSpec spec;
+  spec.offset = offset;
+  if (!graph.is_none())
+    spec.graph = framejit::frontend::OwnedRef::borrow(graph.ptr());
+  for (py::handle r : inputs)
+    spec.inputs.push_back(recipe_from(r));
+  for (py::handle r : stack)
+    spec.stack.push_back(recipe_from(r));
+  for (py::handle s : stores) {
+    py::tuple t = py::cast<py::tuple>(s);
+    if (t.size() != 2)
+      throw py::value_error("store: (local index, recipe) expected");
+    spec.stores.push_back({t[0].cast<int>(), recipe_from(t[1])});
+  }
+  spec.live_locals = std::move(live);
+  framejit::Expected<bc::BreakCode> out = bc::make_break_code(code.ptr(), spec);
+  if (!out)
+    throw py::value_error(out.error().message());
+  const bool copied = out->kind == bc::BreakCode::Kind::Copied;
+  return py::make_tuple(py::reinterpret_steal<py::object>(out->code.release()),
+                        copied ? "copied" : "in_resume", out->why_in_resume,
+                        out->resume_offsets);
+}
+
 } // namespace
 
 void bind_bytecode(py::module_ &m) {
@@ -260,6 +330,12 @@ void bind_bytecode(py::module_ &m) {
         return out;
       },
       "code -> [(offset, stack depth)] where _make_resume accepts to start");
+  m.def("_make_break_code", &make_break_code, py::arg("code"), py::arg("offset"),
+        py::arg("graph"), py::arg("inputs"), py::arg("stack"), py::arg("stores"),
+        py::arg("live_locals"),
+        "code, offset, graph callable or None, [input recipe], [stack recipe], [(local, recipe)], "
+        "[live local] -> (code, 'copied'|'in_resume', why, [resume offsets]) "
+        "(frontend/bytecode/break_code.h)");
   m.def("_resume_cache_size", &bc::resume_cache_size);
   m.def("_resume_cache_clear", &bc::clear_resume_cache);
   m.def("_bytecode_snapshot_at", &snapshot_at, py::arg("code"), py::arg("offset"), py::arg("exc"),
