@@ -18,124 +18,104 @@
 
 namespace framejit::frontend::bytecode {
 
-Recipe Recipe::graph_output(int k) {
+namespace {
+
+Recipe recipe(Recipe::Kind kind, int index, PyObject* obj, const Recipe* base) {  // obj borrowed
   Recipe r;
-  r.kind = Kind::GraphOutput;
-  r.index = k;
-  return r;
-}
-Recipe Recipe::constant(PyObject *value) { // borrowed
-  Recipe r;
-  r.kind = Kind::Const;
-  r.obj = OwnedRef::borrow(value);
-  return r;
-}
-Recipe Recipe::local(int index) {
-  Recipe r;
-  r.kind = Kind::Local;
+  r.kind = kind;
   r.index = index;
+  if (obj) r.obj = OwnedRef::borrow(obj);
+  if (base) r.base = std::make_shared<const Recipe>(*base);
   return r;
 }
-Recipe Recipe::global(PyObject *name) { // borrowed
-  Recipe r;
-  r.kind = Kind::Global;
-  r.obj = OwnedRef::borrow(name);
-  return r;
-}
+
+}  // namespace
+
+Recipe Recipe::graph_output(int k) { return recipe(Kind::GraphOutput, k, nullptr, nullptr); }
+Recipe Recipe::constant(PyObject* value) { return recipe(Kind::Const, -1, value, nullptr); }
+Recipe Recipe::local(int index) { return recipe(Kind::Local, index, nullptr, nullptr); }
+Recipe Recipe::global(PyObject* name) { return recipe(Kind::Global, -1, name, nullptr); }
 Recipe Recipe::null() { return Recipe{}; }
-Recipe Recipe::attr_of(Recipe base, PyObject *name) { // borrowed
-  Recipe r;
-  r.kind = Kind::AttrOf;
-  r.obj = OwnedRef::borrow(name);
-  r.base = std::make_shared<const Recipe>(std::move(base));
-  return r;
-}
-Recipe Recipe::item_of(Recipe base, PyObject *key) { // borrowed
-  Recipe r;
-  r.kind = Kind::ItemOf;
-  r.obj = OwnedRef::borrow(key);
-  r.base = std::make_shared<const Recipe>(std::move(base));
-  return r;
-}
+Recipe Recipe::attr_of(Recipe base, PyObject* name) { return recipe(Kind::AttrOf, -1, name, &base); }
+Recipe Recipe::item_of(Recipe base, PyObject* key) { return recipe(Kind::ItemOf, -1, key, &base); }
 
 namespace {
 
-constexpr int kGeneratorLike =
-    0x0020 | 0x0080 | 0x0100 | 0x0200; // gen, coro, iter coro, agen
+constexpr int kGeneratorLike = 0x0020 | 0x0080 | 0x0100 | 0x0200;  // gen, coro, iter coro, agen
 
 // How many stack values the breaking instruction pops, for the opcodes the copy
 // supports; -1 for the rest (they run in the resume function instead). A group
 // (PRECALL|CALL, KW_NAMES|CALL) is described by its last instruction.
 int inputs_of(int op, int oparg) {
   switch (op) {
-  case CALL:
-    return oparg + 2;
-  case CALL_FUNCTION_EX:
-    return 3 + (oparg & 1);
-  case BINARY_OP:
-  case BINARY_SUBSCR:
-  case COMPARE_OP:
-  case CONTAINS_OP:
-  case IS_OP:
-  case DELETE_SUBSCR:
-  case STORE_ATTR:
-    return 2;
-  case STORE_SUBSCR:
-    return 3;
-  case UNARY_NEGATIVE:
-  case UNARY_NOT:
-  case UNARY_INVERT:
-  case GET_ITER:
-  case LOAD_ATTR:
-  case UNPACK_SEQUENCE:
-  case UNPACK_EX:
-  case STORE_GLOBAL:
-  case DELETE_ATTR:
-  case FOR_ITER:
-    return 1;
-  case LOAD_GLOBAL:
-    return 0;
-  case RAISE_VARARGS:
-    return oparg;
+    case CALL:
+      return oparg + 2;
+    case CALL_FUNCTION_EX:
+      return 3 + (oparg & 1);
+    case BINARY_OP:
+    case BINARY_SUBSCR:
+    case COMPARE_OP:
+    case CONTAINS_OP:
+    case IS_OP:
+    case DELETE_SUBSCR:
+    case STORE_ATTR:
+      return 2;
+    case STORE_SUBSCR:
+      return 3;
+    case UNARY_NEGATIVE:
+    case UNARY_NOT:
+    case UNARY_INVERT:
+    case GET_ITER:
+    case LOAD_ATTR:
+    case UNPACK_SEQUENCE:
+    case UNPACK_EX:
+    case STORE_GLOBAL:
+    case DELETE_ATTR:
+    case FOR_ITER:
+      return 1;
+    case LOAD_GLOBAL:
+      return 0;
+    case RAISE_VARARGS:
+      return oparg;
 #if PY_VERSION_HEX < 0x030C0000
-  case UNARY_POSITIVE:
-  case LOAD_METHOD:
-  case JUMP_IF_TRUE_OR_POP:
-  case JUMP_IF_FALSE_OR_POP:
-  case POP_JUMP_FORWARD_IF_FALSE:
-  case POP_JUMP_FORWARD_IF_TRUE:
-  case POP_JUMP_FORWARD_IF_NONE:
-  case POP_JUMP_FORWARD_IF_NOT_NONE:
-  case POP_JUMP_BACKWARD_IF_FALSE:
-  case POP_JUMP_BACKWARD_IF_TRUE:
-  case POP_JUMP_BACKWARD_IF_NONE:
-  case POP_JUMP_BACKWARD_IF_NOT_NONE:
-    return 1;
+    case UNARY_POSITIVE:
+    case LOAD_METHOD:
+    case JUMP_IF_TRUE_OR_POP:
+    case JUMP_IF_FALSE_OR_POP:
+    case POP_JUMP_FORWARD_IF_FALSE:
+    case POP_JUMP_FORWARD_IF_TRUE:
+    case POP_JUMP_FORWARD_IF_NONE:
+    case POP_JUMP_FORWARD_IF_NOT_NONE:
+    case POP_JUMP_BACKWARD_IF_FALSE:
+    case POP_JUMP_BACKWARD_IF_TRUE:
+    case POP_JUMP_BACKWARD_IF_NONE:
+    case POP_JUMP_BACKWARD_IF_NOT_NONE:
+      return 1;
 #else
-  case POP_JUMP_IF_FALSE:
-  case POP_JUMP_IF_TRUE:
-  case POP_JUMP_IF_NONE:
-  case POP_JUMP_IF_NOT_NONE:
-    return 1;
-  case BINARY_SLICE:
-    return 3;
-  case STORE_SLICE:
-    return 4;
+    case POP_JUMP_IF_FALSE:
+    case POP_JUMP_IF_TRUE:
+    case POP_JUMP_IF_NONE:
+    case POP_JUMP_IF_NOT_NONE:
+      return 1;
+    case BINARY_SLICE:
+      return 3;
+    case STORE_SLICE:
+      return 4;
 #endif
 #if PY_VERSION_HEX < 0x030D0000
-  case FORMAT_VALUE:
-    return (oparg & 4) ? 2 : 1;
+    case FORMAT_VALUE:
+      return (oparg & 4) ? 2 : 1;
 #else
-  case CALL_KW:
-    return oparg + 3;
-  case TO_BOOL:
-  case FORMAT_SIMPLE:
-    return 1;
-  case FORMAT_WITH_SPEC:
-    return 2;
+    case CALL_KW:
+      return oparg + 3;
+    case TO_BOOL:
+    case FORMAT_SIMPLE:
+      return 1;
+    case FORMAT_WITH_SPEC:
+      return 2;
 #endif
-  default:
-    return -1;
+    default:
+      return -1;
   }
 }
 
@@ -153,14 +133,14 @@ bool is_return(int op) {
 struct CopyRewrite {
   int opcode;
   int oparg;
-  std::vector<bool> nulls; // empty: every output is a value
+  std::vector<bool> nulls;  // empty: every output is a value
 };
 
 CopyRewrite rewrite_copy(int op, int oparg) {
 #if PY_VERSION_HEX >= 0x030D0000
-  const std::vector<bool> layout{false, true}; // (value, NULL)
+  const std::vector<bool> layout{false, true};  // (value, NULL)
 #else
-  const std::vector<bool> layout{true, false}; // (NULL, value)
+  const std::vector<bool> layout{true, false};  // (NULL, value)
 #endif
   if (op == LOAD_GLOBAL && (oparg & 1))
     return {op, oparg & ~1, layout};
@@ -178,25 +158,22 @@ CopyRewrite rewrite_copy(int op, int oparg) {
 // then free vars.
 struct Slots {
   size_t nvar = 0;
-  std::vector<bool> cell; // cell or free: read with LOAD_DEREF
-  std::vector<int>
-      free; // localsplus indices of the free variables, in co_freevars order
+  std::vector<bool> cell;  // cell or free: read with LOAD_DEREF
+  std::vector<int> free;   // localsplus indices of the free variables, in co_freevars order
   std::vector<std::string> names;
 };
 
-Expected<Slots> slots_of(PyObject *code) { // borrowed
+Expected<Slots> slots_of(PyObject* code) {  // borrowed
   Slots s;
-  auto tuple = [&](const char *attr) -> Expected<std::vector<std::string>> {
-    OwnedRef t = OwnedRef::steal(PyObject_GetAttrString(code, attr)); // new ref
+  auto tuple = [&](const char* attr) -> Expected<std::vector<std::string>> {
+    OwnedRef t = OwnedRef::steal(PyObject_GetAttrString(code, attr));  // new ref
     if (!t || !PyTuple_Check(t.get())) {
       PyErr_Clear();
-      return Status::invalid(std::string("break code: code has no tuple ") +
-                             attr);
+      return Status::invalid(std::string("break code: code has no tuple ") + attr);
     }
     std::vector<std::string> out;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i) {
-      const char *c =
-          PyUnicode_AsUTF8(PyTuple_GET_ITEM(t.get(), i)); // borrowed buffer
+      const char* c = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t.get(), i));  // borrowed buffer
       if (!c)
         return Status::invalid("break code: " + fetch_error_text());
       out.emplace_back(c);
@@ -215,7 +192,7 @@ Expected<Slots> slots_of(PyObject *code) { // borrowed
   s.nvar = var->size();
   s.names = *var;
   s.cell.assign(var->size(), false);
-  for (const std::string &c : *cells) {
+  for (const std::string& c : *cells) {
     auto it = std::find(var->begin(), var->end(), c);
     if (it != var->end()) {
       s.cell[static_cast<size_t>(it - var->begin())] = true;
@@ -224,7 +201,7 @@ Expected<Slots> slots_of(PyObject *code) { // borrowed
       s.cell.push_back(true);
     }
   }
-  for (const std::string &f : *frees) {
+  for (const std::string& f : *frees) {
     s.free.push_back(static_cast<int>(s.names.size()));
     s.names.push_back(f);
     s.cell.push_back(true);
@@ -232,68 +209,64 @@ Expected<Slots> slots_of(PyObject *code) { // borrowed
   return s;
 }
 
-Status check_recipe(const Recipe &r, const BreakSpec &spec, const Slots &slots,
-                    bool stack_slot, const std::string &where) {
+Status check_recipe(const Recipe& r, const BreakSpec& spec, const Slots& slots, bool stack_slot,
+                    const std::string& where) {
   switch (r.kind) {
-  case Recipe::Kind::GraphOutput:
-    if (!spec.graph)
-      return Status::invalid(where + ": a graph output without a graph");
-    if (r.index < 0)
-      return Status::invalid(where + ": negative graph output index");
-    return Status::ok();
-  case Recipe::Kind::Const:
-    if (!r.obj)
-      return Status::invalid(where + ": a constant without a value");
-    return Status::ok();
-  case Recipe::Kind::Local:
-    if (r.index < 0 || static_cast<size_t>(r.index) >= slots.names.size())
-      return Status::invalid(where + ": local " + std::to_string(r.index) +
-                             " out of range");
-    return Status::ok();
-  case Recipe::Kind::Global:
-    if (!r.obj || !PyUnicode_Check(r.obj.get()))
-      return Status::invalid(where + ": a global's name must be a str");
-    return Status::ok();
-  case Recipe::Kind::Null:
-    if (!stack_slot)
-      return Status::invalid(where + ": NULL is only a stack slot");
-    return Status::ok();
-  case Recipe::Kind::AttrOf:
-  case Recipe::Kind::ItemOf:
-    if (!r.base)
-      return Status::invalid(where + ": no base");
-    if (!r.obj)
-      return Status::invalid(where + ": no attribute name or key");
-    if (r.kind == Recipe::Kind::AttrOf && !PyUnicode_Check(r.obj.get()))
-      return Status::invalid(where + ": an attribute name must be a str");
-    return check_recipe(*r.base, spec, slots, false, where);
+    case Recipe::Kind::GraphOutput:
+      if (!spec.graph)
+        return Status::invalid(where + ": a graph output without a graph");
+      if (r.index < 0)
+        return Status::invalid(where + ": negative graph output index");
+      return Status::ok();
+    case Recipe::Kind::Const:
+      if (!r.obj)
+        return Status::invalid(where + ": a constant without a value");
+      return Status::ok();
+    case Recipe::Kind::Local:
+      if (r.index < 0 || static_cast<size_t>(r.index) >= slots.names.size())
+        return Status::invalid(where + ": local " + std::to_string(r.index) + " out of range");
+      return Status::ok();
+    case Recipe::Kind::Global:
+      if (!r.obj || !PyUnicode_Check(r.obj.get()))
+        return Status::invalid(where + ": a global's name must be a str");
+      return Status::ok();
+    case Recipe::Kind::Null:
+      if (!stack_slot)
+        return Status::invalid(where + ": NULL is only a stack slot");
+      return Status::ok();
+    case Recipe::Kind::AttrOf:
+    case Recipe::Kind::ItemOf:
+      if (!r.base)
+        return Status::invalid(where + ": no base");
+      if (!r.obj)
+        return Status::invalid(where + ": no attribute name or key");
+      if (r.kind == Recipe::Kind::AttrOf && !PyUnicode_Check(r.obj.get()))
+        return Status::invalid(where + ": an attribute name must be a str");
+      return check_recipe(*r.base, spec, slots, false, where);
   }
   return Status::invalid(where + ": unknown recipe kind");
 }
 
 // One way out of the copied instruction.
 struct Continuation {
-  size_t resume_index = 0; // where the original continues
-  Label label = kNoLabel;  // the block in the new code (fall-through: none)
-  int on_stack = 0; // values on the new code's stack at the block (outputs)
-  bool for_iter_exhausted =
-      false; // the block starts with the END_FOR the interpreter skips
+  size_t resume_index = 0;          // where the original continues
+  Label label = kNoLabel;           // the block in the new code (fall-through: none)
+  int on_stack = 0;                 // values on the new code's stack at the block (outputs)
+  bool for_iter_exhausted = false;  // the block starts with the END_FOR the interpreter skips
   bool exception = false;
   ResumeSpec spec;
-  OwnedRef resume; // its resume code
+  OwnedRef resume;  // its resume code
 };
 
 class Builder {
 public:
-  Builder(PyObject *code, const BreakSpec &spec)
-      : code_(code), spec_(spec) {} // borrowed
+  Builder(PyObject* code, const BreakSpec& spec) : code_(code), spec_(spec) {}  // borrowed
 
   Expected<BreakCode> build() {
     if (!code_ || !PyCode_Check(code_))
       return Status::invalid("break code: not a code object");
-    if (reinterpret_cast<PyCodeObject *>(code_)->co_flags & kGeneratorLike)
-      return Status::unsupported(
-          "break code: generators and coroutines are not supported");
+    if (reinterpret_cast<PyCodeObject*>(code_)->co_flags & kGeneratorLike)
+      return Status::unsupported("break code: generators and coroutines are not supported");
     Expected<Slots> slots = slots_of(code_);
     if (!slots)
       return slots.error();
@@ -314,7 +287,7 @@ public:
     if (!code)
       return code.error();
     out.code = std::move(*code);
-    for (const Continuation &c : conts_)
+    for (const Continuation& c : conts_)
       out.resume_offsets.push_back(c.spec.offset);
     return out;
   }
@@ -331,7 +304,7 @@ private:
     if (!depths)
       return depths.error();
     depths_ = std::move(*depths);
-    const auto &ins = bc_.instructions;
+    const auto& ins = bc_.instructions;
     const std::string at = "break code: offset " + std::to_string(spec_.offset);
     first_ = ins.size();
     for (size_t i = 0; i < ins.size(); ++i)
@@ -345,8 +318,7 @@ private:
         resume_index_ = i;
         break;
       }
-    while (first_ > 0 && !can_insert_before(bc_, first_) &&
-           first_ > resume_index_)
+    while (first_ > 0 && !can_insert_before(bc_, first_) && first_ > resume_index_)
       --first_;
     if (resume_index_ == ins.size() || first_ <= resume_index_)
       return Status::invalid(at + " is in the interpreter's prologue");
@@ -363,47 +335,38 @@ private:
 
   Status check_spec() {
     if (static_cast<int>(spec_.stack.size()) != depth_)
-      return Status::invalid(
-          "break code: the stack at offset " + std::to_string(spec_.offset) +
-          " holds " + std::to_string(depth_) + " values, " +
-          std::to_string(spec_.stack.size()) + " recipes given");
+      return Status::invalid("break code: the stack at offset " + std::to_string(spec_.offset) + " holds " +
+                             std::to_string(depth_) + " values, " + std::to_string(spec_.stack.size()) +
+                             " recipes given");
     if (spec_.graph && !PyCallable_Check(spec_.graph.get()))
       return Status::invalid("break code: the graph is not callable");
     for (size_t i = 0; i < spec_.inputs.size(); ++i)
-      FJ_PROPAGATE(
-          check_recipe(spec_.inputs[i], spec_, slots_, false,
-                       "break code: graph input " + std::to_string(i)));
+      FJ_PROPAGATE(check_recipe(spec_.inputs[i], spec_, slots_, false, "break code: graph input " + std::to_string(i)));
     if (!spec_.graph && !spec_.inputs.empty())
       return Status::invalid("break code: graph inputs without a graph");
     for (size_t i = 0; i < spec_.stack.size(); ++i)
-      FJ_PROPAGATE(check_recipe(spec_.stack[i], spec_, slots_, true,
-                                "break code: stack slot " + std::to_string(i)));
+      FJ_PROPAGATE(check_recipe(spec_.stack[i], spec_, slots_, true, "break code: stack slot " + std::to_string(i)));
     std::vector<bool> stored(slots_.names.size(), false);
     for (size_t i = 0; i < spec_.stores.size(); ++i) {
       const int l = spec_.stores[i].local;
       const std::string where = "break code: store " + std::to_string(i);
       if (l < 0 || static_cast<size_t>(l) >= slots_.names.size())
-        return Status::invalid(where + ": local " + std::to_string(l) +
-                               " out of range");
+        return Status::invalid(where + ": local " + std::to_string(l) + " out of range");
       if (stored[static_cast<size_t>(l)])
-        return Status::invalid(where + ": local " +
-                               slots_.names[static_cast<size_t>(l)] +
-                               " stored twice");
+        return Status::invalid(where + ": local " + slots_.names[static_cast<size_t>(l)] + " stored twice");
       stored[static_cast<size_t>(l)] = true;
-      FJ_PROPAGATE(
-          check_recipe(spec_.stores[i].value, spec_, slots_, false, where));
+      FJ_PROPAGATE(check_recipe(spec_.stores[i].value, spec_, slots_, false, where));
     }
     for (int l : spec_.live_locals)
       if (l < 0 || static_cast<size_t>(l) >= slots_.names.size())
-        return Status::invalid("break code: live local " + std::to_string(l) +
-                               " out of range");
+        return Status::invalid("break code: live local " + std::to_string(l) + " out of range");
     return Status::ok();
   }
 
   // Plans the copied instruction and its continuations; "" on success, else why
   // it cannot be.
   std::string plan_copy() {
-    const Instruction &main = bc_.instructions[last_];
+    const Instruction& main = bc_.instructions[last_];
     const int n_in = inputs_of(main.opcode, main.oparg);
     if (n_in < 0)
       return "opcode " + std::to_string(main.opcode) + " is not copied";
@@ -451,8 +414,7 @@ private:
       c.exception = true;
       c.on_stack = 1;
       for (int i = 0; i < main.handler.depth; ++i)
-        c.spec.stack_null.push_back(spec_.stack[static_cast<size_t>(i)].kind ==
-                                    Recipe::Kind::Null);
+        c.spec.stack_null.push_back(spec_.stack[static_cast<size_t>(i)].kind == Recipe::Kind::Null);
       c.spec.stack_null.push_back(false);
       if (std::string why = finish(c); !why.empty())
         return why;
@@ -462,7 +424,7 @@ private:
 
   // A continuation after the instruction ran normally: the kept slots, then its
   // outputs.
-  std::string add_output_continuation(Continuation &c) {
+  std::string add_output_continuation(Continuation& c) {
     if (c.resume_index >= bc_.instructions.size())
       return "a continuation runs off the end of the code";
     const int dc = depths_[c.resume_index];
@@ -470,11 +432,9 @@ private:
       return "a continuation's stack is shallower than the kept slots";
     const int m = dc - keep_;
     for (int i = 0; i < keep_; ++i)
-      c.spec.stack_null.push_back(spec_.stack[static_cast<size_t>(i)].kind ==
-                                  Recipe::Kind::Null);
+      c.spec.stack_null.push_back(spec_.stack[static_cast<size_t>(i)].kind == Recipe::Kind::Null);
     std::vector<bool> nulls(static_cast<size_t>(m), false);
-    if (!rewrite_.nulls.empty() &&
-        rewrite_.nulls.size() == static_cast<size_t>(m))
+    if (!rewrite_.nulls.empty() && rewrite_.nulls.size() == static_cast<size_t>(m))
       nulls = rewrite_.nulls;
     for (bool n : nulls) {
       c.spec.stack_null.push_back(n);
@@ -483,13 +443,12 @@ private:
     return finish(c);
   }
 
-  std::string finish(Continuation &c) {
+  std::string finish(Continuation& c) {
     c.spec.offset = bc_.instructions[c.resume_index].offset * 2;
     c.spec.live_locals = spec_.live_locals;
     Expected<OwnedRef> r = make_resume_code(code_, c.spec);
     if (!r)
-      return "no resume function at offset " + std::to_string(c.spec.offset) +
-             ": " + r.error().message();
+      return "no resume function at offset " + std::to_string(c.spec.offset) + ": " + r.error().message();
     c.resume = std::move(*r);
     conts_.push_back(std::move(c));
     return "";
@@ -500,7 +459,7 @@ private:
     conts_.clear();
     Continuation c;
     c.resume_index = first_;
-    for (const Recipe &r : spec_.stack)
+    for (const Recipe& r : spec_.stack)
       c.spec.stack_null.push_back(r.kind == Recipe::Kind::Null);
     c.spec.offset = bc_.instructions[first_].offset * 2;
     c.spec.live_locals = spec_.live_locals;
@@ -515,67 +474,63 @@ private:
   // --- emission
   // ---------------------------------------------------------------------------
 
-  void op(int opcode, int oparg = 0) {
-    out_.push_back(Instruction::make(opcode, oparg, pos_));
-  }
+  void op(int opcode, int oparg = 0) { out_.push_back(Instruction::make(opcode, oparg, pos_)); }
 
   int mapped(int slot) const {
-    return static_cast<size_t>(slot) < slots_.nvar
-               ? slot
-               : slot + static_cast<int>(ntemps_);
+    return static_cast<size_t>(slot) < slots_.nvar ? slot : slot + static_cast<int>(ntemps_);
   }
 
   void load_temp(int t) { op(LOAD_FAST, t); }
 
-  Status emit_const(PyObject *v) { // borrowed
+  Status emit_const(PyObject* v) {  // borrowed
     op(LOAD_CONST, bc_.add_const(v));
     return Status::ok();
   }
 
-  Status emit_recipe(const Recipe &r) {
+  Status emit_recipe(const Recipe& r) {
     switch (r.kind) {
-    case Recipe::Kind::GraphOutput: {
-      load_temp(out_temp_);
-      OwnedRef k = OwnedRef::steal(PyLong_FromLong(r.index)); // new ref
-      if (!k)
-        return Status::internal(fetch_error_text());
-      FJ_PROPAGATE(emit_const(k.get()));
-      op(BINARY_SUBSCR);
-      return Status::ok();
-    }
-    case Recipe::Kind::Const:
-      return emit_const(r.obj.get());
-    case Recipe::Kind::Local:
-      if (slots_.cell[static_cast<size_t>(r.index)]) {
-        op(LOAD_DEREF, mapped(r.index));
-      } else {
-#if PY_VERSION_HEX >= 0x030C0000
-        op(LOAD_FAST_CHECK,
-           mapped(r.index)); // the caller's word that it is bound is not proof
-#else
-        op(LOAD_FAST, mapped(r.index)); // 3.11's LOAD_FAST checks
-#endif
+      case Recipe::Kind::GraphOutput: {
+        load_temp(out_temp_);
+        OwnedRef k = OwnedRef::steal(PyLong_FromLong(r.index));  // new ref
+        if (!k)
+          return Status::internal(fetch_error_text());
+        FJ_PROPAGATE(emit_const(k.get()));
+        op(BINARY_SUBSCR);
+        return Status::ok();
       }
-      return Status::ok();
-    case Recipe::Kind::Global:
-      op(LOAD_GLOBAL, bc_.add_name(r.obj.get()) << 1);
-      return Status::ok();
-    case Recipe::Kind::Null:
-      op(PUSH_NULL);
-      return Status::ok();
-    case Recipe::Kind::AttrOf:
-      FJ_PROPAGATE(emit_recipe(*r.base));
+      case Recipe::Kind::Const:
+        return emit_const(r.obj.get());
+      case Recipe::Kind::Local:
+        if (slots_.cell[static_cast<size_t>(r.index)]) {
+          op(LOAD_DEREF, mapped(r.index));
+        } else {
 #if PY_VERSION_HEX >= 0x030C0000
-      op(LOAD_ATTR, bc_.add_name(r.obj.get()) << 1);
+          op(LOAD_FAST_CHECK,
+             mapped(r.index));  // the caller's word that it is bound is not proof
 #else
-      op(LOAD_ATTR, bc_.add_name(r.obj.get()));
+          op(LOAD_FAST, mapped(r.index));  // 3.11's LOAD_FAST checks
 #endif
-      return Status::ok();
-    case Recipe::Kind::ItemOf:
-      FJ_PROPAGATE(emit_recipe(*r.base));
-      FJ_PROPAGATE(emit_const(r.obj.get()));
-      op(BINARY_SUBSCR);
-      return Status::ok();
+        }
+        return Status::ok();
+      case Recipe::Kind::Global:
+        op(LOAD_GLOBAL, bc_.add_name(r.obj.get()) << 1);
+        return Status::ok();
+      case Recipe::Kind::Null:
+        op(PUSH_NULL);
+        return Status::ok();
+      case Recipe::Kind::AttrOf:
+        FJ_PROPAGATE(emit_recipe(*r.base));
+#if PY_VERSION_HEX >= 0x030C0000
+        op(LOAD_ATTR, bc_.add_name(r.obj.get()) << 1);
+#else
+        op(LOAD_ATTR, bc_.add_name(r.obj.get()));
+#endif
+        return Status::ok();
+      case Recipe::Kind::ItemOf:
+        FJ_PROPAGATE(emit_recipe(*r.base));
+        FJ_PROPAGATE(emit_const(r.obj.get()));
+        op(BINARY_SUBSCR);
+        return Status::ok();
     }
     return Status::internal("break code: unknown recipe kind");
   }
@@ -599,9 +554,9 @@ private:
     op(CALL, n);
   }
 
-  void emit_load_cell(int slot) { // slot already mapped
+  void emit_load_cell(int slot) {  // slot already mapped
 #if PY_VERSION_HEX >= 0x030D0000
-    op(LOAD_FAST, slot); // 3.13's LOAD_CLOSURE is a pseudo-instruction for this
+    op(LOAD_FAST, slot);  // 3.13's LOAD_CLOSURE is a pseudo-instruction for this
 #else
     op(LOAD_CLOSURE, slot);
 #endif
@@ -609,7 +564,7 @@ private:
 
   // A function for `resume` (a code object) with this frame's globals and
   // closure cells.
-  Status emit_make_resume(PyObject *resume) { // borrowed
+  Status emit_make_resume(PyObject* resume) {  // borrowed
     const bool closure = !slots_.free.empty();
     if (closure) {
       for (int f : slots_.free)
@@ -629,12 +584,12 @@ private:
 
   // Stores the block's outputs, then `return resume(<non-NULL slots>, <live
   // locals>)`.
-  Status emit_continuation(const Continuation &c) {
+  Status emit_continuation(const Continuation& c) {
     if (c.label != kNoLabel) {
       if (c.for_iter_exhausted) {
 #if PY_VERSION_HEX >= 0x030C0000
-        op(END_FOR); // skipped by FOR_ITER; it is what FOR_ITER expects at its
-                     // target
+        op(END_FOR);  // skipped by FOR_ITER; it is what FOR_ITER expects at its
+                      // target
         out_.back().label = c.label;
 #if PY_VERSION_HEX >= 0x030D0000
         op(POP_TOP);
@@ -653,8 +608,7 @@ private:
     for (size_t i = 0; i < c.spec.stack_null.size(); ++i) {
       if (c.spec.stack_null[i])
         continue;
-      const int t = static_cast<int>(i) < keep_ &&
-                            !(c.exception && i + 1 == c.spec.stack_null.size())
+      const int t = static_cast<int>(i) < keep_ && !(c.exception && i + 1 == c.spec.stack_null.size())
                         ? stack_temp0_ + static_cast<int>(i)
                         : out_temp0_ + j++;
       load_temp(t);
@@ -663,8 +617,7 @@ private:
     }
     for (int l : spec_.live_locals) {
       if (slots_.cell[static_cast<size_t>(l)]) {
-        emit_load_cell(mapped(
-            l)); // the cell itself: closures made before the break share it
+        emit_load_cell(mapped(l));  // the cell itself: closures made before the break share it
       } else {
 #if PY_VERSION_HEX >= 0x030C0000
         op(LOAD_FAST_CHECK, mapped(l));
@@ -689,13 +642,12 @@ private:
     // stack slot,
     // ___bc_o<j> per value a continuation finds on the stack.
     int max_on_stack = 0;
-    for (const Continuation &c : conts_)
+    for (const Continuation& c : conts_)
       max_on_stack = std::max(max_on_stack, c.on_stack);
-    std::unordered_set<std::string> taken(slots_.names.begin(),
-                                          slots_.names.end());
+    std::unordered_set<std::string> taken(slots_.names.begin(), slots_.names.end());
     std::string prefix = "___bc_";
     auto clashes = [&] {
-      for (const std::string &n : taken)
+      for (const std::string& n : taken)
         if (n.compare(0, prefix.size(), prefix) == 0)
           return true;
       return false;
@@ -707,9 +659,8 @@ private:
       temps.push_back(prefix + "s" + std::to_string(i));
     for (int j = 0; j < max_on_stack; ++j)
       temps.push_back(prefix + "o" + std::to_string(j));
-    for (const std::string &t : temps) {
-      OwnedRef name =
-          OwnedRef::steal(PyUnicode_FromString(t.c_str())); // new ref
+    for (const std::string& t : temps) {
+      OwnedRef name = OwnedRef::steal(PyUnicode_FromString(t.c_str()));  // new ref
       if (!name)
         return Status::internal(fetch_error_text());
       Expected<int> at = insert_local(bc_, bc_.varnames.size(), name.get());
@@ -731,13 +682,13 @@ private:
 
     if (spec_.graph) {
       FJ_PROPAGATE(emit_callee([&] { return emit_const(spec_.graph.get()); }));
-      for (const Recipe &r : spec_.inputs)
+      for (const Recipe& r : spec_.inputs)
         FJ_PROPAGATE(emit_recipe(r));
       emit_call(static_cast<int>(spec_.inputs.size()));
       op(STORE_FAST, out_temp_);
     }
     for (int i = 0; i < keep_; ++i) {
-      const Recipe &r = spec_.stack[static_cast<size_t>(i)];
+      const Recipe& r = spec_.stack[static_cast<size_t>(i)];
       if (r.kind == Recipe::Kind::Null)
         continue;
       FJ_PROPAGATE(emit_recipe(r));
@@ -747,11 +698,10 @@ private:
       FJ_PROPAGATE(emit_recipe(spec_.stack[i]));
     // Every value first, then the stores (last first): recipes read the entry
     // state.
-    for (const LocalStore &s : spec_.stores)
+    for (const LocalStore& s : spec_.stores)
       FJ_PROPAGATE(emit_recipe(s.value));
     for (auto it = spec_.stores.rbegin(); it != spec_.stores.rend(); ++it)
-      op(slots_.cell[static_cast<size_t>(it->local)] ? STORE_DEREF : STORE_FAST,
-         mapped(it->local));
+      op(slots_.cell[static_cast<size_t>(it->local)] ? STORE_DEREF : STORE_FAST, mapped(it->local));
     if (spec_.graph)
       op(DELETE_FAST, out_temp_);
     // TODO(side effects): replay BreakSpec's side-effect log here, after the
@@ -763,10 +713,9 @@ private:
     }
 
     ExceptHandler handler;
-    for (const Continuation &c : conts_)
+    for (const Continuation& c : conts_)
       if (c.exception)
-        handler = ExceptHandler{c.label, 0,
-                                false}; // the kept slots live in temporaries
+        handler = ExceptHandler{c.label, 0, false};  // the kept slots live in temporaries
     if (handler.active()) {
       // NB: 3.13 looks up the handler of a Python callee's exception at the
       // code unit before the CALL (resume_with_error unwinds from instr_ptr -
@@ -792,7 +741,7 @@ private:
         c.opcode = rewrite_.opcode;
         c.oparg = rewrite_.oparg;
         c.target = kNoLabel;
-        for (const Continuation &k : conts_)
+        for (const Continuation& k : conts_)
           if (!k.exception && k.label != kNoLabel)
             c.target = k.label;
       }
@@ -800,7 +749,7 @@ private:
     }
     // The fall-through continuation (if any) comes first: it is conts_[0] with
     // no label.
-    for (const Continuation &c : conts_)
+    for (const Continuation& c : conts_)
       FJ_PROPAGATE(emit_continuation(c));
     return finish_code();
   }
@@ -810,8 +759,8 @@ private:
     return assemble(bc_);
   }
 
-  PyObject *code_; // borrowed
-  const BreakSpec &spec_;
+  PyObject* code_;  // borrowed
+  const BreakSpec& spec_;
   Slots slots_;
   Bytecode bc_;
   std::vector<int> depths_;
@@ -826,11 +775,11 @@ private:
   int out_temp_ = -1, stack_temp0_ = -1, out_temp0_ = -1;
 };
 
-} // namespace
+}  // namespace
 
-Expected<BreakCode> make_break_code(PyObject *code,
-                                    const BreakSpec &spec) { // borrowed
+Expected<BreakCode> make_break_code(PyObject* code,
+                                    const BreakSpec& spec) {  // borrowed
   return Builder(code, spec).build();
 }
 
-} // namespace framejit::frontend::bytecode
+}  // namespace framejit::frontend::bytecode

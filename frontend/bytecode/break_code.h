@@ -71,14 +71,14 @@ namespace framejit::frontend::bytecode {
 /// How to produce one value in the rewritten code.
 struct Recipe {
   enum class Kind : uint8_t {
-    GraphOutput, // out[index] of the graph's result tuple
-    Const,       // obj
-    Local,  // localsplus[index]: a plain local, or a cell's/free variable's
-            // contents
-    Global, // LOAD_GLOBAL obj (a str): globals, then builtins
-    Null,   // a NULL stack slot (stack recipes only)
-    AttrOf, // getattr(base, obj), obj a str
-    ItemOf, // base[obj], obj a constant key (int, str, ...)
+    GraphOutput,  // out[index] of the graph's result tuple
+    Const,        // obj
+    Local,        // localsplus[index]: a plain local, or a cell's/free variable's
+                  // contents
+    Global,       // LOAD_GLOBAL obj (a str): globals, then builtins
+    Null,         // a NULL stack slot (stack recipes only)
+    AttrOf,       // getattr(base, obj), obj a str
+    ItemOf,       // base[obj], obj a constant key (int, str, ...)
   };
   Kind kind = Kind::Null;
   int index = -1;
@@ -86,12 +86,12 @@ struct Recipe {
   std::shared_ptr<const Recipe> base;
 
   static Recipe graph_output(int k);
-  static Recipe constant(PyObject *value); // borrowed
+  static Recipe constant(PyObject* value);  // borrowed
   static Recipe local(int index);
-  static Recipe global(PyObject *name); // borrowed
+  static Recipe global(PyObject* name);  // borrowed
   static Recipe null();
-  static Recipe attr_of(Recipe base, PyObject *name); // borrowed
-  static Recipe item_of(Recipe base, PyObject *key);  // borrowed
+  static Recipe attr_of(Recipe base, PyObject* name);  // borrowed
+  static Recipe item_of(Recipe base, PyObject* key);   // borrowed
 };
 
 /// `local` (a localsplus index) gets `value` (STORE_DEREF into a cell or free
@@ -103,14 +103,13 @@ struct LocalStore {
 
 /// What the tracer knows at the break.
 struct BreakSpec {
-  int offset = 0; // byte offset of the breaking instruction (any instruction of
-                  // a PRECALL|CALL / KW_NAMES|CALL group names the group)
-  OwnedRef graph; // the compiled graph's callable; null: no graph call
-  std::vector<Recipe> inputs; // its positional arguments
-  std::vector<Recipe> stack;  // the value stack at `offset`, bottom first
+  int offset = 0;              // byte offset of the breaking instruction (any instruction of
+                               // a PRECALL|CALL / KW_NAMES|CALL group names the group)
+  OwnedRef graph;              // the compiled graph's callable; null: no graph call
+  std::vector<Recipe> inputs;  // its positional arguments
+  std::vector<Recipe> stack;   // the value stack at `offset`, bottom first
   std::vector<LocalStore> stores;
-  std::vector<int>
-      live_locals; // localsplus indices bound after the stores, passed on
+  std::vector<int> live_locals;  // localsplus indices bound after the stores, passed on
   // TODO(side effects, issue 12 item 2): a list of replays to emit after the
   // stores, in program order; the tracer logs them but nothing consumes them
   // yet.
@@ -121,15 +120,13 @@ struct BreakCode {
   enum class Kind : uint8_t { Copied, InResume };
   OwnedRef code;
   Kind kind = Kind::Copied;
-  std::string
-      why_in_resume; // Kind::InResume: why the instruction was not copied
-  std::vector<int>
-      resume_offsets; // where each continuation resumes, in the order emitted
+  std::string why_in_resume;        // Kind::InResume: why the instruction was not copied
+  std::vector<int> resume_offsets;  // where each continuation resumes, in the order emitted
 };
 
 /// The body that replaces `code` (a code object; borrowed) at a break described
 /// by `spec`. Bad recipes, offsets and stack sizes are InvalidArgument; nothing
 /// is cached.
-Expected<BreakCode> make_break_code(PyObject *code, const BreakSpec &spec);
+Expected<BreakCode> make_break_code(PyObject* code, const BreakSpec& spec);
 
-} // namespace framejit::frontend::bytecode
+}  // namespace framejit::frontend::bytecode

@@ -21,9 +21,11 @@ void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter) {
   g_adapters[static_cast<size_t>(kind)] = adapter;
 }
 
-ArrayFields array_fields(PyObject* o) {
+ArrayFields array_fields(PyObject* o, const ArrayAdapter* first) {
+  if (first)
+    if (ArrayFields f = first->fields(o); f.ok) return f;
   for (const ArrayAdapter* a : g_adapters) {
-    if (!a) continue;
+    if (!a || a == first) continue;
     if (ArrayFields f = a->fields(o); f.ok) return f;
   }
   return {};

@@ -60,8 +60,9 @@ const ArrayAdapter* array_adapter(ArrayKind kind);
 /// built in; framejit.Tensor's registers with its type.
 void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter);
 
-/// `o`'s fields under whichever adapter knows it (ok=false: none does).
-ArrayFields array_fields(PyObject* o);
+/// `o`'s fields under whichever adapter knows it (ok=false: none does), asking `first` (when
+/// given: the caller's likely library) before the others, and each adapter once.
+ArrayFields array_fields(PyObject* o, const ArrayAdapter* first = nullptr);
 
 /// The fields as the layout kernels and view remaps read (sizes and strides copied).
 jit::StridedLayout layout_of(const ArrayFields& a);

@@ -104,8 +104,7 @@ Expected<PyCall> py_call_of(const jit::Node& n) {
 void classify(PyObject* o, rt::Value& v, const ArrayAdapter& arrays) {
   v = rt::Value{};
   v.handle = o;
-  ArrayFields a = arrays.fields(o);
-  if (!a.ok) a = array_fields(o);
+  ArrayFields a = array_fields(o, &arrays);
   if (a.ok) {
     v.kind = rt::Value::Kind::Array;
     v.dtype = a.dtype;

@@ -29,6 +29,21 @@ inline Node call_node(std::string target, std::vector<std::pair<std::string, Arg
   return node;
 }
 
+/// Metadata of a tensor value (float32 unless said) and of a Python number.
+inline TensorMeta tensor(std::vector<SymInt> shape, DType dtype = DType::Float32) {
+  TensorMeta m;
+  m.dtype = dtype;
+  m.shape = std::move(shape);
+  return m;
+}
+inline TensorMeta f32(std::vector<SymInt> shape) { return tensor(std::move(shape)); }
+inline TensorMeta scalar(DType dtype) {
+  TensorMeta m;
+  m.kind = ValueKind::Scalar;
+  m.dtype = dtype;
+  return m;
+}
+
 /// A graph whose printer spells dtypes as NumPy does (what the frontend's graphs do).
 inline Graph numpy_graph() {
   Graph g;

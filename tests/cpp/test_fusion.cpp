@@ -8,19 +8,7 @@
 namespace framejit::jit {
 namespace {
 
-TensorMeta f32(std::vector<SymInt> shape) {
-  TensorMeta m;
-  m.dtype = DType::Float32;
-  m.shape = std::move(shape);
-  return m;
-}
-
-TensorMeta scalar_float() {
-  TensorMeta m;
-  m.kind = ValueKind::Scalar;
-  m.dtype = DType::Float64;
-  return m;
-}
+using test::f32;
 
 bool accept_all(const PointwiseKernelIR&) { return true; }
 
@@ -132,7 +120,7 @@ TEST(Fusion, ChainBecomesOneKernel) {
   Graph g;
   SymInt n = SymInt::symbol(0);
   int x = g.add_placeholder("x", f32({n}));
-  int a = g.add_placeholder("a", scalar_float());
+  int a = g.add_placeholder("a", test::scalar(DType::Float64));
   int mul = test::add_call(g, "operator.mul", {Arg::node(x), Arg::node(a)}, {}, f32({n}));
   int add = test::add_call(g, "operator.add", {Arg::node(mul), Arg::real(1.5)}, {}, f32({n}));
   int th = test::add_call(g, "numpy.tanh", {Arg::node(add)}, {}, f32({n}));

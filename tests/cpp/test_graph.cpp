@@ -10,31 +10,20 @@
 namespace framejit::jit {
 namespace {
 
-TensorMeta tensor(DType dtype, std::vector<SymInt> shape) {
-  TensorMeta m;
-  m.dtype = dtype;
-  m.shape = std::move(shape);
-  return m;
-}
-
-TensorMeta scalar(DType dtype) {
-  TensorMeta m;
-  m.kind = ValueKind::Scalar;
-  m.dtype = dtype;
-  return m;
-}
+using test::scalar;
+using test::tensor;
 
 // The graph of `def f(x, a): y = x * a; return y, y.sum(axis=0)` with a dynamic batch dim.
 Graph example_graph() {
   Graph g;
-  int x = g.add_placeholder("x", tensor(DType::Float32, {SymInt::symbol(0), 4}));
+  int x = g.add_placeholder("x", tensor({SymInt::symbol(0), 4}, DType::Float32));
   int a = g.add_placeholder("a", scalar(DType::Float64));
   g.add_symbol(x, 0, 8);
   int mul = test::add_call(g, "numpy.multiply", {Arg::node(x), Arg::node(a)}, {},
-                       tensor(DType::Float32, {SymInt::symbol(0), 4}));
+                       tensor({SymInt::symbol(0), 4}, DType::Float32));
   int sum = test::add_call(g, "method.sum", {Arg::node(mul)},
                        {{"axis", Arg::integer(0)}, {"keepdims", Arg::boolean(false)}},
-                       tensor(DType::Float32, {4}));
+                       tensor({4}, DType::Float32));
   g.set_output({Arg::node(mul), Arg::node(sum)});
   return g;
 }
@@ -52,12 +41,12 @@ TEST(GraphPrinter, Golden) {
 
 TEST(GraphPrinter, NoSymbolsSingleOutputAndZeroDim) {
   Graph g = test::numpy_graph();
-  int x = g.add_placeholder("x", tensor(DType::Float64, {3, 4}));
+  int x = g.add_placeholder("x", tensor({3, 4}, DType::Float64));
   int flag = g.add_placeholder("flag", scalar(DType::Bool));
   int n = g.add_placeholder("n", scalar(DType::Int64));
   int m = test::add_call(g, "operator.mul", {Arg::node(x), Arg::real(2.0)}, {},
-                     tensor(DType::Float64, {3, 4}));
-  int s = test::add_call(g, "numpy.sum", {Arg::node(m)}, {}, tensor(DType::Float64, {}));
+                     tensor({3, 4}, DType::Float64));
+  int s = test::add_call(g, "numpy.sum", {Arg::node(m)}, {}, tensor({}, DType::Float64));
   g.set_output({Arg::node(s)});
   (void)flag;
   (void)n;
@@ -70,11 +59,11 @@ TEST(GraphPrinter, NoSymbolsSingleOutputAndZeroDim) {
 
 TEST(GraphPrinter, SeveralSymbols) {
   Graph g;
-  int x = g.add_placeholder("x", tensor(DType::Int32, {SymInt::symbol(0), SymInt::symbol(1)}));
+  int x = g.add_placeholder("x", tensor({SymInt::symbol(0), SymInt::symbol(1)}, DType::Int32));
   g.add_symbol(x, 0, 8);
   g.add_symbol(x, 1, 16);
   int r = test::add_call(g, "method.reshape", {Arg::node(x), Arg::integer(-1)}, {},
-                     tensor(DType::Int32, {SymInt::symbol(0) * SymInt::symbol(1)}));
+                     tensor({SymInt::symbol(0) * SymInt::symbol(1)}, DType::Int32));
   g.set_output({Arg::node(r), Arg::integer(3)});
   EXPECT_EQ(g.to_string(),
             "# s0 = x.shape[0] (hint 8), s1 = x.shape[1] (hint 16)\n"
@@ -86,7 +75,7 @@ TEST(GraphPrinter, SeveralSymbols) {
 
 TEST(GraphPrinter, ArgsPrintAsPython) {
   Graph g = test::numpy_graph();
-  int x = g.add_placeholder("x", tensor(DType::Float32, {2}));
+  int x = g.add_placeholder("x", tensor({2}, DType::Float32));
   g.set_output({});
   auto p = [&](const Arg& a) { return g.arg_to_string(a); };
   EXPECT_EQ(p(Arg::none()), "None");
@@ -135,10 +124,10 @@ TEST(GraphPrinter, KwargsAndEmptyGraph) {
 }
 
 TEST(TensorMeta, Strings) {
-  EXPECT_EQ(tensor(DType::Float32, {SymInt::symbol(0), 4}).to_string(), "f32[s0, 4]");
-  EXPECT_EQ(tensor(DType::Float32, {}).to_string(), "f32[]");
-  EXPECT_EQ(tensor(DType::Bool, {1}).to_string(), "b8[1]");
-  EXPECT_EQ(tensor(DType::Int64, {floordiv(SymInt::symbol(0) + 1, 2)}).to_string(),
+  EXPECT_EQ(tensor({SymInt::symbol(0), 4}, DType::Float32).to_string(), "f32[s0, 4]");
+  EXPECT_EQ(tensor({}, DType::Float32).to_string(), "f32[]");
+  EXPECT_EQ(tensor({1}, DType::Bool).to_string(), "b8[1]");
+  EXPECT_EQ(tensor({floordiv(SymInt::symbol(0) + 1, 2)}, DType::Int64).to_string(),
             "i64[(s0 + 1)//2]");
   EXPECT_EQ(scalar(DType::Int64).to_string(), "int");
   EXPECT_EQ(scalar(DType::Float64).to_string(), "float");
@@ -147,7 +136,7 @@ TEST(TensorMeta, Strings) {
 
 TEST(GraphNames, UniqueAndValid) {
   Graph g;
-  TensorMeta t = tensor(DType::Float32, {2});
+  TensorMeta t = tensor({2}, DType::Float32);
   EXPECT_EQ(g.node(g.add_placeholder("x", t)).name, "x");
   EXPECT_EQ(g.node(g.add_placeholder("x", t)).name, "x_1");
   EXPECT_EQ(g.node(g.add_placeholder("x", t)).name, "x_2");
@@ -241,9 +230,9 @@ TEST(GraphVerify, SelfAndOutOfRangeReferences) {
 
 TEST(GraphVerify, PlaceholderAfterCall) {
   Graph g;
-  int x = g.add_placeholder("x", tensor(DType::Float32, {2}));
-  test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, tensor(DType::Float32, {2}));
-  g.add_placeholder("late", tensor(DType::Float32, {2}));
+  int x = g.add_placeholder("x", tensor({2}, DType::Float32));
+  test::add_call(g, "numpy.exp", {Arg::node(x)}, {}, tensor({2}, DType::Float32));
+  g.add_placeholder("late", tensor({2}, DType::Float32));
   g.set_output({});
   expect_invalid(g, "node 2 'late': placeholder after a call");
 }
@@ -254,7 +243,7 @@ TEST(GraphVerify, OutputRules) {
   expect_invalid(none, "no output");
 
   Graph not_last = example_graph();
-  test::add_call(not_last, "numpy.exp", {Arg::node(0)}, {}, tensor(DType::Float32, {2}));
+  test::add_call(not_last, "numpy.exp", {Arg::node(0)}, {}, tensor({2}, DType::Float32));
   expect_invalid(not_last, "'output': output is not last");
 
   Graph two = example_graph();
@@ -317,7 +306,7 @@ TEST(GraphRebuild, RemapsArgsAndSymbols) {
             "    return (sum_1, x)\n");
   // Names given out before the rebuild stay taken.
   int again = test::add_call(g, "numpy.multiply", {Arg::node(0), Arg::node(0)}, {},
-                         tensor(DType::Float32, {SymInt::symbol(0), 4}));
+                         tensor({SymInt::symbol(0), 4}, DType::Float32));
   EXPECT_EQ(g.node(again).name, "multiply_1");
 }
 
@@ -331,7 +320,7 @@ TEST(GraphRebuild, DroppedReferenceIsCaught) {
 TEST(GraphRebuild, SymbolPlaceholderMoves) {
   Graph g;
   int a = g.add_placeholder("a", scalar(DType::Float64));
-  int x = g.add_placeholder("x", tensor(DType::Float32, {SymInt::symbol(0)}));
+  int x = g.add_placeholder("x", tensor({SymInt::symbol(0)}, DType::Float32));
   g.add_symbol(x, 0, 5);
   g.set_output({Arg::node(x)});
   (void)a;

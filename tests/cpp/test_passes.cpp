@@ -14,19 +14,8 @@
 namespace framejit::jit {
 namespace {
 
-TensorMeta tensor(std::vector<SymInt> shape, DType dtype = DType::Float32) {
-  TensorMeta m;
-  m.dtype = dtype;
-  m.shape = std::move(shape);
-  return m;
-}
-
-TensorMeta scalar(DType dtype) {
-  TensorMeta m;
-  m.kind = ValueKind::Scalar;
-  m.dtype = dtype;
-  return m;
-}
+using test::scalar;
+using test::tensor;
 
 Arg n(int i) { return Arg::node(i); }
 

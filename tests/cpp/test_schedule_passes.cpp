@@ -12,12 +12,7 @@
 namespace framejit::jit {
 namespace {
 
-TensorMeta f32(std::vector<SymInt> shape) {
-  TensorMeta m;
-  m.dtype = DType::Float32;
-  m.shape = std::move(shape);
-  return m;
-}
+using test::f32;
 
 std::vector<std::pair<std::string, Arg>> last_axis(bool keepdims) {
   return {{"axis", Arg::integer(-1)}, {"keepdims", Arg::boolean(keepdims)}};
