@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "frontend/bytecode/resume.h"
 #include "frontend/cache/code_state.h"
 #include "frontend/compile/compile_frame.h"
 #include "frontend/options/config.h"
@@ -187,6 +188,8 @@ PYBIND11_MODULE(_C, m) {
       e["offset"] = b.offset;
       e["stack"] = b.stack;
       e["locals"] = b.locals;
+      e["resumed"] = b.resumed;
+      e["no_resume"] = b.no_resume;
       breaks.append(std::move(e));
     }
     d["breaks"] = std::move(breaks);
@@ -206,6 +209,7 @@ PYBIND11_MODULE(_C, m) {
         "Graph breaks and recompiles per function and reason, for FRAMEJIT_LOGS=breaks,recompiles.");
   m.def("reset", [] {
     reset_all_code_states();
+    bytecode::clear_resume_cache();  // break codes still running hold their own resume codes
     stats() = Stats{};
     // Kernels still used by a program that is running elsewhere live until it is done.
     framejit::rt::kernel_cache_clear();

@@ -158,6 +158,7 @@ CopyRewrite rewrite_copy(int op, int oparg) {
 // then free vars.
 struct Slots {
   size_t nvar = 0;
+  size_t nargs = 0;        // the arguments, *args and **kwargs included: the first nargs varnames
   std::vector<bool> cell;  // cell or free: read with LOAD_DEREF
   std::vector<int> free;   // localsplus indices of the free variables, in co_freevars order
   std::vector<std::string> names;
@@ -190,6 +191,9 @@ Expected<Slots> slots_of(PyObject* code) {  // borrowed
   if (!frees)
     return frees.error();
   s.nvar = var->size();
+  const auto* co = reinterpret_cast<PyCodeObject*>(code);
+  s.nargs = static_cast<size_t>(co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +
+                                ((co->co_flags & CO_VARKEYWORDS) ? 1 : 0));
   s.names = *var;
   s.cell.assign(var->size(), false);
   for (const std::string& c : *cells) {
@@ -213,7 +217,7 @@ Status check_recipe(const Recipe& r, const BreakSpec& spec, const Slots& slots, 
                     const std::string& where) {
   switch (r.kind) {
     case Recipe::Kind::GraphOutput:
-      if (!spec.graph)
+      if (!spec.graph && !spec.out_param)
         return Status::invalid(where + ": a graph output without a graph");
       if (r.index < 0)
         return Status::invalid(where + ": negative graph output index");
@@ -287,8 +291,11 @@ public:
     if (!code)
       return code.error();
     out.code = std::move(*code);
-    for (const Continuation& c : conts_)
+    for (const Continuation& c : conts_) {
       out.resume_offsets.push_back(c.spec.offset);
+      if (c.exception)
+        out.handler_resumes.push_back(c.resume);
+    }
     return out;
   }
 
@@ -340,6 +347,8 @@ private:
                              " recipes given");
     if (spec_.graph && !PyCallable_Check(spec_.graph.get()))
       return Status::invalid("break code: the graph is not callable");
+    if (spec_.graph && spec_.out_param)
+      return Status::invalid("break code: a graph call and an outputs parameter");
     for (size_t i = 0; i < spec_.inputs.size(); ++i)
       FJ_PROPAGATE(check_recipe(spec_.inputs[i], spec_, slots_, false, "break code: graph input " + std::to_string(i)));
     if (!spec_.graph && !spec_.inputs.empty())
@@ -476,8 +485,14 @@ private:
 
   void op(int opcode, int oparg = 0) { out_.push_back(Instruction::make(opcode, oparg, pos_)); }
 
+  // An original localsplus index in the new code: ___bc_out sits after the arguments when it is
+  // a parameter, the other temporaries after the varnames.
   int mapped(int slot) const {
-    return static_cast<size_t>(slot) < slots_.nvar ? slot : slot + static_cast<int>(ntemps_);
+    if (static_cast<size_t>(slot) < slots_.nargs)
+      return slot;
+    if (static_cast<size_t>(slot) < slots_.nvar)
+      return slot + (spec_.out_param ? 1 : 0);
+    return slot + static_cast<int>(ntemps_);
   }
 
   void load_temp(int t) { op(LOAD_FAST, t); }
@@ -659,18 +674,21 @@ private:
       temps.push_back(prefix + "s" + std::to_string(i));
     for (int j = 0; j < max_on_stack; ++j)
       temps.push_back(prefix + "o" + std::to_string(j));
-    for (const std::string& t : temps) {
-      OwnedRef name = OwnedRef::steal(PyUnicode_FromString(t.c_str()));  // new ref
+    for (size_t i = 0; i < temps.size(); ++i) {
+      OwnedRef name = OwnedRef::steal(PyUnicode_FromString(temps[i].c_str()));  // new ref
       if (!name)
         return Status::internal(fetch_error_text());
-      Expected<int> at = insert_local(bc_, bc_.varnames.size(), name.get());
-      if (!at)
-        return at.error();
+      const size_t at = i == 0 && spec_.out_param ? slots_.nargs : bc_.varnames.size();
+      Expected<int> done = insert_local(bc_, at, name.get());
+      if (!done)
+        return done.error();
     }
     ntemps_ = temps.size();
-    out_temp_ = static_cast<int>(slots_.nvar);
-    stack_temp0_ = out_temp_ + 1;
+    out_temp_ = static_cast<int>(spec_.out_param ? slots_.nargs : slots_.nvar);
+    stack_temp0_ = static_cast<int>(slots_.nvar) + 1;
     out_temp0_ = stack_temp0_ + keep_;
+    if (spec_.out_param)
+      FJ_PROPAGATE(flatten_signature());
 
     const Instruction main = bc_.instructions[last_];
     pos_ = main.pos;
@@ -702,7 +720,7 @@ private:
       FJ_PROPAGATE(emit_recipe(s.value));
     for (auto it = spec_.stores.rbegin(); it != spec_.stores.rend(); ++it)
       op(slots_.cell[static_cast<size_t>(it->local)] ? STORE_DEREF : STORE_FAST, mapped(it->local));
-    if (spec_.graph)
+    if (spec_.graph || spec_.out_param)
       op(DELETE_FAST, out_temp_);
     // TODO(side effects): replay BreakSpec's side-effect log here, after the
     // locals.
@@ -752,6 +770,23 @@ private:
     for (const Continuation& c : conts_)
       FJ_PROPAGATE(emit_continuation(c));
     return finish_code();
+  }
+
+  // Every argument positional, then ___bc_out: the caller passes the frame's argument slots as
+  // they are (a *args tuple and a **kwargs dict included) and the outputs.
+  Status flatten_signature() {
+    const int flags = reinterpret_cast<PyCodeObject*>(code_)->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
+    const std::pair<const char*, long> ints[] = {{"co_argcount", static_cast<long>(slots_.nargs) + 1},
+                                                 {"co_posonlyargcount", 0},
+                                                 {"co_kwonlyargcount", 0},
+                                                 {"co_flags", flags}};
+    for (const auto& [name, value] : ints) {
+      OwnedRef v = OwnedRef::steal(PyLong_FromLong(value));  // new ref
+      if (!v)
+        return Status::internal(fetch_error_text());
+      bc_.overrides.emplace_back(name, std::move(v));
+    }
+    return Status::ok();
   }
 
   Expected<OwnedRef> finish_code() {

@@ -110,6 +110,10 @@ struct BreakSpec {
   std::vector<Recipe> stack;   // the value stack at `offset`, bottom first
   std::vector<LocalStore> stores;
   std::vector<int> live_locals;  // localsplus indices bound after the stores, passed on
+  /// The outputs come in as a parameter instead of a graph call (Note [Break entries]): the new
+  /// code takes the original's arguments all positionally (co_argcount, co_kwonlyargcount, *args
+  /// and **kwargs in localsplus order), then the outputs tuple; `graph` must be null.
+  bool out_param = false;
   // TODO(side effects, issue 12 item 2): a list of replays to emit after the
   // stores, in program order; the tracer logs them but nothing consumes them
   // yet.
@@ -122,6 +126,7 @@ struct BreakCode {
   Kind kind = Kind::Copied;
   std::string why_in_resume;        // Kind::InResume: why the instruction was not copied
   std::vector<int> resume_offsets;  // where each continuation resumes, in the order emitted
+  std::vector<OwnedRef> handler_resumes;  // the resume codes entered only with an exception
 };
 
 /// The body that replaces `code` (a code object; borrowed) at a break described

@@ -19,11 +19,29 @@ namespace framejit::frontend {
 
 struct CompileConfig;
 
+// Note [Break entries]
+// A trace that breaks at instruction I of the root frame still keeps what it captured. The entry
+// holds the graph of everything before I (its outputs: every value on the stack at I and every
+// local the trace changed, as one tuple) and a break code object (frontend/bytecode, Note [Break
+// code]) with the frame's arguments as its first parameters, all positional, and that tuple as
+// the last. A hit runs the graph, builds the tuple (OutputSpec, so inputs passed through come back
+// as the very same objects and constants as themselves), and calls a function made from the break
+// code with the frame's own argument slots: it stores the locals, rebuilds the stack, runs I in
+// CPython and returns what a resume function for the rest of the frame returns. Resume functions
+// are ordinary frames to the hook: traced when they run, each with its own cache. The break code
+// itself is never traced (its CodeState is `skip`).
+// Values that cannot be rebuilt outside the trace (an object or function it made, an iterator, a
+// list held in two places) or an instruction the break code cannot continue from leave the entry
+// without break code: the whole frame runs in CPython, as before partial graphs.
+
 /// One compiled version of a code object, valid while its guards pass.
 struct CacheEntry {
   GuardSet guards;
-  std::unique_ptr<Program> program;  // null: the trace broke; the frame runs in CPython
-  OutputSpec output;
+  std::unique_ptr<Program> program;  // null: no graph to run (a break with nothing before it, or
+                                     // a frame left to CPython)
+  OwnedRef break_code;               // a partial graph's break code, Note [Break entries]; null: none
+  int break_nargs = 0;               // its parameters before the outputs tuple
+  OutputSpec output;                 // the return value; for break code, its outputs tuple
   std::vector<int> input_slots;      // guard slot of each graph input
   const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
   OwnedRef backend_ref;              // keeps backend_key's object alive

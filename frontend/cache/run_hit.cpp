@@ -50,7 +50,7 @@ CacheEntry* find_entry(CodeState& cs, const FrameView& view, const HitRequest& r
 
 bool fits_hit_path(const CacheEntry& e) noexcept {
   return e.guards.num_slots() <= kMaxHitSlots && e.guards.num_symbols() <= kMaxHitSymbols &&
-         e.input_slots.size() <= static_cast<size_t>(kMaxHitIO) &&
+         e.input_slots.size() <= static_cast<size_t>(kMaxHitIO) && e.break_nargs <= kMaxHitIO &&
          (!e.program || e.program->num_outputs() <= kMaxHitIO);
 }
 
@@ -58,34 +58,60 @@ bool op_running(PyObject* code) noexcept {
   return std::find(t_running, t_running + t_depth, code) != t_running + t_depth;
 }
 
-HitResult run_entry(CacheEntry& e, const HitFrame& frame, PyObject* running_code) noexcept {
-  // A graph-break entry: CPython runs the frame (its callees still come through the hook). So
-  // does a program that cannot honour the current NumPy error state.
-  if (!e.program || !e.program->can_run_now()) return {HitKind::RunInCPython, nullptr};
-  PyObject* inputs[kMaxHitIO];   // borrowed
-  PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
+namespace {
+
+// Runs e's program on the inputs its guards left in `frame`; false with a Python exception set,
+// as eager code would raise it. `outputs` receives new references.
+bool run_program(CacheEntry& e, const HitFrame& frame, PyObject* running_code, PyObject** outputs) noexcept {
+  PyObject* inputs[kMaxHitIO];  // borrowed
   const int* input_slots = e.input_slots.data();
   const size_t nin = e.input_slots.size();
   for (size_t i = 0; i < nin; ++i) inputs[i] = frame.slots[input_slots[i]];
-  bool ok;
   try {
     RunningScope running(running_code);
     HookBusyScope busy;  // the program's own Python (extern steps) is not traced
-    ok = e.program->run(inputs, outputs);
+    return e.program->run(inputs, outputs);
   } catch (const std::bad_alloc&) {
     // NB: nothing may unwind through CPython's frames. The outputs made before the throw are
     // lost (leaked), which is the price of not trusting a half-run program's output array.
     PyErr_NoMemory();
-    return {HitKind::Answered, nullptr};
   } catch (const std::exception& ex) {
     PyErr_Format(PyExc_RuntimeError, "framejit: internal error while running a compiled program: %s", ex.what());
-    return {HitKind::Answered, nullptr};
   } catch (...) {
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error while running a compiled program");
-    return {HitKind::Answered, nullptr};
   }
-  // On failure, the exception the program raised, as eager code would.
-  if (!ok) return {HitKind::Answered, nullptr};
+  return false;
+}
+
+// A partial graph (Note [Break entries]): the graph's values, then the break code in place of the
+// frame, called with the frame's argument slots and those values.
+HitResult run_break(CacheEntry& e, const FrameView& view, const HitFrame& frame, PyObject* running_code) noexcept {
+  PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
+  if (e.program && !run_program(e, frame, running_code, outputs)) return {HitKind::Answered, nullptr};
+  PyObject* args[kMaxHitIO + 1];  // borrowed, but the last: a new ref
+  args[e.break_nargs] = build_return(e.output, outputs, frame.slots);
+  if (!args[e.break_nargs]) return {HitKind::Answered, nullptr};
+  for (int i = 0; i < e.break_nargs; ++i) args[i] = view.localsplus[i];
+  PyObject* result = nullptr;
+  // The function is made per call: the frame's closure is the caller's, not the entry's.
+  if (PyObject* fn = PyFunction_New(e.break_code.get(), view.globals)) {  // new ref
+    if (!view.closure || PyFunction_SetClosure(fn, view.closure) == 0)
+      result = PyObject_Vectorcall(fn, args, static_cast<size_t>(e.break_nargs) + 1, nullptr);
+    Py_DECREF(fn);
+  }
+  Py_DECREF(args[e.break_nargs]);
+  return {HitKind::Answered, result};
+}
+
+}  // namespace
+
+HitResult run_entry(CacheEntry& e, const FrameView& view, const HitFrame& frame, PyObject* running_code) noexcept {
+  if (e.break_code && (!e.program || e.program->can_run_now())) return run_break(e, view, frame, running_code);
+  // A graph-break entry: CPython runs the frame (its callees still come through the hook). So
+  // does a program that cannot honour the current NumPy error state.
+  if (!e.program || !e.program->can_run_now()) return {HitKind::RunInCPython, nullptr};
+  PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
+  if (!run_program(e, frame, running_code, outputs)) return {HitKind::Answered, nullptr};
   return {HitKind::Answered, build_return(e.output, outputs, frame.slots)};
 }
 
@@ -93,7 +119,8 @@ HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& reques
                   int* same_backend) noexcept {
   CacheEntry* e = find_entry(cs, view, request, frame, same_backend);
   if (!e) return {HitKind::Miss, nullptr};
-  return run_entry(*e, frame, request.running_code);
+  if (request.frameless && e->break_code) return {HitKind::RunInCPython, nullptr};
+  return run_entry(*e, view, frame, request.running_code);
 }
 
 }  // namespace framejit::frontend

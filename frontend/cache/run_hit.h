@@ -50,6 +50,9 @@ struct HitRequest {
   /// Entries whose guards read a fast local at or past this index are skipped (the frameless
   /// path has only the arguments, not the whole fast-locals array).
   int locals_available = INT_MAX;
+  /// The caller has no frame and no hook switched on: a break entry, whose resume function must
+  /// be seen by the hook, is left to the caller's normal path.
+  bool frameless = false;
   /// A Tensor op's code object, marked as running on this thread while its program runs (see
   /// op_running()); null for frames.
   PyObject* running_code = nullptr;
@@ -64,8 +67,9 @@ bool fits_hit_path(const CacheEntry& e) noexcept;
 HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& request, HitFrame& frame,
                   int* same_backend = nullptr) noexcept;
 
-/// Runs `e`, whose guards just passed and filled `frame` (a fresh entry's first call).
-HitResult run_entry(CacheEntry& e, const HitFrame& frame, PyObject* running_code = nullptr) noexcept;
+/// Runs `e`, whose guards just passed on `view` and filled `frame` (a fresh entry's first call).
+HitResult run_entry(CacheEntry& e, const FrameView& view, const HitFrame& frame,
+                    PyObject* running_code = nullptr) noexcept;
 
 /// Whether the Tensor op of `code` is running on this thread: a program step that re-enters its
 /// own op (Note [Tensor ops outside compiled code]).

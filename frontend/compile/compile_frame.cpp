@@ -104,6 +104,46 @@ Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const O
   return build_jit_program(og.graph);
 }
 
+// The break code of a partial graph (Note [Break entries]) into `e`, whose program (if any) is
+// already built. Unsupported: no break code fits this break; the frame runs in CPython.
+Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& st, CacheEntry& e) {
+  bytecode::BreakSpec spec;
+  spec.offset = b.offset;
+  spec.stack = std::move(st.stack);
+  spec.stores = std::move(st.stores);
+  spec.live_locals = std::move(st.live_locals);
+  spec.out_param = true;
+  const bool stores = !spec.stores.empty();
+  auto made = bytecode::make_break_code(fn->func_code, spec);
+  if (!made) {
+    // The break code's own refusals (an offset in the prologue, a generator, a value stack it
+    // cannot rebuild) are limits of the rewrite, not internal errors.
+    return Status::unsupported(made.error().message());
+  }
+  // Nothing done before an instruction that runs first thing in the resume function: that
+  // resume function would break where this one did, and so on without end.
+  if (made->kind == bytecode::BreakCode::Kind::InResume && !e.program && !stores)
+    return Status::unsupported("nothing before the break to keep, and " + made->why_in_resume);
+  auto* code = reinterpret_cast<PyCodeObject*>(made->code.get());
+  auto never_trace = [](PyObject* c) {
+    CodeState* cs = code_state(reinterpret_cast<PyCodeObject*>(c));
+    if (!cs) return false;
+    cs->skip = true;
+    cs->skip_known = true;
+    cs->update_never();
+    return true;
+  };
+  // The break code only hands over to CPython and a resume function. A resume function entered
+  // with an exception starts in an `except` clause, which the tracer does not follow: tracing it
+  // would only break again.
+  if (!never_trace(made->code.get())) return Status::unsupported("no co_extra slot for the break code");
+  for (const OwnedRef& h : made->handler_resumes) never_trace(h.get());
+  e.break_nargs = code->co_argcount - 1;
+  e.output = std::move(st.values);
+  e.break_code = std::move(made->code);
+  return Status::ok();
+}
+
 }  // namespace
 
 namespace {
@@ -166,14 +206,27 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   OutputGraph og;
   Status st;
   std::optional<GraphBreak> broke;
+  std::optional<BreakState> partial;  // the break keeps the graph before it (Note [Break entries])
+  std::string no_partial;             // why a break does not
+  std::optional<ExplainBreak> explained;  // described while the trace's node numbers hold
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
     Tracer tracer(og, view, fn, tcfg);
     broke = tracer.run();
-    if (broke) st = Status::unsupported(broke->message());
+    if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));
+    if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot) {
+      try {
+        partial = tracer.break_state(*broke->snapshot);
+      } catch (GraphBreak& b) {
+        no_partial = "the frame at the break cannot be rebuilt: " + b.reason;
+      }
+    }
     stats().trace_ms += ms_since(t0);
-    if (st.is_ok()) {
+    if (broke && !partial) st = Status::unsupported(broke->message());
+    // A partial graph whose outputs are all inputs and constants has nothing to run.
+    const bool has_graph = !broke || (partial && !og.graph.outputs().empty());
+    if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();
       og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || !np || np->major >= 2;
@@ -181,7 +234,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       auto report = jit::run_graph_passes(og.graph);
       if (!report) st = report.error();
     }
-    if (st.is_ok()) {
+    if (st.is_ok() && has_graph) {
       auto program = run_backend(cfg, og, view);
       if (!program) {
         st = program.error();
@@ -189,6 +242,18 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         entry->program = std::move(*program);
         entry->program->set_array_kind(og.array_kind == ArrayKind::Tensor ? ArrayKind::Tensor : ArrayKind::NumPy);
       }
+    }
+    if (partial && st.is_ok()) {
+      Status made = make_break_entry(fn, *broke, *partial, *entry);
+      if (!made.is_ok()) {
+        no_partial = made.message();
+        st = made.code() == StatusCode::Unsupported ? Status::unsupported(broke->message()) : made;
+      }
+    }
+    if (partial && !st.is_ok()) {
+      partial.reset();
+      entry->program.reset();
+      entry->break_code = OwnedRef();
     }
   } catch (const std::exception& ex) {
     st = Status::internal(std::string("C++ exception: ") + ex.what());
@@ -207,6 +272,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     stats().compile_ms += ms_since(t0);
     entry->break_reason = "no array operations";
     entry->program.reset();  // run in CPython
+    entry->break_code = OwnedRef();
     return entry;
   }
   if (st.code() == StatusCode::Internal || st.code() == StatusCode::InvalidArgument) {
@@ -216,21 +282,26 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     return nullptr;
   }
   entry->guards = std::move(og.guards);
-  if (st.code() == StatusCode::Unsupported) {
-    if (!broke) {  // a graph pass or the backend declined the graph: no instruction to point at
-      broke.emplace();
-      broke->reason = st.message();
-    }
+  if (st.code() == StatusCode::Unsupported && !broke) {
+    // A graph pass or the backend declined the graph: no instruction to point at.
+    broke.emplace();
+    broke->reason = st.message();
+  }
+  if (broke) {
     ++stats().graph_breaks;
-    entry->break_reason = st.message();
+    std::string message = broke->message();
+    if (!partial && !no_partial.empty()) message += "; the frame runs in CPython: " + no_partial;
+    entry->break_reason = message;
     if (rt::log_enabled(rt::LogTopic::Breaks)) {
-      rt::log_write(rt::LogTopic::Breaks, state.name + ": " + st.message());
-      record(&EventLog::breaks, state.name, st.message());
+      rt::log_write(rt::LogTopic::Breaks, state.name + ": " + message);
+      record(&EventLog::breaks, state.name, broke->message());
     }
     if (cfg.explain) {
-      cfg.explain->break_reasons.push_back(st.message());
-      cfg.explain->breaks.push_back(
-          explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
+      cfg.explain->break_reasons.push_back(broke->message());
+      cfg.explain->breaks.push_back(explained ? *explained
+                                              : explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code)));
+      cfg.explain->breaks.back().resumed = partial.has_value();
+      cfg.explain->breaks.back().no_resume = no_partial;
     }
     // The snapshot's values hold the frame's objects: the entry keeps the break without them
     // (Note [Break snapshot]).
@@ -240,17 +311,20 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       stats().compile_ms += ms_since(t0);
       PyErr_Format(unsupported_error() ? unsupported_error() : PyExc_RuntimeError,
                    "framejit could not capture %s in one graph (fullgraph=True): %s", state.name.c_str(),
-                   st.message().c_str());
+                   broke->message().c_str());
       return nullptr;
     }
-  } else {
-    ++stats().captured;
-    stats().ops += og.graph.num_calls();
-    entry->output = std::move(og.output);
+  }
+  if (st.is_ok()) {
+    if (entry->program) {
+      ++stats().captured;
+      stats().ops += og.graph.num_calls();
+    }
+    if (!partial) entry->output = std::move(og.output);
     for (const GraphInput& in : og.inputs) entry->input_slots.push_back(in.slot);
-    if (rt::log_enabled(rt::LogTopic::Graph))
+    if (entry->program && rt::log_enabled(rt::LogTopic::Graph))
       rt::log_write(rt::LogTopic::Graph, state.name + "\n" + og.graph.to_string());
-    if (cfg.explain) {
+    if (entry->program && cfg.explain && og.graph.num_calls() > 0) {  // no empty graphs
       cfg.explain->graphs.push_back(og.graph.to_string());
       cfg.explain->op_count += og.graph.num_calls();
     }

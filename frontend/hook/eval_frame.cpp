@@ -158,10 +158,10 @@ Exit compile_and_run(CompileConfig* cfg, CodeState* cs, PyFunctionObject* fn, co
   }
   if (cfg->explain || cs->no_arrays) {
     // explain(): run once, keep nothing. No arrays: nothing worth keeping.
-    return from_hit(run_entry(*entry, hit));
+    return from_hit(run_entry(*entry, view, hit));
   }
   cs->entries.insert(cs->entries.begin(), std::move(entry));
-  return from_hit(run_entry(*cs->entries.front(), hit));
+  return from_hit(run_entry(*cs->entries.front(), view, hit));
 }
 
 Py_ssize_t g_extra_index = -1;  // framejit's co_extra slot, set when the hook is first enabled
@@ -282,6 +282,7 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   HitRequest request;
   request.backend_key = cfg->backend.get();
   request.locals_available = static_cast<int>(nargs);  // the guards may read only the arguments
+  request.frameless = true;
   HitResult r = run_hit(*cs, view, request, hit);
   if (r.kind != HitKind::Answered) return false;  // a miss, or CPython must run it: the normal path
   ++stats().frames;

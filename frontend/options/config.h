@@ -21,6 +21,8 @@ struct ExplainBreak {
   int offset = -1;                 // byte offset of the root frame's instruction
   std::vector<std::string> stack;  // the root frame's stack at that instruction, bottom first
   std::vector<std::pair<std::string, std::string>> locals;  // its bound locals: name, what it is
+  bool resumed = false;   // the graph before it ran and a resume function took over after it
+  std::string no_resume;  // else why the whole frame ran in CPython (empty: nothing to say)
 };
 
 /// What explain() collects while it runs a function.
@@ -41,6 +43,8 @@ struct CompileConfig {
   PyObject* root_code = nullptr;  // borrowed (the wrapper holds the function): traced even if it is
                                   // library code, because the user asked for it by name
   ExplainRecord* explain = nullptr;  // set: trace every frame afresh, record, do not cache
+  bool partial_graphs = true;  // a break keeps the graph before it (Note [Break entries]); Tensor
+                               // ops, which run whole or on NumPy, turn it off
   bool is_callable_backend() const { return backend && !PyUnicode_Check(backend.get()); }
 };
 

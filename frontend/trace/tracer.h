@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framejit/status.h"
+#include "frontend/bytecode/break_code.h"
 #include "frontend/output_graph/output_graph.h"
 #include "frontend/trace/graph_break.h"
 #include "frontend/variables/variables.h"
@@ -27,6 +28,14 @@ struct TraceConfig {
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
+
+/// How the code that replaces the root frame at a break rebuilds it (Note [Break entries]).
+struct BreakState {
+  OutputSpec values;                          // a Tuple: what the graph hands the rewritten code
+  std::vector<bytecode::Recipe> stack;        // the value stack at the break, bottom first
+  std::vector<bytecode::LocalStore> stores;   // the locals the trace changed
+  std::vector<int> live_locals;               // every bound slot, in slot order
+};
 
 /// One code object being interpreted: the root frame or an inlined call.
 struct TraceFrame {
@@ -72,6 +81,10 @@ public:
   /// Traces the root frame to its RETURN_VALUE. nullopt: the whole frame is captured; otherwise
   /// the graph break that stopped the trace, located and with the root frame's snapshot.
   [[nodiscard]] std::optional<GraphBreak> run();
+
+  /// The values the root frame holds at `snap` as graph outputs and recipes; sets the graph's
+  /// outputs. Throws a GraphBreak when a value cannot be rebuilt outside the trace.
+  BreakState break_state(const FrameSnapshot& snap);
 
   OutputGraph& out() { return out_; }
   /// The op table of this graph's arrays (Note [Op tables]).

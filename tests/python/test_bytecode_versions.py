@@ -229,7 +229,8 @@ def test_explain_sees_one_graph(name, fn, make_args, numbers):
     expected = fn(*args)
     out = framejit.explain(fn)(*args)
     assert out.graph_break_count == 0, f"{name} on Python {sys.version_info[:2]}: {out.break_reasons}"
-    assert out.graph_count == 1
+    # A graph with no operations (the arguments handed back) is not counted.
+    assert out.graph_count == (1 if out.op_count else 0)
     assert_same(expected, out.result)
 
 

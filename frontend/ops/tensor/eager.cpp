@@ -46,6 +46,7 @@ const CompileConfig& op_config() {
     c->backend = OwnedRef::steal(PyUnicode_InternFromString("jit"));
     c->fullgraph = true;
     c->dynamic = true;
+    c->partial_graphs = false;
     return c;
   }();
   return *cfg;
@@ -204,7 +205,7 @@ PyObject* run_tensor_op(PyObject* fn, PyObject* const* args, Py_ssize_t nargs) {
     why = std::string("internal error: ") + ex.what();
   }
   if (!entry) return run_with_numpy(fn, args, nargs, why, broke ? &*broke : nullptr);
-  r = run_entry(*entry, hit, code_obj);
+  r = run_entry(*entry, view, hit, code_obj);
   if (r.kind == HitKind::Answered) return r.value;
   return run_with_numpy(fn, args, nargs, "NumPy's error state");
 }

@@ -4,9 +4,12 @@
 class GraphBreakInfo:
     """One graph break: why (kind, reason, the exception CPython raises there) and where (the root
     frame's instruction offset, the innermost file:line, the root frame's stack and bound locals at
-    the start of that instruction, each described as text)."""
+    the start of that instruction, each described as text), and what happened next: `resumed` when
+    the graph before it ran and a resume function went on after it, else `no_resume` says why the
+    whole frame ran in CPython."""
 
-    __slots__ = ("kind", "reason", "exc_type", "filename", "lineno", "offset", "stack", "locals")
+    __slots__ = ("kind", "reason", "exc_type", "filename", "lineno", "offset", "stack", "locals", "resumed",
+                 "no_resume")
 
     def __init__(self, raw):
         self.kind = raw["kind"]  # "unsupported", "eager_error", "missing_attribute", ...
@@ -17,6 +20,8 @@ class GraphBreakInfo:
         self.offset = raw["offset"]  # byte offset in the root code object, as dis counts
         self.stack = list(raw["stack"])  # bottom first
         self.locals = dict(raw["locals"])  # name -> description, in slot order
+        self.resumed = raw["resumed"]
+        self.no_resume = raw["no_resume"]
 
     def __repr__(self):
         where = f"{self.filename}:{self.lineno}" if self.filename else "?"
@@ -51,7 +56,10 @@ class ExplainOutput:
         ]
         if self.break_reasons:
             lines.append("Break reasons:")
-            lines += [f"  {i + 1}. {r}" for i, r in enumerate(self.break_reasons)]
+            for i, b in enumerate(self.breaks):
+                lines.append(f"  {i + 1}. {b.reason}")
+                if b.no_resume:
+                    lines.append(f"     (the whole frame ran in CPython: {b.no_resume})")
         for i, g in enumerate(self.graphs):
             lines.append(f"Graph {i + 1}:")
             lines += ["  " + line for line in g.rstrip().splitlines()]

@@ -1,0 +1,245 @@
+"""Partial graphs (Note [Break entries]): at a graph break the graph before it still runs, CPython
+runs the breaking statement, and a resume function for the rest of the frame is captured in turn.
+Every case is compared with plain CPython on the cold call and on cache hits, inputs included.
+Each test runs on NumPy arrays and on framejit.Tensors where the code allows, so interpreters
+without NumPy (3.12, 3.13 here) check the rewritten bytecode of their own version."""
+
+import copy
+import traceback
+
+import pytest
+
+import framejit
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+
+KINDS = (["numpy"] if np is not None else []) + ["tensor"]
+needs_numpy = pytest.mark.skipif(np is None, reason="NumPy is not installed")
+
+
+def make(kind, values):
+    if kind == "numpy":
+        return np.asarray(values, dtype=np.float64)
+    return framejit.tensor(values, dtype="float64")
+
+
+@pytest.fixture(params=KINDS)
+def kind(request):
+    return request.param
+
+
+@pytest.fixture
+def X(kind):
+    return make(kind, [-1.0, -0.5, 0.25, 0.5, 2.0])
+
+
+def values(v):
+    """A comparable form of a result: arrays as nested lists, containers item by item."""
+    if isinstance(v, (list, tuple)):
+        return type(v)(values(x) for x in v)
+    if hasattr(v, "tolist"):
+        return ("array", v.tolist())
+    return v
+
+
+def run_both(fn, *args, calls=3, **kwargs):
+    """Runs fn eagerly and compiled (cold call, then hits) on copies; checks results and inputs."""
+    eager_args = copy.deepcopy(args)
+    want = fn(*eager_args, **kwargs)
+    compiled = framejit.compile(fn)
+    for _ in range(calls):
+        got_args = copy.deepcopy(args)
+        got = compiled(*got_args, **kwargs)
+        assert values(got) == values(want)
+        assert values(list(got_args)) == values(list(eager_args))  # inputs mutated alike
+    return want
+
+
+def f_log(x):
+    y = x * 2.0 + 1.0
+    print("between graphs", end="\r")  # BREAK
+    return (y * 3.0).sum()
+
+
+def test_graph_before_and_after_a_break(X):
+    run_both(f_log, X)
+    e = framejit.explain(f_log)(X)
+    assert e.graph_count == 2, e
+    (b,) = e.breaks
+    assert b.resumed and b.no_resume == ""
+    assert "print" in b.reason
+
+
+def test_cache_hits_do_not_trace_again(X):
+    f = framejit.compile(f_log)
+    f(X)
+    captured = framejit.stats()["captured"]
+    hits = framejit.stats()["cache_hits"]
+    for _ in range(3):
+        f(X)
+    s = framejit.stats()
+    assert s["captured"] == captured
+    assert s["cache_hits"] - hits >= 6  # the frame and its resume function, each call
+
+
+def f_branch(x):
+    s = x.sum()
+    if s > 0:  # BRANCH
+        return x * 2.0
+    return x - 1.0
+
+
+def test_data_dependent_branch_resumes_in_the_side_taken(kind):
+    pos, neg = make(kind, [1.0, 2.0, 3.0]), make(kind, [-1.0, -2.0, 0.5])
+    f = framejit.compile(f_branch)
+    for x in (pos, neg, pos, neg):
+        assert values(f(x)) == values(f_branch(x))
+    for x in (pos, neg):
+        e = framejit.explain(f_branch)(x)
+        assert e.graph_count == 2 and [b.kind for b in e.breaks] == ["data_dependent"]
+        assert e.breaks[0].resumed
+
+
+def helper_with_print(x):
+    print("in helper", end="\r")
+    return x * 3.0
+
+
+def f_inlined(x):
+    y = x + 1.0
+    z = helper_with_print(y)  # the break inside the helper stops the root at this call
+    return z * 2.0
+
+
+def test_break_inside_an_inlined_helper(X):
+    run_both(f_inlined, X)
+    e = framejit.explain(f_inlined)(X)
+    assert [b.resumed for b in e.breaks] == [True]
+    assert e.breaks[0].reason.endswith("in helper_with_print)")
+    assert e.graph_count >= 2  # before the call, after it (and the helper's own)
+
+
+def f_signature(x, *args, scale=2.0, **kw):
+    y = x * scale
+    print(args, sorted(kw), end="\r")
+    return y + float(len(args) + len(kw))
+
+
+def test_every_kind_of_parameter(X):
+    run_both(f_signature, X, 1, 2, scale=3.0, q=1)
+    run_both(f_signature, X)
+    e = framejit.explain(f_signature)(X, 1, scale=3.0)
+    assert [b.resumed for b in e.breaks] == [True]
+
+
+def f_cell(x):
+    a = x * 2.0
+    print("cell", end="\r")
+
+    def inner():
+        return a + 1.0
+
+    return inner()
+
+
+def test_cell_variable_stored_before_the_break(X):
+    run_both(f_cell, X)
+    e = framejit.explain(f_cell)(X)
+    assert e.breaks[0].resumed
+
+
+def f_shared_list(x):
+    a = [x * 2.0]
+    b = a
+    print("list", end="\r")
+    a.append(1.0)
+    return b, len(a)
+
+
+def test_one_list_in_two_locals_stays_one_list(X):
+    run_both(f_shared_list, X)
+
+
+def f_loop(x):
+    t = x * 1.0
+    for i in range(3):
+        print(i, end="\r")
+        t = t + x
+    return t
+
+
+def test_what_cannot_be_rebuilt_runs_in_cpython_and_says_why(X):
+    run_both(f_loop, X)
+    e = framejit.explain(f_loop)(X)
+    assert not e.breaks[0].resumed
+    assert "iterator" in e.breaks[0].no_resume
+    assert "the whole frame ran in CPython" in str(e)
+
+
+def test_fullgraph_still_raises(X):
+    with pytest.raises(framejit.Unsupported, match="print"):
+        framejit.compile(f_log, fullgraph=True)(X)
+
+
+def f_raise_after_break(x, y):
+    z = x * 2.0
+    print("raise", end="\r")
+    return z + y  # RAISES
+
+
+def test_an_exception_after_the_break_names_the_original_line(kind):
+    x, y = make(kind, [1.0, 2.0, 3.0]), make(kind, [1.0, 2.0])
+    with pytest.raises(Exception) as want:
+        f_raise_after_break(x, y)
+    f = framejit.compile(f_raise_after_break)
+    for _ in range(2):
+        with pytest.raises(want.type) as got:
+            f(x, y)
+        assert str(got.value) == str(want.value)
+        frames = [t for t in traceback.extract_tb(got.tb) if t.name == "f_raise_after_break"]
+        assert "# RAISES" in frames[-1].line
+
+
+def f_try(x, y):
+    z = x * 2.0
+    try:
+        w = z + y
+    except ValueError:
+        w = z
+    return w * 2.0
+
+
+@needs_numpy
+def test_an_exception_at_the_break_reaches_the_except_clause():
+    x = np.arange(3.0)
+    run_both(f_try, x, np.ones(3))
+    run_both(f_try, x, np.ones(4))
+    e = framejit.explain(f_try)(x, np.ones(4))
+    assert [b.kind for b in e.breaks] == ["eager_error"] and e.breaks[0].resumed
+
+
+def f_view_write(a):
+    v = a[1:]
+    print("view", end="\r")
+    v[0] = 100.0
+    return a * 1.0
+
+
+@needs_numpy
+def test_a_view_made_before_the_break_still_writes_its_base():
+    run_both(f_view_write, np.arange(4.0))
+
+
+def f_minimal(A, B):
+    y = np.tanh(A) * B + 1.0
+    B[0] = 0.0
+    return y * 2.0
+
+
+@needs_numpy
+def test_issue_case_write_between_two_graphs():
+    run_both(f_minimal, np.linspace(-1, 1, 5), np.linspace(0, 2, 5))
+    assert framejit.explain(f_minimal)(np.ones(5), np.ones(5)).graph_count == 2
