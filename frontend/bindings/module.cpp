@@ -204,6 +204,24 @@ PYBIND11_MODULE(_C, m) {
     if (!ops::install_op_table()) throw py::error_already_set();
   }, "Imports what the C++ side needs from Python; called once by framejit/__init__.py.");
 
+  // The run-time steps of Note [Writes into arrays]: graph nodes call these like library functions.
+  m.def(
+      "_index_put",
+      [](py::object base, py::object key, py::object value) {
+        // NB: NumPy's own copy and __setitem__: its casting, broadcasting and warnings.
+        py::object out = base.attr("copy")();
+        if (PyObject_SetItem(out.ptr(), key.ptr(), value.ptr()) < 0) throw py::error_already_set();
+        return out;
+      },
+      "base with base[key] = value, as a new array (framejit's graphs write functionally).");
+  m.def(
+      "_copy_into",
+      [](py::object dst, py::object src, py::object) {
+        if (!dst.is(src) && PyObject_SetItem(dst.ptr(), Py_Ellipsis, src.ptr()) < 0) throw py::error_already_set();
+        return dst;
+      },
+      py::arg("dst"), py::arg("src"), py::arg("after") = py::none(),
+      "dst[...] = src: a written input gets its final value; `after` only orders the step.");
   m.def("stats", &stats_dict);
   m.def("_event_summary", &event_summary,
         "Graph breaks and recompiles per function and reason, for FRAMEJIT_LOGS=breaks,recompiles.");

@@ -224,8 +224,9 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     }
     stats().trace_ms += ms_since(t0);
     if (broke && !partial) st = Status::unsupported(broke->message());
-    // A partial graph whose outputs are all inputs and constants has nothing to run.
-    const bool has_graph = !broke || (partial && !og.graph.outputs().empty());
+    // A partial graph whose outputs are all inputs and constants, and that writes no input, has
+    // nothing to run.
+    const bool has_graph = !broke || (partial && (!og.graph.outputs().empty() || !og.input_writes.empty()));
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();

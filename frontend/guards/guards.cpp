@@ -239,7 +239,42 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     if (kVerbose) *why = c ? "became C-contiguous" : "is no longer C-contiguous";
     return false;
   }
+  if (g.writeable && g.kind == TensorGuard::Kind::NdArray && !(as_ndarray(v)->flags & kNpyWriteable)) {
+    if (kVerbose) *why = "is read-only";
+    return false;
+  }
   return true;
+}
+
+// The bytes an ndarray's elements span, [lo, hi); empty arrays span nothing. The tensor guards
+// of both slots ran before, so they are ndarrays of the traced dtypes.
+bool array_extent(PyObject* v, int itemsize, uintptr_t* lo, uintptr_t* hi) {
+  const NumPyHandles* np = numpy_handles();
+  if (!v || !np || Py_TYPE(v) != np->ndarray) return false;
+  NdArrayFields* a = as_ndarray(v);
+  intptr_t first = 0, last = 0;
+  for (int i = 0; i < a->nd; ++i) {
+    if (a->dimensions[i] == 0) {
+      *lo = *hi = 0;
+      return true;
+    }
+    intptr_t span = (a->dimensions[i] - 1) * a->strides[i];
+    (span < 0 ? first : last) += span;
+  }
+  *lo = reinterpret_cast<uintptr_t>(a->data) + first;
+  *hi = reinterpret_cast<uintptr_t>(a->data) + last + static_cast<uintptr_t>(itemsize);
+  return true;
+}
+
+bool extents_disjoint(PyObject* a, int itemsize_a, PyObject* b, int itemsize_b) {
+  uintptr_t alo, ahi, blo, bhi;
+  if (!array_extent(a, itemsize_a, &alo, &ahi) || !array_extent(b, itemsize_b, &blo, &bhi)) return false;
+  return alo == ahi || blo == bhi || ahi <= blo || bhi <= alo;
+}
+
+template <typename D>
+bool disjoint(const D& d, PyObject* const* slots) {
+  return extents_disjoint(slots[d.a], d.itemsize_a, slots[d.b], d.itemsize_b);
 }
 
 template <bool kVerbose>
@@ -398,6 +433,7 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
         }
         s += g.ndim == 1 ? ",)" : ")";
         s += g.c_contiguous ? " C-contiguous" : " strided";
+        if (g.writeable) s += " writeable";
       }
       return s;
     }
@@ -412,6 +448,25 @@ void describe_node(const GuardNode& node, std::vector<std::string>& out) {
 }
 
 }  // namespace
+
+namespace {
+std::string find_slot(const GuardNode& n, int slot) {
+  if (n.slot == slot) return n.src->to_string();
+  for (const auto& c : n.children)
+    if (std::string s = find_slot(*c, slot); !s.empty()) return s;
+  return "";
+}
+}  // namespace
+
+std::string GuardSet::slot_source_text(int slot) const {
+  for (const auto& root : roots_)
+    if (std::string s = find_slot(*root, slot); !s.empty()) return s;
+  return "slot " + std::to_string(slot);
+}
+
+bool arrays_disjoint(PyObject* a, int itemsize_a, PyObject* b, int itemsize_b) {
+  return extents_disjoint(a, itemsize_a, b, itemsize_b);
+}
 
 GuardSet::GuardSet() = default;
 GuardSet::~GuardSet() = default;
@@ -497,6 +552,17 @@ void GuardSet::add_dict_keys(const SourcePtr& src, PyObject* keys_tuple) {
   n->leaves.push_back({LeafKind::DictKeys, OwnedRef::borrow(keys_tuple), {}, 0});
 }
 
+void GuardSet::add_disjoint(int a, int b, int itemsize_a, int itemsize_b) {
+  for (const Disjoint& d : disjoint_)
+    if ((d.a == a && d.b == b) || (d.a == b && d.b == a)) return;
+  disjoint_.push_back({a, b, itemsize_a, itemsize_b});
+}
+
+void GuardSet::require_writeable(const SourcePtr& src) {
+  for (GuardLeaf& l : node_for(src)->leaves)
+    if (l.kind == LeafKind::Tensor) l.tensor.writeable = true;
+}
+
 void GuardSet::add_shape(ShapeGuard g) {
   for (const ShapeGuard& s : shape_guards_)
     if (s.op == g.op && s.rhs == g.rhs && s.lhs.same_as(g.lhs)) return;
@@ -519,6 +585,8 @@ int GuardSet::slot_for(const SourcePtr& src) {
 bool GuardSet::check(const FrameView& frame, PyObject** slots, int64_t* syms) const noexcept {
   for (const auto& root : roots_)
     if (!check_node(*root, frame, nullptr, slots, syms)) return false;
+  for (const Disjoint& d : disjoint_)
+    if (!disjoint(d, slots)) return false;
   if (shape_code_complete_) return run_shape_code(shape_code_.data(), shape_code_.data() + shape_code_.size(), syms);
   for (const ShapeGuard& g : shape_guards_)
     if (!compare(eval_sym(g.lhs, syms), g.op, g.rhs)) return false;
@@ -530,6 +598,12 @@ std::string GuardSet::check_verbose(const FrameView& frame) const {
   for (const auto& root : roots_) {
     std::string r = verbose_node(*root, frame, nullptr, syms.data());
     if (!r.empty()) return r;
+  }
+  if (!disjoint_.empty()) {
+    std::vector<PyObject*> slots(static_cast<size_t>(num_slots_), nullptr);
+    for (const auto& root : roots_) check_node(*root, frame, nullptr, slots.data(), syms.data());
+    for (const Disjoint& d : disjoint_)
+      if (!disjoint(d, slots.data())) return "two arrays the graph writes and reads share memory";
   }
   for (const ShapeGuard& g : shape_guards_) {
     int64_t v = eval_sym(g.lhs, syms.data());
@@ -543,6 +617,8 @@ std::string GuardSet::check_verbose(const FrameView& frame) const {
 std::vector<std::string> GuardSet::describe() const {
   std::vector<std::string> out;
   for (const auto& root : roots_) describe_node(*root, out);
+  for (const Disjoint& d : disjoint_)
+    out.push_back(slot_source_text(d.a) + " and " + slot_source_text(d.b) + " share no memory");
   for (const ShapeGuard& g : shape_guards_)
     out.push_back(g.lhs.to_string() + " " + op_text(g.op) + " " + std::to_string(g.rhs) +
                   (g.why.empty() ? "" : "  # " + g.why));

@@ -26,6 +26,7 @@ struct TensorGuard {
   std::vector<int64_t> sizes;
   std::vector<int> symbols;  // symbol id per dim, -1 for static dims
   bool c_contiguous = true;
+  bool writeable = false;  // NdArray: the graph writes into it, so it must still be writeable
   static constexpr int64_t kSymbolic = -2;
 };
 
@@ -51,6 +52,10 @@ struct GuardLeaf;
 struct GuardNode;
 struct ShapeInstr;
 
+/// Whether two NumPy arrays (borrowed) share no memory, judged by the bytes their elements span
+/// (conservative: overlapping extents are not disjoint). False for anything but ndarrays.
+bool arrays_disjoint(PyObject* a, int itemsize_a, PyObject* b, int itemsize_b);
+
 /// A set of guards over a frame. Built once at trace time, then checked on every call.
 class GuardSet {
 public:
@@ -74,6 +79,13 @@ public:
   /// Exact dict with exactly these keys in this order.
   void add_dict_keys(const SourcePtr& src, PyObject* keys_tuple);
   void add_shape(ShapeGuard g);
+  /// The arrays in guard slots `a` and `b` share no memory (a graph writes into one of them and
+  /// reads the other as a separate value). Conservative: overlapping extents fail.
+  void add_disjoint(int a, int b, int itemsize_a, int itemsize_b);
+  /// The tensor guard of `src` (added already) also requires a writeable array.
+  void require_writeable(const SourcePtr& src);
+  /// The source whose value check() leaves in `slot`, as text.
+  std::string slot_source_text(int slot) const;
   /// The value of `src` is written to slots[result] by check(). Same source → same slot.
   int slot_for(const SourcePtr& src);
   void set_num_symbols(int n) { num_symbols_ = n; }
@@ -95,6 +107,11 @@ public:
 private:
   GuardNode* node_for(const SourcePtr& src);
   std::vector<std::unique_ptr<GuardNode>> roots_;
+  struct Disjoint {
+    int a, b;                  // guard slots of two NumPy arrays
+    int itemsize_a, itemsize_b;
+  };
+  std::vector<Disjoint> disjoint_;  // slot pairs whose arrays must not overlap
   std::vector<ShapeGuard> shape_guards_;  // as built: describe() and check_verbose() read these
   /// shape_guards_ flattened into one postfix program (Note [Shape guards as a program]).
   std::vector<ShapeInstr> shape_code_;

@@ -10,6 +10,7 @@
 #include "frontend/interop/array_adapter.h"  // ArrayKind
 #include "frontend/cpython/pyref.h"
 #include "frontend/guards/source.h"
+#include "frontend/variables/variables.h"
 #include "jit/ir/graph.h"
 
 namespace framejit::frontend {
@@ -53,6 +54,14 @@ public:
   std::vector<std::string> symbol_names;  // "L['x'].shape[0]"
   OutputSpec output;
   bool saw_tensor = false;
+  /// The input arrays the trace wrote into (Note [Writes into arrays]): each one's placeholder and
+  /// the trace value that holds its contents now (the one the frame sees).
+  struct InputWrite {
+    int placeholder = -1;
+    SourcePtr source;
+    VarPtr var;
+  };
+  std::vector<InputWrite> input_writes;
   ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).

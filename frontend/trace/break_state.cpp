@@ -77,6 +77,7 @@ BreakState Tracer::break_state(const FrameSnapshot& snap) {
     if (is_entry_value(l.value, l.slot)) continue;
     st.stores.push_back({l.slot, recipe(l.value)});
   }
+  add_copy_backs(outs);
   out_.graph.set_output(std::move(outs));
   return st;
 }

@@ -32,6 +32,8 @@ public:
                              KwArgs kwargs) = 0;
   /// `a[index]` (basic indexing).
   virtual VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) = 0;
+  /// `a[index] = value` (Note [Writes into arrays]); `a` then holds the written array.
+  virtual void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) = 0;
   /// A Python operator with at least one array operand: `op` is the operator module's name
   /// ("add", "matmul", "lt" ...); `inplace` for `x op= y` on a local.
   virtual VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) = 0;

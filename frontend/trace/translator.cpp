@@ -6,6 +6,7 @@
 
 #include "frontend/trace/opcodes.h"
 #include "frontend/trace/python_ops.h"
+#include "frontend/trace/op_table.h"
 #include "frontend/trace/tracer.h"
 
 namespace framejit::frontend {
@@ -711,8 +712,10 @@ struct Interpreter {
   }
 
   void store_subscr(const VarPtr& container, const VarPtr& index, const VarPtr& value) {
-    BREAK_IF(container->kind == VarKind::Tensor, BreakKind::SideEffect,
-             "assigning into an array (x[...] = v) is not captured yet");
+    if (container->kind == VarKind::Tensor) {
+      tx.array_ops().setitem(tx, container, index, value);
+      return;
+    }
     BREAK_IF(container->source, BreakKind::SideEffect,
              "mutating a container the function received (a side effect)");
     if (container->kind == VarKind::Dict) {

@@ -334,9 +334,13 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
     case VarKind::Tensor:
     case VarKind::Scalar: {
       int node = v->kind == VarKind::Tensor ? as<TensorVar>(v)->node : as<ScalarVar>(v)->node;
-      if (out_.graph.node(node).kind == jit::NodeKind::Placeholder && v->source) {
+      if ((out_.graph.node(node).kind == jit::NodeKind::Placeholder && v->source) || is_written_input(v.get())) {
         from_slot(v->source);  // a returned input is the very same object
         return spec;
+      }
+      if (v->kind == VarKind::Tensor) {
+        const int view = view_of_written_input(*as<TensorVar>(v));
+        if (view >= 0) node = view;
       }
       spec.kind = OutputSpec::Kind::Value;
       spec.index = static_cast<int>(outs.size());
@@ -377,6 +381,7 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
 void Tracer::build_output(const VarPtr& ret) {
   std::vector<jit::Arg> outs;
   out_.output = output_spec(ret, outs);
+  add_copy_backs(outs);
   out_.graph.set_output(std::move(outs));
 }
 

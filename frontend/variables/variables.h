@@ -61,7 +61,18 @@ struct TensorVar : Var {
   int node;  // graph node index; its meta is the value's TensorMeta. An in-place op on a tensor
              // made by the trace moves every alias to the new node by assigning here.
   bool is_view = false;    // may share memory with another array (a view op's result)
-  bool has_views = false;  // a view of it was taken
+  std::vector<std::weak_ptr<Var>> views;  // the views of it taken by the trace
+  // A view's origin (Note [Writes into arrays]): a write into it writes its base, and a write
+  // into its base makes it again from the base's new value.
+  VarPtr base;             // the array it is a view of; null when not a view of a trace array
+  int view_node = -1;      // the node that made it from `base` (args[0] is the base)
+  bool index_view = false; // made by basic indexing: a write into it goes into base[key]
+  /// A view of it that the traced code can still reach (a write would have to show through it).
+  bool has_live_views() const {
+    for (const auto& v : views)
+      if (!v.expired()) return true;
+    return false;
+  }
 };
 
 /// A Python int/float/bool that lives in the graph as a run-time value. It keeps the value it had

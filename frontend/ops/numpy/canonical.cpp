@@ -407,6 +407,10 @@ CanonicalOp canonicalize(const jit::Graph& graph, const std::string& target, con
     if (module == "operator" && is_mutating_operator(name)) c.op = OpKind::Mutate;
     else c.op = lookup(python_number ? scalar_operators() : array_operators(), name);
     c.attrs.operator_form = c.op == OpKind::Pow;
+  } else if (module == "framejit") {
+    // Note [Writes into arrays]: the copy back into a written input is the one write the program
+    // does to memory the caller sees.
+    if (name == "_C._copy_into") c.op = OpKind::Mutate;
   } else if (module == "numpy" || module == "method") {
     if (module == "method" && name.starts_with("__i") && name.ends_with("__")) {
       c.op = OpKind::Mutate;  // in-place dunders (__iadd__ ...)

@@ -107,16 +107,15 @@ VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& 
   // `y op= v` on an array updates it in place. On an array this trace made (and nobody else sees)
   // that is the same as rebinding every alias of `y` to the result; anything else mutates memory
   // the caller can observe.
-  auto* t = as<TensorVar>(a);
-  BREAK_IF(a->source, "mutating an input array in place (" + op + "=) is not captured yet");
-  BREAK_IF(t->is_view || t->has_views, "in-place update of an array that shares memory with a view");
+  // A NumPy scalar is immutable: `s op= v` rebinds the name, as `s = s op v` does.
+  if (tx.meta(a).scalar_object) return r;
   const jit::TensorMeta& before = tx.meta(a);
   const jit::TensorMeta& after = tx.meta(r);
   BREAK_IF(before.dtype != after.dtype, "in-place " + op + " would cast its result (NumPy's same_kind rule)");
   BREAK_IF(before.rank() != after.rank(), "in-place " + op + " broadcasts its target");
   for (int d = 0; d < before.rank(); ++d)
     BREAK_IF(!before.shape[d].same_as(after.shape[d]), "in-place " + op + " broadcasts its target");
-  t->node = as<TensorVar>(r)->node;
+  tx.assign_array(a, as<TensorVar>(r)->node, "in-place " + op);
   return a;
 }
 
@@ -227,6 +226,9 @@ public:
     return ops::call_method(tx, a, name, std::move(args), std::move(kwargs));
   }
   VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) override { return ops::getitem(tx, a, index); }
+  void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) override {
+    ops::setitem(tx, a, index, value);
+  }
   VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) override {
     return ops::binary(tx, op, a, b, inplace);
   }

@@ -32,5 +32,7 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
                    KwArgs kwargs);
 /// `x[index]` with ints, slices, None, Ellipsis (basic indexing).
 VarPtr getitem(Tracer& tx, const VarPtr& t, const VarPtr& index);
+/// `t[index] = value` (ops/numpy/writes.cpp, Note [Writes into arrays]).
+void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& value);
 
 }  // namespace framejit::frontend::ops

@@ -82,7 +82,11 @@ VarPtr view_result(Tracer& tx, const VarPtr& self, const std::string& target, co
                                                                             : jit::Layout::Strided;
   VarPtr r = tx.add_tensor(target, to_args(tx, args), std::move(out), to_kwargs(tx, kwargs));
   as<TensorVar>(r)->is_view = true;
-  if (self->kind == VarKind::Tensor) as<TensorVar>(self)->has_views = true;
+  if (self->kind == VarKind::Tensor) {
+    as<TensorVar>(self)->views.push_back(r);
+    as<TensorVar>(r)->base = self;
+    as<TensorVar>(r)->view_node = as<TensorVar>(r)->node;
+  }
   return r;
 }
 
@@ -125,7 +129,10 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
       BREAK_IF(k != "order" || !is_str(tx, v, "C"),
                name + "() with order other than 'C'");
     VarPtr r = view_result(tx, self, target, args, kwargs, {numel(in)}, true, m.dtype);
-    if (name == "flatten") as<TensorVar>(r)->is_view = false;  // flatten always copies
+    if (name == "flatten") {  // flatten always copies
+      as<TensorVar>(r)->is_view = false;
+      as<TensorVar>(r)->base = nullptr;
+    }
     return r;
   }
   if (name == "transpose" || name == "T") {
@@ -399,8 +406,12 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
   meta.layout = jit::Layout::Strided;
   VarPtr r = tx.add_tensor("getitem", {tx.to_arg(t), idx}, std::move(meta));
   if (!scalar) {
-    as<TensorVar>(r)->is_view = true;
-    as<TensorVar>(t)->has_views = true;
+    auto* v = as<TensorVar>(r);
+    v->is_view = true;
+    v->base = t;
+    v->view_node = v->node;
+    v->index_view = true;
+    as<TensorVar>(t)->views.push_back(r);
   }
   return r;
 }

@@ -1,0 +1,226 @@
+"""Writes into arrays inside a graph (Note [Writes into arrays]): `x[index] = v` and in-place
+operators on inputs and on arrays the function made. Every case runs eagerly and compiled (cold
+call and cache hit, on both backends) and compares the results and the arguments afterwards."""
+
+import numpy as np
+import pytest
+
+import framejit
+from conftest import BACKENDS, check, check_sequence, randn
+
+A = randn(4, 5, seed=1)
+B = randn(4, 5, seed=2)
+V = randn(5, seed=3)
+
+
+def f_issue_f(A, B):
+    y = np.tanh(A) * B + 1.0
+    B[0] = 0.0
+    return y * 2.0
+
+
+def f_issue_g(C, A, B):
+    C[:] = 1.5 * A @ B + 0.5 * C
+
+
+def f_int_row(x, v):
+    x[1] = v * 2.0
+    return x.sum()
+
+
+def f_slices(x):
+    x[1:3, ::2] = -1.0
+    x[-1, 1:] = 7
+    x[..., 0] = 0.5
+    return x
+
+
+def f_none_and_ellipsis(x, v):
+    x[None, 2] = v
+    x[...] += 1.0
+    return x.mean()
+
+
+def f_inplace_input(x, y):
+    x += y
+    x *= 0.5
+    x -= 1
+    return x * 2.0
+
+
+def f_made_array(x):
+    y = x * 2.0
+    y[0, :] = 3.0
+    y[:, -1] = y[:, 0]
+    return y + 1.0
+
+
+def f_write_then_read(x):
+    x[0] = 100.0
+    return x.sum(), x[0, 0] * 1.0
+
+
+def f_return_written(x):
+    x[0, 0] = 5.0
+    return x
+
+
+def f_two_inputs(x, y):
+    x[0] = y[1]
+    y[1] = x[2]
+    return x, y
+
+
+def f_int_into_float_and_back(xi, xf):
+    xi[0] = 2.7  # NumPy truncates
+    xf[1] = 3
+    return xi, xf
+
+
+def f_numpy_scalar_value(x, s):
+    x[0, 0] = s
+    x[1] *= s
+    return x
+
+
+def f_unrolled_loop(a, b):
+    for _ in range(3):
+        b[1:-1] = 0.33 * (a[:-2] + a[1:-1] + a[2:])
+        a[1:-1] = 0.33 * (b[:-2] + b[1:-1] + b[2:])
+    return a, b
+
+
+WRITING = [
+    (f_issue_f, (A, B)),
+    (f_issue_g, (np.zeros((4, 4)), A[:, :4].copy(), B[:4, :4].copy())),
+    (f_int_row, (A, V)),
+    (f_slices, (A,)),
+    (f_none_and_ellipsis, (A, V)),
+    (f_inplace_input, (A, V)),
+    (f_made_array, (A,)),
+    (f_write_then_read, (A,)),
+    (f_return_written, (A,)),
+    (f_two_inputs, (A, B)),
+    (f_int_into_float_and_back, (np.arange(5), np.zeros(5))),
+    (f_numpy_scalar_value, (A, np.float64(1.5))),
+    (f_unrolled_loop, (np.linspace(0, 1, 12), np.zeros(12))),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,args", WRITING, ids=[f.__name__ for f, _ in WRITING])
+def test_write_is_captured_and_matches_cpython(fn, args, backend):
+    check(fn, *args, backend=backend, fullgraph=True)
+
+
+def test_returned_input_is_the_same_object():
+    x = A.copy()
+    assert framejit.compile(f_return_written)(x) is x
+
+
+def test_issue_cases_compile_to_one_graph():
+    assert framejit.explain(f_issue_f)(A.copy(), B.copy()).graph_count == 1
+    assert framejit.explain(f_issue_g)(np.zeros((4, 4)), A[:, :4].copy(), B[:4, :4].copy()).graph_count == 1
+
+
+def test_aliased_inputs_are_guarded():
+    def f(x, y):
+        x[0] = 1.0
+        return y * 2.0
+
+    base = np.arange(12.0).reshape(3, 4)
+    compiled = framejit.compile(f)
+    for make in (lambda: (base.copy(), base.copy()),   # disjoint: compiled
+                 lambda: (lambda a: (a, a))(base.copy()),  # the same array twice
+                 lambda: (lambda a: (a[1:], a))(base.copy()),  # a view and its base
+                 lambda: (base.copy(), base.copy())):
+        want_args, got_args = make(), make()
+        want = f(*want_args)
+        got = compiled(*got_args)
+        np.testing.assert_array_equal(got, want)
+        for w, g in zip(want_args, got_args):
+            np.testing.assert_array_equal(g, w)
+
+
+def test_read_only_input_raises_like_numpy():
+    def f(x):
+        y = x * 2.0
+        x[0] = 1.0
+        return y
+
+    ro = A.copy()
+    ro.flags.writeable = False
+    check_sequence(f, [(A,), (ro,), (A,)])
+
+
+def test_shape_mismatch_raises_like_numpy():
+    def f(x, v):
+        x[0] = v
+        return x
+
+    check_sequence(f, [(A, V), (A, np.ones(3))])
+
+
+def f_view_sees_write(x):
+    v = x[1]
+    x[1, 0] = 9.0  # v shows this
+    return v * 1.0
+
+
+def f_write_through_view(x):
+    v = x[1]
+    v[0] = 9.0  # x shows this
+    w = v[2:]
+    w += 1.0  # and this, through a view of a view
+    return x.sum(), v * 1.0
+
+
+def f_augmented_item(C, beta):
+    for i in range(3):
+        C[i, : i + 1] *= beta
+    return C
+
+
+def f_made_array_view(x):
+    y = x * 2.0
+    r = y[0]
+    y[0, 1] = -5.0
+    r[2] = 4.0
+    return y, r.sum()
+
+
+VIEWS = [
+    (f_view_sees_write, (A,)),
+    (f_write_through_view, (A,)),
+    (f_augmented_item, (A, 0.5)),
+    (f_made_array_view, (A,)),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,args", VIEWS, ids=[f.__name__ for f, _ in VIEWS])
+def test_views_show_writes_both_ways(fn, args, backend):
+    check(fn, *args, backend=backend, fullgraph=True)
+
+
+def test_returned_view_of_written_input_shares_its_memory():
+    def f(x):
+        x[0] = 1.0
+        return x[1:]
+
+    x = A.copy()
+    r = framejit.compile(f)(x)
+    assert np.shares_memory(r, x)
+    r[0, 0] = 123.0
+    assert x[1, 0] == 123.0
+
+
+def test_write_through_a_transpose_breaks_and_stays_correct():
+    def f(x):
+        t = x.T
+        t[0] = 3.0
+        return x * 1.0
+
+    check(f, A, fullgraph=False)
+    e = framejit.explain(f)(A.copy())
+    assert "through a view" in e.breaks[0].reason
