@@ -215,6 +215,13 @@ PYBIND11_MODULE(_C, m) {
       },
       "base with base[key] = value, as a new array (framejit's graphs write functionally).");
   m.def(
+      "_index_put_inplace",
+      [](py::object base, py::object key, py::object value) {
+        if (PyObject_SetItem(base.ptr(), key.ptr(), value.ptr()) < 0) throw py::error_already_set();
+        return base;
+      },
+      "_index_put into base itself: a program's array that nothing else holds and no later step reads.");
+  m.def(
       "_copy_into",
       [](py::object dst, py::object src, py::object) {
         if (!dst.is(src) && PyObject_SetItem(dst.ptr(), Py_Ellipsis, src.ptr()) < 0) throw py::error_already_set();

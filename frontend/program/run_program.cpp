@@ -3,6 +3,7 @@
 // "jit" and "eager" backends, Note [Programs and their host] in runtime/program.h).
 #include <Python.h>
 
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 
@@ -37,6 +38,10 @@ struct ArgRef {
 struct PyCall {
   bool method = false;   // `callable` is the method name (str), called on the first argument
   OwnedRef callable;
+  // index_put whose base dies at this step: when nothing else holds the base either, the write
+  // goes into it instead of a copy (Note [Writes into arrays]).
+  int inplace_base = -1;   // the base's value id, or -1
+  OwnedRef inplace_callable;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
 };
@@ -269,8 +274,9 @@ public:
     return nullptr;
   }
 
-  // Runs node `node`'s call; the result (new ref) or null with the exception set.
-  PyObject* call(int node, rt::Value* vals) const {
+  // Runs node `node`'s call (its in-place form when `inplace`); the result (new ref) or null with
+  // the exception set.
+  PyObject* call(int node, rt::Value* vals, bool inplace = false) const {
     auto it = calls.find(node);
     if (it == calls.end()) {
       PyErr_Format(PyExc_RuntimeError, "framejit: internal error: no call for value %d", node);
@@ -295,7 +301,8 @@ public:
         r = PyObject_VectorcallMethod(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                       in.kwnames.get());
       } else {
-        r = PyObject_Vectorcall(in.callable.get(), argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, in.kwnames.get());
+        PyObject* fn = inplace ? in.inplace_callable.get() : in.callable.get();  // borrowed
+        r = PyObject_Vectorcall(fn, argv + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, in.kwnames.get());
       }
     }
     for (size_t k = 0; k < made; ++k) Py_DECREF(argv[k + 1]);
@@ -325,7 +332,10 @@ bool PyHost::is_private(const rt::Value& v) {
 }
 
 bool PyHost::run_extern(int node, rt::Value* values) {
-  PyObject* r = p_.call(node, values);  // new ref
+  bool inplace = false;
+  if (auto it = p_.calls.find(node); it != p_.calls.end() && it->second.inplace_base >= 0)
+    inplace = is_private(values[it->second.inplace_base]);
+  PyObject* r = p_.call(node, values, inplace);  // new ref
   if (!r) return false;
   if (values[node].handle) release(values[node]);
   classify(r, values[node], arrays_);  // steals r
@@ -408,6 +418,13 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
     if (s.kind == rt::Step::Kind::Extern) {
       auto c = py_call_of(nodes[s.node]);
       if (!c) return c.error();
+      const jit::Node& n = nodes[s.node];
+      if (n.target == "framejit._C._index_put" && !n.args.empty() && n.args[0].kind == jit::Arg::Kind::Node &&
+          std::find(s.release.begin(), s.release.end(), static_cast<int>(n.args[0].i)) != s.release.end()) {
+        c->inplace_base = static_cast<int>(n.args[0].i);
+        c->inplace_callable = OwnedRef::steal(module_attr("framejit._C", "_index_put_inplace"));
+        if (!c->inplace_callable) return Status::internal("cannot resolve _index_put_inplace: " + fetch_error_text());
+      }
       p->calls.emplace(s.node, std::move(*c));
     }
   for (size_t v = 0; v < program.view_of.size(); ++v)
