@@ -490,9 +490,26 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
   return wrap_program(graph, std::move(*program), false);
 }
 
+// Note [Extern-bound graphs]
+// An extern step is the library call CPython would have made, plus the program's own work around
+// it (materializing its arguments, classifying its result). A graph made almost entirely of them
+// (a Python loop over array elements unrolled into thousands of scalar reads and writes, whose
+// loops the compiler does not yet keep as loops) runs slower than CPython: NPBench's lu, S preset,
+// was 0.16x NumPy as 28,681 extern steps and no kernel. Such a graph is declined, and the frame
+// runs in CPython with that reason. The bound is loose on purpose: a few externs beside compiled
+// kernels are the normal case and stay compiled.
+constexpr long long kExternBoundMin = 64;   // at least this many extern steps...
+constexpr long long kExternBoundRatio = 4;  // ...and more than this many per compiled step
+
 Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
   auto compiled = jit::compile_graph(graph, jit::x86::backend());
   if (!compiled) return compiled.error();
+  const long long compiled_steps = static_cast<long long>(
+      compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size());
+  if (compiled->plan.extern_calls >= kExternBoundMin && compiled->plan.extern_calls > kExternBoundRatio * compiled_steps)
+    return Status::unsupported("the graph would run as " + std::to_string(compiled->plan.extern_calls) +
+                               " library calls beside " + std::to_string(compiled_steps) +
+                               " compiled steps, slower than CPython (Note [Extern-bound graphs])");
   Stats& st = stats();
   st.kernels += static_cast<long long>(compiled->plan.groups.size());
   st.reductions += static_cast<long long>(compiled->plan.reductions.size());

@@ -224,3 +224,18 @@ def test_write_through_a_transpose_breaks_and_stays_correct():
     check(f, A, fullgraph=False)
     e = framejit.explain(f)(A.copy())
     assert "through a view" in e.breaks[0].reason
+
+
+def f_element_copies(a, b):
+    for i in range(100):
+        a[i] = b[99 - i]
+    return a
+
+
+def test_a_graph_of_library_calls_only_runs_in_cpython():
+    # Note [Extern-bound graphs]: 100 element writes and reads, nothing to compile.
+    check(f_element_copies, np.arange(100.0), np.arange(100.0) * 2, backend="jit", fullgraph=False, expect_hit=False)
+    framejit.reset()
+    framejit.compile(f_element_copies)(np.arange(100.0), np.arange(100.0))
+    s = framejit.stats()
+    assert s["captured"] == 0 and s["graph_breaks"] == 1
