@@ -211,7 +211,8 @@ public:
       for (const char* n : members)
         if (PyObject_HasAttrString(reinterpret_cast<PyObject*>(np->ndarray), n)) names.push_back(std::string("ndarray.") + n);
     for (const char* n : {"+", "-", "*", "/", "//", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "&", "|",
-                          "^", "<<", ">>", "unary -", "unary +", "~", "abs()", "x[basic index]"})
+                          "^", "<<", ">>", "unary -", "unary +", "~", "abs()", "x[basic index]", "x[basic index] = v",
+                          "x op= y (in place)"})
       names.push_back(std::string("operator ") + n);
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
