@@ -239,3 +239,14 @@ def test_a_graph_of_library_calls_only_runs_in_cpython():
     framejit.compile(f_element_copies)(np.arange(100.0), np.arange(100.0))
     s = framejit.stats()
     assert s["captured"] == 0 and s["graph_breaks"] == 1
+
+
+def f_outer_flip(a, b, m):
+    o = np.outer(a, b) + 1.0
+    return o, np.flip(m), np.flip(m, axis=1), np.flip(m, (0,)) * 2.0, np.flip(a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_outer_and_flip_are_their_ops(backend):
+    # Used by NPBench's gemver and durbin: traced as ravel/indexing/multiply and a reversed view.
+    check(f_outer_flip, V, randn(3, seed=4), A, backend=backend, fullgraph=True)

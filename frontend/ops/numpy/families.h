@@ -30,6 +30,8 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index);
 /// concatenate and stack.
 VarPtr join(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 
+/// outer and flip, traced as the ops they are made of (composites.cpp).
+VarPtr composite(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 /// zeros ones full empty arange and the *_like forms.
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 

@@ -14,7 +14,7 @@ namespace framejit::frontend::ops {
 
 namespace {
 
-enum class Family : uint8_t { Elementwise, Reduction, Linalg, View, Join, Creation };
+enum class Family : uint8_t { Elementwise, Reduction, Linalg, View, Join, Creation, Composite };
 
 struct Entry {
   std::string name;  // the numpy attribute name
@@ -65,6 +65,8 @@ void fill_registry() {
     add("matmul", Family::Linalg);
     add("dot", Family::Linalg);
     add("concatenate", Family::Join);
+    add("outer", Family::Composite);
+    add("flip", Family::Composite);
     add("stack", Family::Join);
   }
 }
@@ -83,6 +85,7 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     case Family::View: return view_op(tx, e.name, target, args, kwargs, is_method);
     case Family::Join: return join(tx, e.name, args, kwargs);
     case Family::Creation: return creation(tx, e.name, args, kwargs);
+    case Family::Composite: return composite(tx, e.name, args, kwargs);
   }
   graph_break(BreakKind::Internal, "internal: unknown op family");
 }
