@@ -49,6 +49,8 @@ void remake_views(OpTable& ops, jit::Graph& g, TensorVar& t) {
     VarPtr v = w.lock();
     if (!v) continue;
     auto* vv = as<TensorVar>(v);
+    BREAK_IF(vv->maybe_copy, BreakKind::SideEffect,
+             "a write into an array with a live reshape of it that NumPy may have copied");
     vv->node = remake_view(ops, g, vv->view_node, t.node);
     vv->view_node = vv->node;
     remake_views(ops, g, *vv);
@@ -81,7 +83,11 @@ void Tracer::assign_array(const VarPtr& t, int value, const std::string& what) {
 }
 
 int Tracer::view_of_written_input(const TensorVar& v) {
-  if (!v.is_view || !v.base) return -1;
+  // Made again from the input it would share its memory; a reshape that NumPy may copy is kept as
+  // the value it is (a copy of the written array, made in the graph).
+  if (!v.is_view || !v.base || v.maybe_copy) return -1;
+  const jit::OpKind op = out_.graph.node(v.view_node).op;
+  if (op == jit::OpKind::Reshape || op == jit::OpKind::Ravel) return -1;  // the input may not be contiguous
   const auto* base = as<TensorVar>(v.base);
   int base_node;
   if (is_written_input(v.base.get())) {

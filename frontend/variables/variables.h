@@ -67,6 +67,8 @@ struct TensorVar : Var {
   VarPtr base;             // the array it is a view of; null when not a view of a trace array
   int view_node = -1;      // the node that made it from `base` (args[0] is the base)
   bool index_view = false; // made by basic indexing: a write into it goes into base[key]
+  bool maybe_copy = false; // reshape/ravel of an array that may not be contiguous: NumPy may have
+                           // copied, so whether it shares memory is not known at trace time
   /// A view of it that the traced code can still reach (a write would have to show through it).
   bool has_live_views() const {
     for (const auto& v : views)

@@ -250,3 +250,37 @@ def f_outer_flip(a, b, m):
 def test_outer_and_flip_are_their_ops(backend):
     # Used by NPBench's gemver and durbin: traced as ravel/indexing/multiply and a reversed view.
     check(f_outer_flip, V, randn(3, seed=4), A, backend=backend, fullgraph=True)
+
+
+# Found by the fuzzer (tests/fuzz/run.py with writes): each once gave a result CPython does not.
+def f_inplace_zero_d(x):
+    x *= 2.0
+    x[...] += 1.0
+    return x
+
+
+def f_reshape_copy_then_write(x):
+    v = x.reshape(-1)  # a copy: x is not contiguous
+    x[0, 0] = 9.0
+    return v + 0.0
+
+
+def f_write_then_reshape_copy(x):
+    x[0, 0] = 9.0
+    return x.reshape(-1)
+
+
+def f_write_then_empty_max(x):
+    x[:] = 0.0
+    return np.max(x[1:-1])
+
+
+@pytest.mark.parametrize("fn,x", [
+    (f_inplace_zero_d, np.array(3.0)),
+    (f_reshape_copy_then_write, np.arange(6.0).reshape(2, 3).T),
+    (f_write_then_reshape_copy, np.arange(6.0).reshape(2, 3).T),
+    (f_write_then_empty_max, np.array([1.0, 2.0])),
+    (f_write_then_empty_max, np.array([1.0, 2.0, 3.0])),
+], ids=["zero_d", "reshape_copy_then_write", "write_then_reshape_copy", "empty_max", "max"])
+def test_fuzzer_findings(fn, x):
+    check_sequence(fn, [(x,)])

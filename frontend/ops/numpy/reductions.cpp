@@ -57,17 +57,22 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target,
   if (axes)
     for (int a : *axes) reduced[a] = true;
   bool empty_reduce = false;
+  const bool needs_elements = name == "max" || name == "min" || name == "amax" || name == "amin" || is_arg;
   for (int d = 0; d < rank; ++d) {
     if (reduced[d]) {
       if (m.shape[d].is_const() && m.shape[d].const_value() == 0) empty_reduce = true;
+      // A size that may be 0 (x[1:-1] of a symbolic size) is decided here and guarded: the
+      // program must not raise half-way, after the graph's writes into inputs were decided.
+      if (needs_elements && !m.shape[d].is_const() &&
+          !tx.out().decide(m.shape[d], CmpOp::Gt, 0, name + " of a non-empty axis at " + tx.location()))
+        empty_reduce = true;
       if (keepdims) shape.emplace_back(1);
     } else {
       shape.push_back(m.shape[d]);
     }
   }
   // max/min/argmax of nothing raise in NumPy; let CPython raise it.
-  BREAK_IF(empty_reduce && (name == "max" || name == "min" || name == "amax" || name == "amin" || is_arg),
-           "zero-size reduction in " + name + "() raises");
+  BREAK_IF(empty_reduce && needs_elements, Raises{PyExc_ValueError}, "zero-size reduction in " + name + "() raises");
 
   // Ask NumPy's own function for the dtype with normalized arguments.
   KwArgs probe_kwargs;

@@ -114,6 +114,8 @@ VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& 
   if (tx.meta(a).scalar_object) return r;
   const jit::TensorMeta& before = tx.meta(a);
   const jit::TensorMeta& after = tx.meta(r);
+  // NumPy's ufuncs hand back a scalar for 0-d operands; in place, the 0-d array stays an array.
+  BREAK_IF(after.scalar_object, "in-place " + op + " on a 0-d array");
   BREAK_IF(before.dtype != after.dtype, "in-place " + op + " would cast its result (NumPy's same_kind rule)");
   BREAK_IF(before.rank() != after.rank(), "in-place " + op + " broadcasts its target");
   for (int d = 0; d < before.rank(); ++d)

@@ -122,13 +122,16 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
     }
     BREAK_IF(rest.empty(), "reshape() needs a shape");
     Shape req = is_method ? parse_shape_args(tx, rest) : parse_shape(tx, rest[0]);
-    return view_result(tx, self, target, args, kwargs, reshape_shape(tx, in, req), true, m.dtype);
+    VarPtr r = view_result(tx, self, target, args, kwargs, reshape_shape(tx, in, req), true, m.dtype);
+    as<TensorVar>(r)->maybe_copy = m.layout != jit::Layout::Contiguous;
+    return r;
   }
   if (name == "ravel" || name == "flatten") {
     for (auto& [k, v] : kwargs)
       BREAK_IF(k != "order" || !is_str(tx, v, "C"),
                name + "() with order other than 'C'");
     VarPtr r = view_result(tx, self, target, args, kwargs, {numel(in)}, true, m.dtype);
+    as<TensorVar>(r)->maybe_copy = m.layout != jit::Layout::Contiguous;
     if (name == "flatten") {  // flatten always copies
       as<TensorVar>(r)->is_view = false;
       as<TensorVar>(r)->base = nullptr;
