@@ -48,6 +48,10 @@ BreakState Tracer::break_state(const FrameSnapshot& snap) {
     if (!v || v->kind == VarKind::Null) return Recipe::null();
     if (v->kind == VarKind::Const) return Recipe::constant(as<ConstVar>(v)->value.get());
     if (auto it = index.find(v.get()); it != index.end()) return Recipe::graph_output(it->second);
+    // CPython may write through it after the break: it must be the caller's memory itself.
+    BREAK_IF(v->kind == VarKind::Tensor && is_view_of_written_input(*as<TensorVar>(v)) &&
+                 view_of_written_input(*as<TensorVar>(v)) < 0,
+             "a view of a written input that cannot be made from the input itself");
     check_unshared(v, seen);
     const int k = static_cast<int>(st.values.items.size());
     st.values.items.push_back(output_spec(v, outs));

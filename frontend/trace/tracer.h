@@ -127,12 +127,17 @@ public:
   /// The array `t` now holds the value of node `value` (same shape and dtype): `what` wrote it.
   /// A view writes into its base; the live views of what was written are made again from it.
   void assign_array(const VarPtr& t, int value, const std::string& what);
+  /// Breaks when `what` may not write `t` (checked before anything changes).
+  void check_assignable(const VarPtr& t, const std::string& what);
+  /// Breaks when `t`, an input, may not be written (not a NumPy array, read-only).
+  void check_input_write(const VarPtr& t, const std::string& what);
   /// `t`, an input array, is about to be written by `what`: checks that it may be and records it.
   void note_input_write(const VarPtr& t, const std::string& what);
   /// For an output: a view whose base chain ends at a written input, made from the input itself
   /// (so it shares the caller's memory, which holds the final value after the copy back); -1 when
   /// `v` is not such a view.
   int view_of_written_input(const TensorVar& v);
+  bool is_view_of_written_input(const TensorVar& v) const;
   /// Whether `v` is an input array the trace wrote into.
   bool is_written_input(const Var* v) const;
   /// Appends the copies of the written inputs' final values into their memory, ordered after

@@ -41,6 +41,18 @@ int remake_view(OpTable& ops, jit::Graph& g, int view_node, int base_node) {
   return ops.add_call(g, n.target, std::move(args), n.kwargs, n.meta);
 }
 
+// Breaks (before any change) when a live view of `t` cannot be made again after a write.
+void check_views_remakeable(const TensorVar& t) {
+  for (const auto& w : t.views) {
+    VarPtr v = w.lock();
+    if (!v) continue;
+    auto* vv = as<TensorVar>(v);
+    BREAK_IF(vv->maybe_copy, BreakKind::SideEffect,
+             "a write into an array with a live reshape of it that NumPy may have copied");
+    check_views_remakeable(*vv);
+  }
+}
+
 // Every view of `t` the code can still reach, and theirs, made again from t's current node: they
 // show what was written, as NumPy's views would.
 void remake_views(OpTable& ops, jit::Graph& g, TensorVar& t) {
@@ -49,8 +61,6 @@ void remake_views(OpTable& ops, jit::Graph& g, TensorVar& t) {
     VarPtr v = w.lock();
     if (!v) continue;
     auto* vv = as<TensorVar>(v);
-    BREAK_IF(vv->maybe_copy, BreakKind::SideEffect,
-             "a write into an array with a live reshape of it that NumPy may have copied");
     vv->node = remake_view(ops, g, vv->view_node, t.node);
     vv->view_node = vv->node;
     remake_views(ops, g, *vv);
@@ -62,14 +72,14 @@ void remake_views(OpTable& ops, jit::Graph& g, TensorVar& t) {
 }  // namespace
 
 void Tracer::assign_array(const VarPtr& t, int value, const std::string& what) {
+  // Every reason to break is checked before anything changes: a break inside this instruction
+  // must leave the trace as it was when the instruction started (Note [Break snapshot]), or the
+  // graph before the break would already hold the write that CPython then makes again.
+  check_assignable(t, what);
   auto* tv = as<TensorVar>(t);
   if (tv->is_view) {
     // The write lands in the base's memory: base[key] = the view's new value.
-    BREAK_IF(!tv->base, BreakKind::SideEffect, what + " into a view of an array the function received");
-    BREAK_IF(!tv->index_view, BreakKind::SideEffect,
-             what + " through a view made by " + out_.graph.node(tv->view_node).target + " is not captured yet");
-    const jit::Node& vn = out_.graph.node(tv->view_node);
-    jit::Arg key = vn.args.at(1);
+    jit::Arg key = out_.graph.node(tv->view_node).args.at(1);
     jit::TensorMeta m = meta(tv->base);
     m.layout = jit::Layout::Contiguous;  // index_put's copy is C-ordered
     VarPtr put = add_tensor("framejit._C._index_put", {to_arg(tv->base), std::move(key), jit::Arg::node(value)}, m);
@@ -82,12 +92,23 @@ void Tracer::assign_array(const VarPtr& t, int value, const std::string& what) {
   remake_views(array_ops(), out_.graph, *tv);
 }
 
+void Tracer::check_assignable(const VarPtr& t, const std::string& what) {
+  auto* tv = as<TensorVar>(t);
+  if (tv->is_view) {
+    BREAK_IF(!tv->base, BreakKind::SideEffect, what + " into a view of an array the function received");
+    BREAK_IF(!tv->index_view, BreakKind::SideEffect,
+             what + " through a view made by " + out_.graph.node(tv->view_node).target + " is not captured yet");
+    check_assignable(tv->base, what);
+    return;
+  }
+  if (t->source && !is_written_input(t.get())) check_input_write(t, what);
+  check_views_remakeable(*tv);
+}
+
 int Tracer::view_of_written_input(const TensorVar& v) {
   // Made again from the input it would share its memory; a reshape that NumPy may copy is kept as
   // the value it is (a copy of the written array, made in the graph).
   if (!v.is_view || !v.base || v.maybe_copy) return -1;
-  const jit::OpKind op = out_.graph.node(v.view_node).op;
-  if (op == jit::OpKind::Reshape || op == jit::OpKind::Ravel) return -1;  // the input may not be contiguous
   const auto* base = as<TensorVar>(v.base);
   int base_node;
   if (is_written_input(v.base.get())) {
@@ -98,11 +119,20 @@ int Tracer::view_of_written_input(const TensorVar& v) {
     base_node = view_of_written_input(*base);
   }
   if (base_node < 0) return -1;
+  // A reshape is a view only of a contiguous array: the input's guard pins its contiguity.
+  const jit::OpKind op = out_.graph.node(v.view_node).op;
+  if ((op == jit::OpKind::Reshape || op == jit::OpKind::Ravel) &&
+      out_.graph.node(base_node).meta.layout != jit::Layout::Contiguous)
+    return -1;
   return remake_view(array_ops(), out_.graph, v.view_node, base_node);
 }
 
-void Tracer::note_input_write(const VarPtr& t, const std::string& what) {
-  if (is_written_input(t.get())) return;
+bool Tracer::is_view_of_written_input(const TensorVar& v) const {
+  if (!v.is_view || !v.base) return false;
+  return is_written_input(v.base.get()) || is_view_of_written_input(*as<TensorVar>(v.base));
+}
+
+void Tracer::check_input_write(const VarPtr& t, const std::string& what) {
   auto* tv = as<TensorVar>(t);
   const jit::Node& n = out_.graph.node(tv->node);
   BREAK_IF(n.kind != jit::NodeKind::Placeholder, BreakKind::Internal, "internal: a written input is not a placeholder");
@@ -111,6 +141,12 @@ void Tracer::note_input_write(const VarPtr& t, const std::string& what) {
   BREAK_IF(!obj || !np || Py_TYPE(obj) != np->ndarray, BreakKind::SideEffect,
            what + " on a " + std::string(obj ? Py_TYPE(obj)->tp_name : "value") + " (only NumPy arrays are written)");
   BREAK_IF(!(as_ndarray(obj)->flags & kNpyWriteable), Raises{PyExc_ValueError}, "assignment destination is read-only");
+}
+
+void Tracer::note_input_write(const VarPtr& t, const std::string& what) {
+  if (is_written_input(t.get())) return;
+  check_input_write(t, what);
+  auto* tv = as<TensorVar>(t);
   out_.guards.require_writeable(t->source);
   out_.input_writes.push_back({tv->node, t->source, t});
 }

@@ -1,5 +1,5 @@
 """A fixed budget of the differential fuzzer (tests/fuzz/run.py) for every `make test`, checks
-that the fuzzer itself can fail, and the reduced framejit bugs it found, as strict xfails.
+that the fuzzer itself can fail, and the reduced framejit bugs it found, fixed now, as regression tests.
 
 Each backend runs a fixed seed and program count in a subprocess (a crash of generated code must
 not take pytest down), with a time budget as a safety net on slow machines. A failure prints the
@@ -22,10 +22,10 @@ RUN = Path(__file__).resolve().parents[1] / "fuzz" / "run.py"
 # About 10 s (jit) and 5 s (eager) on one core of the CI machine.
 BUDGETS = {"jit": 2500, "eager": 1500}
 
-# Programs of seed 1 that hit the known framejit bugs below (test_known_bug_*): the fixed-seed run
-# steps over them. When a bug is fixed its xfail turns into a failure (strict): drop it from here.
+# Programs of seed 1 that hit known framejit bugs: the fixed-seed run steps over them (none now;
+# the bugs the writes fuzzer found are fixed and kept below as test_fixed_*).
 # Both backends: the bugs are in the frontend (tracing of writes), before any backend runs.
-KNOWN = {794: "write lost when a later statement raises", 1859: "in-place operator on a 0-d array"}
+KNOWN = {}
 
 
 def _load_run():
@@ -142,26 +142,18 @@ def _write_then_raise(x):
     return np.max(x[1:-1])
 
 
-@pytest.mark.xfail(strict=True, reason="in-place operator on a 0-d array makes a NumPy scalar: "
-                   "the next item assignment raises TypeError, later writes are lost")
 @pytest.mark.parametrize("fn", [_inplace_0d, _inplace_0d_twice])
-def test_known_bug_inplace_on_0d_array(fn):
+def test_fixed_inplace_on_0d_array(fn):
     _assert_same(fn, lambda: [np.array(3.0)])
 
 
-@pytest.mark.xfail(strict=True, reason="reshape of a non-contiguous array is a copy in NumPy but "
-                   "is remade from its base after a later write")
-def test_known_bug_copying_reshape_sees_later_write():
+def test_fixed_copying_reshape_sees_no_later_write():
     _assert_same(_reshape_copy_then_write, lambda: [np.arange(6.0).reshape(2, 3).T])
 
 
-@pytest.mark.xfail(strict=True, reason="returned reshape (a copy) of a written non-contiguous "
-                   "input reads the input before the write")
-def test_known_bug_copying_reshape_of_written_input():
+def test_fixed_copying_reshape_of_written_input():
     _assert_same(_write_then_reshape_copy, lambda: [np.arange(6.0).reshape(2, 3).T])
 
 
-@pytest.mark.xfail(strict=True, reason="a write before a statement that raises is lost (CPython "
-                   "keeps it)")
-def test_known_bug_write_lost_when_later_statement_raises():
+def test_fixed_write_kept_when_later_statement_raises():
     _assert_same(_write_then_raise, lambda: [np.array([1.0, 2.0])])
