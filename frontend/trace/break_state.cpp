@@ -31,6 +31,13 @@ void check_unshared(const VarPtr& v, std::unordered_set<const Var*>& seen) {
     for (const auto& [k, x] : as<DictVar>(v)->items) check_unshared(x, seen);
 }
 
+// Whether `v` or a view it was made from is a reshape whose sharing is not known at trace time.
+bool through_maybe_copy(const TensorVar& v) {
+  for (const TensorVar* t = &v; t && t->is_view; t = t->base ? as<TensorVar>(t->base) : nullptr)
+    if (t->maybe_copy) return true;
+  return false;
+}
+
 // Whether `v` is the root frame's own argument `slot`, as it was on entry.
 bool is_entry_value(const VarPtr& v, int slot) {
   return v && v->source && v->source->kind == SourceKind::Local && !v->source->base && v->source->index == slot;
@@ -48,6 +55,10 @@ BreakState Tracer::break_state(const FrameSnapshot& snap) {
     if (!v || v->kind == VarKind::Null) return Recipe::null();
     if (v->kind == VarKind::Const) return Recipe::constant(as<ConstVar>(v)->value.get());
     if (auto it = index.find(v.get()); it != index.end()) return Recipe::graph_output(it->second);
+    // A reshape NumPy may have copied is a view in the graph's program: after the break CPython
+    // could write through it, or through its base, and the two would not agree on sharing.
+    BREAK_IF(v->kind == VarKind::Tensor && through_maybe_copy(*as<TensorVar>(v)),
+             "a reshape that NumPy may have copied is live at the break");
     // CPython may write through it after the break: it must be the caller's memory itself.
     BREAK_IF(v->kind == VarKind::Tensor && is_view_of_written_input(*as<TensorVar>(v)) &&
                  view_of_written_input(*as<TensorVar>(v)) < 0,

@@ -122,7 +122,8 @@ int Tracer::view_of_written_input(const TensorVar& v) {
   // A reshape is a view only of a contiguous array: the input's guard pins its contiguity.
   const jit::OpKind op = out_.graph.node(v.view_node).op;
   if ((op == jit::OpKind::Reshape || op == jit::OpKind::Ravel) &&
-      out_.graph.node(base_node).meta.layout != jit::Layout::Contiguous)
+      (out_.graph.node(base_node).kind != jit::NodeKind::Placeholder ||
+       out_.graph.node(base_node).meta.layout != jit::Layout::Contiguous))
     return -1;
   return remake_view(array_ops(), out_.graph, v.view_node, base_node);
 }

@@ -74,6 +74,15 @@ Shape reshape_shape(Tracer& tx, const Shape& in, Shape req) {
   return req;
 }
 
+// Whether NumPy's array for `v` is C-contiguous on every call: a graph input whose guard pins it.
+// The layout NumPy gives a result follows its operands' (K order), which metas do not track, so
+// nothing else is sure.
+bool surely_c_contiguous(Tracer& tx, const VarPtr& v) {
+  if (v->kind != VarKind::Tensor) return false;
+  const jit::Node& n = tx.out().graph.node(as<TensorVar>(v)->node);
+  return n.kind == jit::NodeKind::Placeholder && n.meta.layout == jit::Layout::Contiguous;
+}
+
 VarPtr view_result(Tracer& tx, const VarPtr& self, const std::string& target, const std::vector<VarPtr>& args,
                    const KwArgs& kwargs, Shape shape, bool contiguous_if_input_is, rt::DType dtype) {
   const jit::TensorMeta& m = tx.meta(self);
@@ -123,7 +132,7 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
     BREAK_IF(rest.empty(), "reshape() needs a shape");
     Shape req = is_method ? parse_shape_args(tx, rest) : parse_shape(tx, rest[0]);
     VarPtr r = view_result(tx, self, target, args, kwargs, reshape_shape(tx, in, req), true, m.dtype);
-    as<TensorVar>(r)->maybe_copy = m.layout != jit::Layout::Contiguous;
+    as<TensorVar>(r)->maybe_copy = !surely_c_contiguous(tx, self);
     return r;
   }
   if (name == "ravel" || name == "flatten") {
@@ -131,7 +140,7 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
       BREAK_IF(k != "order" || !is_str(tx, v, "C"),
                name + "() with order other than 'C'");
     VarPtr r = view_result(tx, self, target, args, kwargs, {numel(in)}, true, m.dtype);
-    as<TensorVar>(r)->maybe_copy = m.layout != jit::Layout::Contiguous;
+    as<TensorVar>(r)->maybe_copy = !surely_c_contiguous(tx, self);
     if (name == "flatten") {  // flatten always copies
       as<TensorVar>(r)->is_view = false;
       as<TensorVar>(r)->base = nullptr;
