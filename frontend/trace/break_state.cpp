@@ -61,7 +61,7 @@ BreakState Tracer::break_state(const FrameSnapshot& snap) {
              "a reshape that NumPy may have copied is live at the break");
     // CPython may write through it after the break: it must be the caller's memory itself.
     BREAK_IF(v->kind == VarKind::Tensor && is_view_of_written_input(*as<TensorVar>(v)) &&
-                 view_of_written_input(*as<TensorVar>(v)) < 0,
+                 written_input_root(*as<TensorVar>(v)) < 0,
              "a view of a written input that cannot be made from the input itself");
     check_unshared(v, seen);
     const int k = static_cast<int>(st.values.items.size());

@@ -137,6 +137,9 @@ public:
   /// (so it shares the caller's memory, which holds the final value after the copy back); -1 when
   /// `v` is not such a view.
   int view_of_written_input(const TensorVar& v);
+  /// Whether view_of_written_input(v) would make it (without adding nodes): its input's placeholder.
+  int written_input_root(const TensorVar& v) const;
+  int written_input_root_of(const Var* written) const;  // a written input's placeholder, or -1
   bool is_view_of_written_input(const TensorVar& v) const;
   /// Whether `v` is an input array the trace wrote into.
   bool is_written_input(const Var* v) const;

@@ -105,27 +105,33 @@ void Tracer::check_assignable(const VarPtr& t, const std::string& what) {
   check_views_remakeable(*tv);
 }
 
-int Tracer::view_of_written_input(const TensorVar& v) {
-  // Made again from the input it would share its memory; a reshape that NumPy may copy is kept as
-  // the value it is (a copy of the written array, made in the graph).
+// The placeholder a view's chain ends at when every step may be made again from it, else -1: a
+// reshape NumPy may have copied is kept as the value it is (a copy of the written array, made in
+// the graph), and a reshape is a view only of a contiguous array, which an input's guard pins.
+int Tracer::written_input_root(const TensorVar& v) const {
   if (!v.is_view || !v.base || v.maybe_copy) return -1;
-  const auto* base = as<TensorVar>(v.base);
-  int base_node;
-  if (is_written_input(v.base.get())) {
-    base_node = -1;
-    for (const auto& w : out_.input_writes)
-      if (w.var.get() == v.base.get()) base_node = w.placeholder;
-  } else {
-    base_node = view_of_written_input(*base);
-  }
-  if (base_node < 0) return -1;
-  // A reshape is a view only of a contiguous array: the input's guard pins its contiguity.
+  int root = written_input_root_of(v.base.get());
+  const bool direct = root >= 0;
+  if (!direct) root = written_input_root(*as<TensorVar>(v.base));
+  if (root < 0) return -1;
   const jit::OpKind op = out_.graph.node(v.view_node).op;
   if ((op == jit::OpKind::Reshape || op == jit::OpKind::Ravel) &&
-      (out_.graph.node(base_node).kind != jit::NodeKind::Placeholder ||
-       out_.graph.node(base_node).meta.layout != jit::Layout::Contiguous))
+      (!direct || out_.graph.node(root).meta.layout != jit::Layout::Contiguous))
     return -1;
-  return remake_view(array_ops(), out_.graph, v.view_node, base_node);
+  return root;
+}
+
+int Tracer::view_of_written_input(const TensorVar& v) {
+  if (written_input_root(v) < 0) return -1;
+  const int direct = written_input_root_of(v.base.get());
+  const int base = direct >= 0 ? direct : view_of_written_input(*as<TensorVar>(v.base));
+  return remake_view(array_ops(), out_.graph, v.view_node, base);
+}
+
+int Tracer::written_input_root_of(const Var* written) const {
+  for (const auto& w : out_.input_writes)
+    if (w.var.get() == written) return w.placeholder;
+  return -1;
 }
 
 bool Tracer::is_view_of_written_input(const TensorVar& v) const {

@@ -210,6 +210,8 @@ def check_sequence(fn, calls, backend="eager", fullgraph=False, **opts):
                 with pytest.raises(type(expected_exc)) as info:
                     compiled(*run_args)
                 assert str(info.value) == str(expected_exc)
+                # What was written before the raise stays written, as in CPython.
+                assert_same(eager_args, run_args, exact, path="arguments after the exception")
                 continue
             actual = compiled(*run_args)
             assert_same(expected, actual, exact, path=f"{call} call with {args!r}")

@@ -1,5 +1,5 @@
 """A fixed budget of the differential fuzzer (tests/fuzz/run.py) for every `make test`, checks
-that the fuzzer itself can fail, and the reduced framejit bugs it found, fixed now, as regression tests.
+that the fuzzer itself can fail. The framejit bugs it found are regression tests in test_writes.py.
 
 Each backend runs a fixed seed and program count in a subprocess (a crash of generated code must
 not take pytest down), with a time budget as a safety net on slow machines. A failure prints the
@@ -85,75 +85,3 @@ def test_argument_check_catches_lost_writes():
     msg = run.run_program(prog, CopyingJit, "jit")
     assert msg is not None and "argument x0 after the call" in msg, msg
     assert run.run_program(prog, framejit, "jit") is None
-
-
-# ---------------------------------------------------------------------------------------------
-# Reduced framejit bugs found by the fuzzer (not fixed here: tests/fuzz belongs to the fuzzer).
-# Each runs the function under CPython and compiled and compares results and arguments.
-
-
-def _both(fn, make):
-    def run(f):
-        args = make()
-        try:
-            with np.errstate(all="ignore"):
-                return f(*args), None, args
-        except Exception as e:  # noqa: BLE001
-            return None, type(e), args
-    framejit.reset()
-    return run(fn), run(framejit.compile(fn))
-
-
-def _assert_same(fn, make):
-    (r1, e1, a1), (r2, e2, a2) = _both(fn, make)
-    assert e1 is e2, (e1, e2)
-    assert type(r1) is type(r2), (r1, r2)
-    if r1 is not None:
-        np.testing.assert_array_equal(r1, r2)
-    for x, y in zip(a1, a2):
-        np.testing.assert_array_equal(x, y)
-
-
-def _inplace_0d(x):
-    x *= 2.0
-    x[...] += 1.0
-    return x
-
-
-def _inplace_0d_twice(x):
-    x += 1.0
-    x += 1.0
-    return x * 1.0
-
-
-def _reshape_copy_then_write(x):
-    v = x.reshape(-1)
-    x[0, 0] = 9.0
-    return v + 0.0
-
-
-def _write_then_reshape_copy(x):
-    x[0, 0] = 9.0
-    return x.reshape(-1)
-
-
-def _write_then_raise(x):
-    x[:] = 0.0
-    return np.max(x[1:-1])
-
-
-@pytest.mark.parametrize("fn", [_inplace_0d, _inplace_0d_twice])
-def test_fixed_inplace_on_0d_array(fn):
-    _assert_same(fn, lambda: [np.array(3.0)])
-
-
-def test_fixed_copying_reshape_sees_no_later_write():
-    _assert_same(_reshape_copy_then_write, lambda: [np.arange(6.0).reshape(2, 3).T])
-
-
-def test_fixed_copying_reshape_of_written_input():
-    _assert_same(_write_then_reshape_copy, lambda: [np.arange(6.0).reshape(2, 3).T])
-
-
-def test_fixed_write_kept_when_later_statement_raises():
-    _assert_same(_write_then_raise, lambda: [np.array([1.0, 2.0])])

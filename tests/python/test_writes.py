@@ -259,6 +259,12 @@ def f_inplace_zero_d(x):
     return x
 
 
+def f_inplace_zero_d_twice(x):
+    x += 1.0
+    x += 1.0
+    return x * 1.0
+
+
 def f_reshape_copy_then_write(x):
     v = x.reshape(-1)  # a copy: x is not contiguous
     x[0, 0] = 9.0
@@ -277,10 +283,11 @@ def f_write_then_empty_max(x):
 
 @pytest.mark.parametrize("fn,x", [
     (f_inplace_zero_d, np.array(3.0)),
+    (f_inplace_zero_d_twice, np.array(3.0)),
     (f_reshape_copy_then_write, np.arange(6.0).reshape(2, 3).T),
     (f_write_then_reshape_copy, np.arange(6.0).reshape(2, 3).T),
     (f_write_then_empty_max, np.array([1.0, 2.0])),
     (f_write_then_empty_max, np.array([1.0, 2.0, 3.0])),
-], ids=["zero_d", "reshape_copy_then_write", "write_then_reshape_copy", "empty_max", "max"])
+], ids=["zero_d", "zero_d_twice", "reshape_copy_then_write", "write_then_reshape_copy", "empty_max", "max"])
 def test_fuzzer_findings(fn, x):
     check_sequence(fn, [(x,)])

@@ -27,17 +27,15 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
       const jit::TensorMeta& v = tx.meta(value);
       BREAK_IF(rt::dtype_is_complex(v.dtype) && !rt::dtype_is_complex(target.dtype),
                "assigning complex values into a real array (NumPy warns and drops the imaginary part)");
-      const int extra = v.rank() - region.rank();
+      // NumPy drops leading size-1 dims the region does not have, then broadcasts to the region.
+      const int extra = std::max(0, v.rank() - region.rank());
       for (int d = 0; d < extra; ++d)
         BREAK_IF(!tx.out().sizes_equal(v.shape[d], jit::SymInt(1), "setitem at " + tx.location()),
                  Raises{PyExc_ValueError}, "could not broadcast input array into the indexed region");
-      for (int d = std::max(0, extra); d < v.rank(); ++d) {
-        const jit::SymInt& vs = v.shape[d];
-        const jit::SymInt& rs = region.shape[d - extra];
-        if (vs.is_const() && vs.const_value() == 1) continue;
-        BREAK_IF(!tx.out().sizes_equal(vs, rs, "setitem at " + tx.location()), Raises{PyExc_ValueError},
+      const Shape written = broadcast_shapes(tx, {region.shape, Shape(v.shape.begin() + extra, v.shape.end())});
+      for (int d = 0; d < region.rank(); ++d)
+        BREAK_IF(!written[d].same_as(region.shape[d]), Raises{PyExc_ValueError},
                  "could not broadcast input array into the indexed region");
-      }
       break;
     }
     case VarKind::Const: {
