@@ -279,7 +279,7 @@ public:
     FJ_PROPAGATE(check_spec());
 
     BreakCode out;
-    std::string why = plan_copy();
+    std::string why = spec_.run_in_resume ? "the instruction starts a loop that runs in CPython" : plan_copy();
     if (why.empty()) {
       out.kind = BreakCode::Kind::Copied;
     } else {

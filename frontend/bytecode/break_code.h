@@ -114,6 +114,9 @@ struct BreakSpec {
   /// code takes the original's arguments all positionally (co_argcount, co_kwonlyargcount, *args
   /// and **kwargs in localsplus order), then the outputs tuple; `graph` must be null.
   bool out_param = false;
+  /// The instruction runs first thing in the resume function (Kind::InResume) even when it could
+  /// be copied: it starts a loop that must run in CPython whole (Note [Breaks inside loops]).
+  bool run_in_resume = false;
   // TODO(side effects, issue 12 item 2): a list of replays to emit after the
   // stores, in program order; the tracer logs them but nothing consumes them
   // yet.

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "frontend/bytecode/loops.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/trace/tracer.h"
 #include "jit/pipeline.h"
@@ -106,14 +107,25 @@ Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const O
 
 // The break code of a partial graph (Note [Break entries]) into `e`, whose program (if any) is
 // already built. Unsupported: no break code fits this break; the frame runs in CPython.
-Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& st, CacheEntry& e) {
+Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& st, bool loop_stop, CacheEntry& e) {
   bytecode::BreakSpec spec;
   spec.offset = b.offset;
+  spec.run_in_resume = loop_stop;
   spec.stack = std::move(st.stack);
   spec.stores = std::move(st.stores);
   spec.live_locals = std::move(st.live_locals);
   spec.out_param = true;
-  const bool stores = !spec.stores.empty();
+  // A store that only moves an input from one slot to another is no work done: a resume
+  // function's own prologue is all such moves.
+  bool stores = false;
+  for (const bytecode::LocalStore& s : spec.stores) {
+    const bytecode::Recipe& r = s.value;
+    const bool moved = r.kind == bytecode::Recipe::Kind::Local ||
+                       (r.kind == bytecode::Recipe::Kind::GraphOutput && r.index >= 0 &&
+                        static_cast<size_t>(r.index) < st.values.items.size() &&
+                        st.values.items[static_cast<size_t>(r.index)].kind == OutputSpec::Kind::Slot);
+    stores |= !moved;
+  }
   auto made = bytecode::make_break_code(fn->func_code, spec);
   if (!made) {
     // The break code's own refusals (an offset in the prologue, a generator, a value stack it
@@ -209,6 +221,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   std::optional<BreakState> partial;  // the break keeps the graph before it (Note [Break entries])
   std::string no_partial;             // why a break does not
   std::optional<ExplainBreak> explained;  // described while the trace's node numbers hold
+  bool loop_stop = false;                 // the break moved out of a loop (Note [Breaks inside loops])
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
@@ -220,6 +233,36 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         partial = tracer.break_state(*broke->snapshot);
       } catch (GraphBreak& b) {
         no_partial = "the frame at the break cannot be rebuilt: " + b.reason;
+      }
+    }
+    if (broke && !partial && !no_partial.empty() && broke->snapshot && broke->offset >= 0) {
+      // Note [Breaks inside loops]: keep the graph before the loop instead.
+      Expected<int> start = bytecode::outer_loop_start(fn->func_code, broke->offset);
+      if (!start) PyErr_Clear();
+      if (start && *start >= 0 && *start != broke->offset) {
+        OutputGraph before;
+        TraceConfig stop = tcfg;
+        stop.stop_at = *start;
+        auto as = std::make_shared<GraphBreak>(broke->without_snapshot());
+        as->reason += "; it is inside a for loop, which runs in CPython";
+        stop.stop_as = as;
+        Tracer again(before, view, fn, stop);
+        std::optional<GraphBreak> at_loop = again.run();
+        // Only worth it when there is work before the loop: a resume function that starts at
+        // the loop would otherwise hand itself to another one, without end.
+        if (at_loop && at_loop->offset == *start && at_loop->snapshot && before.graph.num_calls() > 0) {
+          try {
+            partial = again.break_state(*at_loop->snapshot);
+          } catch (GraphBreak&) {
+          }
+        }
+        if (partial) {
+          if (cfg.explain) explained = explain_break(*at_loop, before, reinterpret_cast<PyCodeObject*>(fn->func_code));
+          og = std::move(before);
+          broke = std::move(at_loop);
+          no_partial.clear();
+          loop_stop = true;
+        }
       }
     }
     stats().trace_ms += ms_since(t0);
@@ -245,7 +288,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       }
     }
     if (partial && st.is_ok()) {
-      Status made = make_break_entry(fn, *broke, *partial, *entry);
+      Status made = make_break_entry(fn, *broke, *partial, loop_stop, *entry);
       if (!made.is_ok()) {
         no_partial = made.message();
         st = made.code() == StatusCode::Unsupported ? Status::unsupported(broke->message()) : made;

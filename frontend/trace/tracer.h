@@ -25,6 +25,10 @@ struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
   int max_inline_depth = 24;  // nested user-function calls inlined before giving up
   int max_instructions = 200000;  // an unrolled loop that runs away is a graph break, not a hang
+  /// A byte offset in the root code where the trace stops with `stop_as` (its kind, reason and
+  /// location) as soon as it gets there: a break moved out of a loop (Note [Breaks inside loops]).
+  int stop_at = -1;
+  std::shared_ptr<const GraphBreak> stop_as;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;

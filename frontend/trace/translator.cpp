@@ -240,6 +240,11 @@ struct Interpreter {
       if (f.is_root) {  // Note [Break snapshot]
         f.entry_depth = f.stack.size();
         f.entry_popped.clear();
+        if (f.cur_offset * static_cast<int>(sizeof(uint16_t)) == tx.cfg_.stop_at && tx.cfg_.stop_as) {
+          GraphBreak b = tx.cfg_.stop_as->without_snapshot();
+          b.offset = -1;
+          throw b;
+        }
       }
       BREAK_IF(++tx.instructions_run_ > tx.cfg_.max_instructions, BreakKind::Limit,
                "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");

@@ -173,12 +173,100 @@ def f_loop(x):
     return t
 
 
+def f_loop_first(x):
+    t = x
+    for i in range(3):
+        print(i, end="\r")
+        t = t + x
+    return t * 2.0
+
+
 def test_what_cannot_be_rebuilt_runs_in_cpython_and_says_why(X):
-    run_both(f_loop, X)
-    e = framejit.explain(f_loop)(X)
+    run_both(f_loop_first, X)
+    e = framejit.explain(f_loop_first)(X)
     assert not e.breaks[0].resumed
     assert "iterator" in e.breaks[0].no_resume
     assert "the whole frame ran in CPython" in str(e)
+
+
+# Note [Breaks inside loops]: a break inside a `for` keeps the graph before the loop; the loop runs
+# in CPython.
+def test_a_break_inside_a_loop_keeps_the_graph_before_it(X):
+    run_both(f_loop, X)
+    e = framejit.explain(f_loop)(X)
+    assert e.breaks[0].resumed
+    assert "inside a for loop" in e.breaks[0].reason
+    assert e.graph_count == 1 and "mul" in e.graphs[0]
+
+
+def f_loop_nested(x, n):
+    t = x * 3.0
+    u = t + 1.0
+    acc = []
+    for i in range(n):
+        for j in range(2):
+            if i == 1 and j == 1:
+                continue
+            print(i, j, end="\r")
+            acc.append(float(t[0]) + i * j)
+            if i == 3:
+                break
+        else:
+            u = u + 1.0
+        last = i
+    else:
+        last = -1
+    return u * 2.0, acc, last
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 5])
+def test_nested_loops_with_break_continue_and_else(X, n):
+    run_both(f_loop_nested, X, n)
+
+
+def f_loop_over_list(x, items):
+    y = x - 1.0
+    total = 0.0
+    for k, v in enumerate(items):
+        print(k, end="\r")
+        total = total + v
+    return y * total, k
+
+
+def test_loop_over_a_list_and_its_variables_after_it(X):
+    run_both(f_loop_over_list, X, [1.0, 2.0, 4.0])
+    with pytest.raises(UnboundLocalError):
+        framejit.compile(f_loop_over_list)(X, [])
+
+
+def _helper_prints(t, i):
+    print(i, end="\r")
+    return t + i
+
+
+def f_loop_inlined_break(x):
+    t = np.sqrt(x * x) if np is not None and isinstance(x, np.ndarray) else x * x
+    for i in range(2):
+        t = _helper_prints(t, i)
+    return t
+
+
+def test_a_break_in_a_helper_called_in_a_loop(X):
+    run_both(f_loop_inlined_break, X)
+
+
+def f_loop_raises(x):
+    t = x * 2.0
+    for i in range(3):
+        print(i, end="\r")
+        if i == 1:
+            raise ValueError("stop at 1")
+    return t
+
+
+def test_an_exception_inside_the_loop(X):
+    with pytest.raises(ValueError, match="stop at 1"):
+        framejit.compile(f_loop_raises)(X)
 
 
 def test_fullgraph_still_raises(X):
