@@ -115,15 +115,30 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
       tg.c_contiguous = is_fj_tensor ? (as_tensor(value)->flags & kTensorCContiguous) != 0
                                      : (as_ndarray(value)->flags & kNpyCContiguous) != 0;
       m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
-      // Arrays the caller passes in get symbolic sizes; arrays held by objects, globals and
-      // closures (weights) keep their sizes: they do not change from call to call, and static
-      // sizes spare guards and let kernels specialize.
+      // Note [Held array sizes]
+      // Arrays the caller passes in get symbolic sizes. Arrays held by objects, globals and
+      // closures (weights) keep their sizes while those stay put: static sizes spare guards and
+      // let kernels specialize. The code remembers the sizes it saw of each such source; a dim
+      // that ever changed is symbolic from the next trace on, so a global grid that grows costs
+      // one recompile, not one per size (until the recompile limit sends the code to CPython).
       bool from_args = true;
       for (const Source* s = src.get(); s; s = s->base.get())
         from_args &= s->kind == SourceKind::Local || s->kind == SourceKind::SeqItem || s->kind == SourceKind::DictItem;
+      std::vector<int64_t>* held = nullptr;
+      if (!from_args && cfg_.held_sizes) {
+        auto [it, fresh] = cfg_.held_sizes->try_emplace(key, a.dims, a.dims + a.nd);
+        if (!fresh && it->second.size() != static_cast<size_t>(a.nd)) it->second.assign(a.dims, a.dims + a.nd);
+        held = &it->second;
+      }
       for (int d = 0; d < a.nd; ++d) {
         int64_t n = a.dims[d];
-        if (!cfg_.dynamic || !from_args || n == 0 || n == 1) {
+        bool varies = false;
+        if (held) {
+          int64_t& seen = (*held)[static_cast<size_t>(d)];
+          if (seen != n) seen = -1;
+          varies = seen == -1;
+        }
+        if (!cfg_.dynamic || (!from_args && !varies) || n == 0 || n == 1) {
           tg.sizes.push_back(n);
           tg.symbols.push_back(-1);
           m.shape.emplace_back(n);

@@ -53,6 +53,7 @@ CodeState* code_state(PyCodeObject* code) {
 void reset_all_code_states() {
   for (CodeState* cs : live_states()) {
     cs->entries.clear();
+    cs->held_sizes.clear();
     cs->failed = false;
     cs->no_arrays = false;
     cs->update_never();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "frontend/program/program.h"
@@ -62,6 +63,9 @@ struct CodeState {
   /// Recomputes `never` and mirrors failed/no_arrays into the co_extra pointer's low bit (see
   /// Note [Tagged co_extra]).
   void update_never();
+  /// Sizes seen of arrays the code reads from globals and attributes, by source (Note [Held array
+  /// sizes]); a dim that changed is -1.
+  std::unordered_map<std::string, std::vector<int64_t>> held_sizes;
   PyCodeObject* code = nullptr;  // borrowed: the code object owns this state
   std::string name;           // "fn (file.py:12)"
 };

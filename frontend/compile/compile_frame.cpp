@@ -225,6 +225,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
+    tcfg.held_sizes = &state.held_sizes;
     Tracer tracer(og, view, fn, tcfg);
     broke = tracer.run();
     if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));

@@ -29,6 +29,9 @@ struct TraceConfig {
   /// location) as soon as it gets there: a break moved out of a loop (Note [Breaks inside loops]).
   int stop_at = -1;
   std::shared_ptr<const GraphBreak> stop_as;
+  /// The sizes seen of arrays read from globals, attributes and closures, by source (Note [Held
+  /// array sizes]); the code's own, kept across its traces. Null: every such size is static.
+  std::unordered_map<std::string, std::vector<int64_t>>* held_sizes = nullptr;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;

@@ -258,6 +258,53 @@ def test_global_changes_are_seen(backend):
         GLOBAL_SCALE, GLOBAL_W = old
 
 
+GRID = np.zeros((4, 4))
+
+
+def f_life_step():
+    N = np.zeros(GRID.shape)
+    N[1:-1, 1:-1] = GRID[:-2, 1:-1] + GRID[2:, 1:-1] + GRID[1:-1, :-2] + GRID[1:-1, 2:]
+    return N * 0.5 + GRID.sum()
+
+
+class Holder:
+    pass
+
+
+def f_held_weight(h, x):
+    return x @ h.w + 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_held_array_sizes_turn_symbolic_at_the_first_change(backend):
+    # Note [Held array sizes]: a global grid that changes size costs one recompile, not one per
+    # size (and never reaches the recompile limit).
+    global GRID
+    old = GRID
+    try:
+        r = Runner(f_life_step, backend, fullgraph=True)
+        seen = []
+        for n in (6, 9, 12, 15, 18, 21, 24, 27, 30, 33):
+            GRID = randn(n, n, seed=n)
+            seen.append(r.run())
+        assert sum(d["recompiles"] for d in seen) == 1
+        assert sum(d["cache_hits"] for d in seen) == 8
+        GRID = randn(5, 7, seed=1)  # both dims were seen to change: still a hit
+        assert r.run()["cache_hits"] == 1
+    finally:
+        GRID = old
+    h = Holder()
+    r = Runner(f_held_weight, backend, fullgraph=True)
+    x = randn(3, 4)
+    counts = []
+    for k in (5, 6, 7, 8):
+        h.w = randn(4, k, seed=k)
+        counts.append(r.run(h, x))
+    assert [d["recompiles"] for d in counts] == [0, 1, 0, 0]
+    h.w = randn(4, 1, seed=2)  # sizes 0 and 1 stay specialized
+    assert r.run(h, x)["recompiles"] == 1
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_closure_cell_changes_are_seen(backend):
     k = 2.0
