@@ -43,82 +43,6 @@ namespace {
 
 constexpr int kGeneratorLike = 0x0020 | 0x0080 | 0x0100 | 0x0200;  // gen, coro, iter coro, agen
 
-// How many stack values the breaking instruction pops, for the opcodes the copy
-// supports; -1 for the rest (they run in the resume function instead). A group
-// (PRECALL|CALL, KW_NAMES|CALL) is described by its last instruction.
-int inputs_of(int op, int oparg) {
-  switch (op) {
-    case CALL:
-      return oparg + 2;
-    case CALL_FUNCTION_EX:
-      return 3 + (oparg & 1);
-    case BINARY_OP:
-    case BINARY_SUBSCR:
-    case COMPARE_OP:
-    case CONTAINS_OP:
-    case IS_OP:
-    case DELETE_SUBSCR:
-    case STORE_ATTR:
-      return 2;
-    case STORE_SUBSCR:
-      return 3;
-    case UNARY_NEGATIVE:
-    case UNARY_NOT:
-    case UNARY_INVERT:
-    case GET_ITER:
-    case LOAD_ATTR:
-    case UNPACK_SEQUENCE:
-    case UNPACK_EX:
-    case STORE_GLOBAL:
-    case DELETE_ATTR:
-    case FOR_ITER:
-      return 1;
-    case LOAD_GLOBAL:
-      return 0;
-    case RAISE_VARARGS:
-      return oparg;
-#if PY_VERSION_HEX < 0x030C0000
-    case UNARY_POSITIVE:
-    case LOAD_METHOD:
-    case JUMP_IF_TRUE_OR_POP:
-    case JUMP_IF_FALSE_OR_POP:
-    case POP_JUMP_FORWARD_IF_FALSE:
-    case POP_JUMP_FORWARD_IF_TRUE:
-    case POP_JUMP_FORWARD_IF_NONE:
-    case POP_JUMP_FORWARD_IF_NOT_NONE:
-    case POP_JUMP_BACKWARD_IF_FALSE:
-    case POP_JUMP_BACKWARD_IF_TRUE:
-    case POP_JUMP_BACKWARD_IF_NONE:
-    case POP_JUMP_BACKWARD_IF_NOT_NONE:
-      return 1;
-#else
-    case POP_JUMP_IF_FALSE:
-    case POP_JUMP_IF_TRUE:
-    case POP_JUMP_IF_NONE:
-    case POP_JUMP_IF_NOT_NONE:
-      return 1;
-    case BINARY_SLICE:
-      return 3;
-    case STORE_SLICE:
-      return 4;
-#endif
-#if PY_VERSION_HEX < 0x030D0000
-    case FORMAT_VALUE:
-      return (oparg & 4) ? 2 : 1;
-#else
-    case CALL_KW:
-      return oparg + 3;
-    case TO_BOOL:
-    case FORMAT_SIMPLE:
-      return 1;
-    case FORMAT_WITH_SPEC:
-      return 2;
-#endif
-    default:
-      return -1;
-  }
-}
-
 bool is_return(int op) {
 #if PY_VERSION_HEX >= 0x030C0000
   if (op == RETURN_CONST)
@@ -376,7 +300,7 @@ private:
   // it cannot be.
   std::string plan_copy() {
     const Instruction& main = bc_.instructions[last_];
-    const int n_in = inputs_of(main.opcode, main.oparg);
+    const int n_in = break_inputs(main.opcode, main.oparg);
     if (n_in < 0)
       return "opcode " + std::to_string(main.opcode) + " is not copied";
     if (n_in > depth_)

@@ -36,6 +36,9 @@ bool is_terminator(int opcode);
 /// Net value-stack effect, `jump` selecting the taken branch of a jump; the interpreter's own
 /// PyCompile_OpcodeStackEffectWithJump. Returns false for an opcode it does not know.
 bool stack_effect(int opcode, int oparg, bool jump, int *effect);
+/// How many stack values an instruction a graph break may stop at pops (a group, PRECALL|CALL or
+/// KW_NAMES|CALL, by its last instruction); -1 for the opcodes the break code does not copy.
+int break_inputs(int opcode, int oparg);
 /// Whether an instruction may be inserted before instructions[index] (index == size: at the end).
 /// False inside pairs the interpreter runs together: YIELD_VALUE|RESUME and the prologue's
 /// RESUME (generators find the yield by looking one unit ahead), 3.11's PRECALL|CALL (a

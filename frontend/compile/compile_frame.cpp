@@ -1,6 +1,7 @@
 // compile_frame.cpp — the cold path of one frame: trace → graph passes → backend → cache entry.
 #include "frontend/compile/compile_frame.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <map>
@@ -154,6 +155,44 @@ Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& s
   e.output = std::move(st.values);
   e.break_code = std::move(made->code);
   return Status::ok();
+}
+
+// fullgraph=True's list of every break after `first` (Note [Listing every break]): "" when there is
+// no other, else one numbered line per break.
+std::string list_breaks(PyFunctionObject* fn, const FrameView& view, const CompileConfig& cfg, const GraphBreak& first) {
+  constexpr int kMaxBreaks = 16;  // each costs a trace; a frame with more has a bigger problem
+  if (first.offset < 0) return "";
+  std::vector<std::string> found{first.message()};
+  std::string tail;
+  TraceConfig tcfg;
+  tcfg.dynamic = cfg.dynamic;
+  tcfg.discover = true;
+  tcfg.unknown_at.push_back(first.offset);
+  try {
+    while (static_cast<int>(found.size()) < kMaxBreaks) {
+      OutputGraph og;
+      Tracer tracer(og, view, fn, tcfg);
+      std::optional<GraphBreak> b = tracer.run();
+      if (PyErr_Occurred()) PyErr_Clear();
+      if (!b) break;
+      const bool listed = std::find(tcfg.unknown_at.begin(), tcfg.unknown_at.end(), b->offset) != tcfg.unknown_at.end();
+      if (tracer.discovery_stopped() || listed || b->offset < 0) {
+        if (tracer.discovery_stopped())
+          tail = "\n  (not looked for past line " + std::to_string(b->lineno) +
+                 ": the path there depends on a value only CPython computes)";
+        else if (b->kind == BreakKind::DataDependent)
+          tail = "\n  (not looked for past line " + std::to_string(b->lineno) + ": " + b->reason + ")";
+        break;
+      }
+      found.push_back(b->message());
+      tcfg.unknown_at.push_back(b->offset);
+    }
+  } catch (const std::exception&) {
+  }
+  if (found.size() == 1 && tail.empty()) return "";
+  std::string s = "\n" + std::to_string(found.size()) + " graph breaks:";
+  for (size_t i = 0; i < found.size(); ++i) s += "\n  " + std::to_string(i + 1) + ". " + found[i];
+  return s + tail;
 }
 
 }  // namespace
@@ -353,10 +392,11 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     entry->broke = broke->without_snapshot();
     if (broke_out) *broke_out = *entry->broke;
     if (cfg.fullgraph) {
+      std::string all = list_breaks(fn, view, cfg, *broke);
       stats().compile_ms += ms_since(t0);
       PyErr_Format(unsupported_error() ? unsupported_error() : PyExc_RuntimeError,
-                   "framejit could not capture %s in one graph (fullgraph=True): %s", state.name.c_str(),
-                   broke->message().c_str());
+                   "framejit could not capture %s in one graph (fullgraph=True): %s%s", state.name.c_str(),
+                   broke->message().c_str(), all.c_str());
       return nullptr;
     }
   }

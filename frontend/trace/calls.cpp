@@ -181,6 +181,14 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
                   " object inside the traced function");
     default: break;
   }
+  if (fn->kind == VarKind::Const) {
+    // Name what was called in the user's terms: "calling <class '_io.StringIO'>".
+    OwnedRef r = OwnedRef::steal(PyObject_Repr(const_value(fn)));  // new ref
+    const char* text = r ? PyUnicode_AsUTF8(r.get()) : nullptr;    // borrowed buffer
+    if (!text) PyErr_Clear();
+    std::string what = text ? std::string(text).substr(0, 80) : "a constant";
+    graph_break("calling " + what + ", which framejit does not capture");
+  }
   graph_break(std::string("calling ") + var_kind_name(fn->kind));
 }
 

@@ -32,6 +32,11 @@ struct TraceConfig {
   /// The sizes seen of arrays read from globals, attributes and closures, by source (Note [Held
   /// array sizes]); the code's own, kept across its traces. Null: every such size is static.
   std::unordered_map<std::string, std::vector<int64_t>>* held_sizes = nullptr;
+  /// Listing breaks for fullgraph=True (Note [Listing every break]): the root instructions at these
+  /// byte offsets are not run; their results are unknown values, and so are the results of
+  /// anything computed from an unknown value.
+  bool discover = false;
+  std::vector<int> unknown_at;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
@@ -97,6 +102,8 @@ public:
   /// The op table of this graph's arrays (Note [Op tables]).
   OpTable& array_ops();
   const TraceConfig& config() const { return cfg_; }
+  /// TraceConfig::discover: the trace stopped where an unknown value decides the path.
+  bool discovery_stopped() const { return discovery_stopped_; }
   const FrameView& view() const { return view_; }
 
   // -- builder (frontend/builder/builder.cpp) --
@@ -186,6 +193,7 @@ private:
   TraceFrame* current_ = nullptr;
   int depth_ = 0;
   int instructions_run_ = 0;
+  bool discovery_stopped_ = false;
   std::vector<std::pair<jit::SymInt, int>> sym_nodes_;  // memo: SymInt already in the graph
   std::unordered_map<std::string, VarPtr> wrapped_;     // by source text: one Var per source
 };

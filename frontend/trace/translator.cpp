@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "frontend/bytecode/opcode_facts.h"
 #include "frontend/trace/opcodes.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/op_table.h"
@@ -233,6 +234,44 @@ struct Interpreter {
     if (PySet_Add(as<SetVar>(set)->set.get(), v.get()) < 0) python_error_break("set.add: ");
   }
 
+  // Note [Listing every break]
+  // fullgraph=True must name every break, not only the first, without running the function. The
+  // frame is traced again with each break found so far skipped: the instruction does not run and
+  // its results are unknown values (a constant no code can see). An instruction that takes an
+  // unknown value is skipped the same way without being reported, since it only follows from the
+  // first. Plain moves (loads, stores, POP_TOP) carry unknown values like any other. A branch or
+  // loop decided by an unknown value ends the listing there: which way it goes is not known.
+  static PyObject* unknown_value() {
+    static PyObject* v = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));  // NB: immortal
+    return v;
+  }
+  static bool is_unknown(const VarPtr& v) {
+    return v && v->kind == VarKind::Const && const_value(v) == unknown_value();
+  }
+
+  // Whether the instruction was skipped as unknown (the stack already holds its results).
+  bool pass_unknown(int op, int arg) {
+    const int offset = f.cur_offset * static_cast<int>(sizeof(uint16_t));
+    const auto& at = tx.cfg_.unknown_at;
+    const bool listed = std::find(at.begin(), at.end(), offset) != at.end();
+    const int n_in = bytecode::break_inputs(op, arg);
+    bool tainted = false;
+    for (int i = 1; i <= n_in && i <= static_cast<int>(f.stack.size()); ++i)
+      tainted |= is_unknown(f.stack[f.stack.size() - static_cast<size_t>(i)]);
+    if (!listed && !tainted) return false;
+    int effect = 0;
+    const bool branch = bytecode::jump_kind(op) != bytecode::JumpKind::None && !bytecode::is_terminator(op);
+    if (n_in < 0 || branch || n_in > static_cast<int>(f.stack.size()) ||
+        !bytecode::stack_effect(op, arg, false, &effect) || n_in + effect < 0) {
+      tx.discovery_stopped_ = tainted;
+      graph_break(BreakKind::DataDependent, "the path past here depends on a value framejit could not compute");
+    }
+    f.stack.resize(f.stack.size() - static_cast<size_t>(n_in));
+    for (int i = 0; i < n_in + effect; ++i) f.stack.push_back(tx.wrap_const(unknown_value()));
+    f.kw_names.reset();
+    return true;
+  }
+
   VarPtr run() {
     while (true) {
       // The instruction starts here, so a break from the two checks below is at this instruction.
@@ -260,6 +299,7 @@ struct Interpreter {
       const OpInfo info = kOpTable[raw];
       f.ip += info.cache_entries;
       const int next = f.ip;  // relative jumps count from the end of the instruction's caches
+      if (f.is_root && tx.cfg_.discover && pass_unknown(raw, arg)) continue;
 
       switch (info.op) {
         case Op::Nop:

@@ -1,5 +1,6 @@
 """Graph breaks: unsupported code still gives the eager result, with a reason naming file:line."""
 
+import io
 import inspect
 import os
 import statistics
@@ -441,3 +442,54 @@ def test_break_in_nested_user_callee_names_its_line():
         framejit.compile(f_nested_break, fullgraph=True)(X.copy())
     assert where in str(info.value), str(info.value)
     check(f_nested_break, X, fullgraph=False)
+
+
+class _Box:
+    pass
+
+
+def _prints_inside(t):
+    print("inside", file=io.StringIO())  # BREAK 3
+    return t * 2
+
+
+def f_many_breaks(x, box):
+    y = np.tanh(x)
+    print("a", file=io.StringIO())  # BREAK 1
+    z = y + 1
+    box.attr = z  # BREAK 2
+    w = _prints_inside(z)
+    s = float(w.sum())
+    if (w * s).sum() > 0:
+        w = w + 1
+    print("after the branch")  # not listed: the branch before it depends on w
+    return w
+
+
+def test_fullgraph_names_every_break_without_running_the_function(capsys):
+    # Note [Listing every break]
+    with pytest.raises(framejit.Unsupported) as info:
+        framejit.compile(f_many_breaks, fullgraph=True)(X.copy(), _Box())
+    msg = str(info.value)
+    assert "3 graph breaks:" in msg, msg
+    for k in (1, 2, 3):
+        where = f"{THIS_FILE}:{line_of(f_many_breaks if k < 3 else _prints_inside, f'# BREAK {k}')}"
+        assert f"{k}. " in msg and where in msg, msg
+    assert "not looked for past line" in msg
+    assert "StringIO" in msg  # what was called, in the user's terms
+    assert capsys.readouterr().out == ""  # listing traced; it ran nothing
+
+
+def f_two_independent_breaks(x):
+    a = x * 2.0
+    print("one", file=io.StringIO())
+    b = a + 1.0
+    print("two", file=io.StringIO())
+    return b
+
+
+def test_fullgraph_lists_breaks_after_an_unknown_value_only_once():
+    with pytest.raises(framejit.Unsupported) as info:
+        framejit.compile(f_two_independent_breaks, fullgraph=True)(X.copy())
+    msg = str(info.value)
+    assert "2 graph breaks:" in msg and "not looked for" not in msg, msg
