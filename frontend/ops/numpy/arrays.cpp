@@ -52,7 +52,7 @@ VarPtr convert(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
 
 VarPtr atleast(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError}, name + "() takes no keyword arguments");
-  const int want = name.back() - '0';
+  const int want = name[8] - '0';  // atleast_<N>d
   std::vector<VarPtr> out;
   VarPtr none = tx.wrap_const(Py_None);
   for (const VarPtr& a : args) {

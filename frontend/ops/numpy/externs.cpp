@@ -55,8 +55,8 @@ VarPtr linalg_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     auto b = bind_args(user, {"x", "ord", "axis", "keepdims"}, args, kwargs);
     BREAK_IF(!b.count("x"), Raises{PyExc_TypeError}, "norm() needs an array");
     const VarPtr& x = b["x"];
-    const jit::TensorMeta& m = tx.meta(x);
-    DType dt = m.dtype;
+    const DType dt = tx.meta(x).dtype;
+    const int rank = tx.meta(x).rank();  // NB: copied: adding nodes moves the metas
     BREAK_IF(dt == DType::Complex64 || dt == DType::Complex128 || !is_absent(b, "ord"),
              user + " with ord= or of a complex array is not captured yet");
     const bool keepdims = b.count("keepdims") && tx.truth(b["keepdims"], "keepdims");
@@ -70,7 +70,7 @@ VarPtr linalg_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     if (b.count("axis")) kw.emplace_back("axis", b["axis"]);
     if (b.count("keepdims")) kw.emplace_back("keepdims", b["keepdims"]);
     if (!is_absent(b, "axis")) {
-      auto axes = normalize_axes(tx, b["axis"], m.rank());
+      auto axes = normalize_axes(tx, b["axis"], rank);
       BREAK_IF(axes && axes->size() > 2, Raises{PyExc_ValueError}, "Improper number of dimensions to norm.");
     }
     VarPtr sq = ufunc(tx, "multiply", {xf, xf});

@@ -49,7 +49,7 @@ const char* const kArrays[] = {"asarray", "asanyarray", "array", "ascontiguousar
                                "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll"};
 // Extern steps with exact meta (externs.cpp), by their path under numpy. NB: not listed by
 // supported_ops(): they run the library, not generated code.
-const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.cholesky", "linalg.det",
+const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.norm", "linalg.cholesky", "linalg.det",
                                 "sort", "argsort", "partition", "argpartition", "bincount",
                                 "random.rand", "random.randn", "random.random", "random.random_sample",
                                 "random.sample", "random.ranf", "random.standard_normal",
