@@ -87,6 +87,19 @@ Expected<PyCall> py_call_of(const jit::Node& n) {
     size_t dot = t.rfind('.');
     if (dot == std::string::npos) return Status::internal("unknown target " + t);
     c.callable = OwnedRef::steal(module_attr(t.substr(0, dot).c_str(), t.substr(dot + 1)));
+    // A method of a module attribute (numpy.add.accumulate): the longest importable prefix, then
+    // attributes.
+    for (size_t mod_end = t.rfind('.', dot - 1); !c.callable && mod_end != std::string::npos && mod_end > 0;
+         mod_end = t.rfind('.', mod_end - 1)) {
+      PyErr_Clear();
+      OwnedRef obj = OwnedRef::steal(PyImport_ImportModule(t.substr(0, mod_end).c_str()));
+      for (size_t at = mod_end; obj && at != std::string::npos;) {
+        size_t next = t.find('.', at + 1);
+        obj = OwnedRef::steal(PyObject_GetAttrString(obj.get(), t.substr(at + 1, next == std::string::npos ? next : next - at - 1).c_str()));
+        at = next;
+      }
+      c.callable = std::move(obj);
+    }
   }
   if (!c.callable) return Status::internal("cannot resolve target " + t + ": " + fetch_error_text());
   for (const jit::Arg& a : n.args) {

@@ -608,7 +608,16 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       if (!v)
         missing_attribute_break("'" + std::string(Py_TYPE(b)->tp_name) +
                                 "' object has no attribute '" + n + "'");
-      BREAK_IF(PyCallable_Check(v.get()), "calling attribute " + n + " of a builtin");
+      // A method an op table captures (numpy.add.outer): the guarded builtin fixes which one it is.
+      if (op_table_owning(v.get())) return std::make_shared<BuiltinVar>(std::move(v));
+      if (PyCallable_Check(v.get())) {
+        // In the user's terms: "numpy.add.at", not "attribute at of a builtin".
+        OwnedRef owner = OwnedRef::steal(PyObject_GetAttrString(b, "__name__"));
+        if (!owner) PyErr_Clear();
+        std::string qual = owner && PyUnicode_Check(owner.get()) ? str_of(owner.get()) + "." + n : n;
+        if (op_table_owning(b)) qual = "numpy." + qual;
+        graph_break(qual + " is not supported by framejit yet");
+      }
       return wrap_const(v.get());
     }
     case VarKind::Scalar: {

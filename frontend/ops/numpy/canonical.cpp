@@ -420,6 +420,8 @@ CanonicalOp canonicalize(const jit::Graph& graph, const std::string& target, con
       c.attrs.exponent = name == "__rpow__" ? 0 : 1;
     } else if (module == "numpy" && (name.starts_with("random.") || name.ends_with(".at"))) {
       c.op = OpKind::Mutate;  // a draw advances the generator; ufunc.at writes into its operand
+    } else if (module == "numpy" && (name == "sort" || name == "partition")) {
+      c.op = OpKind::Extern;  // numpy.sort returns a sorted copy; ndarray.sort is the in-place one
     } else {
       c.op = lookup(numpy_ops(), name);
     }

@@ -32,6 +32,21 @@ VarPtr join(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args
 
 /// outer and flip, traced as the ops they are made of (composites.cpp).
 VarPtr composite(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// linspace eye identity tri tril triu diag diagonal trace diff meshgrid (sequences.cpp).
+VarPtr sequence(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// asarray asanyarray array ascontiguousarray atleast_Nd shape ndim size roll (arrays.cpp).
+VarPtr array_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// `numpy.<ufunc>.<method>(...)`: outer reduce accumulate reduceat; `bound` is the bound method
+/// (borrowed), which decides dtypes where NumPy must be asked (ufunc_methods.cpp).
+VarPtr ufunc_method(Tracer& tx, const std::string& ufunc_name, const std::string& method, PyObject* bound,
+                    const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// The reduction `numpy.<ufunc_name>.reduce` is ("sum" for add ...), or null.
+const char* reduction_of_ufunc(const std::string& ufunc_name);
+/// cumsum and cumprod: extern steps with exact meta (ufunc_methods.cpp).
+VarPtr cumulative(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// numpy.linalg.*, sort/argsort/partition/argpartition, numpy.random.*: extern steps with exact
+/// meta (externs.cpp). `name` is the path under numpy ("linalg.solve", "random.rand", "sort").
+VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 /// zeros ones full empty arange and the *_like forms.
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 

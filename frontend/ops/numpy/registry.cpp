@@ -2,6 +2,7 @@
 // from Python operators, functions, methods and attributes to the op families.
 #include "frontend/ops/numpy/registry.h"
 
+#include <cstring>
 #include <unordered_map>
 
 #include "frontend/interop/numpy_abi.h"
@@ -14,7 +15,9 @@ namespace framejit::frontend::ops {
 
 namespace {
 
-enum class Family : uint8_t { Elementwise, Reduction, Linalg, View, Join, Creation, Composite };
+enum class Family : uint8_t {
+  Elementwise, Reduction, Linalg, View, Join, Creation, Composite, Sequence, Array, Cumulative, Extern
+};
 
 struct Entry {
   std::string name;  // the numpy attribute name
@@ -39,6 +42,21 @@ const char* const kViews[] = {"reshape", "transpose", "swapaxes", "expand_dims",
 const char* const kCreation[] = {"zeros", "ones", "empty", "full", "arange", "zeros_like",
                                  "ones_like", "empty_like", "full_like"};
 
+// Composites (sequences.cpp, arrays.cpp): traced as the ops above.
+const char* const kSequences[] = {"linspace", "eye", "identity", "tri", "tril", "triu", "diag",
+                                  "diagonal", "trace", "diff", "meshgrid"};
+const char* const kArrays[] = {"asarray", "asanyarray", "array", "ascontiguousarray", "atleast_1d",
+                               "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll"};
+// Extern steps with exact meta (externs.cpp), by their path under numpy. NB: not listed by
+// supported_ops(): they run the library, not generated code.
+const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.norm", "linalg.cholesky", "linalg.det",
+                                "sort", "argsort", "partition", "argpartition", "bincount",
+                                "random.rand", "random.randn", "random.random", "random.random_sample",
+                                "random.sample", "random.ranf", "random.standard_normal",
+                                "random.uniform", "random.normal", "random.randint"};
+// The ufunc methods captured: `numpy.<ufunc>.<method>` for every registered ufunc.
+const char* const kUfuncMethods[] = {"outer", "reduce", "accumulate", "reduceat"};
+
 struct Registry {
   std::unordered_map<PyObject*, Entry> by_object;  // borrowed keys: numpy keeps them alive
 };
@@ -46,6 +64,42 @@ struct Registry {
 Registry* g_registry = new Registry();  // NB: immortal, like the NumPy objects it points at
 
 const Registry& registry() { return *g_registry; }
+
+// numpy.<a>.<b>..., borrowed (NumPy keeps its submodules' functions alive), or null.
+PyObject* numpy_path(const std::string& path) {
+  size_t dot = path.find('.');
+  PyObject* obj = numpy_attr(path.substr(0, dot).c_str());
+  while (obj && dot != std::string::npos) {
+    size_t next = path.find('.', dot + 1);
+    OwnedRef r = OwnedRef::steal(PyObject_GetAttrString(obj, path.substr(dot + 1, next - dot - 1).c_str()));
+    if (!r) PyErr_Clear();
+    obj = r.get();  // NB: its owner (the module) keeps it alive
+    dot = next;
+  }
+  return obj;
+}
+
+bool is_ufunc(PyObject* obj) {  // borrowed
+  PyObject* add = numpy_attr("add");
+  return add && Py_TYPE(obj) == Py_TYPE(add);
+}
+
+// For `bound` = numpy.add.outer (a new bound method object at every attribute read): the ufunc
+// it belongs to, when that ufunc is registered and the method is one the table captures.
+const Entry* ufunc_method_entry(PyObject* bound, std::string* method) {
+  if (!PyCFunction_Check(bound)) return nullptr;
+  PyObject* self = PyCFunction_GET_SELF(bound);  // borrowed
+  if (!self || !is_ufunc(self)) return nullptr;
+  auto it = registry().by_object.find(self);
+  if (it == registry().by_object.end() || it->second.family != Family::Elementwise) return nullptr;
+  const char* name = reinterpret_cast<PyCFunctionObject*>(bound)->m_ml->ml_name;
+  for (const char* m : kUfuncMethods)
+    if (std::strcmp(m, name) == 0) {
+      if (method) *method = m;
+      return &it->second;
+    }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -68,12 +122,19 @@ void fill_registry() {
     add("outer", Family::Composite);
     add("flip", Family::Composite);
     add("stack", Family::Join);
+    for (const char* n : kSequences) add(n, Family::Sequence);
+    for (const char* n : kArrays) add(n, Family::Array);
+    add("cumsum", Family::Cumulative);
+    add("cumprod", Family::Cumulative);
+    for (const char* n : kExterns)
+      if (PyObject* obj = numpy_path(n)) r->by_object.emplace(obj, Entry{n, Family::Extern});
   }
 }
 
 VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
                 const KwArgs& kwargs, bool is_method) {
-  if (e.family == Family::Creation || e.family == Family::Join) {
+  if (e.family == Family::Creation || e.family == Family::Join || e.family == Family::Sequence ||
+      e.family == Family::Extern || e.family == Family::Cumulative) {
     // These make NumPy arrays (Note [One array kind per graph]).
     BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
     tx.out().array_kind = ArrayKind::NumPy;
@@ -86,15 +147,28 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     case Family::Join: return join(tx, e.name, args, kwargs);
     case Family::Creation: return creation(tx, e.name, args, kwargs);
     case Family::Composite: return composite(tx, e.name, args, kwargs);
+    case Family::Sequence: return sequence(tx, e.name, args, kwargs);
+    case Family::Array: return array_fn(tx, e.name, args, kwargs);
+    case Family::Cumulative: return cumulative(tx, e.name, args, kwargs);
+    case Family::Extern: return extern_fn(tx, e.name, args, kwargs);
   }
   graph_break(BreakKind::Internal, "internal: unknown op family");
 }
 
 }  // namespace
 
-bool is_registered(PyObject* callable) { return registry().by_object.count(callable) != 0; }
+bool is_registered(PyObject* callable) {
+  return registry().by_object.count(callable) != 0 || ufunc_method_entry(callable, nullptr);
+}
 
 VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) {
+  std::string method;
+  if (const Entry* u = ufunc_method_entry(callable, &method)) {
+    // Composites of elementwise ops and reductions, or extern steps making NumPy arrays.
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy." + u->name + "." + method + " in a graph of framejit.Tensors");
+    tx.out().array_kind = ArrayKind::NumPy;
+    return ufunc_method(tx, u->name, method, callable, args, kwargs);
+  }
   const Entry& e = registry().by_object.at(callable);
   return dispatch(tx, e, "numpy." + e.name, callable, args, kwargs, false);
 }
@@ -204,7 +278,19 @@ public:
     for (const char* n : kReductions) add_function(n);
     for (const char* n : kViews) add_function(n);
     for (const char* n : kCreation) add_function(n);
-    for (const char* n : {"matmul", "dot", "concatenate", "stack"}) add_function(n);
+    for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod"}) add_function(n);
+    for (const char* n : kSequences) add_function(n);
+    for (const char* n : kArrays) add_function(n);
+    for (const char* n : {"sort", "argsort", "partition", "argpartition"}) add_function(n);
+    // The ufunc methods traced as ops: outer of every binary ufunc, reduce where it is a reduction.
+    for (const char* n : kElementwise) {
+      PyObject* obj = numpy_attr(n);
+      if (!obj || !is_ufunc(obj)) continue;
+      OwnedRef nin = OwnedRef::steal(PyObject_GetAttrString(obj, "nin"));
+      if (nin && PyLong_AsLong(nin.get()) == 2) names.push_back(std::string("numpy.") + n + ".outer");
+      if (!nin) PyErr_Clear();
+      if (reduction_of_ufunc(n)) names.push_back(std::string("numpy.") + n + ".reduce");
+    }
     // ndarray's methods (call_method) and attributes (tensor_attr): those the type has (the
     // families also serve numpy functions that are no methods, such as amax), and the operators
     // on arrays (binary, unary).

@@ -1,0 +1,191 @@
+// externs.cpp — NumPy functions with no native op, run as extern steps (the library callable at
+// run time) with the result's dtype and shape decided exactly at trace time: numpy.linalg's
+// LAPACK calls, sorting, and numpy.random's draws (Note [Random draws]). Each one is counted in
+// framejit.stats()["extern_calls"]: a last resort, not a kernel.
+#include "frontend/ops/numpy/compose.h"
+
+namespace framejit::frontend::ops {
+
+namespace {
+
+using rt::DType;
+
+// Note [Random draws]
+// A draw from numpy.random's global generator advances its state: the node is a Mutate (never
+// merged, never dropped, ordered with the other side effects), and it runs in the graph's
+// program order, so a program seeded with np.random.seed gets NumPy's very numbers. Only draws
+// with an explicit size are captured: without one NumPy hands back a Python float.
+
+// numpy.linalg's result type (linalg._commonType): single precision only when every operand is,
+// ints and bools computed in double; float16 and long double are rejected by NumPy.
+DType linalg_type(Tracer& tx, const std::string& user, const std::vector<VarPtr>& operands) {
+  bool complex = false, dbl = false;
+  for (const VarPtr& v : operands) {
+    DType d = tx.meta(v).dtype;
+    BREAK_IF(d == DType::Float16, Raises{PyExc_TypeError}, "array type float16 is unsupported in linalg");
+    complex |= d == DType::Complex64 || d == DType::Complex128;
+    dbl |= d != DType::Float32 && d != DType::Complex64;
+  }
+  if (complex) return dbl ? DType::Complex128 : DType::Complex64;
+  return dbl ? DType::Float64 : DType::Float32;
+}
+
+DType real_of(DType d) {
+  if (d == DType::Complex64) return DType::Float32;
+  if (d == DType::Complex128) return DType::Float64;
+  return d;
+}
+
+void square_check(Tracer& tx, const std::string& user, const Shape& s) {
+  BREAK_IF(s.size() < 2, Raises{PyExc_ValueError},
+           std::to_string(s.size()) + "-dimensional array given. Array must be at least two-dimensional");
+  BREAK_IF(!tx.out().sizes_equal(s[s.size() - 1], s[s.size() - 2], user + " at " + tx.location()),
+           Raises{PyExc_ValueError}, "Last 2 dimensions of the array must be square");
+}
+
+VarPtr extern_call(Tracer& tx, const std::string& target, const std::vector<VarPtr>& args, const KwArgs& kwargs,
+                   jit::TensorMeta meta) {
+  return tx.add_tensor(target, to_args(tx, args), std::move(meta), to_kwargs(tx, kwargs));
+}
+
+VarPtr linalg_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "numpy.linalg." + name;
+  for (const VarPtr& a : args) BREAK_IF(a->kind != VarKind::Tensor, user + " of a non-array (it would call numpy.asarray)");
+  if (name == "norm") {
+    auto b = bind_args(user, {"x", "ord", "axis", "keepdims"}, args, kwargs);
+    BREAK_IF(!b.count("x"), Raises{PyExc_TypeError}, "norm() needs an array");
+    const VarPtr& x = b["x"];
+    const DType dt = tx.meta(x).dtype;
+    const int rank = tx.meta(x).rank();  // NB: copied: adding nodes moves the metas
+    BREAK_IF(dt == DType::Complex64 || dt == DType::Complex128 || !is_absent(b, "ord"),
+             user + " with ord= or of a complex array is not captured yet");
+    const bool keepdims = b.count("keepdims") && tx.truth(b["keepdims"], "keepdims");
+    // NumPy: ints become float64; the 2-norm (Frobenius for matrices) is sqrt(sum(x * x)).
+    VarPtr xf = dt == DType::Float16 || dt == DType::Float32 || dt == DType::Float64 ? x : cast(tx, x, DType::Float64);
+    if (is_absent(b, "axis") && !keepdims) {
+      VarPtr flat = view_op(tx, "ravel", "numpy.ravel", {xf}, {}, false);
+      return ufunc(tx, "sqrt", {linalg(tx, "dot", "numpy.dot", {flat, flat}, {})});
+    }
+    KwArgs kw;
+    if (b.count("axis")) kw.emplace_back("axis", b["axis"]);
+    if (b.count("keepdims")) kw.emplace_back("keepdims", b["keepdims"]);
+    if (!is_absent(b, "axis")) {
+      auto axes = normalize_axes(tx, b["axis"], rank);
+      BREAK_IF(axes && axes->size() > 2, Raises{PyExc_ValueError}, "Improper number of dimensions to norm.");
+    }
+    VarPtr sq = ufunc(tx, "multiply", {xf, xf});
+    return ufunc(tx, "sqrt", {reduction(tx, "sum", "numpy.sum", {sq}, kw, false)});
+  }
+  BREAK_IF(!kwargs.empty(), user + "() with keyword arguments");
+  if (name == "solve") {
+    BREAK_IF(args.size() != 2, Raises{PyExc_TypeError}, "solve() takes two arrays");
+    const Shape sa = tx.meta(args[0]).shape, sb = tx.meta(args[1]).shape;
+    square_check(tx, user, sa);
+    const SymInt n = sa.back();
+    Shape out;
+    // NumPy 1.x: b is a stack of vectors when it has one dimension fewer than a.
+    if (sb.size() + 1 == sa.size()) {
+      BREAK_IF(!tx.out().sizes_equal(sb.back(), n, user), Raises{PyExc_ValueError}, "solve: b does not match a");
+      out = broadcast_shapes(tx, {Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 1)});
+      out.push_back(n);
+    } else {
+      BREAK_IF(sb.size() < 2, Raises{PyExc_ValueError}, "solve: b must be at least 1-d");
+      BREAK_IF(!tx.out().sizes_equal(sb[sb.size() - 2], n, user), Raises{PyExc_ValueError}, "solve: b does not match a");
+      out = broadcast_shapes(tx, {Shape(sa.begin(), sa.end() - 2), Shape(sb.begin(), sb.end() - 2)});
+      out.push_back(n);
+      out.push_back(sb.back());
+    }
+    return extern_call(tx, "numpy.linalg.solve", args, kwargs, tensor_meta(linalg_type(tx, user, args), out));
+  }
+  BREAK_IF(args.size() != 1, Raises{PyExc_TypeError}, name + "() takes one array");
+  const Shape s = tx.meta(args[0]).shape;
+  square_check(tx, user, s);
+  const DType t = linalg_type(tx, user, args);
+  if (name == "inv" || name == "cholesky") return extern_call(tx, user, args, kwargs, tensor_meta(t, s));
+  if (name == "det") {
+    Shape out(s.begin(), s.end() - 2);
+    // A single matrix's determinant is a NumPy scalar.
+    return extern_call(tx, user, args, kwargs, tensor_meta(t, out, out.empty()));
+  }
+  graph_break(user + " is not supported by framejit yet");
+}
+
+VarPtr sort_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "numpy." + name;
+  const bool part = name == "partition" || name == "argpartition";
+  auto b = part ? bind_args(name, {"a", "kth", "axis", "kind", "order"}, args, kwargs)
+                : bind_args(name, {"a", "axis", "kind", "order"}, args, kwargs);
+  BREAK_IF(!b.count("a") || b["a"]->kind != VarKind::Tensor, user + " of a non-array (it would call numpy.asarray)");
+  BREAK_IF(!is_absent(b, "order"), user + "(order=)");
+  const VarPtr& a = b["a"];
+  const jit::TensorMeta& m = tx.meta(a);
+  Shape shape = m.shape;
+  if (b.count("axis") && is_none(b["axis"])) {
+    shape = {numel(m.shape)};
+  } else {
+    BREAK_IF(m.rank() == 0, Raises{PyExc_ValueError}, "axis -1 is out of bounds for array of dimension 0");
+    int axis = normalize_axis(tx, b.count("axis") ? tx.to_int(b["axis"], "axis") : -1, m.rank());
+    if (part) {
+      // kth must be a valid index along the axis: checked now (guarded), as NumPy raises.
+      for (const VarPtr& k : tx.unpack(b["kth"]->kind == VarKind::Const && !PyLong_Check(const_value(b["kth"]))
+                                           ? b["kth"]
+                                           : std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{b["kth"]}),
+                                       "kth")) {
+        int64_t kv = tx.to_int(k, "kth");
+        const SymInt& n = shape[axis];
+        BREAK_IF(!(kv >= 0 ? tx.out().decide(n - SymInt(kv), CmpOp::Gt, 0, "kth at " + tx.location())
+                           : tx.out().decide(n + SymInt(kv), CmpOp::Ge, 0, "kth at " + tx.location())),
+                 Raises{PyExc_ValueError}, "kth out of bounds");
+      }
+    }
+  }
+  const DType dt = name.rfind("arg", 0) == 0 ? DType::Int64 : m.dtype;
+  return extern_call(tx, user, args, kwargs, tensor_meta(dt, shape));
+}
+
+VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "numpy.random." + name;
+  Shape shape;
+  DType dt = DType::Float64;
+  auto sized = [&](std::map<std::string, VarPtr>& b, std::initializer_list<const char*> numbers) {
+    BREAK_IF(is_absent(b, "size"), user + " without size= (NumPy returns a Python float)");
+    for (const char* k : numbers)
+      if (b.count(k)) BREAK_IF(b[k]->kind == VarKind::Tensor || is_seq(b[k]), user + " with array parameters");
+    shape = parse_shape(tx, b["size"]);
+  };
+  if (name == "rand" || name == "randn") {
+    BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError}, user + "() takes no keyword arguments");
+    BREAK_IF(args.empty(), user + "() without dimensions (NumPy returns a Python float)");
+    shape = parse_shape(tx, std::make_shared<SeqVar>(VarKind::Tuple, args));
+  } else if (name == "random" || name == "random_sample" || name == "sample" || name == "ranf" ||
+             name == "standard_normal") {
+    auto b = bind_args(user, {"size"}, args, kwargs);
+    sized(b, {});
+  } else if (name == "uniform" || name == "normal") {
+    auto b = name == "uniform" ? bind_args(user, {"low", "high", "size"}, args, kwargs)
+                               : bind_args(user, {"loc", "scale", "size"}, args, kwargs);
+    sized(b, {"low", "high", "loc", "scale"});
+  } else if (name == "randint") {
+    auto b = bind_args(user, {"low", "high", "size", "dtype"}, args, kwargs);
+    sized(b, {"low", "high"});
+    dt = is_absent(b, "dtype") ? DType::Int64 : dtype_of(tx, b["dtype"]);
+  } else {
+    graph_break(user + " is not supported by framejit yet");
+  }
+  for (const SymInt& d : shape) BREAK_IF(d.is_const() && d.const_value() < 0, Raises{PyExc_ValueError}, "negative dimensions are not allowed");
+  return extern_call(tx, user, args, kwargs, tensor_meta(dt, shape));
+}
+
+}  // namespace
+
+VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  if (name.rfind("linalg.", 0) == 0) return linalg_fn(tx, name.substr(7), args, kwargs);
+  if (name.rfind("random.", 0) == 0) return random_fn(tx, name.substr(7), args, kwargs);
+  if (name == "sort" || name == "argsort" || name == "partition" || name == "argpartition")
+    return sort_fn(tx, name, args, kwargs);
+  if (name == "bincount")
+    graph_break("numpy.bincount: the length of its result depends on the data (max(x) + 1)");
+  graph_break(BreakKind::Internal, "internal: no extern " + name);
+}
+
+}  // namespace framejit::frontend::ops
