@@ -67,14 +67,35 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
              std::string("an operand that is ") + var_kind_name(a->kind));
     if (a->kind == VarKind::Const) {
       PyObject* c = const_value(a);
-      BREAK_IF(!PyLong_Check(c) && !PyFloat_Check(c) && !PyBool_Check(c) && !PyComplex_Check(c) && c != Py_None,
+      const NumPyHandles* np = numpy_handles();
+      const bool numpy_scalar = np && PyObject_TypeCheck(c, np->generic) && PyNumber_Check(c);
+      BREAK_IF(!PyLong_Check(c) && !PyFloat_Check(c) && !PyBool_Check(c) && !PyComplex_Check(c) && c != Py_None &&
+                   !numpy_scalar,
                std::string("a ") + Py_TYPE(c)->tp_name + " constant as an array operand");
     }
     shapes.push_back(shape_of(tx, a));
   }
   DTypeAnswer dt = probe_dtype(tx, DTypeRule::Elementwise, ufunc_name(target), probe, args, probe_kwargs);
   Shape shape = broadcast_shapes(tx, shapes);
-  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, shape, dt.scalar_object),
+  // A NumPy scalar constant (numpy.float32(0.1)) goes into the graph as the Python number of its
+  // exact value, which a graph argument can hold, when NumPy gives that number the same result
+  // type (the kernels and an extern call both follow the node's operands).
+  std::vector<VarPtr> operands = args;
+  const NumPyHandles* np = numpy_handles();
+  std::string converted;
+  for (VarPtr& a : operands) {
+    if (a->kind != VarKind::Const || !np || !PyObject_TypeCheck(const_value(a), np->generic)) continue;
+    converted = Py_TYPE(const_value(a))->tp_name;
+    OwnedRef item = OwnedRef::steal(PyObject_CallMethod(const_value(a), "item", nullptr));  // new ref
+    if (!item) python_error_break("a " + converted + " constant: ");
+    a = tx.wrap_const(item.get());
+  }
+  if (!converted.empty()) {
+    DTypeAnswer same = probe_dtype(tx, DTypeRule::Elementwise, ufunc_name(target), probe, operands, probe_kwargs);
+    BREAK_IF(same.dtype != dt.dtype || same.scalar_object != dt.scalar_object,
+             "a " + converted + " constant whose type NumPy reads differently from a Python number's here");
+  }
+  return tx.add_tensor(target, to_args(tx, operands), tensor_meta(dt.dtype, shape, dt.scalar_object),
                        to_kwargs(tx, kwargs));
 }
 

@@ -16,7 +16,8 @@ namespace framejit::frontend::ops {
 namespace {
 
 enum class Family : uint8_t {
-  Elementwise, Reduction, Linalg, View, Join, Creation, Composite, Sequence, Array, Cumulative, Extern
+  Elementwise, Reduction, Linalg, View, Join, Creation, Composite, Sequence, Array, Cumulative, Extern,
+  ScalarType
 };
 
 struct Entry {
@@ -54,6 +55,10 @@ const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.norm", "li
                                 "random.rand", "random.randn", "random.random", "random.random_sample",
                                 "random.sample", "random.ranf", "random.standard_normal",
                                 "random.uniform", "random.normal", "random.randint"};
+// NumPy's scalar types, called to make a scalar: numpy.float32(0.5), numpy.int64(n) (scalar_types.cpp).
+const char* const kScalarTypes[] = {"float64", "float32", "float16", "int64", "int32", "int16", "int8",
+                                    "uint64", "uint32", "uint16", "uint8", "bool_", "double", "single",
+                                    "half", "intc", "intp", "int_", "float_", "longlong"};
 // The ufunc methods captured: `numpy.<ufunc>.<method>` for every registered ufunc.
 const char* const kUfuncMethods[] = {"outer", "reduce", "accumulate", "reduceat"};
 
@@ -125,6 +130,7 @@ void fill_registry() {
     for (const char* n : kSequences) add(n, Family::Sequence);
     for (const char* n : kArrays) add(n, Family::Array);
     add("cumsum", Family::Cumulative);
+    for (const char* n : kScalarTypes) add(n, Family::ScalarType);
     add("cumprod", Family::Cumulative);
     for (const char* n : kExterns)
       if (PyObject* obj = numpy_path(n)) r->by_object.emplace(obj, Entry{n, Family::Extern});
@@ -151,6 +157,7 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     case Family::Array: return array_fn(tx, e.name, args, kwargs);
     case Family::Cumulative: return cumulative(tx, e.name, args, kwargs);
     case Family::Extern: return extern_fn(tx, e.name, args, kwargs);
+    case Family::ScalarType: return scalar_type(tx, e.name, fn, args, kwargs);
   }
   graph_break(BreakKind::Internal, "internal: unknown op family");
 }
