@@ -14,7 +14,9 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
   // The region written: basic indexing's checks and shape; its node is dead once its key is read.
   jit::Arg key;
   jit::TensorMeta region;
-  {
+  if (is_advanced_index(index)) {
+    advanced_setitem_key(tx, t, index, key, region);  // Note [Advanced indexing]
+  } else {
     VarPtr view = basic_index(tx, t, index);
     const jit::Node& n = tx.out().graph.node(as<TensorVar>(view)->node);
     key = n.args.at(1);
