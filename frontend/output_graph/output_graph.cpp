@@ -34,6 +34,16 @@ int OutputGraph::count_symbol(int mask) const {
   return -1;
 }
 
+bool OutputGraph::is_unbacked(const jit::SymInt& e) const {
+  using K = jit::SymInt::Kind;
+  if (e.kind() == K::Const) return false;
+  if (e.kind() == K::Symbol) {
+    const int id = e.symbol_id();
+    return id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked;
+  }
+  return is_unbacked(e.lhs()) || is_unbacked(e.rhs());
+}
+
 void OutputGraph::check_backed(const jit::SymInt& e, const std::string& why) const {
   using K = jit::SymInt::Kind;
   if (e.kind() == K::Const) return;

@@ -70,6 +70,8 @@ public:
   /// A size known only once call `node` has run: its output's dim `dim` (Note [Unbacked sizes]
   /// in jit/ir/graph.cpp). `description` names it in the user's terms ("x[mask]").
   int new_unbacked_symbol(int node, int dim, std::string description);
+  /// Whether `e` holds a size known only at run time (Note [Unbacked sizes]).
+  bool is_unbacked(const jit::SymInt& e) const;
   /// The unbacked symbol counting the true elements of the value of node `mask`, or -1.
   int count_symbol(int mask) const;
   void set_count_symbol(int mask, int symbol) { count_symbols_.emplace_back(mask, symbol); }

@@ -111,6 +111,12 @@ Item classify(Tracer& tx, const VarPtr& v) {
     }
     case VarKind::Tuple:
     case VarKind::List: {
+      bool all_const = true;
+      for (const VarPtr& x : as<SeqVar>(v)->items) all_const &= is_const(x) || x->kind == VarKind::Tuple || x->kind == VarKind::List;
+      if (all_const) {
+        OwnedRef c = tx.python_value(v, "index");  // nested sequences of constants: no guards
+        return const_sequence_item(tx, c.get());
+      }
       // A sequence of run-time integers ([i, j]): an integer array of its length.
       for (const VarPtr& x : as<SeqVar>(v)->items) {
         const bool int_const = x->kind == VarKind::Const && PyLong_Check(const_value(x)) && !PyBool_Check(const_value(x));
@@ -200,7 +206,7 @@ struct Selection {
 
 // The key and result meta of t[index]; `what` names t[index] in messages.
 Selection select(Tracer& tx, const VarPtr& t, const VarPtr& index, const std::string& what) {
-  const jit::TensorMeta& m = tx.meta(t);
+  const jit::TensorMeta m = tx.meta(t);
   BREAK_IF(m.scalar_object, "indexing a NumPy scalar");
   bool is_tuple = false;
   std::vector<Item> items;
@@ -364,7 +370,7 @@ namespace {
 
 // The indices of a's true elements as (count, rank) int64: numpy.argwhere(a).
 VarPtr argwhere_of(Tracer& tx, const VarPtr& a, const std::string& target) {
-  const jit::TensorMeta& m = tx.meta(a);
+  const jit::TensorMeta m = tx.meta(a);
   BREAK_IF(m.rank() == 0, "nonzero of a 0-d array");
   SymInt n = count_of(tx, as<TensorVar>(a)->node, "numpy.nonzero(" + describe(tx, a, "x") + ")");
   return add_counted(tx, target, {tx.to_arg(a)}, tensor_meta(rt::DType::Int64, {n, SymInt(m.rank())}));
@@ -419,7 +425,7 @@ VarPtr indexing(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
                "take() with a mode other than 'raise'");
     }
     VarPtr a = as_array(tx, b["a"], name);
-    const jit::TensorMeta& m = tx.meta(a);
+    const jit::TensorMeta m = tx.meta(a);
     Item idx = classify(tx, b["indices"]);
     BREAK_IF(idx.kind != ItemKind::Array && idx.kind != ItemKind::Int && idx.kind != ItemKind::ScalarInt,
              "take() with indices other than integers");
@@ -444,8 +450,8 @@ VarPtr indexing(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
     BREAK_IF(!b.count("arr") || !b.count("indices") || !b.count("axis"), "take_along_axis() needs arr, indices, axis");
     VarPtr a = as_array(tx, b["arr"], name);
     VarPtr i = as_array(tx, b["indices"], name);
-    const jit::TensorMeta& m = tx.meta(a);
-    const jit::TensorMeta& im = tx.meta(i);
+    const jit::TensorMeta m = tx.meta(a);
+    const jit::TensorMeta im = tx.meta(i);
     BREAK_IF(!is_integer(im.dtype), Raises{PyExc_IndexError}, "`indices` must be an integer array");
     Shape out;
     if (is_absent(b, "axis")) {
