@@ -1,7 +1,7 @@
 // output_graph.cpp — graph inputs, symbols and shape decisions of one trace.
 #include "frontend/output_graph/output_graph.h"
 
-#include "frontend/trace/graph_break.h"
+#include <cstdlib>
 
 namespace framejit::frontend {
 
@@ -20,7 +20,8 @@ int OutputGraph::new_symbol(int placeholder, int dim, int64_t hint, std::string 
   return id;
 }
 
-int OutputGraph::new_unbacked_symbol(int node, int dim, std::string description) {
+int OutputGraph::new_unbacked_symbol(int node, int dim, std::string description, StopTrace stop) {
+  stop_on_unbacked_ = stop;
   int id = graph.add_unbacked_symbol(node, dim);
   symbol_hints.push_back(0);  // never read: check_backed stops every decision first
   symbol_names.push_back(std::move(description));
@@ -49,8 +50,10 @@ void OutputGraph::check_backed(const jit::SymInt& e, const std::string& why) con
   if (e.kind() == K::Const) return;
   if (e.kind() == K::Symbol) {
     const int id = e.symbol_id();
-    if (id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked)
-      graph_break(BreakKind::DataDependent, "the size of " + symbol_names[id] + " is known only at run time (" + why + ")");
+    if (id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked) {
+      stop_on_unbacked_("the size of " + symbol_names[id] + " is known only at run time (" + why + ")");
+      std::abort();  // NB: unreachable: stop throws
+    }
     return;
   }
   check_backed(e.lhs(), why);

@@ -69,7 +69,10 @@ public:
   int new_symbol(int placeholder, int dim, int64_t hint, std::string description);
   /// A size known only once call `node` has run: its output's dim `dim` (Note [Unbacked sizes]
   /// in jit/ir/graph.cpp). `description` names it in the user's terms ("x[mask]").
-  int new_unbacked_symbol(int node, int dim, std::string description);
+  /// `stop` ends the trace when a decision needs its value (it throws the tracer's graph break,
+  /// which this layer cannot name) and must not return.
+  using StopTrace = void (*)(const std::string& reason);
+  int new_unbacked_symbol(int node, int dim, std::string description, StopTrace stop);
   /// Whether `e` holds a size known only at run time (Note [Unbacked sizes]).
   bool is_unbacked(const jit::SymInt& e) const;
   /// The unbacked symbol counting the true elements of the value of node `mask`, or -1.
@@ -88,6 +91,7 @@ private:
   /// Breaks when `e` holds an unbacked symbol: the trace cannot decide anything about it.
   void check_backed(const jit::SymInt& e, const std::string& why) const;
   std::vector<std::pair<int, int>> count_symbols_;  // mask node -> its count's symbol
+  StopTrace stop_on_unbacked_ = nullptr;
 };
 
 /// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).

@@ -174,7 +174,9 @@ SymInt count_of(Tracer& tx, int mask_node, const std::string& description) {
   const int next = static_cast<int>(out.graph.nodes().size());
   int s = out.count_symbol(mask_node);
   if (s < 0) {
-    s = out.new_unbacked_symbol(next, 0, description);
+    s = out.new_unbacked_symbol(next, 0, description, [](const std::string& reason) {
+      graph_break(BreakKind::DataDependent, reason);
+    });
     out.set_count_symbol(mask_node, s);
   } else if (out.graph.symbols()[s].placeholder < 0) {
     out.graph.symbols()[s].placeholder = next;  // bound to nothing yet (a write's region counted it)
