@@ -25,7 +25,7 @@ int OutputGraph::new_unbacked_symbol(int node, int dim, std::string description,
   int id = graph.add_unbacked_symbol(node, dim);
   symbol_hints.push_back(0);  // never read: check_backed stops every decision first
   symbol_names.push_back(std::move(description));
-  guards.set_num_symbols(static_cast<int>(symbol_hints.size()));
+  // NB: guards never read it, so it does not widen their symbol table (the hit path's is small).
   return id;
 }
 

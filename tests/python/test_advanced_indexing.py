@@ -318,3 +318,25 @@ def test_supported_ops_lists_indexing():
     for name in ("numpy.nonzero", "numpy.take", "numpy.take_along_axis", "numpy.argwhere", "numpy.flatnonzero",
                  "ndarray.nonzero", "ndarray.take", "operator x[index array or mask]"):
         assert name in ops, name
+
+
+def histogram_means(data, radius, npt):
+    res = np.zeros(npt)
+    rmax = 1.0
+    for i in range(npt):
+        m = np.logical_and(rmax * i / npt <= radius, radius < rmax * (i + 1) / npt)
+        res[i] = data[m].sum()
+    return res
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_many_masks_in_one_graph_hit_the_cache(backend):
+    """azimint's shape: one unbacked size per iteration; none widens the guards' symbol table."""
+    # The jit backend declines graphs made mostly of library calls (Note [Extern-bound graphs]).
+    npt = 300 if backend == "eager" else 12
+    r = np.random.default_rng(3).random(500)
+    check(histogram_means, randn(500, seed=4), r, npt, backend=backend, fullgraph=True)
+    # New densities (a new radius) and a new length: the same graph.
+    check_sequence(histogram_means, [(randn(80, seed=5), np.random.default_rng(6).random(80) ** 3, npt)],
+                   backend=backend)
+    assert framejit.stats()["recompiles"] == 0
