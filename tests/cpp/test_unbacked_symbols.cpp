@@ -18,11 +18,11 @@ Graph masked_graph() {
   int x = g.add_placeholder("x", tensor({SymInt::symbol(0)}, DType::Float64));
   int m = g.add_placeholder("m", tensor({SymInt::symbol(0)}, DType::Bool));
   g.add_symbol(x, 0, 9);
-  int y = test::add_call(g, "operator.getitem", {Arg::node(x), Arg::node(m)},
-                         {}, tensor({SymInt::symbol(1)}, DType::Float64));
+  int y = test::add_call(g, "operator.getitem", {Arg::node(x), Arg::node(m)}, {},
+                         tensor({SymInt::symbol(1)}, DType::Float64));
   EXPECT_EQ(g.add_unbacked_symbol(y, 0), 1);
-  int z = test::add_call(g, "numpy.multiply", {Arg::node(y), Arg::real(2.0)},
-                         {}, tensor({SymInt::symbol(1)}, DType::Float64));
+  int z = test::add_call(g, "numpy.multiply", {Arg::node(y), Arg::real(2.0)}, {},
+                         tensor({SymInt::symbol(1)}, DType::Float64));
   g.set_output({Arg::node(z)});
   return g;
 }
@@ -31,9 +31,7 @@ TEST(UnbackedSymbols, PrintedAndVerified) {
   Graph g = masked_graph();
   EXPECT_TRUE(g.symbols()[1].unbacked);
   EXPECT_FALSE(g.symbols()[0].unbacked);
-  EXPECT_NE(g.to_string().find("s1 = getitem_1.shape[0] (unbacked)"),
-            std::string::npos)
-      << g.to_string();
+  EXPECT_NE(g.to_string().find("s1 = getitem_1.shape[0] (unbacked)"), std::string::npos) << g.to_string();
   EXPECT_TRUE(g.verify().is_ok()) << g.verify().message();
 }
 
@@ -42,29 +40,24 @@ TEST(UnbackedSymbols, MustBeBoundToACall) {
   g.symbols()[1].placeholder = 0; // a placeholder's size is not unbacked
   Status s = g.verify();
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find(
-                "unbacked symbol s1 refers to node 0, which is not a call"),
-            std::string::npos)
+  EXPECT_NE(s.message().find("unbacked symbol s1 refers to node 0, which is not a call"), std::string::npos)
       << s.message();
 
   Graph bad_dim = masked_graph();
   bad_dim.symbols()[1].dim = 1;
   s = bad_dim.verify();
   ASSERT_FALSE(s.is_ok());
-  EXPECT_NE(s.message().find("unbacked symbol s1 is dim 1"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("unbacked symbol s1 is dim 1"), std::string::npos) << s.message();
 }
 
 TEST(UnbackedSymbols, RebuildMovesAndDropsTheirCall) {
   // The unused placeholder dropped: the getitem moves from node 2 to node 1.
   Graph moved;
-  int x0 =
-      moved.add_placeholder("x", tensor({SymInt::symbol(0)}, DType::Float64));
+  int x0 = moved.add_placeholder("x", tensor({SymInt::symbol(0)}, DType::Float64));
   int unused = moved.add_placeholder("unused", tensor({2}, DType::Float64));
   moved.add_symbol(x0, 0, 9);
-  int y0 =
-      test::add_call(moved, "operator.getitem", {Arg::node(x0), Arg::node(x0)},
-                     {}, tensor({SymInt::symbol(1)}, DType::Float64));
+  int y0 = test::add_call(moved, "operator.getitem", {Arg::node(x0), Arg::node(x0)}, {},
+                          tensor({SymInt::symbol(1)}, DType::Float64));
   moved.add_unbacked_symbol(y0, 0);
   moved.set_output({Arg::node(y0)});
   (void)unused;
@@ -78,8 +71,8 @@ TEST(UnbackedSymbols, RebuildMovesAndDropsTheirCall) {
   Graph h;
   int x = h.add_placeholder("x", tensor({SymInt::symbol(0)}, DType::Float64));
   h.add_symbol(x, 0, 9);
-  int y = test::add_call(h, "operator.getitem", {Arg::node(x), Arg::node(x)},
-                         {}, tensor({SymInt::symbol(1)}, DType::Float64));
+  int y = test::add_call(h, "operator.getitem", {Arg::node(x), Arg::node(x)}, {},
+                         tensor({SymInt::symbol(1)}, DType::Float64));
   h.add_unbacked_symbol(y, 0);
   h.set_output({Arg::node(x)});
   std::vector<Node> nodes = {h.node(0), h.node(2)};

@@ -34,22 +34,13 @@ namespace {
 
 std::string describe(Tracer &tx, const VarPtr &t, const char *fallback);
 
-enum class ItemKind : uint8_t {
-  NewAxis,
-  Ellipsis,
-  Slice,
-  Int,
-  ScalarInt,
-  Array,
-  Mask
-};
+enum class ItemKind : uint8_t { NewAxis, Ellipsis, Slice, Int, ScalarInt, Array, Mask };
 
 struct Item {
   ItemKind kind = ItemKind::Slice;
   VarPtr var;
-  Shape shape; // Array, Mask: the index's shape
-  int mask_node =
-      -1; // Mask: the node whose true elements it counts (-1: a constant mask)
+  Shape shape;            // Array, Mask: the index's shape
+  int mask_node = -1;     // Mask: the node whose true elements it counts (-1: a constant mask)
   int64_t mask_count = 0; // constant masks: how many true elements
   jit::Arg arg;           // the item as the key passes it
 };
@@ -61,19 +52,15 @@ bool is_integer(rt::DType d) { return rt::dtype_is_integer(d); }
 // when it is an integer array.
 Item const_sequence_item(Tracer &tx, PyObject *seq) {
   Item it;
-  OwnedRef list =
-      OwnedRef::steal(PySequence_List(seq)); // a range becomes its list
+  OwnedRef list = OwnedRef::steal(PySequence_List(seq)); // a range becomes its list
   if (!list)
     python_error_break("index sequence: ");
-  OwnedRef arr = OwnedRef::steal(
-      PyObject_CallFunctionObjArgs(numpy_attr("asarray"), list.get(), nullptr));
+  OwnedRef arr = OwnedRef::steal(PyObject_CallFunctionObjArgs(numpy_attr("asarray"), list.get(), nullptr));
   if (!arr)
     python_error_break("index sequence: ");
-  OwnedRef kind = OwnedRef::steal(PyObject_GetAttrString(
-      OwnedRef::steal(PyObject_GetAttrString(arr.get(), "dtype")).get(),
-      "kind"));
-  const std::string k =
-      kind && PyUnicode_Check(kind.get()) ? PyUnicode_AsUTF8(kind.get()) : "";
+  OwnedRef kind = OwnedRef::steal(
+      PyObject_GetAttrString(OwnedRef::steal(PyObject_GetAttrString(arr.get(), "dtype")).get(), "kind"));
+  const std::string k = kind && PyUnicode_Check(kind.get()) ? PyUnicode_AsUTF8(kind.get()) : "";
   OwnedRef shape = OwnedRef::steal(PyObject_GetAttrString(arr.get(), "shape"));
   BREAK_IF(!shape, "index sequence without a shape");
   for (Py_ssize_t d = 0; d < PyTuple_GET_SIZE(shape.get()); ++d)
@@ -81,8 +68,7 @@ Item const_sequence_item(Tracer &tx, PyObject *seq) {
   const bool empty = PyList_GET_SIZE(list.get()) == 0;
   if (k == "b") {
     it.kind = ItemKind::Mask;
-    OwnedRef n =
-        OwnedRef::steal(PyObject_CallMethod(arr.get(), "sum", nullptr));
+    OwnedRef n = OwnedRef::steal(PyObject_CallMethod(arr.get(), "sum", nullptr));
     it.mask_count = n ? PyLong_AsLongLong(n.get()) : 0;
     PyErr_Clear();
   } else {
@@ -129,8 +115,7 @@ Item classify(Tracer &tx, const VarPtr &v) {
   }
   case VarKind::Scalar: {
     auto *s = as<ScalarVar>(v);
-    BREAK_IF(!PyLong_CheckExact(s->hint.get()),
-             "an index that is not an integer");
+    BREAK_IF(!PyLong_CheckExact(s->hint.get()), "an index that is not an integer");
     it.kind = ItemKind::Int;
     it.arg = tx.to_arg(v);
     return it;
@@ -139,22 +124,16 @@ Item classify(Tracer &tx, const VarPtr &v) {
   case VarKind::List: {
     bool all_const = true;
     for (const VarPtr &x : as<SeqVar>(v)->items)
-      all_const &=
-          is_const(x) || x->kind == VarKind::Tuple || x->kind == VarKind::List;
+      all_const &= is_const(x) || x->kind == VarKind::Tuple || x->kind == VarKind::List;
     if (all_const) {
-      OwnedRef c = tx.python_value(
-          v, "index"); // nested sequences of constants: no guards
+      OwnedRef c = tx.python_value(v, "index"); // nested sequences of constants: no guards
       return const_sequence_item(tx, c.get());
     }
     // A sequence of run-time integers ([i, j]): an integer array of its length.
     for (const VarPtr &x : as<SeqVar>(v)->items) {
-      const bool int_const = x->kind == VarKind::Const &&
-                             PyLong_Check(const_value(x)) &&
-                             !PyBool_Check(const_value(x));
-      const bool int_scalar = x->kind == VarKind::Scalar &&
-                              PyLong_CheckExact(as<ScalarVar>(x)->hint.get());
-      BREAK_IF(!int_const && !int_scalar,
-               "an index sequence of other than integers is not captured yet");
+      const bool int_const = x->kind == VarKind::Const && PyLong_Check(const_value(x)) && !PyBool_Check(const_value(x));
+      const bool int_scalar = x->kind == VarKind::Scalar && PyLong_CheckExact(as<ScalarVar>(x)->hint.get());
+      BREAK_IF(!int_const && !int_scalar, "an index sequence of other than integers is not captured yet");
     }
     it.kind = ItemKind::Array;
     it.shape = {SymInt(static_cast<int64_t>(as<SeqVar>(v)->items.size()))};
@@ -188,10 +167,8 @@ Item classify(Tracer &tx, const VarPtr &v) {
   }
 }
 
-std::vector<VarPtr> index_items(Tracer &tx, const VarPtr &index,
-                                bool &is_tuple) {
-  is_tuple = index->kind == VarKind::Tuple ||
-             (is_const(index) && PyTuple_CheckExact(const_value(index)));
+std::vector<VarPtr> index_items(Tracer &tx, const VarPtr &index, bool &is_tuple) {
+  is_tuple = index->kind == VarKind::Tuple || (is_const(index) && PyTuple_CheckExact(const_value(index)));
   if (index->kind == VarKind::Tuple)
     return as<SeqVar>(index)->items;
   if (is_tuple)
@@ -200,8 +177,7 @@ std::vector<VarPtr> index_items(Tracer &tx, const VarPtr &index,
 }
 
 bool advanced_item(const VarPtr &v) {
-  if (v->kind == VarKind::Tensor || v->kind == VarKind::List ||
-      v->kind == VarKind::Tuple)
+  if (v->kind == VarKind::Tensor || v->kind == VarKind::List || v->kind == VarKind::Tuple)
     return true;
   if (!is_const(v))
     return false;
@@ -217,13 +193,10 @@ SymInt count_of(Tracer &tx, int mask_node, const std::string &description) {
   int s = out.count_symbol(mask_node);
   if (s < 0) {
     s = out.new_unbacked_symbol(next, 0, description,
-                                [](const std::string &reason) {
-                                  graph_break(BreakKind::DataDependent, reason);
-                                });
+                                [](const std::string &reason) { graph_break(BreakKind::DataDependent, reason); });
     out.set_count_symbol(mask_node, s);
   } else if (out.graph.symbols()[s].placeholder < 0) {
-    out.graph.symbols()[s].placeholder =
-        next; // bound to nothing yet (a write's region counted it)
+    out.graph.symbols()[s].placeholder = next; // bound to nothing yet (a write's region counted it)
   }
   return SymInt::symbol(s);
 }
@@ -256,8 +229,7 @@ struct Selection {
 };
 
 // The key and result meta of t[index]; `what` names t[index] in messages.
-Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
-                 const std::string &what) {
+Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index, const std::string &what) {
   const jit::TensorMeta m = tx.meta(t);
   BREAK_IF(m.scalar_object, "indexing a NumPy scalar");
   bool is_tuple = false;
@@ -275,13 +247,10 @@ Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
       ++consuming;
     ellipses += it.kind == ItemKind::Ellipsis;
   }
-  BREAK_IF(ellipses > 1, Raises{PyExc_IndexError},
-           "an index can only have a single ellipsis ('...')");
-  BREAK_IF(consuming > m.rank(), Raises{PyExc_IndexError},
-           "too many indices for array");
+  BREAK_IF(ellipses > 1, Raises{PyExc_IndexError}, "an index can only have a single ellipsis ('...')");
+  BREAK_IF(consuming > m.rank(), Raises{PyExc_IndexError}, "too many indices for array");
   auto is_advanced = [&](const Item &it) {
-    return it.kind == ItemKind::Array || it.kind == ItemKind::Mask ||
-           it.kind == ItemKind::ScalarInt ||
+    return it.kind == ItemKind::Array || it.kind == ItemKind::Mask || it.kind == ItemKind::ScalarInt ||
            (arrays && it.kind == ItemKind::Int);
   };
 
@@ -289,8 +258,7 @@ Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
   // indexes, so basic indexing checks and sizes the rest (its node is dead once
   // read).
   std::vector<VarPtr> basic;
-  std::vector<std::pair<int, int>>
-      spans; // per item: its dims in the basic result [first, count)
+  std::vector<std::pair<int, int>> spans; // per item: its dims in the basic result [first, count)
   int dim_out = 0;
   const int ellipsis_dims = m.rank() - consuming;
   PyObject *full = PySlice_New(nullptr, nullptr, nullptr); // new ref
@@ -298,24 +266,20 @@ Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
   for (const Item &it : items) {
     int count = 0;
     if (is_advanced(it)) {
-      const int k =
-          it.kind == ItemKind::Mask ? static_cast<int>(it.shape.size()) : 1;
+      const int k = it.kind == ItemKind::Mask ? static_cast<int>(it.shape.size()) : 1;
       for (int j = 0; j < k; ++j)
         basic.push_back(tx.wrap_const(full));
       count = k;
     } else {
       basic.push_back(it.var);
-      count = it.kind == ItemKind::Int        ? 0
-              : it.kind == ItemKind::Ellipsis ? ellipsis_dims
-                                              : 1;
+      count = it.kind == ItemKind::Int ? 0 : it.kind == ItemKind::Ellipsis ? ellipsis_dims : 1;
     }
     spans.emplace_back(dim_out, count);
     dim_out += count;
   }
   Shape view_shape;
   {
-    VarPtr view =
-        basic_index(tx, t, std::make_shared<SeqVar>(VarKind::Tuple, basic));
+    VarPtr view = basic_index(tx, t, std::make_shared<SeqVar>(VarKind::Tuple, basic));
     view_shape = tx.meta(view).shape;
   }
 
@@ -331,13 +295,10 @@ Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
     if (it.kind == ItemKind::Mask) {
       for (size_t j = 0; j < it.shape.size(); ++j) {
         const SymInt &n = view_shape[spans[i].first + j];
-        BREAK_IF(!tx.out().sizes_equal(n, it.shape[j],
-                                       "boolean index at " + tx.location()),
-                 Raises{PyExc_IndexError},
+        BREAK_IF(!tx.out().sizes_equal(n, it.shape[j], "boolean index at " + tx.location()), Raises{PyExc_IndexError},
                  "boolean index did not match indexed array");
       }
-      shapes.push_back({it.mask_node < 0 ? SymInt(it.mask_count)
-                                         : count_of(tx, it.mask_node, what)});
+      shapes.push_back({it.mask_node < 0 ? SymInt(it.mask_count) : count_of(tx, it.mask_node, what)});
     } else if (it.kind == ItemKind::Array) {
       shapes.push_back(it.shape);
     } else {
@@ -379,15 +340,12 @@ Selection select(Tracer &tx, const VarPtr &t, const VarPtr &index,
 }
 
 // A node made by `target` whose shape may hold unbacked symbols made for it.
-VarPtr add_counted(Tracer &tx, const std::string &target,
-                   std::vector<jit::Arg> args, jit::TensorMeta meta,
+VarPtr add_counted(Tracer &tx, const std::string &target, std::vector<jit::Arg> args, jit::TensorMeta meta,
                    std::vector<std::pair<std::string, jit::Arg>> kwargs = {}) {
   const int expected = static_cast<int>(tx.out().graph.nodes().size());
   Shape shape = meta.shape;
-  VarPtr r = tx.add_tensor(target, std::move(args), std::move(meta),
-                           std::move(kwargs));
-  BREAK_IF(as<TensorVar>(r)->node != expected, BreakKind::Internal,
-           "internal: an indexing node was not added last");
+  VarPtr r = tx.add_tensor(target, std::move(args), std::move(meta), std::move(kwargs));
+  BREAK_IF(as<TensorVar>(r)->node != expected, BreakKind::Internal, "internal: an indexing node was not added last");
   bind_new_symbols(tx, expected, shape);
   return r;
 }
@@ -406,8 +364,7 @@ std::string describe(Tracer &tx, const VarPtr &t, const char *fallback) {
 bool is_advanced_index(const VarPtr &index) {
   if (advanced_item(index)) {
     // A constant tuple is a multi-index, not a sequence.
-    if (!(is_const(index) && PyTuple_CheckExact(const_value(index))) &&
-        index->kind != VarKind::Tuple)
+    if (!(is_const(index) && PyTuple_CheckExact(const_value(index))) && index->kind != VarKind::Tuple)
       return true;
   }
   std::vector<VarPtr> items;
@@ -443,8 +400,7 @@ VarPtr advanced_index(Tracer &tx, const VarPtr &t, const VarPtr &index) {
   return r;
 }
 
-void advanced_setitem_key(Tracer &tx, const VarPtr &t, const VarPtr &index,
-                          jit::Arg &key, jit::TensorMeta &region) {
+void advanced_setitem_key(Tracer &tx, const VarPtr &t, const VarPtr &index, jit::Arg &key, jit::TensorMeta &region) {
   // The region's node is never made: index_put takes the key; its symbols bind
   // to nothing.
   const int next = static_cast<int>(tx.out().graph.nodes().size());
@@ -463,10 +419,8 @@ namespace {
 VarPtr argwhere_of(Tracer &tx, const VarPtr &a, const std::string &target) {
   const jit::TensorMeta m = tx.meta(a);
   BREAK_IF(m.rank() == 0, "nonzero of a 0-d array");
-  SymInt n = count_of(tx, as<TensorVar>(a)->node,
-                      "numpy.nonzero(" + describe(tx, a, "x") + ")");
-  return add_counted(tx, target, {tx.to_arg(a)},
-                     tensor_meta(rt::DType::Int64, {n, SymInt(m.rank())}));
+  SymInt n = count_of(tx, as<TensorVar>(a)->node, "numpy.nonzero(" + describe(tx, a, "x") + ")");
+  return add_counted(tx, target, {tx.to_arg(a)}, tensor_meta(rt::DType::Int64, {n, SymInt(m.rank())}));
 }
 
 VarPtr as_array(Tracer &tx, const VarPtr &v, const std::string &name) {
@@ -477,19 +431,15 @@ VarPtr as_array(Tracer &tx, const VarPtr &v, const std::string &name) {
 
 } // namespace
 
-VarPtr indexing(Tracer &tx, const std::string &name,
-                const std::vector<VarPtr> &args, const KwArgs &kwargs) {
+VarPtr indexing(Tracer &tx, const std::string &name, const std::vector<VarPtr> &args, const KwArgs &kwargs) {
   if (name == "nonzero" || name == "where") {
-    BREAK_IF(args.size() != 1 || !kwargs.empty(),
-             "numpy." + name + " with other than one array argument");
+    BREAK_IF(args.size() != 1 || !kwargs.empty(), "numpy." + name + " with other than one array argument");
     VarPtr a = as_array(tx, args[0], name);
     const int rank = tx.meta(a).rank();
     BREAK_IF(rank == 0, "nonzero of a 0-d array");
     if (rank == 1) {
-      SymInt n = count_of(tx, as<TensorVar>(a)->node,
-                          "numpy.nonzero(" + describe(tx, a, "x") + ")");
-      VarPtr r = add_counted(tx, "numpy.flatnonzero", {tx.to_arg(a)},
-                             tensor_meta(rt::DType::Int64, {n}));
+      SymInt n = count_of(tx, as<TensorVar>(a)->node, "numpy.nonzero(" + describe(tx, a, "x") + ")");
+      VarPtr r = add_counted(tx, "numpy.flatnonzero", {tx.to_arg(a)}, tensor_meta(rt::DType::Int64, {n}));
       return std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{r});
     }
     // NumPy's nonzero is argwhere's columns (views of one (count, rank) array),
@@ -499,52 +449,42 @@ VarPtr indexing(Tracer &tx, const std::string &name,
     OwnedRef full = OwnedRef::steal(PySlice_New(nullptr, nullptr, nullptr));
     for (int d = 0; d < rank; ++d) {
       OwnedRef i = OwnedRef::steal(PyLong_FromLong(d));
-      cols.push_back(basic_index(
-          tx, w,
-          std::make_shared<SeqVar>(
-              VarKind::Tuple, std::vector<VarPtr>{tx.wrap_const(full.get()),
-                                                  tx.wrap_const(i.get())})));
+      cols.push_back(
+          basic_index(tx, w,
+                      std::make_shared<SeqVar>(
+                          VarKind::Tuple, std::vector<VarPtr>{tx.wrap_const(full.get()), tx.wrap_const(i.get())})));
     }
     return std::make_shared<SeqVar>(VarKind::Tuple, std::move(cols));
   }
   if (name == "argwhere") {
-    BREAK_IF(args.size() != 1 || !kwargs.empty(),
-             "numpy.argwhere with other than one array argument");
+    BREAK_IF(args.size() != 1 || !kwargs.empty(), "numpy.argwhere with other than one array argument");
     return argwhere_of(tx, as_array(tx, args[0], name), "numpy.argwhere");
   }
   if (name == "flatnonzero") {
-    BREAK_IF(args.size() != 1 || !kwargs.empty(),
-             "numpy.flatnonzero with other than one array argument");
+    BREAK_IF(args.size() != 1 || !kwargs.empty(), "numpy.flatnonzero with other than one array argument");
     VarPtr a = as_array(tx, args[0], name);
-    SymInt n = count_of(tx, as<TensorVar>(a)->node,
-                        "numpy.flatnonzero(" + describe(tx, a, "x") + ")");
-    return add_counted(tx, "numpy.flatnonzero", {tx.to_arg(a)},
-                       tensor_meta(rt::DType::Int64, {n}));
+    SymInt n = count_of(tx, as<TensorVar>(a)->node, "numpy.flatnonzero(" + describe(tx, a, "x") + ")");
+    return add_counted(tx, "numpy.flatnonzero", {tx.to_arg(a)}, tensor_meta(rt::DType::Int64, {n}));
   }
   if (name == "take") {
-    auto b =
-        bind_args(name, {"a", "indices", "axis", "out", "mode"}, args, kwargs);
-    BREAK_IF(!b.count("a") || !b.count("indices"),
-             "take() needs an array and indices");
+    auto b = bind_args(name, {"a", "indices", "axis", "out", "mode"}, args, kwargs);
+    BREAK_IF(!b.count("a") || !b.count("indices"), "take() needs an array and indices");
     BREAK_IF(!is_absent(b, "out"), "take(out=)");
     if (!is_absent(b, "mode")) {
       OwnedRef mode = tx.python_value(b["mode"], "take mode");
-      BREAK_IF(!PyUnicode_Check(mode.get()) ||
-                   PyUnicode_CompareWithASCIIString(mode.get(), "raise") != 0,
+      BREAK_IF(!PyUnicode_Check(mode.get()) || PyUnicode_CompareWithASCIIString(mode.get(), "raise") != 0,
                "take() with a mode other than 'raise'");
     }
     VarPtr a = as_array(tx, b["a"], name);
     const jit::TensorMeta m = tx.meta(a);
     Item idx = classify(tx, b["indices"]);
-    BREAK_IF(idx.kind != ItemKind::Array && idx.kind != ItemKind::Int &&
-                 idx.kind != ItemKind::ScalarInt,
+    BREAK_IF(idx.kind != ItemKind::Array && idx.kind != ItemKind::Int && idx.kind != ItemKind::ScalarInt,
              "take() with indices other than integers");
     Shape out;
     if (is_absent(b, "axis")) {
       out = idx.shape;
     } else {
-      const int axis =
-          normalize_axis(tx, tx.to_int(b["axis"], "axis"), m.rank());
+      const int axis = normalize_axis(tx, tx.to_int(b["axis"], "axis"), m.rank());
       out.assign(m.shape.begin(), m.shape.begin() + axis);
       out.insert(out.end(), idx.shape.begin(), idx.shape.end());
       out.insert(out.end(), m.shape.begin() + axis + 1, m.shape.end());
@@ -555,41 +495,34 @@ VarPtr indexing(Tracer &tx, const std::string &name,
       kw.emplace_back("axis", tx.to_arg(b["axis"]));
     jit::TensorMeta meta = tensor_meta(m.dtype, out, out.empty());
     meta.layout = jit::Layout::Strided;
-    return tx.add_tensor("numpy.take", std::move(call_args), std::move(meta),
-                         std::move(kw));
+    return tx.add_tensor("numpy.take", std::move(call_args), std::move(meta), std::move(kw));
   }
   if (name == "take_along_axis") {
     auto b = bind_args(name, {"arr", "indices", "axis"}, args, kwargs);
-    BREAK_IF(!b.count("arr") || !b.count("indices") || !b.count("axis"),
-             "take_along_axis() needs arr, indices, axis");
+    BREAK_IF(!b.count("arr") || !b.count("indices") || !b.count("axis"), "take_along_axis() needs arr, indices, axis");
     VarPtr a = as_array(tx, b["arr"], name);
     VarPtr i = as_array(tx, b["indices"], name);
     const jit::TensorMeta m = tx.meta(a);
     const jit::TensorMeta im = tx.meta(i);
-    BREAK_IF(!is_integer(im.dtype), Raises{PyExc_IndexError},
-             "`indices` must be an integer array");
+    BREAK_IF(!is_integer(im.dtype), Raises{PyExc_IndexError}, "`indices` must be an integer array");
     Shape out;
     if (is_absent(b, "axis")) {
-      BREAK_IF(im.rank() != 1, Raises{PyExc_ValueError},
-               "when axis=None, `indices` must have a single dimension.");
+      BREAK_IF(im.rank() != 1, Raises{PyExc_ValueError}, "when axis=None, `indices` must have a single dimension.");
       out = im.shape;
     } else {
       BREAK_IF(im.rank() != m.rank(), Raises{PyExc_ValueError},
                "`indices` and `arr` must have the same number of dimensions");
-      const int axis =
-          normalize_axis(tx, tx.to_int(b["axis"], "axis"), m.rank());
+      const int axis = normalize_axis(tx, tx.to_int(b["axis"], "axis"), m.rank());
       Shape sa = m.shape, si = im.shape;
       sa[axis] = SymInt(1);
       si[axis] = SymInt(1);
       out = broadcast_shapes(tx, {sa, si});
       out[axis] = im.shape[axis];
     }
-    std::vector<jit::Arg> call_args = {tx.to_arg(a), tx.to_arg(i),
-                                       tx.to_arg(b["axis"])};
+    std::vector<jit::Arg> call_args = {tx.to_arg(a), tx.to_arg(i), tx.to_arg(b["axis"])};
     jit::TensorMeta meta = tensor_meta(m.dtype, out);
     meta.layout = jit::Layout::Strided;
-    return tx.add_tensor("numpy.take_along_axis", std::move(call_args),
-                         std::move(meta));
+    return tx.add_tensor("numpy.take_along_axis", std::move(call_args), std::move(meta));
   }
   graph_break("numpy." + name + " is not captured yet");
 }
