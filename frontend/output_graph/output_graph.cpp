@@ -1,6 +1,8 @@
 // output_graph.cpp — graph inputs, symbols and shape decisions of one trace.
 #include "frontend/output_graph/output_graph.h"
 
+#include <cstdlib>
+
 namespace framejit::frontend {
 
 int OutputGraph::add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta) {
@@ -18,6 +20,46 @@ int OutputGraph::new_symbol(int placeholder, int dim, int64_t hint, std::string 
   return id;
 }
 
+int OutputGraph::new_unbacked_symbol(int node, int dim, std::string description, StopTrace stop) {
+  stop_on_unbacked_ = stop;
+  int id = graph.add_unbacked_symbol(node, dim);
+  symbol_hints.push_back(0);  // never read: check_backed stops every decision first
+  symbol_names.push_back(std::move(description));
+  // NB: guards never read it, so it does not widen their symbol table (the hit path's is small).
+  return id;
+}
+
+int OutputGraph::count_symbol(int mask) const {
+  for (const auto& [m, s] : count_symbols_)
+    if (m == mask) return s;
+  return -1;
+}
+
+bool OutputGraph::is_unbacked(const jit::SymInt& e) const {
+  using K = jit::SymInt::Kind;
+  if (e.kind() == K::Const) return false;
+  if (e.kind() == K::Symbol) {
+    const int id = e.symbol_id();
+    return id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked;
+  }
+  return is_unbacked(e.lhs()) || is_unbacked(e.rhs());
+}
+
+void OutputGraph::check_backed(const jit::SymInt& e, const std::string& why) const {
+  using K = jit::SymInt::Kind;
+  if (e.kind() == K::Const) return;
+  if (e.kind() == K::Symbol) {
+    const int id = e.symbol_id();
+    if (id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked) {
+      stop_on_unbacked_("the size of " + symbol_names[id] + " is known only at run time (" + why + ")");
+      std::abort();  // NB: unreachable: stop throws
+    }
+    return;
+  }
+  check_backed(e.lhs(), why);
+  check_backed(e.rhs(), why);
+}
+
 static CmpOp negate(CmpOp op) {
   switch (op) {
     case CmpOp::Eq: return CmpOp::Ne;
@@ -32,6 +74,7 @@ static CmpOp negate(CmpOp op) {
 
 bool OutputGraph::decide(const jit::SymInt& expr, CmpOp op, int64_t rhs, const std::string& why) {
   // `s0 + -4 > 0` reads (and settles below) better as `s0 > 4`: constants move to the right.
+  check_backed(expr, why);
   jit::SymInt e = expr;
   while (e.kind() == jit::SymInt::Kind::Add && e.rhs().is_const()) {
     rhs -= e.rhs().const_value();
@@ -61,6 +104,7 @@ bool OutputGraph::decide(const jit::SymInt& expr, CmpOp op, int64_t rhs, const s
 }
 
 int64_t OutputGraph::specialize(const jit::SymInt& e, const std::string& why) {
+  check_backed(e, why);
   int64_t v = hint(e);
   if (!e.is_const()) guards.add_shape({e, CmpOp::Eq, v, why});
   return v;

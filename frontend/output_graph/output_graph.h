@@ -67,6 +67,17 @@ public:
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).
   int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);
   int new_symbol(int placeholder, int dim, int64_t hint, std::string description);
+  /// A size known only once call `node` has run: its output's dim `dim` (Note [Unbacked sizes]
+  /// in jit/ir/graph.cpp). `description` names it in the user's terms ("x[mask]").
+  /// `stop` ends the trace when a decision needs its value (it throws the tracer's graph break,
+  /// which this layer cannot name) and must not return.
+  using StopTrace = void (*)(const std::string& reason);
+  int new_unbacked_symbol(int node, int dim, std::string description, StopTrace stop);
+  /// Whether `e` holds a size known only at run time (Note [Unbacked sizes]).
+  bool is_unbacked(const jit::SymInt& e) const;
+  /// The unbacked symbol counting the true elements of the value of node `mask`, or -1.
+  int count_symbol(int mask) const;
+  void set_count_symbol(int mask, int symbol) { count_symbols_.emplace_back(mask, symbol); }
 
   int64_t hint(const jit::SymInt& e) const { return e.evaluate(symbol_hints); }
   /// Decides `e op rhs` from the hints and guards the outcome (nothing to guard for constants).
@@ -75,6 +86,12 @@ public:
   int64_t specialize(const jit::SymInt& e, const std::string& why);
   /// Whether a and b are the same size, guarding the answer when it is not structural.
   bool sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why);
+
+private:
+  /// Breaks when `e` holds an unbacked symbol: the trace cannot decide anything about it.
+  void check_backed(const jit::SymInt& e, const std::string& why) const;
+  std::vector<std::pair<int, int>> count_symbols_;  // mask node -> its count's symbol
+  StopTrace stop_on_unbacked_ = nullptr;
 };
 
 /// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).

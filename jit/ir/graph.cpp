@@ -363,6 +363,23 @@ int Graph::add_symbol(int placeholder, int dim, int64_t hint) {
   return static_cast<int>(symbols_.size()) - 1;
 }
 
+// Note [Unbacked sizes]
+// Some sizes exist only once a call has run: x[mask] has as many rows as mask has true elements,
+// nonzero as many indices. Such a size is a symbol like an input's, bound to the call's output
+// dim instead of a placeholder's. Programs need no table of symbol values: kernels read sizes
+// from the arrays they are handed, and a size the code reads as a number (len(x[mask])) is a
+// SymSize of the call's value, computed after it. What an unbacked symbol has no value for is
+// the trace: no hint and no guard can decide anything about it, so the tracer breaks where Python
+// logic or a broadcast needs one (OutputGraph::decide), and only structurally equal sizes (the
+// same mask selecting from two arrays) meet. A pass that drops the call leaves the symbol
+// unbound (-1): nothing reads it then, since every reader of its value reads the call.
+int Graph::add_unbacked_symbol(int node, int dim) {
+  SymbolInfo info{node, dim, 0};
+  info.unbacked = true;
+  symbols_.push_back(info);
+  return static_cast<int>(symbols_.size()) - 1;
+}
+
 // ----- Queries ---------------------------------------------------------------------------------
 
 std::vector<int> Graph::placeholders() const {
@@ -432,7 +449,8 @@ std::string Graph::to_string() const {
       if (s) out += ", ";
       bool valid = info.placeholder >= 0 && info.placeholder < static_cast<int>(nodes_.size());
       out += "s" + std::to_string(s) + " = " + (valid ? nodes_[info.placeholder].name : "?") +
-             ".shape[" + std::to_string(info.dim) + "] (hint " + std::to_string(info.hint) + ")";
+             ".shape[" + std::to_string(info.dim) + "] " +
+             (info.unbacked ? std::string("(unbacked)") : "(hint " + std::to_string(info.hint) + ")");
     }
     out += "\n";
   }
@@ -529,6 +547,16 @@ Status Graph::verify() const {
   if (output_index < 0) return Status::internal("graph has no output node");
   for (size_t s = 0; s < symbols_.size(); ++s) {
     const SymbolInfo& info = symbols_[s];
+    if (info.unbacked) {
+      if (info.placeholder == -1) continue;  // its call was dropped (Note [Unbacked sizes])
+      if (info.placeholder < 0 || info.placeholder >= n || nodes_[info.placeholder].kind != NodeKind::Call)
+        return Status::internal("unbacked symbol s" + std::to_string(s) + " refers to node " +
+                                std::to_string(info.placeholder) + ", which is not a call");
+      if (info.dim < 0 || info.dim >= nodes_[info.placeholder].meta.rank())
+        return Status::internal("unbacked symbol s" + std::to_string(s) + " is dim " + std::to_string(info.dim) +
+                                " of " + node_label(info.placeholder, nodes_[info.placeholder]));
+      continue;
+    }
     if (info.placeholder < 0 || info.placeholder >= n ||
         nodes_[info.placeholder].kind != NodeKind::Placeholder)
       return Status::internal("symbol s" + std::to_string(s) + " refers to node " +

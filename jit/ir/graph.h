@@ -98,9 +98,11 @@ struct Node {
 
 /// What a symbol stands for and the value it had when traced.
 struct SymbolInfo {
-  int placeholder = -1;  // node index of the graph input whose size it is
+  int placeholder = -1;  // node index of the graph input whose size it is (unbacked: the call's)
   int dim = -1;
   int64_t hint = 0;
+  /// Bound only when the call `placeholder` has run (Note [Unbacked sizes]): no hint, no guard.
+  bool unbacked = false;
 };
 
 class Users;
@@ -114,11 +116,15 @@ public:
                std::vector<std::pair<std::string, Arg>> kwargs, TensorMeta meta);
   void set_output(std::vector<Arg> values);
   int add_symbol(int placeholder, int dim, int64_t hint);
+  /// A size that only the run of call `node` knows: its output's dim `dim` (Note [Unbacked sizes]).
+  int add_unbacked_symbol(int node, int dim);
 
   const std::vector<Node>& nodes() const { return nodes_; }
   std::vector<Node>& nodes() { return nodes_; }
   const Node& node(int i) const { return nodes_[i]; }
   const std::vector<SymbolInfo>& symbols() const { return symbols_; }
+  /// The frontend binds an unbacked symbol once the call that makes it exists.
+  std::vector<SymbolInfo>& symbols() { return symbols_; }
   /// Indices of placeholder nodes, in order (the graph's inputs).
   std::vector<int> placeholders() const;
   /// The output node's values; empty if no output was set.

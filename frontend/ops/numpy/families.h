@@ -27,6 +27,15 @@ VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, c
 /// x[index] with ints, slices, None and Ellipsis.
 VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index);
 
+/// Whether `index` holds an index array, a sequence, a mask or a NumPy integer scalar
+/// (Note [Advanced indexing]).
+bool is_advanced_index(const VarPtr& index);
+/// x[index] for such an index: NumPy's getitem as an extern step, with NumPy's result shape.
+VarPtr advanced_index(Tracer& tx, const VarPtr& t, const VarPtr& index);
+/// The key and the written region of `t[index] = v` for such an index.
+void advanced_setitem_key(Tracer& tx, const VarPtr& t, const VarPtr& index, jit::Arg& key, jit::TensorMeta& region);
+/// nonzero, one-argument where, argwhere, flatnonzero, take, take_along_axis.
+VarPtr indexing(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 /// concatenate and stack.
 VarPtr join(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 

@@ -95,8 +95,14 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::string& target,
     for (auto& kw : rec_kwargs)
       if (kw.second == v) kw.second = c;
   }
-  return tx.add_tensor(target, to_args(tx, rec_args), tensor_meta(dt.dtype, shape, dt.scalar_object),
-                       to_kwargs(tx, rec_kwargs));
+  // A reduced size known only at run time may be 0 (an empty mask): NumPy's own reduction gives
+  // its identity, or NaN and its warnings for a mean (compiled reductions assume elements).
+  bool maybe_empty = false;
+  for (int d = 0; d < rank; ++d) maybe_empty |= reduced[d] && tx.out().is_unbacked(m.shape[d]);
+  VarPtr r = tx.add_tensor(target, to_args(tx, rec_args), tensor_meta(dt.dtype, shape, dt.scalar_object),
+                           to_kwargs(tx, rec_kwargs));
+  if (maybe_empty) tx.out().graph.nodes()[as<TensorVar>(r)->node].attrs.described = false;
+  return r;
 }
 
 }  // namespace framejit::frontend::ops

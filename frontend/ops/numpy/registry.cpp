@@ -17,7 +17,7 @@ namespace {
 
 enum class Family : uint8_t {
   Elementwise, Reduction, Linalg, View, Join, Creation, Composite, Sequence, Array, Cumulative, Extern,
-  ScalarType
+  ScalarType, Indexing
 };
 
 struct Entry {
@@ -40,6 +40,7 @@ const char* const kReductions[] = {"sum", "mean", "max", "min", "amax", "amin", 
                                    "std", "argmax", "argmin", "any", "all"};
 const char* const kViews[] = {"reshape", "transpose", "swapaxes", "expand_dims", "squeeze",
                               "broadcast_to", "ravel", "split", "copy"};
+const char* const kIndexing[] = {"nonzero", "argwhere", "flatnonzero", "take", "take_along_axis"};
 const char* const kCreation[] = {"zeros", "ones", "empty", "full", "arange", "zeros_like",
                                  "ones_like", "empty_like", "full_like"};
 
@@ -121,6 +122,7 @@ void fill_registry() {
     for (const char* n : kReductions) add(n, Family::Reduction);
     for (const char* n : kViews) add(n, Family::View);
     for (const char* n : kCreation) add(n, Family::Creation);
+    for (const char* n : kIndexing) add(n, Family::Indexing);
     add("matmul", Family::Linalg);
     add("dot", Family::Linalg);
     add("concatenate", Family::Join);
@@ -145,7 +147,9 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
     tx.out().array_kind = ArrayKind::NumPy;
   }
+  if (e.name == "where" && args.size() == 1 && kwargs.empty()) return indexing(tx, "where", args, kwargs);
   switch (e.family) {
+    case Family::Indexing: return indexing(tx, e.name, args, kwargs);
     case Family::Elementwise: return elementwise(tx, target, fn, args, kwargs);
     case Family::Reduction: return reduction(tx, e.name, target, args, kwargs, is_method);
     case Family::Linalg: return linalg(tx, e.name, target, args, kwargs);
@@ -231,7 +235,7 @@ VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name) {
   if (name == "T") return view_op(tx, "transpose", "method.transpose", {t}, {}, true);
   static const char* const kMethods[] = {"sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin",
                                          "any", "all", "reshape", "transpose", "swapaxes", "squeeze", "ravel",
-                                         "flatten", "astype", "copy", "clip", "dot", "round"};
+                                         "flatten", "astype", "copy", "clip", "dot", "round", "nonzero", "take"};
   for (const char* n : kMethods)
     if (name == n) return std::make_shared<AttrMethodVar>(t, name);
   graph_break("ndarray attribute '" + name + "' is not captured yet");
@@ -241,6 +245,7 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
   args.insert(args.begin(), t);
   std::string target = "method." + name;
   if (name == "dot") return linalg(tx, "dot", target, args, kwargs);
+  if (name == "nonzero" || name == "take") return indexing(tx, name, args, kwargs);
   if (name == "clip") {
     // x.clip(min, max) has NumPy's clip semantics; ask numpy.clip for the dtype.
     auto b = bind_args("clip", {"self", "min", "max", "out"}, args, kwargs);
@@ -267,7 +272,9 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
   graph_break("ndarray." + name + "() is not captured yet");
 }
 
-VarPtr getitem(Tracer& tx, const VarPtr& t, const VarPtr& index) { return basic_index(tx, t, index); }
+VarPtr getitem(Tracer& tx, const VarPtr& t, const VarPtr& index) {
+  return is_advanced_index(index) ? advanced_index(tx, t, index) : basic_index(tx, t, index);
+}
 
 namespace {
 
@@ -285,6 +292,7 @@ public:
     for (const char* n : kReductions) add_function(n);
     for (const char* n : kViews) add_function(n);
     for (const char* n : kCreation) add_function(n);
+    for (const char* n : kIndexing) add_function(n);
     for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod"}) add_function(n);
     for (const char* n : kSequences) add_function(n);
     for (const char* n : kArrays) add_function(n);
@@ -303,13 +311,14 @@ public:
     // on arrays (binary, unary).
     std::vector<const char*> members(std::begin(kReductions), std::end(kReductions));
     members.insert(members.end(), std::begin(kViews), std::end(kViews));
-    for (const char* n : {"flatten", "astype", "clip", "dot", "shape", "ndim", "size", "dtype", "T", "itemsize", "nbytes"})
+    for (const char* n : {"flatten", "astype", "clip", "dot", "nonzero", "take", "shape", "ndim", "size", "dtype", "T", "itemsize", "nbytes"})
       members.push_back(n);
     if (const NumPyHandles* np = numpy_handles())
       for (const char* n : members)
         if (PyObject_HasAttrString(reinterpret_cast<PyObject*>(np->ndarray), n)) names.push_back(std::string("ndarray.") + n);
     for (const char* n : {"+", "-", "*", "/", "//", "%", "**", "@", "==", "!=", "<", "<=", ">", ">=", "&", "|",
                           "^", "<<", ">>", "unary -", "unary +", "~", "abs()", "x[basic index]", "x[basic index] = v",
+                          "x[index array or mask]", "x[index array or mask] = v",
                           "x op= y (in place)"})
       names.push_back(std::string("operator ") + n);
     std::sort(names.begin(), names.end());

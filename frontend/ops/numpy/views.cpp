@@ -301,6 +301,8 @@ SymInt smax(Tracer& tx, const SymInt& a, const SymInt& b) {
 SymInt slice_length(Tracer& tx, const SymInt& n, const std::optional<SymInt>& start_b,
                     const std::optional<SymInt>& stop_b, int64_t step) {
   const std::string why = "slice bound at " + tx.location();
+  // A full slice keeps the dim as it is, decided or not (an unbacked size has nothing to decide).
+  if (!start_b && !stop_b && (step == 1 || step == -1)) return n;
   auto non_negative = [&](const SymInt& v) {
     return v.is_const() ? v.const_value() >= 0 : tx.out().decide(v, CmpOp::Ge, 0, why);
   };

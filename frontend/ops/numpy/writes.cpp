@@ -14,7 +14,9 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
   // The region written: basic indexing's checks and shape; its node is dead once its key is read.
   jit::Arg key;
   jit::TensorMeta region;
-  {
+  if (is_advanced_index(index)) {
+    advanced_setitem_key(tx, t, index, key, region);  // Note [Advanced indexing]
+  } else {
     VarPtr view = basic_index(tx, t, index);
     const jit::Node& n = tx.out().graph.node(as<TensorVar>(view)->node);
     key = n.args.at(1);
@@ -25,6 +27,15 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
   switch (value->kind) {
     case VarKind::Tensor: {
       const jit::TensorMeta& v = tx.meta(value);
+      // Note [Advanced indexing]: a region whose size only the run knows (a[mask] = values) is
+      // NumPy's __setitem__ to check, and raise for, at run time.
+      bool unbacked = false;
+      for (const SymInt& d : region.shape) unbacked |= tx.out().is_unbacked(d);
+      if (unbacked) {
+        BREAK_IF(rt::dtype_is_complex(v.dtype) && !rt::dtype_is_complex(target.dtype),
+                 "assigning complex values into a real array (NumPy warns and drops the imaginary part)");
+        break;
+      }
       BREAK_IF(rt::dtype_is_complex(v.dtype) && !rt::dtype_is_complex(target.dtype),
                "assigning complex values into a real array (NumPy warns and drops the imaginary part)");
       // NumPy drops leading size-1 dims the region does not have, then broadcasts to the region.
