@@ -16,6 +16,8 @@ using rt::DType;
 // merged, never dropped, ordered with the other side effects), and it runs in the graph's
 // program order, so a program seeded with np.random.seed gets NumPy's very numbers. Only draws
 // with an explicit size are captured: without one NumPy hands back a Python float.
+// numpy.random.seed is such a step with no result; numpy.random.shuffle(x) is permutation(x)
+// (which draws the very same swaps) written back into x.
 
 // numpy.linalg's result type (linalg._commonType): single precision only when every operand is,
 // ints and bools computed in double; float16 and long double are rejected by NumPy.
