@@ -681,6 +681,13 @@ VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
       }
       graph_break(Raises{PyExc_KeyError}, "KeyError in a dict lookup");
     }
+    case VarKind::Builtin: {
+      // A library object indexed with slices (numpy.mgrid[...]): its table traces the result.
+      PyObject* b = as<BuiltinVar>(obj)->obj.get();  // borrowed
+      if (OpTable* table = op_table_owning(b))
+        if (VarPtr r = table->object_getitem(*this, b, index)) return r;
+      break;
+    }
     case VarKind::Const: {
       OwnedRef key = python_value(index, "index");
       OwnedRef r = OwnedRef::steal(PyObject_GetItem(const_value(obj), key.get()));

@@ -32,6 +32,9 @@ public:
                              KwArgs kwargs) = 0;
   /// `a[index]` (basic indexing).
   virtual VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) = 0;
+  /// `obj[index]` on one of this library's objects (numpy.mgrid[0:3, 0:4]); null when `obj`
+  /// (borrowed) is not indexed that way.
+  virtual VarPtr object_getitem(Tracer&, PyObject*, const VarPtr&) { return nullptr; }
   /// `a[index] = value` (Note [Writes into arrays]); `a` then holds the written array.
   virtual void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) = 0;
   /// A Python operator with at least one array operand: `op` is the operator module's name

@@ -357,3 +357,280 @@ def test_supported_ops_lists_the_new_functions():
                  "numpy.diff", "numpy.meshgrid", "numpy.asarray", "numpy.atleast_2d", "numpy.shape", "numpy.roll",
                  "numpy.cumsum", "numpy.sort", "numpy.add.outer", "numpy.minimum.reduce", "numpy.maximum.outer"):
         assert name in ops, name
+
+
+# ----- second round: tile, repeat, pad, clip, dot, writes, out=, einsum, cov, grids, random ------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile(backend, dtype):
+    for shape in [(3,), (2, 3), (0, 2), ()]:
+        a = arr(shape, dtype)
+        for reps in (2, (2, 1), (1, 3, 2), 1, 0, ()):
+            check(lambda a: np.tile(a, reps), a, backend=backend)
+    r = np.tile(arr((2, 2)), 1)
+    assert r.flags.owndata or r.base is not None  # a new array, as NumPy's
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_repeat(backend, dtype):
+    for shape in [(3,), (2, 3), (0, 2), ()]:
+        a = arr(shape, dtype)
+        check(lambda a: np.repeat(a, 2), a, backend=backend)
+        check(lambda a: np.repeat(a, 0) * 2, a, backend=backend)
+        if shape:
+            check(lambda a: np.repeat(a, 3, axis=-1), a, backend=backend)
+            check(lambda a: a.repeat(2, axis=0) * 2, a, backend=backend)
+    check(lambda a: np.repeat(a, [1, 0, 2], axis=1), arr((2, 3), dtype), backend=backend)
+    check(lambda a: np.repeat(a, [2, 1, 3]), arr((3,), dtype), backend=backend)
+    check(lambda a, n: np.repeat(a, n, axis=0), arr((2, 3), dtype), 3, backend=backend)
+
+
+def test_repeat_with_array_counts_breaks_naming_why():
+    e = framejit.explain(lambda a, r: np.repeat(a, r))(arr((3,)), np.array([1, 2, 3]))
+    assert any("array of repeats" in str(b) for b in e.breaks), e.breaks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pad(backend, dtype):
+    for shape in [(4,), (2, 3), (0, 3), (2, 3, 2), ()]:
+        a = arr(shape, dtype)
+        check(lambda a: np.pad(a, 1), a, backend=backend)
+        check(lambda a: np.pad(a, (2, 0)), a, backend=backend)
+        check(lambda a: np.pad(a, 0), a, backend=backend)
+        if len(shape) == 2:
+            check(lambda a: np.pad(a, ((1, 2), (0, 3)), constant_values=((5, 6), (7, 8))), a, backend=backend)
+            check(lambda a: np.pad(a, [[1], [2]], "constant", constant_values=3), a, backend=backend)
+        if shape and 0 not in shape:
+            check(lambda a: np.pad(a, (2, 1), mode="edge"), a, backend=backend)
+    check(lambda a, v: np.pad(a, 2, constant_values=v), arr((3, 2), dtype), 2.5, backend=backend)
+
+
+def test_pad_unsupported_mode_is_named():
+    e = framejit.explain(lambda a: np.pad(a, 1, mode="reflect"))(arr((4,)))
+    assert any("mode='reflect'" in str(b) for b in e.breaks), e.breaks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
+def test_clip_with_array_bounds(backend, dtype):
+    for shape in [(5,), (2, 3), (0,), ()]:
+        x, lo, hi = arr(shape, dtype, 0), arr(shape, dtype, 1), arr(shape, dtype, 2) + 3
+        check(lambda x, lo, hi: np.clip(x, lo, hi), x, lo, hi, backend=backend)
+        check(lambda x, lo: np.clip(x, lo, None) + 1, x, lo, backend=backend)
+        check(lambda x, hi: x.clip(0, hi), x, hi, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dot_of_non_arrays(backend):
+    for dtype in ("float64", "float32", "int8"):
+        x = arr((3,), dtype)
+        check(lambda x: np.dot(2.0, x), x, backend=backend)
+        check(lambda x: np.dot(x, 3), x, backend=backend)
+        check(lambda x, s: np.dot(x, s), x, 1.5, backend=backend)
+    check(lambda x: np.dot([1.0, 2.0, 3.0], x), arr((3,)), backend=backend)
+    check(lambda x: np.dot(x, [[1, 2], [3, 4], [5, 6]]), arr((2, 3), "int64"), backend=backend)
+    check(lambda: np.dot([1, 2], [[3, 4], [5, 6]]), backend=backend)
+    check(lambda s: np.dot([1.0, s], [2.0, 3.0]), 4.0, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_array_of_a_list_of_numbers(backend):
+    check(lambda x: np.array([x, 2.0, 3]) * 2, 1.5, backend=backend)
+    check(lambda n: np.asarray([[1, 2], [3, n]], dtype=np.float32), 4, backend=backend)
+    check(lambda: np.array([True, False]) & np.array([True, True]), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_copyto_and_fill(backend, dtype):
+    def copy(d, s):
+        np.copyto(d, s)
+        return d + 0
+
+    def copy_unsafe(d, s):
+        np.copyto(d, s, casting="unsafe")
+
+    def fill(d, v):
+        r = d.fill(v)
+        return r, d * 1
+
+    for shape in [(2, 3), (0, 3), ()]:
+        d = arr(shape, dtype, 1)
+        check(copy, d, arr(shape, dtype, 2), backend=backend)
+        check(copy_unsafe, d, arr(shape, "float64", 2), backend=backend)
+        check(fill, d, True if dtype == "bool" else 3, backend=backend)
+        if shape:
+            check(copy, d, arr(shape[-1:], dtype, 3), backend=backend)  # broadcast
+            check(lambda d: copy(d[:1], d[-1:]), d, backend=backend)     # through a view
+    check(copy, arr((3,), "float64"), 2, backend=backend)
+
+
+def test_copyto_casting_error_is_not_compiled():
+    def f(d, s):
+        np.copyto(d, s)
+    # CPython raises NumPy's error at that statement: nothing before it was compiled.
+    with pytest.raises(TypeError, match="same_kind"):
+        framejit.compile(f)(np.zeros(3, np.int64), np.ones(3))
+    assert framejit.stats()["captured"] == 0
+    np.copyto(np.zeros(3), np.ones(3, np.int64))  # the allowed direction
+    check(f, np.zeros(3), np.ones(3, np.int64))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32"])
+def test_ufunc_out(backend, dtype):
+    def add_out(a, b, c):
+        r = np.add(a, b, out=c)
+        return r is c, c * 2
+
+    def square_in_place(Z):
+        np.multiply(Z, Z, Z)
+        return Z.sum()
+
+    def clip_out(a):
+        np.clip(a, -1, 1, out=a)
+        return a
+
+    def exp_tuple_out(a, c):
+        np.negative(a, out=(c,))
+        return c
+
+    for shape in [(2, 3), (0, 3), ()]:
+        a, b = arr(shape, dtype, 1), arr(shape, dtype, 2)
+        check(add_out, a, b, np.zeros(shape, dtype), backend=backend)
+        check(add_out, a, b, np.zeros(shape, "float64"), backend=backend)  # cast into out
+        check(square_in_place, a, backend=backend)
+        check(clip_out, a, backend=backend)
+        check(exp_tuple_out, a, np.zeros(shape, dtype), backend=backend)
+    check(lambda a, c: np.add(a, 1, out=c[1:]), arr((3,), dtype), np.zeros(4, dtype), backend=backend)
+    check(lambda a, c: np.add(a, a[:1], out=c), arr((2, 3), dtype), np.zeros((2, 3), dtype), backend=backend)
+
+
+def test_ufunc_out_errors_break_as_numpy_raises():
+    def f(a, c):
+        np.add(a, a, out=c)
+    with pytest.raises(TypeError, match="same_kind"):
+        framejit.compile(f)(np.ones(3), np.zeros(3, np.int64))
+    assert framejit.stats()["captured"] == 0
+    check(f, np.ones(3, np.int32), np.zeros(3, np.int64))
+
+
+def _close(fn, *args, backend="jit"):
+    """Like check, but for reductions whose summation order einsum and matmul choose
+    differently: a tolerance, same dtype/shape/type, one graph, and a cache hit."""
+    want = fn(*args)
+    framejit.reset()
+    g = framejit.compile(fn, backend=backend, fullgraph=True)
+    for _ in range(2):
+        got = g(*args)
+        assert type(got) is type(want) and np.shape(got) == np.shape(want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5 if np.asarray(want).dtype == np.float32 else 1e-12, atol=1e-6)
+    assert framejit.stats()["captured"] == 1 and framejit.stats()["cache_hits"] == 1
+
+
+EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,j->i", [(3, 4), (4,)]), ("ii->", [(4, 4)]), ("ii", [(3, 3)]),
+           ("ij->ji", [(3, 4)]), ("i,i->", [(5,)] * 2), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+           ("ij,ij->i", [(3, 4)] * 2), ("ij->", [(3, 4)]), ("ij->j", [(3, 4)]), ("i,j->ij", [(3,), (4,)]),
+           ("ij,jk", [(3, 4), (4, 2)]), ("ba", [(2, 3)]), ("ijk,jl->ilk", [(2, 3, 4), (3, 5)]),
+           ("ij,kj->ik", [(0, 3), (2, 3)]), ("ii->i", [(3, 3)])]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int64"])
+@pytest.mark.parametrize("spec,shapes", EINSUMS)
+def test_einsum(backend, dtype, spec, shapes):
+    ops = [arr(s, dtype, i) for i, s in enumerate(shapes)]
+    f = lambda *ops: np.einsum(spec, *ops)  # noqa: E731
+    if dtype.startswith("int"):
+        check(f, *ops, backend=backend)  # integer sums are exact in any order
+    else:
+        _close(f, *ops, backend=backend)
+    no_break(f, *ops)
+
+
+def test_einsum_mixed_dtypes_and_gemm():
+    _close(lambda a, b: np.einsum("ij,jk->ik", a, b), arr((8, 6), "float32"), arr((6, 7), "int32"))
+    a, b = arr((16, 16)), arr((16, 16))
+    framejit.reset()
+    framejit.compile(lambda a, b: np.einsum("ij,jk->ik", a, b))(a, b)
+    assert framejit.stats()["extern_calls"] == 0
+
+
+def test_einsum_unsupported_forms_break_naming_why():
+    e = framejit.explain(lambda a: np.einsum("...ij->...ji", a))(arr((2, 3, 4)))
+    assert any("ellipsis" in str(b) for b in e.breaks), e.breaks
+    e = framejit.explain(lambda a, b, c: np.einsum("i,i,i->", a, b, c))(arr((3,)), arr((3,)), arr((3,)))
+    assert any("more than two" in str(b) for b in e.breaks), e.breaks
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_cov(backend, dtype):
+    m = arr((3, 6), dtype)
+    for f in (lambda m: np.cov(m), lambda m: np.cov(m, rowvar=False), lambda m: np.cov(m, bias=True),
+              lambda m: np.cov(m, ddof=2), lambda m: np.cov(m[0]), lambda m: np.cov(m, m[:1] * 2),
+              lambda m: np.cov(m, dtype=np.float32)):
+        if backend == "eager":
+            check(f, m, backend=backend)
+        else:
+            _close(f, m)
+    check(lambda m: np.cov(m), arr((0, 4)), backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mgrid_ogrid(backend):
+    check(lambda: np.mgrid[0:3, 0:4], backend=backend)
+    check(lambda x: np.mgrid[0:3, 1:7:2] * x, 2, backend=backend)
+    check(lambda: np.mgrid[-1:1:5j, 0:1:0.25], backend=backend)
+    check(lambda: np.mgrid[0:5:2], backend=backend)
+    check(lambda: np.mgrid[0:1:5j], backend=backend)
+    check(lambda n: np.mgrid[:n], 4, backend=backend, expect_hit=True)
+    check(lambda: np.ogrid[0:3, 0:4], backend=backend)
+    check(lambda: np.ogrid[0:3:4j, :2], backend=backend)
+    check(lambda x: sum(np.ogrid[0:2, 0:3, 0:4]) + x, 1.0, backend=backend)
+    check(lambda: np.mgrid[0:0, 0:2], backend=backend)
+
+
+def test_mgrid_is_not_callable():
+    with pytest.raises(TypeError, match="not callable"):
+        framejit.compile(lambda: np.mgrid(3))()
+    assert framejit.stats()["captured"] == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ndarray_constructor(backend):
+    def f(x, n):
+        a = np.ndarray((n, 3))
+        a[...] = x
+        b = np.ndarray(shape=(2,), dtype=np.int32)
+        b.fill(7)
+        return a, b, np.ndarray(0).shape
+    check(f, 2.5, 4, backend=backend)
+    check(f, 1.0, 0, backend=backend)
+
+
+def test_random_permutation_choice_shuffle_match_numpy():
+    def f(x, m):
+        np.random.seed(11)
+        a = np.random.permutation(6)
+        b = np.random.permutation(m)
+        c = np.random.choice(5, 4)
+        d = np.random.choice(x, size=(2, 2), replace=False)
+        e = np.random.choice(x, 3, p=np.full(6, 1 / 6))
+        np.random.shuffle(x)
+        np.random.shuffle(m)
+        return a, b, c, d, e, x * 1, m + 0
+    check(f, arr((6,)), np.arange(15).reshape(5, 3))
+    assert not framejit.explain(f)(arr((6,)), np.arange(15).reshape(5, 3)).breaks
+    assert extern_calls(f, arr((6,)), np.arange(15).reshape(5, 3)) >= 7
+
+
+def test_supported_ops_lists_the_second_round():
+    ops = framejit.supported_ops()
+    for name in ("numpy.tile", "numpy.repeat", "numpy.pad", "numpy.einsum", "numpy.cov", "numpy.copyto",
+                 "numpy.ndarray", "numpy.mgrid[...]", "numpy.ogrid[...]", "ndarray.fill", "ndarray.repeat"):
+        assert name in ops, name

@@ -23,6 +23,15 @@ VarPtr convert(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
   const char* first = name == "array" ? "object" : "a";
   BREAK_IF(!b.count(first), Raises{PyExc_TypeError}, name + "() needs an argument");
   const VarPtr& a = b[first];
+  if (is_sequence(a) && name != "ascontiguousarray") {
+    // A list of Python numbers: a new array of NumPy's discovered dtype.
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, user + " of a list in a graph of framejit.Tensors");
+    for (const char* k : {"order", "like", "subok", "ndmin"}) BREAK_IF(!is_absent(b, k), user + " of a list with " + k + "=");
+    tx.out().array_kind = ArrayKind::NumPy;
+    VarPtr r = array_from_list(tx, a, user);
+    if (!is_absent(b, "dtype") && dtype_of(tx, b["dtype"]) != tx.meta(r).dtype) r = cast(tx, r, dtype_of(tx, b["dtype"]));
+    return r;
+  }
   BREAK_IF(a->kind != VarKind::Tensor, user + " of a " + var_kind_name(a->kind) + " (only arrays the trace holds)");
   BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, user + " in a graph of framejit.Tensors");
   BREAK_IF(!is_absent(b, "like"), user + "(like=)");

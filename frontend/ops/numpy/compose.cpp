@@ -1,6 +1,8 @@
 // compose.cpp — builders for composites: each is one call into an op family.
 #include "frontend/ops/numpy/compose.h"
 
+#include <functional>
+
 #include "frontend/interop/numpy_abi.h"
 
 namespace framejit::frontend::ops {
@@ -67,6 +69,38 @@ VarPtr reshape_to(Tracer& tx, const VarPtr& t, const Shape& shape) {
 VarPtr concat(Tracer& tx, const std::vector<VarPtr>& arrays, int axis) {
   if (arrays.size() == 1) return arrays[0];
   return join(tx, "concatenate", {std::make_shared<SeqVar>(VarKind::List, arrays)}, {{"axis", int_const(tx, axis)}});
+}
+
+bool is_sequence(const VarPtr& v) {
+  return is_seq(v) || (is_const(v) && (PyTuple_CheckExact(const_value(v)) || PyList_CheckExact(const_value(v))));
+}
+
+VarPtr array_from_list(Tracer& tx, const VarPtr& seq, const std::string& user) {
+  // NumPy's discovery: the nesting is the shape; the widest Python type the dtype.
+  enum Rank { kBool, kInt, kFloat };
+  Rank widest = kBool;
+  Shape shape;
+  std::function<void(const VarPtr&, size_t)> walk = [&](const VarPtr& v, size_t depth) {
+    if (is_sequence(v)) {
+      std::vector<VarPtr> items = tx.unpack(v, user);
+      const SymInt n(static_cast<int64_t>(items.size()));
+      if (depth == shape.size()) shape.push_back(n);
+      else BREAK_IF(!shape[depth].same_as(n), user + " of a ragged list");
+      BREAK_IF(items.empty(), user + " of an empty list");
+      for (const VarPtr& x : items) walk(x, depth + 1);
+      return;
+    }
+    BREAK_IF(depth != shape.size(), user + " of a ragged list");
+    PyObject* h = v->kind == VarKind::Scalar ? as<ScalarVar>(v)->hint.get() : is_const(v) ? const_value(v) : nullptr;
+    BREAK_IF(!h, user + " of a list holding a " + var_kind_name(v->kind));
+    if (PyBool_Check(h)) return;
+    if (PyLong_CheckExact(h)) widest = std::max(widest, kInt);
+    else if (PyFloat_Check(h) && (PyFloat_CheckExact(h) || v->kind == VarKind::Const)) widest = kFloat;
+    else graph_break(user + " of a list holding a " + Py_TYPE(h)->tp_name);
+  };
+  walk(seq, 0);
+  const rt::DType dt = widest == kBool ? rt::DType::Bool : widest == kInt ? rt::DType::Int64 : rt::DType::Float64;
+  return tx.add_tensor("numpy.asarray", {tx.to_arg(seq)}, tensor_meta(dt, shape));
 }
 
 bool is_none(const VarPtr& v) { return !v || (v->kind == VarKind::Const && const_value(v) == Py_None); }

@@ -34,6 +34,11 @@ VarPtr reshape_to(Tracer& tx, const VarPtr& t, const Shape& shape);
 VarPtr concat(Tracer& tx, const std::vector<VarPtr>& arrays, int axis);
 /// The shape as a tuple value (sizes stay symbolic).
 VarPtr shape_value(Tracer& tx, const Shape& shape);
+/// numpy.asarray(list) of Python numbers (nested lists and tuples, rectangular): one extern step
+/// whose dtype (bool, int64, float64) and shape are decided here. Other items break.
+VarPtr array_from_list(Tracer& tx, const VarPtr& seq, const std::string& user);
+/// Whether `v` is a list or tuple (traced or constant).
+bool is_sequence(const VarPtr& v);
 /// Whether `v` is the constant None (or absent).
 bool is_none(const VarPtr& v);
 

@@ -3,6 +3,7 @@
 // LAPACK calls, sorting, and numpy.random's draws (Note [Random draws]). Each one is counted in
 // framejit.stats()["extern_calls"]: a last resort, not a kernel.
 #include "frontend/ops/numpy/compose.h"
+#include "frontend/ops/numpy/registry.h"
 
 namespace framejit::frontend::ops {
 
@@ -15,6 +16,8 @@ using rt::DType;
 // merged, never dropped, ordered with the other side effects), and it runs in the graph's
 // program order, so a program seeded with np.random.seed gets NumPy's very numbers. Only draws
 // with an explicit size are captured: without one NumPy hands back a Python float.
+// numpy.random.seed is such a step with no result; numpy.random.shuffle(x) is permutation(x)
+// (which draws the very same swaps) written back into x.
 
 // numpy.linalg's result type (linalg._commonType): single precision only when every operand is,
 // ints and bools computed in double; float16 and long double are rejected by NumPy.
@@ -169,6 +172,55 @@ VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     auto b = bind_args(user, {"low", "high", "size", "dtype"}, args, kwargs);
     sized(b, {"low", "high"});
     dt = is_absent(b, "dtype") ? DType::Int64 : dtype_of(tx, b["dtype"]);
+  } else if (name == "seed") {
+    // Resets the generator: a step with no result, ordered before the draws that follow it.
+    auto b = bind_args(user, {"seed"}, args, kwargs);
+    BREAK_IF(b.count("seed") && (b["seed"]->kind == VarKind::Tensor || is_seq(b["seed"])), user + " with an array seed");
+    if (b.count("seed") && !is_none(b["seed"])) tx.to_int(b["seed"], "seed");  // NumPy raises on other values
+    extern_call(tx, user, args, kwargs, tensor_meta(DType::Float64, {}));
+    return tx.wrap_const(Py_None);
+  } else if (name == "permutation" || name == "shuffle") {
+    auto b = bind_args(user, {"x"}, args, kwargs);
+    BREAK_IF(!b.count("x"), Raises{PyExc_TypeError}, user + "() needs x");
+    const VarPtr& x = b["x"];
+    if (x->kind != VarKind::Tensor) {
+      BREAK_IF(name == "shuffle", user + " of a non-array");
+      shape = {SymInt(tx.to_int(x, "permutation size"))};  // arange(x) shuffled
+      dt = DType::Int64;
+      BREAK_IF(shape[0].const_value() < 0, Raises{PyExc_ValueError}, "negative dimensions are not allowed");
+      return extern_call(tx, user, args, kwargs, tensor_meta(dt, shape));
+    }
+    const jit::TensorMeta m = tx.meta(x);
+    BREAK_IF(m.rank() == 0, Raises{PyExc_IndexError}, "x must be an integer or at least 1-dimensional");
+    // permutation(x) of an array draws exactly what shuffle(x) draws (the same Fisher-Yates swaps,
+    // on x's copy or on an index), so shuffle is permutation written back into x.
+    VarPtr r = extern_call(tx, "numpy.random.permutation", {x}, {}, tensor_meta(m.dtype, m.shape));
+    if (name == "permutation") return r;
+    setitem(tx, x, tx.wrap_const(Py_Ellipsis), r);
+    return tx.wrap_const(Py_None);
+  } else if (name == "choice") {
+    auto b = bind_args(user, {"a", "size", "replace", "p"}, args, kwargs);
+    BREAK_IF(!b.count("a"), Raises{PyExc_TypeError}, user + "() needs a");
+    sized(b, {});
+    SymInt pop;
+    if (b["a"]->kind == VarKind::Tensor) {
+      BREAK_IF(tx.meta(b["a"]).rank() != 1, Raises{PyExc_ValueError}, "a must be 1-dimensional");
+      dt = tx.meta(b["a"]).dtype;
+      pop = tx.meta(b["a"]).shape[0];
+    } else {
+      dt = DType::Int64;
+      pop = SymInt(tx.to_int(b["a"], "choice population"));
+    }
+    BREAK_IF(!tx.out().decide(pop, CmpOp::Gt, 0, user + " at " + tx.location()), Raises{PyExc_ValueError},
+             "a must be a positive integer or a non-empty array");
+    if (!is_absent(b, "p")) {
+      BREAK_IF(b["p"]->kind != VarKind::Tensor || tx.meta(b["p"]).rank() != 1, user + " with p that is not a 1-d array");
+      BREAK_IF(!tx.out().sizes_equal(tx.meta(b["p"]).shape[0], pop, user + " at " + tx.location()),
+               Raises{PyExc_ValueError}, "'a' and 'p' must have same size");
+    }
+    if (b.count("replace") && !tx.truth(b["replace"], "replace"))
+      BREAK_IF(!tx.out().decide(pop - numel(shape), CmpOp::Ge, 0, user + " at " + tx.location()), Raises{PyExc_ValueError},
+               "Cannot take a larger sample than population when 'replace=False'");
   } else {
     graph_break(user + " is not supported by framejit yet");
   }

@@ -60,6 +60,22 @@ VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
 /// argument), as NumPy's constructor makes it; `type` borrowed (scalar_types.cpp).
 VarPtr scalar_type(Tracer& tx, const std::string& name, PyObject* type, const std::vector<VarPtr>& args,
                    const KwArgs& kwargs);
+/// tile repeat pad: views, broadcasts and concatenations (tiling.cpp).
+VarPtr tiling(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// einsum and cov: transposes, sums, products and matmul (contractions.cpp).
+VarPtr contraction(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// copyto: computed, then written into its target through setitem (stores.cpp).
+VarPtr store_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// ndarray.fill(v) on `t` (stores.cpp).
+VarPtr fill(Tracer& tx, const VarPtr& t, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// A ufunc (or numpy.clip) called with out=: the value, written into out, which is returned.
+/// Null when the call has no out (stores.cpp). `fn` is borrowed.
+VarPtr elementwise_out(Tracer& tx, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
+                       const KwArgs& kwargs);
+/// numpy.mgrid[key] / numpy.ogrid[key]; `name` is "mgrid" or "ogrid" (grids.cpp).
+VarPtr grid_getitem(Tracer& tx, const std::string& name, const VarPtr& key);
+/// numpy.ndarray(shape, dtype): an uninitialized array, as numpy.empty (grids.cpp).
+VarPtr ndarray_new(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 /// zeros ones full empty arange and the *_like forms.
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 

@@ -1,13 +1,46 @@
 // linalg.cpp — matmul, dot and the `@` operator, with batch dims and 1-d operands.
-#include "frontend/ops/numpy/families.h"
+#include "frontend/ops/numpy/compose.h"
 
 namespace framejit::frontend::ops {
+
+namespace {
+
+// numpy.dot with a list or a Python number: lists become arrays (numpy.asarray); a number is a
+// 0-d array of its default type, which dot does not narrow by value (np.dot(2.0, x32) is
+// float64), so the array operand is cast to dot's type and multiplied by the number.
+VarPtr dot_of_non_arrays(Tracer& tx, const std::string& target, const std::vector<VarPtr>& args) {
+  std::vector<VarPtr> ops;
+  for (const VarPtr& v : args) {
+    if (is_sequence(v)) {
+      BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy.dot of a list in a graph of framejit.Tensors");
+      tx.out().array_kind = ArrayKind::NumPy;
+      ops.push_back(array_from_list(tx, v, "numpy.dot"));
+      continue;
+    }
+    const bool number = v->kind == VarKind::Scalar ||
+                        (is_const(v) && (PyLong_Check(const_value(v)) || PyFloat_Check(const_value(v))));
+    BREAK_IF(v->kind != VarKind::Tensor && !number, "dot of a " + std::string(var_kind_name(v->kind)) + " operand");
+    ops.push_back(v);
+  }
+  if (ops[0]->kind == VarKind::Tensor && ops[1]->kind == VarKind::Tensor) return linalg(tx, "dot", target, ops, {});
+  const int arr = ops[0]->kind == VarKind::Tensor ? 0 : 1;
+  BREAK_IF(ops[arr]->kind != VarKind::Tensor, "numpy.dot of two Python numbers");
+  DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, "dot", numpy_attr("dot"), ops, {});
+  VarPtr x = ops[arr];
+  if (tx.meta(x).dtype != dt.dtype) x = cast(tx, x, dt.dtype);
+  std::vector<VarPtr> mul = arr == 0 ? std::vector<VarPtr>{x, ops[1]} : std::vector<VarPtr>{ops[0], x};
+  return ufunc(tx, "multiply", mul);
+}
+
+}  // namespace
 
 VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
               const KwArgs& kwargs) {
   for (auto& [k, v] : kwargs)
     BREAK_IF(!(v->kind == VarKind::Const && const_value(v) == Py_None), name + "() with " + k + "=");
   BREAK_IF(args.size() != 2, name + "() takes two operands");
+  if (name == "dot" && (args[0]->kind != VarKind::Tensor || args[1]->kind != VarKind::Tensor))
+    return dot_of_non_arrays(tx, target, args);
   const VarPtr &a = args[0], &b = args[1];
   BREAK_IF(a->kind != VarKind::Tensor || b->kind != VarKind::Tensor,
            name + " of a non-array operand");

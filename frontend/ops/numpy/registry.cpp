@@ -17,7 +17,7 @@ namespace {
 
 enum class Family : uint8_t {
   Elementwise, Reduction, Linalg, View, Join, Creation, Composite, Sequence, Array, Cumulative, Extern,
-  ScalarType, Indexing
+  ScalarType, Indexing, Tiling, Contraction, Store, Grid, ArrayType
 };
 
 struct Entry {
@@ -49,13 +49,19 @@ const char* const kSequences[] = {"linspace", "eye", "identity", "tri", "tril", 
                                   "diagonal", "trace", "diff", "meshgrid"};
 const char* const kArrays[] = {"asarray", "asanyarray", "array", "ascontiguousarray", "atleast_1d",
                                "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll"};
+// Composites of the second round: tiling.cpp, contractions.cpp; copyto writes (stores.cpp).
+const char* const kTiling[] = {"tile", "repeat", "pad"};
+const char* const kContractions[] = {"einsum", "cov"};
+// numpy.mgrid / numpy.ogrid: objects indexed with slices (grid_getitem), not called.
+const char* const kGrids[] = {"mgrid", "ogrid"};
 // Extern steps with exact meta (externs.cpp), by their path under numpy. NB: not listed by
 // supported_ops(): they run the library, not generated code.
 const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.norm", "linalg.cholesky", "linalg.det",
                                 "sort", "argsort", "partition", "argpartition", "bincount",
                                 "random.rand", "random.randn", "random.random", "random.random_sample",
                                 "random.sample", "random.ranf", "random.standard_normal",
-                                "random.uniform", "random.normal", "random.randint"};
+                                "random.uniform", "random.normal", "random.randint", "random.seed",
+                                "random.permutation", "random.choice", "random.shuffle"};
 // NumPy's scalar types, called to make a scalar: numpy.float32(0.5), numpy.int64(n) (scalar_types.cpp).
 const char* const kScalarTypes[] = {"float64", "float32", "float16", "int64", "int32", "int16", "int8",
                                     "uint64", "uint32", "uint16", "uint8", "bool_", "double", "single",
@@ -134,6 +140,11 @@ void fill_registry() {
     add("cumsum", Family::Cumulative);
     for (const char* n : kScalarTypes) add(n, Family::ScalarType);
     add("cumprod", Family::Cumulative);
+    for (const char* n : kTiling) add(n, Family::Tiling);
+    for (const char* n : kContractions) add(n, Family::Contraction);
+    for (const char* n : kGrids) add(n, Family::Grid);
+    add("copyto", Family::Store);
+    add("ndarray", Family::ArrayType);
     for (const char* n : kExterns)
       if (PyObject* obj = numpy_path(n)) r->by_object.emplace(obj, Entry{n, Family::Extern});
   }
@@ -142,7 +153,8 @@ void fill_registry() {
 VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject* fn, const std::vector<VarPtr>& args,
                 const KwArgs& kwargs, bool is_method) {
   if (e.family == Family::Creation || e.family == Family::Join || e.family == Family::Sequence ||
-      e.family == Family::Extern || e.family == Family::Cumulative) {
+      e.family == Family::Extern || e.family == Family::Cumulative || e.family == Family::Tiling ||
+      e.family == Family::Contraction || e.family == Family::ArrayType) {
     // These make NumPy arrays (Note [One array kind per graph]).
     BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
     tx.out().array_kind = ArrayKind::NumPy;
@@ -150,7 +162,9 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
   if (e.name == "where" && args.size() == 1 && kwargs.empty()) return indexing(tx, "where", args, kwargs);
   switch (e.family) {
     case Family::Indexing: return indexing(tx, e.name, args, kwargs);
-    case Family::Elementwise: return elementwise(tx, target, fn, args, kwargs);
+    case Family::Elementwise:
+      if (VarPtr r = elementwise_out(tx, target, fn, args, kwargs)) return r;
+      return elementwise(tx, target, fn, args, kwargs);
     case Family::Reduction: return reduction(tx, e.name, target, args, kwargs, is_method);
     case Family::Linalg: return linalg(tx, e.name, target, args, kwargs);
     case Family::View: return view_op(tx, e.name, target, args, kwargs, is_method);
@@ -162,6 +176,12 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
     case Family::Cumulative: return cumulative(tx, e.name, args, kwargs);
     case Family::Extern: return extern_fn(tx, e.name, args, kwargs);
     case Family::ScalarType: return scalar_type(tx, e.name, fn, args, kwargs);
+    case Family::Tiling: return tiling(tx, e.name, args, kwargs);
+    case Family::Contraction: return contraction(tx, e.name, args, kwargs);
+    case Family::Store: return store_fn(tx, e.name, args, kwargs);
+    case Family::Grid:
+      graph_break(Raises{PyExc_TypeError}, "'" + std::string(Py_TYPE(fn)->tp_name) + "' object is not callable");
+    case Family::ArrayType: return ndarray_new(tx, args, kwargs);
   }
   graph_break(BreakKind::Internal, "internal: unknown op family");
 }
@@ -235,7 +255,8 @@ VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name) {
   if (name == "T") return view_op(tx, "transpose", "method.transpose", {t}, {}, true);
   static const char* const kMethods[] = {"sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin",
                                          "any", "all", "reshape", "transpose", "swapaxes", "squeeze", "ravel",
-                                         "flatten", "astype", "copy", "clip", "dot", "round", "nonzero", "take"};
+                                         "flatten", "astype", "copy", "clip", "dot", "round", "nonzero", "take",
+                                         "fill", "repeat"};
   for (const char* n : kMethods)
     if (name == n) return std::make_shared<AttrMethodVar>(t, name);
   graph_break("ndarray attribute '" + name + "' is not captured yet");
@@ -266,6 +287,12 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
   for (const char* n : kReductions)
     if (name == n) return reduction(tx, name, target, args, kwargs, true);
   if (name == "flatten") return view_op(tx, "flatten", target, args, kwargs, true);
+  if (name == "fill") return fill(tx, t, std::vector<VarPtr>(args.begin() + 1, args.end()), kwargs);
+  if (name == "repeat") {
+    // ndarray.repeat(repeats, axis=None) is numpy.repeat(self, ...): a new NumPy array.
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "ndarray.repeat in a graph of framejit.Tensors");
+    return tiling(tx, "repeat", args, kwargs);
+  }
   for (const char* n : kViews)
     if (name == n) return view_op(tx, name, target, args, kwargs, true);
   if (name == "astype") return view_op(tx, "astype", target, args, kwargs, true);
@@ -297,6 +324,11 @@ public:
     for (const char* n : kSequences) add_function(n);
     for (const char* n : kArrays) add_function(n);
     for (const char* n : {"sort", "argsort", "partition", "argpartition"}) add_function(n);
+    for (const char* n : kTiling) add_function(n);
+    for (const char* n : kContractions) add_function(n);
+    for (const char* n : {"copyto", "ndarray"}) add_function(n);
+    for (const char* n : kGrids)
+      if (PyObject* obj = numpy_attr(n); obj && is_registered(obj)) names.push_back(std::string("numpy.") + n + "[...]");
     // The ufunc methods traced as ops: outer of every binary ufunc, reduce where it is a reduction.
     for (const char* n : kElementwise) {
       PyObject* obj = numpy_attr(n);
@@ -311,7 +343,8 @@ public:
     // on arrays (binary, unary).
     std::vector<const char*> members(std::begin(kReductions), std::end(kReductions));
     members.insert(members.end(), std::begin(kViews), std::end(kViews));
-    for (const char* n : {"flatten", "astype", "clip", "dot", "nonzero", "take", "shape", "ndim", "size", "dtype", "T", "itemsize", "nbytes"})
+    for (const char* n : {"flatten", "astype", "clip", "dot", "nonzero", "take", "shape", "ndim", "size", "dtype", "T",
+                          "itemsize", "nbytes", "fill", "repeat"})
       members.push_back(n);
     if (const NumPyHandles* np = numpy_handles())
       for (const char* n : members)
@@ -334,6 +367,13 @@ public:
     return ops::call_method(tx, a, name, std::move(args), std::move(kwargs));
   }
   VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) override { return ops::getitem(tx, a, index); }
+  VarPtr object_getitem(Tracer& tx, PyObject* obj, const VarPtr& index) override {
+    auto it = registry().by_object.find(obj);
+    if (it == registry().by_object.end() || it->second.family != Family::Grid) return nullptr;
+    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy." + it->second.name + "[...] in a graph of framejit.Tensors");
+    tx.out().array_kind = ArrayKind::NumPy;
+    return grid_getitem(tx, it->second.name, index);
+  }
   void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) override {
     ops::setitem(tx, a, index, value);
   }
