@@ -275,33 +275,38 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         no_partial = "the frame at the break cannot be rebuilt: " + b.reason;
       }
     }
-    if (broke && !partial && !no_partial.empty() && broke->snapshot && broke->offset >= 0) {
-      // Note [Breaks inside loops]: keep the graph before the loop instead.
-      Expected<int> start = bytecode::outer_loop_start(fn->func_code, broke->offset);
-      if (!start) PyErr_Clear();
-      if (start && *start >= 0 && *start != broke->offset) {
+    if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot && broke->offset >= 0) {
+      // Note [Breaks inside loops]: a break inside a loop keeps the graph before the loop; one
+      // inside an inlined call keeps the graph before that call.
+      Expected<int> loop = bytecode::outer_loop_start(fn->func_code, broke->offset);
+      if (!loop) PyErr_Clear();
+      const bool in_loop = loop && *loop >= 0;
+      const int stop_at = in_loop ? *loop : broke->in_callee ? broke->offset : -1;
+      if (stop_at >= 0) {
+        partial.reset();  // what the break kept holds the loop's or the callee's work
         OutputGraph before;
         TraceConfig stop = tcfg;
-        stop.stop_at = *start;
+        stop.stop_at = stop_at;
         auto as = std::make_shared<GraphBreak>(broke->without_snapshot());
-        as->reason += "; it is inside a for loop, which runs in CPython";
+        if (in_loop) as->reason += "; it is inside a loop, which runs in CPython";
         stop.stop_as = as;
         Tracer again(before, view, fn, stop);
-        std::optional<GraphBreak> at_loop = again.run();
-        // Only worth it when there is work before the loop: a resume function that starts at
-        // the loop would otherwise hand itself to another one, without end.
-        if (at_loop && at_loop->offset == *start && at_loop->snapshot && before.graph.num_calls() > 0) {
+        std::optional<GraphBreak> at_stop = again.run();
+        if (at_stop && at_stop->offset == stop_at && at_stop->snapshot) {
           try {
-            partial = again.break_state(*at_loop->snapshot);
-          } catch (GraphBreak&) {
+            partial = again.break_state(*at_stop->snapshot);
+          } catch (GraphBreak& b) {
+            no_partial = "the frame before the " + std::string(in_loop ? "loop" : "call") + " cannot be rebuilt: " + b.reason;
           }
+        } else {
+          no_partial = std::string("the trace did not reach the ") + (in_loop ? "loop" : "call") + " again";
         }
         if (partial) {
-          if (cfg.explain) explained = explain_break(*at_loop, before, reinterpret_cast<PyCodeObject*>(fn->func_code));
+          if (cfg.explain) explained = explain_break(*at_stop, before, reinterpret_cast<PyCodeObject*>(fn->func_code));
           og = std::move(before);
-          broke = std::move(at_loop);
+          broke = std::move(at_stop);
           no_partial.clear();
-          loop_stop = true;
+          loop_stop = in_loop;
         }
       }
     }

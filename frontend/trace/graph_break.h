@@ -63,6 +63,7 @@ struct GraphBreak {
                        // at which the trace stopped; inside an inlined call, the root's CALL
   OwnedRef filename;   // str: the innermost frame's co_filename; null until located
   int lineno = -1;     // the innermost instruction's line
+  bool in_callee = false;  // it happened inside a call the trace inlined (Note [Breaks inside loops])
   std::shared_ptr<FrameSnapshot> snapshot;  // null once the break outlives its trace
 
   /// The reason with " (file:line in fn)" appended when located: the text messages, logs and

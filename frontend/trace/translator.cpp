@@ -282,6 +282,7 @@ struct Interpreter {
         if (f.cur_offset * static_cast<int>(sizeof(uint16_t)) == tx.cfg_.stop_at && tx.cfg_.stop_as) {
           GraphBreak b = tx.cfg_.stop_as->without_snapshot();
           b.offset = -1;
+          b.in_callee = false;
           throw b;
         }
       }
@@ -846,6 +847,7 @@ VarPtr Tracer::run_frame(TraceFrame& f) {
     current_ = saved;
     return result;
   } catch (GraphBreak& b) {
+    if (!f.is_root) b.in_callee = true;
     if (!b.filename) {  // while the innermost frame is still alive to name its line
       b.where = location();
       b.filename = OwnedRef::borrow(f.code->co_filename);

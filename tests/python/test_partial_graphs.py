@@ -185,7 +185,7 @@ def test_what_cannot_be_rebuilt_runs_in_cpython_and_says_why(X):
     run_both(f_loop_first, X)
     e = framejit.explain(f_loop_first)(X)
     assert not e.breaks[0].resumed
-    assert "iterator" in e.breaks[0].no_resume
+    assert "nothing before the break to keep" in e.breaks[0].no_resume
     assert "the whole frame ran in CPython" in str(e)
 
 
@@ -195,7 +195,7 @@ def test_a_break_inside_a_loop_keeps_the_graph_before_it(X):
     run_both(f_loop, X)
     e = framejit.explain(f_loop)(X)
     assert e.breaks[0].resumed
-    assert "inside a for loop" in e.breaks[0].reason
+    assert "inside a loop" in e.breaks[0].reason
     assert e.graph_count == 1 and "mul" in e.graphs[0]
 
 
@@ -346,3 +346,39 @@ def f_inplace_then_break(x, d):
 @needs_numpy
 def test_a_write_before_the_break_reaches_the_input():
     run_both(f_inplace_then_break, np.arange(3.0), {"x": np.ones(3)})
+
+
+# Note [Breaks inside loops]: a break inside an inlined call keeps only the graph before the call,
+# which CPython then runs whole: the callee's write must not happen twice.
+def _writes_then_breaks(x):
+    x[2] += 1.0
+    print("in the helper", end="\r")
+    return x
+
+
+def f_helper_writes(a):
+    b = a * 2.0
+    return _writes_then_breaks(a) + b
+
+
+@needs_numpy
+def test_a_write_in_a_helper_that_breaks_happens_once():
+    run_both(f_helper_writes, make("numpy", [1.0, 2.0, 3.0, 4.0]))
+
+
+def f_while_branch(a):
+    n = 0
+    i = 0
+    while i < a.shape[0]:
+        if a[i] > 0.5:
+            n += 1
+        i += 1
+    return n
+
+
+@needs_numpy
+def test_a_break_in_every_iteration_of_a_while_loop_does_not_nest_frames():
+    # Each iteration's resume function used to be called from inside the last one's.
+    a = np.linspace(0.0, 1.0, 1200)
+    run_both(f_while_branch, a)
+    assert framejit.explain(f_while_branch)(a).graph_count <= 1
