@@ -13,6 +13,7 @@
 #include "frontend/program/program.h"
 #include "frontend/guards/guards.h"
 #include "frontend/output_graph/output_graph.h"
+#include "frontend/output_graph/side_effects.h"
 #include "frontend/trace/graph_break.h"
 
 namespace framejit::frontend {
@@ -42,6 +43,7 @@ struct CacheEntry {
   OwnedRef break_code;               // a partial graph's break code, Note [Break entries]; null: none
   int break_nargs = 0;               // its parameters before the outputs tuple
   OutputSpec output;                 // the return value; for break code, its outputs tuple
+  Replays replays;                   // stores to replay after the program (Note [Side effects])
   std::vector<int> input_slots;      // guard slot of each graph input
   const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
   OwnedRef backend_ref;              // keeps backend_key's object alive

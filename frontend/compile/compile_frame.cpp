@@ -113,7 +113,8 @@ Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& s
   spec.stores = std::move(st.stores);
   spec.live_locals = std::move(st.live_locals);
   spec.out_param = true;
-  const bool stores = !spec.stores.empty();
+  // Stores into outside objects are replayed before the break code runs (Note [Side effects]).
+  const bool stores = !spec.stores.empty() || !e.replays.empty();
   auto made = bytecode::make_break_code(fn->func_code, spec);
   if (!made) {
     // The break code's own refusals (an offset in the prologue, a generator, a value stack it
@@ -227,6 +228,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     // A partial graph whose outputs are all inputs and constants, and that writes no input, has
     // nothing to run.
     const bool has_graph = !broke || (partial && (!og.graph.outputs().empty() || !og.input_writes.empty()));
+    if (!broke || partial) entry->replays = tracer.take_replays();
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();
@@ -256,6 +258,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       entry->program.reset();
       entry->break_code = OwnedRef();
     }
+    if (!st.is_ok()) entry->replays = Replays{};  // the frame runs in CPython, stores and all
   } catch (const std::exception& ex) {
     st = Status::internal(std::string("C++ exception: ") + ex.what());
   } catch (GraphBreak& b) {  // from the tracer's helpers, called after the trace
