@@ -145,6 +145,37 @@ Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& s
   return Status::ok();
 }
 
+// Note [Remembered failures]: what this trace's failure says about the next ones.
+void remember_failure(CodeState& state, const std::optional<GraphBreak>& broke, PyCodeObject* spent,
+                      const CacheEntry& entry) {
+  auto give_up = [](CodeState& cs, const std::string& reason) {
+    cs.give_up(reason);
+    if (rt::log_enabled(rt::LogTopic::Breaks))
+      rt::log_write(rt::LogTopic::Breaks, (cs.name.empty() ? std::string("a function") : cs.name) +
+                                              ": given up on, it runs in CPython from now on: " + reason);
+  };
+  if (!broke) {
+    state.last_failure.clear();
+    return;
+  }
+  if (broke->kind == BreakKind::Limit && spent) {
+    CodeState* cs = spent == state.code ? &state : code_state(spent);  // the loop's own code
+    if (cs && ++cs->budget_failures >= 2)
+      give_up(*cs, "its loop ran the trace out of instructions twice (" + broke->message() + ")");
+    return;
+  }
+  const bool kept_nothing = !entry.program && !entry.break_code;
+  if (!kept_nothing || broke->kind == BreakKind::EagerError || broke->kind == BreakKind::Limit) {
+    state.last_failure.clear();
+    return;
+  }
+  std::string key = std::to_string(broke->offset) + ": " + broke->message();
+  if (key == state.last_failure)
+    give_up(state, "two captures in a row kept nothing and broke the same way: " + broke->message());
+  else
+    state.last_failure = std::move(key);
+}
+
 }  // namespace
 
 namespace {
@@ -210,11 +241,13 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   std::optional<BreakState> partial;  // the break keeps the graph before it (Note [Break entries])
   std::string no_partial;             // why a break does not
   std::optional<ExplainBreak> explained;  // described while the trace's node numbers hold
+  PyCodeObject* budget_spent_in = nullptr;  // borrowed: whose loop ran the trace out of budget
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
     Tracer tracer(og, view, fn, tcfg);
     broke = tracer.run();
+    budget_spent_in = tracer.budget_spent_in();
     if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));
     if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot) {
       try {
@@ -286,6 +319,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     return nullptr;
   }
   entry->guards = std::move(og.guards);
+  if (!cfg.explain) remember_failure(state, broke, budget_spent_in, *entry);
   if (st.code() == StatusCode::Unsupported && !broke) {
     // A graph pass or the backend declined the graph: no instruction to point at.
     broke.emplace();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "frontend/cache/code_state.h"
 #include "frontend/cpython/python_env.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/trace/op_table.h"
@@ -209,6 +210,10 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   }
   BREAK_IF(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE),
            "calling generator or coroutine function " + name);
+  // A loop that ran the trace out of budget twice is not traced a third time (Note [Remembered
+  // failures]): break at the call, before its trip count is specialized.
+  if (CodeState* cs = code_state(code); cs && cs->budget_failures >= 2)
+    graph_break(BreakKind::Limit, name + " ran the trace out of instructions before; it runs in CPython");
 
   TraceFrame f;
   f.code = code;

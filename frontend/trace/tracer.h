@@ -57,6 +57,7 @@ struct TraceFrame {
   int cur_offset = 0;  // code unit index of the instruction being run
   VarPtr result;       // set by RETURN_VALUE
   TraceFrame* parent = nullptr;
+  int own_instructions = 0;  // instructions run in this frame itself (not in its callees)
   // Root only, Note [Break snapshot]: the stack depth when the instruction being run started, and
   // the values of that stack it has popped so far, in pop order (the top first).
   size_t entry_depth = 0;

@@ -243,8 +243,17 @@ struct Interpreter {
         f.entry_popped.clear();
         tx.effects_mark_ = tx.effects_.size();  // Note [Side effects]: kept if this one breaks
       }
-      BREAK_IF(++tx.instructions_run_ > tx.cfg_.max_instructions, BreakKind::Limit,
-               "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
+      ++f.own_instructions;
+      if (++tx.instructions_run_ > tx.cfg_.max_instructions) {
+        // Whose loop ran long: the frame on the call chain that ran the most instructions itself
+        // (a loop calling a small helper many times is the loop's, not the helper's). A failed
+        // capture is remembered on that code (Note [Remembered failures]).
+        const TraceFrame* most = &f;
+        for (const TraceFrame* p = f.parent; p; p = p->parent)
+          if (p->own_instructions > most->own_instructions) most = p;
+        tx.budget_spent_in_ = most->code;
+        graph_break(BreakKind::Limit, "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
+      }
       BREAK_IF(f.ip >= f.num_instrs, BreakKind::Internal, "internal: ran off the end of the code");
       int raw = f.instrs[f.ip] & 0xff;
       int arg = f.instrs[f.ip] >> 8;
