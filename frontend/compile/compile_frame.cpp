@@ -245,6 +245,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
+    tcfg.gave_up_loop = [](PyCodeObject* code) {
+      CodeState* cs = code_state(code);
+      return cs && cs->budget_failures >= 2;
+    };
     Tracer tracer(og, view, fn, tcfg);
     broke = tracer.run();
     budget_spent_in = tracer.budget_spent_in();

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "frontend/cache/code_state.h"
 #include "frontend/cpython/python_env.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/trace/op_table.h"
@@ -212,8 +211,8 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
            "calling generator or coroutine function " + name);
   // A loop that ran the trace out of budget twice is not traced a third time (Note [Remembered
   // failures]): break at the call, before its trip count is specialized.
-  if (CodeState* cs = code_state(code); cs && cs->budget_failures >= 2)
-    graph_break(BreakKind::Limit, name + " ran the trace out of instructions before; it runs in CPython");
+  BREAK_IF(cfg_.gave_up_loop && cfg_.gave_up_loop(code), BreakKind::Limit,
+           name + " ran the trace out of instructions before; it runs in CPython");
 
   TraceFrame f;
   f.code = code;

@@ -27,6 +27,9 @@ struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
   int max_inline_depth = 24;  // nested user-function calls inlined before giving up
   int max_instructions = 200000;  // an unrolled loop that runs away is a graph break, not a hang
+  /// Whether `code`'s own loop ran earlier traces out of instructions (Note [Remembered failures]):
+  /// a call to it breaks instead of being inlined. Null: none is known.
+  bool (*gave_up_loop)(PyCodeObject* code) = nullptr;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
