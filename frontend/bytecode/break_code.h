@@ -114,9 +114,8 @@ struct BreakSpec {
   /// code takes the original's arguments all positionally (co_argcount, co_kwonlyargcount, *args
   /// and **kwargs in localsplus order), then the outputs tuple; `graph` must be null.
   bool out_param = false;
-  // TODO(side effects, issue 12 item 2): a list of replays to emit after the
-  // stores, in program order; the tracer logs them but nothing consumes them
-  // yet.
+  // Side effects are not emitted here: the hit path replays them before it
+  // calls this code (Note [Side effects], output_graph/side_effects.h).
 };
 
 /// The rewritten code and how it continues.
