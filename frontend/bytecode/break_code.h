@@ -117,9 +117,8 @@ struct BreakSpec {
   /// The instruction runs first thing in the resume function (Kind::InResume) even when it could
   /// be copied: it starts a loop that must run in CPython whole (Note [Breaks inside loops]).
   bool run_in_resume = false;
-  // TODO(side effects, issue 12 item 2): a list of replays to emit after the
-  // stores, in program order; the tracer logs them but nothing consumes them
-  // yet.
+  // Side effects are not emitted here: the hit path replays them before it
+  // calls this code (Note [Side effects], output_graph/side_effects.h).
 };
 
 /// The rewritten code and how it continues.

@@ -56,16 +56,28 @@ void reset_all_code_states() {
     cs->held_sizes.clear();
     cs->failed = false;
     cs->no_arrays = false;
+    cs->gave_up = false;
+    cs->budget_failures = 0;
+    cs->last_failure.clear();
+    cs->misses_past_limit = 0;
+    cs->gave_up_reason.clear();
     cs->update_never();
     cs->limit_reported = false;
   }
 }
 
 void CodeState::update_never() {
-  never = skip || failed || no_arrays;
-  void* tagged = reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | ((failed || no_arrays) ? kNeverTag : 0));
+  never = skip || failed || no_arrays || gave_up;
+  void* tagged =
+      reinterpret_cast<void*>(reinterpret_cast<uintptr_t>(this) | ((failed || no_arrays || gave_up) ? kNeverTag : 0));
   // NB: not set_code_extra, which would free the state it replaces (this very object).
   retag_code_extra(code, extra_index(), tagged);
+}
+
+void CodeState::give_up(std::string reason) {
+  gave_up = true;
+  gave_up_reason = std::move(reason);
+  update_never();
 }
 
 long long count_cache_entries() {

@@ -14,6 +14,7 @@
 #include "frontend/program/program.h"
 #include "frontend/guards/guards.h"
 #include "frontend/output_graph/output_graph.h"
+#include "frontend/output_graph/side_effects.h"
 #include "frontend/trace/graph_break.h"
 
 namespace framejit::frontend {
@@ -43,6 +44,7 @@ struct CacheEntry {
   OwnedRef break_code;               // a partial graph's break code, Note [Break entries]; null: none
   int break_nargs = 0;               // its parameters before the outputs tuple
   OutputSpec output;                 // the return value; for break code, its outputs tuple
+  Replays replays;                   // stores to replay after the program (Note [Side effects])
   std::vector<int> input_slots;      // guard slot of each graph input
   const void* backend_key = nullptr;  // the backend object that compiled it (borrowed identity)
   OwnedRef backend_ref;              // keeps backend_key's object alive
@@ -57,18 +59,42 @@ struct CodeState {
   bool skip = false;          // library code: never traced (cached)
   bool failed = false;        // an internal error: never traced again until reset()
   bool no_arrays = false;     // its trace touched no arrays: runs in CPython until reset()
+  bool gave_up = false;       // captures of it keep failing: runs in CPython until reset()
+                              // (Note [Remembered failures]); gave_up_reason says why
   bool limit_reported = false;
-  /// skip || failed || no_arrays, kept in one flag for the hook's first test.
+  /// skip || failed || no_arrays || gave_up, kept in one flag for the hook's first test.
   bool never = false;
-  /// Recomputes `never` and mirrors failed/no_arrays into the co_extra pointer's low bit (see
-  /// Note [Tagged co_extra]).
+  /// Recomputes `never` and mirrors failed/no_arrays/gave_up into the co_extra pointer's low bit
+  /// (see Note [Tagged co_extra]).
   void update_never();
   /// Sizes seen of arrays the code reads from globals and attributes, by source (Note [Held array
   /// sizes]); a dim that changed is -1.
   std::unordered_map<std::string, std::vector<int64_t>> held_sizes;
+  // Note [Remembered failures]: what failed before, so it is not paid for again.
+  int budget_failures = 0;         // traces that ran out of instructions in this code's own loop
+  std::string last_failure;        // "offset: reason" of the last trace that kept nothing
+  int misses_past_limit = 0;       // misses in a row since the recompile limit was reached
+  std::string gave_up_reason;
+  /// Marks the code as given up on (runs in CPython from now on) for `reason`.
+  void give_up(std::string reason);
   PyCodeObject* code = nullptr;  // borrowed: the code object owns this state
   std::string name;           // "fn (file.py:12)"
 };
+
+// Note [Remembered failures]
+// A capture that failed is not paid for again. Three failures are remembered per code object:
+//  - the trace budget ran out in this code's own loop (a loop whose trip count is a value the
+//    trace specialized, so every new count is a new trace that fails the same way): the second
+//    time, the code is given up on, and a trace of a caller that reaches it breaks at the call
+//    (trace/calls.cpp) instead of spending the budget again;
+//  - a trace kept nothing (no graph, no partial graph) and broke at the same instruction for the
+//    same reason as the one before (an unsupported call that every new shape meets again): given
+//    up on. An error the code raises itself is not counted: it depends on the values;
+//  - past the recompile limit, kGiveUpMisses misses in a row: its entries do not cover the calls
+//    it gets, and checking their guards on every call is the cost of CPython plus that.
+// Given up on means CPython runs it at CPython's cost: the co_extra tag (below) sends it to the
+// default evaluator before anything else is looked at. reset() forgets all of it.
+constexpr int kGiveUpMisses = 16;
 
 // Note [Tagged co_extra]
 // Under install() most frames belong to code framejit has given up on (no arrays, or an internal

@@ -83,13 +83,26 @@ bool run_program(CacheEntry& e, const HitFrame& frame, PyObject* running_code, P
   return false;
 }
 
+// The entry's logged stores (Note [Side effects]), right after its program; on failure the
+// outputs are released and the store's exception is the call's.
+bool replay(CacheEntry& e, PyObject** outputs, const HitFrame& frame, const FrameView& view) noexcept {
+  if (e.replays.empty()) return true;
+  if (replay_effects(e.replays, outputs, frame.slots, view)) return true;
+  const int n = e.program ? e.program->num_outputs() : 0;
+  for (int i = 0; i < n; ++i) Py_CLEAR(outputs[i]);
+  return false;
+}
+
 // A partial graph (Note [Break entries]): the graph's values, then the break code in place of the
 // frame, called with the frame's argument slots and those values.
 HitResult run_break(CacheEntry& e, const FrameView& view, const HitFrame& frame, PyObject* running_code) noexcept {
   PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
   if (e.program && !run_program(e, frame, running_code, outputs)) return {HitKind::Answered, nullptr};
+  // The stores made before the break are done before CPython runs the breaking instruction.
+  if (!replay(e, outputs, frame, view)) return {HitKind::Answered, nullptr};
   PyObject* args[kMaxHitIO + 1];  // borrowed, but the last: a new ref
   args[e.break_nargs] = build_return(e.output, outputs, frame.slots);
+  release_replay_outputs(e.replays, outputs);
   if (!args[e.break_nargs]) return {HitKind::Answered, nullptr};
   for (int i = 0; i < e.break_nargs; ++i) args[i] = view.localsplus[i];
   PyObject* result = nullptr;
@@ -112,7 +125,10 @@ HitResult run_entry(CacheEntry& e, const FrameView& view, const HitFrame& frame,
   if (!e.program || !e.program->can_run_now()) return {HitKind::RunInCPython, nullptr};
   PyObject* outputs[kMaxHitIO];  // new refs once run() succeeds
   if (!run_program(e, frame, running_code, outputs)) return {HitKind::Answered, nullptr};
-  return {HitKind::Answered, build_return(e.output, outputs, frame.slots)};
+  if (!replay(e, outputs, frame, view)) return {HitKind::Answered, nullptr};
+  PyObject* result = build_return(e.output, outputs, frame.slots);  // new ref
+  release_replay_outputs(e.replays, outputs);
+  return {HitKind::Answered, result};
 }
 
 HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& request, HitFrame& frame,

@@ -127,6 +127,8 @@ Status make_break_entry(PyFunctionObject* fn, const GraphBreak& b, BreakState& s
                         st.values.items[static_cast<size_t>(r.index)].kind == OutputSpec::Kind::Slot);
     stores |= !moved;
   }
+  // Stores into outside objects are replayed before the break code runs (Note [Side effects]).
+  stores |= !e.replays.empty();
   auto made = bytecode::make_break_code(fn->func_code, spec);
   if (!made) {
     // The break code's own refusals (an offset in the prologue, a generator, a value stack it
@@ -195,6 +197,37 @@ std::string list_breaks(PyFunctionObject* fn, const FrameView& view, const Compi
   return s + tail;
 }
 
+// Note [Remembered failures]: what this trace's failure says about the next ones.
+void remember_failure(CodeState& state, const std::optional<GraphBreak>& broke, PyCodeObject* spent,
+                      const CacheEntry& entry) {
+  auto give_up = [](CodeState& cs, const std::string& reason) {
+    cs.give_up(reason);
+    if (rt::log_enabled(rt::LogTopic::Breaks))
+      rt::log_write(rt::LogTopic::Breaks, (cs.name.empty() ? std::string("a function") : cs.name) +
+                                              ": given up on, it runs in CPython from now on: " + reason);
+  };
+  if (!broke) {
+    state.last_failure.clear();
+    return;
+  }
+  if (broke->kind == BreakKind::Limit && spent) {
+    CodeState* cs = spent == state.code ? &state : code_state(spent);  // the loop's own code
+    if (cs && ++cs->budget_failures >= 2)
+      give_up(*cs, "its loop ran the trace out of instructions twice (" + broke->message() + ")");
+    return;
+  }
+  const bool kept_nothing = !entry.program && !entry.break_code;
+  if (!kept_nothing || broke->kind == BreakKind::EagerError || broke->kind == BreakKind::Limit) {
+    state.last_failure.clear();
+    return;
+  }
+  std::string key = std::to_string(broke->offset) + ": " + broke->message();
+  if (key == state.last_failure)
+    give_up(state, "two captures in a row kept nothing and broke the same way: " + broke->message());
+  else
+    state.last_failure = std::move(key);
+}
+
 }  // namespace
 
 namespace {
@@ -261,12 +294,18 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   std::string no_partial;             // why a break does not
   std::optional<ExplainBreak> explained;  // described while the trace's node numbers hold
   bool loop_stop = false;                 // the break moved out of a loop (Note [Breaks inside loops])
+  PyCodeObject* budget_spent_in = nullptr;  // borrowed: whose loop ran the trace out of budget
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
     tcfg.held_sizes = &state.held_sizes;
+    tcfg.gave_up_loop = [](PyCodeObject* code) {
+      CodeState* cs = code_state(code);
+      return cs && cs->budget_failures >= 2;
+    };
     Tracer tracer(og, view, fn, tcfg);
     broke = tracer.run();
+    budget_spent_in = tracer.budget_spent_in();
     if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));
     if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot) {
       try {
@@ -275,6 +314,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         no_partial = "the frame at the break cannot be rebuilt: " + b.reason;
       }
     }
+    Replays replays = tracer.take_replays();  // of the trace whose graph is kept (Note [Side effects])
     if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot && broke->offset >= 0) {
       // Note [Breaks inside loops]: a break inside a loop keeps the graph before the loop; one
       // inside an inlined call keeps the graph before that call.
@@ -295,14 +335,22 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         if (at_stop && at_stop->offset == stop_at && at_stop->snapshot) {
           try {
             partial = again.break_state(*at_stop->snapshot);
+            replays = again.take_replays();
           } catch (GraphBreak& b) {
             no_partial = "the frame before the " + std::string(in_loop ? "loop" : "call") + " cannot be rebuilt: " + b.reason;
           }
         } else {
           no_partial = std::string("the trace did not reach the ") + (in_loop ? "loop" : "call") + " again";
         }
+        // Before a loop, only work worth a break entry: a store of a constant alone would cost
+        // every call a break code and a resume function that then runs everything in CPython.
+        if (partial && in_loop && before.graph.num_calls() == 0 && before.input_writes.empty() && replays.empty()) {
+          partial.reset();
+          no_partial = "nothing before the loop to keep";
+        }
         if (partial) {
           if (cfg.explain) explained = explain_break(*at_stop, before, reinterpret_cast<PyCodeObject*>(fn->func_code));
+          before.saw_tensor = true;  // the frame computes on arrays, if not before the stop
           og = std::move(before);
           broke = std::move(at_stop);
           no_partial.clear();
@@ -315,6 +363,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     // A partial graph whose outputs are all inputs and constants, and that writes no input, has
     // nothing to run.
     const bool has_graph = !broke || (partial && (!og.graph.outputs().empty() || !og.input_writes.empty()));
+    if (!broke || partial) entry->replays = std::move(replays);
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();
@@ -344,6 +393,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       entry->program.reset();
       entry->break_code = OwnedRef();
     }
+    if (!st.is_ok()) entry->replays = Replays{};  // the frame runs in CPython, stores and all
   } catch (const std::exception& ex) {
     st = Status::internal(std::string("C++ exception: ") + ex.what());
   } catch (GraphBreak& b) {  // from the tracer's helpers, called after the trace
@@ -371,6 +421,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     return nullptr;
   }
   entry->guards = std::move(og.guards);
+  if (!cfg.explain) remember_failure(state, broke, budget_spent_in, *entry);
   if (st.code() == StatusCode::Unsupported && !broke) {
     // A graph pass or the backend declined the graph: no instruction to point at.
     broke.emplace();

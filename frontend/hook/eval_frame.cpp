@@ -123,6 +123,12 @@ void report_limit(CodeState& cs) {
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
 }
 
+void give_up(CodeState& cs, const std::string& reason) {
+  cs.give_up(reason);
+  if (rt::log_enabled(rt::LogTopic::Breaks))
+    rt::log_write(rt::LogTopic::Breaks, cs.name + ": given up on, it runs in CPython from now on: " + reason);
+}
+
 std::string describe_code(PyCodeObject* code) {
   const char* name = PyUnicode_AsUTF8(code->co_qualname);
   const char* file = PyUnicode_AsUTF8(code->co_filename);
@@ -203,7 +209,7 @@ Exit frame_exit(PyCodeObject* code, _PyInterpreterFrame* frame, CompileConfig* c
     cs->skip_known = true;
     cs->update_never();
   }
-  if (cs->failed || cs->no_arrays || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
+  if (cs->failed || cs->no_arrays || cs->gave_up || (cs->skip && reinterpret_cast<PyObject*>(code) != cfg->root_code))
     return run_default();
 
   ++stats().frames;
@@ -217,12 +223,16 @@ Exit frame_exit(PyCodeObject* code, _PyInterpreterFrame* frame, CompileConfig* c
     HitResult r = run_hit(*cs, view, request, hit, &same_backend);
     if (r.kind != HitKind::Miss) {
       ++stats().cache_hits;
+      if (cs->misses_past_limit) cs->misses_past_limit = 0;
       return from_hit(r);
     }
     ++stats().cache_misses;
     if (same_backend >= settings().recompile_limit) {
       ++stats().unsupported_frames;
       report_limit(*cs);
+      // Note [Remembered failures]: entries that keep missing are not worth their guards.
+      if (++cs->misses_past_limit >= kGiveUpMisses)
+        give_up(*cs, std::to_string(kGiveUpMisses) + " calls in a row missed every cache entry past config.recompile_limit");
       return run_default();
     }
   }
@@ -276,7 +286,7 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
       (code->co_flags & (CO_VARARGS | CO_VARKEYWORDS | kUntraceable)))
     return false;
   CodeState* cs = fast_code_state(code);
-  if (!cs || cs->failed || cs->no_arrays || cs->entries.empty()) return false;
+  if (!cs || cs->failed || cs->no_arrays || cs->gave_up || cs->entries.empty()) return false;
   FrameView view{const_cast<PyObject**>(args), func->func_globals, func->func_builtins, func->func_closure};
   HitFrame hit;
   HitRequest request;

@@ -92,6 +92,9 @@ BreakState Tracer::break_state(const FrameSnapshot& snap) {
     if (is_entry_value(l.value, l.slot)) continue;
     st.stores.push_back({l.slot, recipe(l.value)});
   }
+  // The stores logged before the breaking instruction run before it (Note [Side effects]).
+  effects_.resize(effects_mark_);
+  build_replays(outs, seen);
   add_copy_backs(outs);
   out_.graph.set_output(std::move(outs));
   return st;

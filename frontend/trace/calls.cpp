@@ -73,18 +73,27 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       if (self->kind == VarKind::Tensor) return array_ops().call_method(*this, self, m->name, std::move(args), std::move(kwargs));
       if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
-        BREAK_IF(self->source, BreakKind::SideEffect,
-                 "mutating a list the function received (a side effect)");
+        // append/extend on a list the function received: logged (Note [Side effects]).
+        const bool outside = self->source != nullptr;
+        BREAK_IF(outside && m->name != "append" && m->name != "extend", BreakKind::SideEffect,
+                 "list." + m->name + " on a list the function received (a side effect)");
         BREAK_IF(!kwargs.empty(), "keyword arguments to list." + m->name);
         auto& items = as<SeqVar>(self)->items;
         if (m->name == "append" && args.size() == 1) {
+          if (outside) log_container_store(self, nullptr, args[0]);
           items.push_back(args[0]);
           return wrap_const(Py_None);
         }
         if (m->name == "extend" && args.size() == 1) {
-          for (auto& x : unpack(args[0], "list.extend")) items.push_back(x);
+          std::vector<VarPtr> xs = unpack(args[0], "list.extend");
+          if (outside) {
+            BREAK_IF(args[0].get() == self.get(), BreakKind::SideEffect, "extending a list the function received by itself");
+            for (const VarPtr& x : xs) log_container_store(self, nullptr, x);
+          }
+          for (auto& x : xs) items.push_back(x);
           return wrap_const(Py_None);
         }
+        BREAK_IF(outside, BreakKind::SideEffect, "list." + m->name + " with these arguments on a list the function received");
         if (m->name == "pop" && args.size() <= 1) {
           BREAK_IF(items.empty(), Raises{PyExc_IndexError}, "pop from empty list");
           int64_t i = args.empty() ? -1 : to_int(args[0], "list.pop index");
@@ -208,6 +217,10 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   }
   BREAK_IF(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE),
            "calling generator or coroutine function " + name);
+  // A loop that ran the trace out of budget twice is not traced a third time (Note [Remembered
+  // failures]): break at the call, before its trip count is specialized.
+  BREAK_IF(cfg_.gave_up_loop && cfg_.gave_up_loop(code), BreakKind::Limit,
+           name + " ran the trace out of instructions before; it runs in CPython");
 
   TraceFrame f;
   f.code = code;
@@ -544,6 +557,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       return wrap(v, child_source(SourceKind::ModuleAttr, obj->source, name));
     }
     case VarKind::Object: {
+      if (VarPtr w = attr_written(obj, name)) return w;  // Note [Side effects]
       PyObject* o = as<ObjectVar>(obj)->obj.get();
       PyObject* type_attr = _PyType_Lookup(Py_TYPE(o), name);  // borrowed
       // Data descriptors (properties, __slots__) take precedence and run code: not traced yet.
@@ -577,6 +591,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
                   std::string("'") + Py_TYPE(o)->tp_name + "' object has no attribute '" + n + "'");
     }
     case VarKind::Class: {
+      if (VarPtr w = attr_written(obj, name)) return w;  // Note [Side effects]
       PyObject* cls = as<ObjectVar>(obj)->obj.get();
       PyObject* v = _PyType_Lookup(reinterpret_cast<PyTypeObject*>(cls), name);  // borrowed
       BREAK_IF(!v, BreakKind::MissingAttribute,

@@ -49,7 +49,14 @@ VarPtr scalar_binary(Tracer& tx, const char* op, const VarPtr& a, const VarPtr& 
   OwnedRef r = OwnedRef::steal(PyObject_CallFunctionObjArgs(operator_fn(op), ha.get(), hb.get(), nullptr));
   if (!r) python_error_break("Python raised ", std::string(" in operator.") + op);
   std::optional<jit::SymInt> sym;
-  auto sa = tx.as_sym(a), sb = tx.as_sym(b);
+  // Size arithmetic stays symbolic; other run-time numbers stay run-time (as_sym would pin a plain
+  // int with a guard: a counter `n + 1` would recompile on every new n).
+  auto has_sym = [](const VarPtr& v) { return v->kind == VarKind::Scalar && as<ScalarVar>(v)->sym; };
+  std::optional<jit::SymInt> sa, sb;
+  if (has_sym(a) || has_sym(b)) {
+    sa = tx.as_sym(a);
+    sb = tx.as_sym(b);
+  }
   std::string o = op;
   if (sa && sb && PyLong_CheckExact(r.get())) {
     if (o == "add") sym = *sa + *sb;
@@ -82,8 +89,10 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
       std::vector<VarPtr> items = as<SeqVar>(lhs)->items;
       for (auto& x : as<SeqVar>(rhs)->items) items.push_back(x);
       if (inplace && lhs->kind == VarKind::List) {
-        BREAK_IF(lhs->source, BreakKind::SideEffect,
-                 "extending a list the function received (a side effect)");
+        if (lhs->source) {  // the caller's list: each item's append logged (Note [Side effects])
+          BREAK_IF(rhs.get() == lhs.get(), BreakKind::SideEffect, "extending a list the function received by itself");
+          for (const VarPtr& x : as<SeqVar>(rhs)->items) tx.log_container_store(lhs, nullptr, x);
+        }
         as<SeqVar>(lhs)->items = items;
         return lhs;
       }

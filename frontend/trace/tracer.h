@@ -8,12 +8,14 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "framejit/status.h"
 #include "frontend/bytecode/break_code.h"
 #include "frontend/output_graph/output_graph.h"
+#include "frontend/output_graph/side_effects.h"
 #include "frontend/trace/graph_break.h"
 #include "frontend/variables/variables.h"
 
@@ -37,6 +39,9 @@ struct TraceConfig {
   /// anything computed from an unknown value.
   bool discover = false;
   std::vector<int> unknown_at;
+  /// Whether `code`'s own loop ran earlier traces out of instructions (Note [Remembered failures]):
+  /// a call to it breaks instead of being inlined. Null: none is known.
+  bool (*gave_up_loop)(PyCodeObject* code) = nullptr;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
@@ -67,6 +72,7 @@ struct TraceFrame {
   int cur_offset = 0;  // code unit index of the instruction being run
   VarPtr result;       // set by RETURN_VALUE
   TraceFrame* parent = nullptr;
+  int own_instructions = 0;  // instructions run in this frame itself (not in its callees)
   // Root only, Note [Break snapshot]: the stack depth when the instruction being run started, and
   // the values of that stack it has popped so far, in pop order (the top first).
   size_t entry_depth = 0;
@@ -174,6 +180,30 @@ public:
   /// The SymInt a value stands for (constants and size-derived scalars), if any.
   std::optional<jit::SymInt> as_sym(const VarPtr& v);
 
+  // -- side effects (frontend/trace/side_effects.cpp, Note [Side effects]) --
+  /// obj.name = value on an object that existed before the call (logged, not done).
+  void store_attr(const VarPtr& obj, PyObject* name, const VarPtr& value);  // name borrowed
+  /// What the trace stored in obj.name, or null.
+  VarPtr attr_written(const VarPtr& obj, PyObject* name);  // name borrowed
+  /// globals[name] = value (STORE_GLOBAL in a frame whose globals are `globals`; `root_globals`:
+  /// the frame's are the root frame's own, read from the frame at run time).
+  void store_global(PyObject* globals, bool root_globals, PyObject* name, const VarPtr& value);  // borrowed
+  VarPtr global_written(PyObject* globals, PyObject* name) const;  // borrowed
+  /// STORE_DEREF into a cell that came from outside the trace.
+  void store_outside_cell(CellVar& cell, const VarPtr& value);
+  /// What the trace stored in the outside cell behind `cell`, or null.
+  VarPtr outside_cell_written(const CellVar& cell);
+  /// container[key] = value, container.append(value) on a list or dict that came from a source:
+  /// `key` null for an append. The trace's own view of the container is changed by the caller.
+  void log_container_store(const VarPtr& container, PyObject* key, const VarPtr& value);  // borrowed
+  /// The logged stores as replays over the graph's outputs `outs` (Note [Side effects]); `shared`
+  /// holds the lists and dicts the outputs already rebuild.
+  void build_replays(std::vector<jit::Arg>& outs, std::unordered_set<const Var*>& shared);
+  /// The replays of the finished trace (moved out).
+  Replays take_replays() { return std::move(replays_); }
+  /// The code whose own loop used most of the instruction budget when the trace ran out of it.
+  PyCodeObject* budget_spent_in() const { return budget_spent_in_; }
+
   /// "file.py:12 in fn" for the instruction being traced.
   std::string location() const;
 
@@ -196,6 +226,23 @@ private:
   bool discovery_stopped_ = false;
   std::vector<std::pair<jit::SymInt, int>> sym_nodes_;  // memo: SymInt already in the graph
   std::unordered_map<std::string, VarPtr> wrapped_;     // by source text: one Var per source
+  // Note [Side effects]: the log, where the root instruction being traced started it, and what
+  // later reads see: by the real object (attributes, cells) or (globals dict, name).
+  std::vector<LoggedEffect> effects_;
+  size_t effects_mark_ = 0;
+  struct WrittenAttr {
+    VarPtr owner;  // the Var the store went through (an alias through another path breaks)
+    VarPtr value;
+  };
+  std::unordered_map<PyObject*, std::unordered_map<std::string, WrittenAttr>> written_attrs_;
+  std::unordered_map<PyObject*, std::unordered_map<std::string, VarPtr>> written_globals_;
+  std::unordered_map<PyObject*, VarPtr> written_cells_;
+  std::vector<OwnedRef> effect_refs_;  // keeps the objects keyed above alive during the trace
+  Replays replays_;
+  // output_spec's memo of the graph output of each value, and whether to reuse it.
+  std::unordered_map<const Var*, int> value_outputs_;
+  bool reuse_value_outputs_ = false;
+  PyCodeObject* budget_spent_in_ = nullptr;  // borrowed
 };
 
 }  // namespace framejit::frontend

@@ -121,6 +121,7 @@ struct Interpreter {
   }
 
   VarPtr load_global(PyObject* name) {
+    if (VarPtr w = tx.global_written(f.globals.get(), name)) return w;  // Note [Side effects]
     PyObject* v = PyDict_GetItemWithError(f.globals.get(), name);  // borrowed
     if (!v && !PyErr_Occurred()) v = PyDict_GetItemWithError(f.builtins.get(), name);
     if (PyErr_Occurred()) PyErr_Clear();
@@ -279,6 +280,7 @@ struct Interpreter {
       if (f.is_root) {  // Note [Break snapshot]
         f.entry_depth = f.stack.size();
         f.entry_popped.clear();
+        tx.effects_mark_ = tx.effects_.size();  // Note [Side effects]: kept if this one breaks
         if (f.cur_offset * static_cast<int>(sizeof(uint16_t)) == tx.cfg_.stop_at && tx.cfg_.stop_as) {
           GraphBreak b = tx.cfg_.stop_as->without_snapshot();
           b.offset = -1;
@@ -286,8 +288,17 @@ struct Interpreter {
           throw b;
         }
       }
-      BREAK_IF(++tx.instructions_run_ > tx.cfg_.max_instructions, BreakKind::Limit,
-               "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
+      ++f.own_instructions;
+      if (++tx.instructions_run_ > tx.cfg_.max_instructions) {
+        // Whose loop ran long: the frame on the call chain that ran the most instructions itself
+        // (a loop calling a small helper many times is the loop's, not the helper's). A failed
+        // capture is remembered on that code (Note [Remembered failures]).
+        const TraceFrame* most = &f;
+        for (const TraceFrame* p = f.parent; p; p = p->parent)
+          if (p->own_instructions > most->own_instructions) most = p;
+        tx.budget_spent_in_ = most->code;
+        graph_break(BreakKind::Limit, "trace ran past " + std::to_string(tx.cfg_.max_instructions) + " instructions");
+      }
       BREAK_IF(f.ip >= f.num_instrs, BreakKind::Internal, "internal: ran off the end of the code");
       int raw = f.instrs[f.ip] & 0xff;
       int arg = f.instrs[f.ip] >> 8;
@@ -353,9 +364,13 @@ struct Interpreter {
             push(std::move(v));
           break;
         }
-        case Op::StoreGlobal:
+        case Op::StoreGlobal:  // (value --) logged, Note [Side effects]
+          tx.store_global(f.globals.get(), !f.globals_base && f.globals.get() == tx.view().globals,
+                          co_name(arg), peek(1));
+          pop();
+          break;
         case Op::DeleteGlobal:
-          graph_break(BreakKind::SideEffect, "assigning a global variable (a side effect)");
+          graph_break(BreakKind::SideEffect, "deleting a global variable (a side effect)");
         case Op::MakeCell: {  // (--) wraps the slot's current value in a new cell
           auto cell = std::make_shared<CellVar>();
           if (f.is_root && f.lazy_args[arg]) load_fast(arg);
@@ -379,8 +394,11 @@ struct Interpreter {
         case Op::LoadDeref: push(deref(arg)); break;  // (-- value)
         case Op::StoreDeref: {                        // (value --)
           CellVar* cell = cell_at(arg);
-          BREAK_IF(cell->source, BreakKind::SideEffect,
-                   "assigning to a variable of an enclosing function (a side effect)");
+          if (cell->source) {  // an enclosing function's variable: logged, Note [Side effects]
+            tx.store_outside_cell(*cell, peek(1));
+            pop();
+            break;
+          }
           cell->contents = pop();
           break;
         }
@@ -412,9 +430,13 @@ struct Interpreter {
             push(std::move(attr));
           break;
         }
-        case Op::StoreAttr:
+        case Op::StoreAttr: {  // (value, owner --) logged, Note [Side effects]
+          tx.store_attr(peek(1), co_name(arg), peek(2));
+          pop_n(2);
+          break;
+        }
         case Op::DeleteAttr:
-          graph_break(BreakKind::SideEffect, "assigning an attribute (a side effect)");
+          graph_break(BreakKind::SideEffect, "deleting an attribute (a side effect)");
         case Op::BinarySubscr: {  // (container, index -- value)
           VarPtr index = pop();
           VarPtr container = pop();
@@ -733,6 +755,7 @@ struct Interpreter {
   VarPtr deref(int i) {
     CellVar* cell = cell_at(i);
     if (!cell->contents && cell->source) {
+      if (VarPtr w = tx.outside_cell_written(*cell)) return w;  // Note [Side effects]
       PyObject* v = fetch_source(*cell->source, tx.view());  // borrowed
       BREAK_IF(!v, Raises{PyExc_NameError},
                "free variable '" + local_name(f.code, i) + "' is unbound");
@@ -762,9 +785,18 @@ struct Interpreter {
       tx.array_ops().setitem(tx, container, index, value);
       return;
     }
-    BREAK_IF(container->source, BreakKind::SideEffect,
-             "mutating a container the function received (a side effect)");
+    // A list or dict the function received is changed in the trace's view of it and the store
+    // logged (Note [Side effects]); one the trace made is only changed.
+    const bool outside = container->source != nullptr;
+    BREAK_IF(outside && container->kind != VarKind::Dict && container->kind != VarKind::List,
+             BreakKind::SideEffect, "mutating a container the function received (a side effect)");
     if (container->kind == VarKind::Dict) {
+      if (outside) {
+        OwnedRef k = tx.python_value(index, "dict key");
+        BREAK_IF(!PyUnicode_CheckExact(k.get()) && !PyLong_CheckExact(k.get()), BreakKind::SideEffect,
+                 "storing into a dict the function received with a key other than str/int");
+        tx.log_container_store(container, k.get(), value);
+      }
       dict_set(*as<DictVar>(container), index, value);
       return;
     }
@@ -774,6 +806,11 @@ struct Interpreter {
       int64_t n = static_cast<int64_t>(items.size());
       if (i < 0) i += n;
       BREAK_IF(i < 0 || i >= n, Raises{PyExc_IndexError}, "list assignment index out of range");
+      if (outside) {
+        OwnedRef k = OwnedRef::steal(PyLong_FromLongLong(i));
+        BREAK_IF(!k, BreakKind::Internal, "internal: out of memory");
+        tx.log_container_store(container, k.get(), value);
+      }
       items[i] = value;
       return;
     }

@@ -338,12 +338,21 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
         from_slot(v->source);  // a returned input is the very same object
         return spec;
       }
+      spec.kind = OutputSpec::Kind::Value;
+      // A replay's value that the frame's outputs already hold is that same object
+      // (Note [Side effects]).
+      if (reuse_value_outputs_) {
+        if (auto it = value_outputs_.find(v.get()); it != value_outputs_.end()) {
+          spec.index = it->second;
+          return spec;
+        }
+      }
       if (v->kind == VarKind::Tensor) {
         const int view = view_of_written_input(*as<TensorVar>(v));
         if (view >= 0) node = view;
       }
-      spec.kind = OutputSpec::Kind::Value;
       spec.index = static_cast<int>(outs.size());
+      value_outputs_.emplace(v.get(), spec.index);
       outs.push_back(jit::Arg::node(node));
       return spec;
     }
@@ -381,6 +390,19 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
 void Tracer::build_output(const VarPtr& ret) {
   std::vector<jit::Arg> outs;
   out_.output = output_spec(ret, outs);
+  std::unordered_set<const Var*> shared;  // the lists and dicts the return value rebuilds
+  std::vector<VarPtr> todo{ret};
+  while (!todo.empty()) {
+    VarPtr v = std::move(todo.back());
+    todo.pop_back();
+    if (!v || v->source) continue;
+    if (v->kind == VarKind::List || v->kind == VarKind::Dict) shared.insert(v.get());
+    if (is_seq(v))
+      for (const VarPtr& x : as<SeqVar>(v)->items) todo.push_back(x);
+    if (v->kind == VarKind::Dict)
+      for (const auto& kv : as<DictVar>(v)->items) todo.push_back(kv.second);
+  }
+  build_replays(outs, shared);
   add_copy_backs(outs);
   out_.graph.set_output(std::move(outs));
 }

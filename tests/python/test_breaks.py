@@ -457,7 +457,8 @@ def f_many_breaks(x, box):
     y = np.tanh(x)
     print("a", file=io.StringIO())  # BREAK 1
     z = y + 1
-    box.attr = z  # BREAK 2
+    box.attr = z  # a side effect: logged and replayed, no break
+    print("b", file=io.StringIO())  # BREAK 2
     w = _prints_inside(z)
     s = float(w.sum())
     if (w * s).sum() > 0:
