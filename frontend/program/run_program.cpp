@@ -42,6 +42,9 @@ struct PyCall {
   // goes into it instead of a copy (Note [Writes into arrays]).
   int inplace_base = -1;   // the base's value id, or -1
   OwnedRef inplace_callable;
+  // A lowered write whose index did not apply runs this to raise the library's IndexError: the
+  // read of the same basic index (its value may never have been computed, fused into the store).
+  bool raise_only = false;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
 };
@@ -337,6 +340,11 @@ bool PyHost::run_extern(int node, rt::Value* values) {
     inplace = is_private(values[it->second.inplace_base]);
   PyObject* r = p_.call(node, values, inplace);  // new ref
   if (!r) return false;
+  if (auto it = p_.calls.find(node); it != p_.calls.end() && it->second.raise_only) {
+    Py_DECREF(r);
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a write's index applies in NumPy but not in the program");
+    return false;
+  }
   if (values[node].handle) release(values[node]);
   classify(r, values[node], arrays_);  // steals r
   return true;
@@ -427,6 +435,23 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       }
       p->calls.emplace(s.node, std::move(*c));
     }
+  for (const rt::Step& s : program.steps)
+    if (s.kind == rt::Step::Kind::Store) {
+      const jit::Node& n = nodes[s.node];
+      if (s.store.into_base) {
+        auto c = py_call_of(n);  // an overlapping copy back: NumPy's own copy
+        if (!c) return c.error();
+        p->calls.emplace(s.node, std::move(*c));
+        continue;
+      }
+      jit::Node probe;
+      probe.target = "getitem";
+      probe.args = {n.args.at(0), n.args.at(1)};
+      auto c = py_call_of(probe);
+      if (!c) return c.error();
+      c->raise_only = true;
+      p->calls.emplace(s.node, std::move(*c));
+    }
   for (size_t v = 0; v < program.view_of.size(); ++v)
     if (program.view_of[v] >= 0) {
       auto c = py_call_of(nodes[v]);
@@ -505,13 +530,14 @@ Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
   auto compiled = jit::compile_graph(graph, jit::x86::backend());
   if (!compiled) return compiled.error();
   const long long compiled_steps = static_cast<long long>(
-      compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size());
+      compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size() +
+      compiled->plan.stores.size());
   if (compiled->plan.extern_calls >= kExternBoundMin && compiled->plan.extern_calls > kExternBoundRatio * compiled_steps)
     return Status::unsupported("the graph would run as " + std::to_string(compiled->plan.extern_calls) +
                                " library calls beside " + std::to_string(compiled_steps) +
                                " compiled steps, slower than CPython (Note [Extern-bound graphs])");
   Stats& st = stats();
-  st.kernels += static_cast<long long>(compiled->plan.groups.size());
+  st.kernels += static_cast<long long>(compiled->plan.groups.size() + compiled->plan.stores.size());
   st.reductions += static_cast<long long>(compiled->plan.reductions.size());
   st.gemms += static_cast<long long>(compiled->plan.gemms.size());
   st.extern_calls += compiled->plan.extern_calls;
