@@ -1,11 +1,21 @@
 // fuse_pointwise.cpp — pass: greedy grouping of pointwise nodes, and reductions that take the
 // computation of their operand from an open group as their prologue.
+#include <algorithm>
 #include <utility>
 
 #include "jit/schedule/fusion_passes.h"
 
 namespace framejit::jit {
 namespace {
+
+// Whether store `u` (if it is one) recomputes `v` from its inputs rather than reading it.
+bool recomputed_by_store(const FusionPlan& plan, int u, int v) {
+  if (plan.store_of[u] < 0) return false;
+  const StoreGroup& st = plan.stores[plan.store_of[u]];
+  // The base is read as an array whatever the kernel recomputes (x[...] = x + 1 with x a member).
+  if (st.write.base == v) return false;
+  return std::find(st.kernel.nodes.begin(), st.kernel.nodes.end(), v) != st.kernel.nodes.end();
+}
 
 // Marks the tentative members read outside their group (NodeRecord::needed_outside): by a node
 // of another group or none (the output among them), or by a fused reduction's prologue. A fused
@@ -16,8 +26,7 @@ void mark_needed_outside(FusionState& state) {
     NodeRecord& rec = state.nodes[v];
     if (rec.tentative < 0) continue;
     for (int u : state.users.of(v))
-      if (plan.reduction_of[u] < 0 && state.nodes[u].tentative != rec.tentative &&
-          (plan.store_of[u] < 0 || plan.stores[plan.store_of[u]].kernel.nodes.empty()))
+      if (plan.reduction_of[u] < 0 && state.nodes[u].tentative != rec.tentative && !recomputed_by_store(plan, u, v))
         rec.needed_outside = true;
   }
   // A store that recomputes its value reads its producers' inputs instead.
