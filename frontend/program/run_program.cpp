@@ -196,7 +196,17 @@ private:
 class PyProgram final : public Program {
 public:
   rt::Program program;
-  std::unordered_map<int, PyCall> calls;  // node -> its call (extern steps, folded views)
+  // Node -> its call (extern steps, folded views, lowered writes' fallbacks), or null. Indexed, not
+  // hashed: an unrolled loop runs thousands of extern steps per call, and a hash lookup each was a
+  // tenth of its run time.
+  std::vector<std::unique_ptr<PyCall>> calls;
+  const PyCall* call_of(int node) const {
+    return node >= 0 && node < static_cast<int>(calls.size()) ? calls[node].get() : nullptr;
+  }
+  void add_call(int node, PyCall c) {
+    if (static_cast<int>(calls.size()) <= node) calls.resize(node + 1);
+    calls[node] = std::make_unique<PyCall>(std::move(c));
+  }
   std::vector<ArgRef> outputs;
   bool needs_default_errstate = false;  // jit programs: kernels do not report floating-point events
 
@@ -280,12 +290,12 @@ public:
   // Runs node `node`'s call (its in-place form when `inplace`); the result (new ref) or null with
   // the exception set.
   PyObject* call(int node, rt::Value* vals, bool inplace = false) const {
-    auto it = calls.find(node);
-    if (it == calls.end()) {
+    const PyCall* found = call_of(node);
+    if (!found) {
       PyErr_Format(PyExc_RuntimeError, "framejit: internal error: no call for value %d", node);
       return nullptr;
     }
-    const PyCall& in = it->second;
+    const PyCall& in = *found;
     constexpr int kMaxArgs = 16;
     // Slot 0 is scratch so calls may use PY_VECTORCALL_ARGUMENTS_OFFSET.
     PyObject* argv[kMaxArgs + 1];
@@ -336,11 +346,11 @@ bool PyHost::is_private(const rt::Value& v) {
 
 bool PyHost::run_extern(int node, rt::Value* values) {
   bool inplace = false;
-  if (auto it = p_.calls.find(node); it != p_.calls.end() && it->second.inplace_base >= 0)
-    inplace = is_private(values[it->second.inplace_base]);
+  const PyCall* c = p_.call_of(node);
+  if (c && c->inplace_base >= 0) inplace = is_private(values[c->inplace_base]);
   PyObject* r = p_.call(node, values, inplace);  // new ref
   if (!r) return false;
-  if (auto it = p_.calls.find(node); it != p_.calls.end() && it->second.raise_only) {
+  if (c && c->raise_only) {
     Py_DECREF(r);
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a write's index applies in NumPy but not in the program");
     return false;
@@ -433,7 +443,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
         c->inplace_callable = OwnedRef::steal(module_attr("framejit._C", "_index_put_inplace"));
         if (!c->inplace_callable) return Status::internal("cannot resolve _index_put_inplace: " + fetch_error_text());
       }
-      p->calls.emplace(s.node, std::move(*c));
+      p->add_call(s.node, std::move(*c));
     }
   for (const rt::Step& s : program.steps)
     if (s.kind == rt::Step::Kind::Store) {
@@ -441,7 +451,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       if (s.store.into_base) {
         auto c = py_call_of(n);  // an overlapping copy back: NumPy's own copy
         if (!c) return c.error();
-        p->calls.emplace(s.node, std::move(*c));
+        p->add_call(s.node, std::move(*c));
         continue;
       }
       jit::Node probe;
@@ -450,13 +460,13 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       auto c = py_call_of(probe);
       if (!c) return c.error();
       c->raise_only = true;
-      p->calls.emplace(s.node, std::move(*c));
+      p->add_call(s.node, std::move(*c));
     }
   for (size_t v = 0; v < program.view_of.size(); ++v)
     if (program.view_of[v] >= 0) {
       auto c = py_call_of(nodes[v]);
       if (!c) return c.error();
-      p->calls.emplace(static_cast<int>(v), std::move(*c));
+      p->add_call(static_cast<int>(v), std::move(*c));
     }
   for (const jit::Arg& a : graph.outputs()) {
     p->outputs.emplace_back();
@@ -529,9 +539,11 @@ constexpr long long kExternBoundRatio = 4;  // ...and more than this many per co
 Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph) {
   auto compiled = jit::compile_graph(graph, jit::x86::backend());
   if (!compiled) return compiled.error();
-  const long long compiled_steps = static_cast<long long>(
-      compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size() +
-      compiled->plan.stores.size());
+  long long compiled_steps = static_cast<long long>(
+      compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size());
+  // A store that only writes its value replaces one __setitem__, about what the step itself costs;
+  // one that computes its value replaces that work too.
+  for (const jit::StoreGroup& s : compiled->plan.stores) compiled_steps += !s.kernel.nodes.empty();
   if (compiled->plan.extern_calls >= kExternBoundMin && compiled->plan.extern_calls > kExternBoundRatio * compiled_steps)
     return Status::unsupported("the graph would run as " + std::to_string(compiled->plan.extern_calls) +
                                " library calls beside " + std::to_string(compiled_steps) +
