@@ -806,7 +806,7 @@ StridedLayout layout_of(const Value& v) {
 }
 
 bool run_store_step(Run& run, const Step& s) {
-  const StoreStep& st = s.store;
+  const StoreStep& st = s.store();
   const KernelStep& k = st.kernel;
   const int64_t itemsize = dtype_itemsize(k.output_dtypes[0]);
   ArrayRef base;
@@ -867,10 +867,10 @@ bool run_store_step(Run& run, const Step& s) {
 
 bool run_step(Run& run, const Step& s) {
   switch (s.kind) {
-    case Step::Kind::Kernel: return run_kernel_step(run, s.kernel);
-    case Step::Kind::Reduction: return run_reduction_step(run, s.reduction);
-    case Step::Kind::Chain: return run_chain_step(run, s.chain);
-    case Step::Kind::Gemm: return run_gemm_step(run, s.gemm);
+    case Step::Kind::Kernel: return run_kernel_step(run, s.kernel());
+    case Step::Kind::Reduction: return run_reduction_step(run, s.reduction());
+    case Step::Kind::Chain: return run_chain_step(run, s.chain());
+    case Step::Kind::Gemm: return run_gemm_step(run, s.gemm());
     case Step::Kind::Size: return run_size_step(run, s);
     case Step::Kind::Extern: return run.host.run_extern(s.node, run.vals);
     case Step::Kind::Store: return run_store_step(run, s);

@@ -70,9 +70,9 @@ void chain_consecutive_kernels(std::vector<rt::Step>& steps) {
     for (size_t k = i; k < j; ++k) {
       rt::ChainStep::Part part;
       part.reduction = steps[k].kind == K::Reduction;
-      if (part.reduction) part.red = std::move(steps[k].reduction);
-      else part.kernel = std::move(steps[k].kernel);
-      c.chain.parts.push_back(std::move(part));
+      if (part.reduction) part.red = std::move(steps[k].reduction());
+      else part.kernel = std::move(steps[k].kernel());
+      c.chain().parts.push_back(std::move(part));
       c.release.insert(c.release.end(), steps[k].release.begin(), steps[k].release.end());
     }
     out.push_back(std::move(c));
@@ -176,7 +176,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
         if (k < 0) continue;
         rt::Step s;
         s.kind = rt::Step::Kind::Reduction;
-        s.reduction = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
+        s.reduction() = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
         uses(plan->reductions[k].inputs, here());
         uses(plan->reductions[k].params, here());
         p.steps.push_back(std::move(s));
@@ -187,17 +187,17 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       const MatmulNode& mm = plan->gemms[gemm];
       rt::Step s;
       s.kind = rt::Step::Kind::Gemm;
-      s.gemm.a = mm.a;
-      s.gemm.b = mm.b;
-      s.gemm.output = i;
-      s.gemm.dtype = mm.dtype;
-      s.gemm.gemm = compiled->backend.gemm(mm.dtype);
-      if (!s.gemm.gemm) return Status::internal("the backend has no GEMM for a planned product");
+      s.gemm().a = mm.a;
+      s.gemm().b = mm.b;
+      s.gemm().output = i;
+      s.gemm().dtype = mm.dtype;
+      s.gemm().gemm = compiled->backend.gemm(mm.dtype);
+      if (!s.gemm().gemm) return Status::internal("the backend has no GEMM for a planned product");
       use(use, mm.a, here());
       use(use, mm.b, here());
       if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
         const FusionGroup& g = plan->groups[e];
-        s.gemm.epilogue = kernel_step_of(g, compiled->kernels[e]);
+        s.gemm().epilogue = kernel_step_of(g, compiled->kernels[e]);
         uses(g.inputs, here());
         uses(g.params, here());
       }
@@ -210,7 +210,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       if (g.position != i || g.gemm >= 0) continue;
       rt::Step s;
       s.kind = rt::Step::Kind::Kernel;
-      s.kernel = kernel_step_of(g, compiled->kernels[group]);
+      s.kernel() = kernel_step_of(g, compiled->kernels[group]);
       uses(g.inputs, here());
       uses(g.params, here());
       p.steps.push_back(std::move(s));
@@ -222,11 +222,11 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.kind = rt::Step::Kind::Store;
       s.node = i;
       s.output = i;
-      s.store.base = st.write.base;
-      s.store.output = i;
-      s.store.region = st.write.region;
-      s.store.into_base = st.write.into_base;
-      s.store.kernel = kernel_step_of(st.kernel, compiled->stores[sid]);
+      s.store().base = st.write.base;
+      s.store().output = i;
+      s.store().region = st.write.region;
+      s.store().into_base = st.write.into_base;
+      s.store().kernel = kernel_step_of(st.kernel, compiled->stores[sid]);
       // What the kernel reads, and what the library's call would (the step falls back to it).
       uses(st.kernel.inputs, here());
       uses(st.kernel.params, here());
@@ -275,8 +275,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     if (s.kind != rt::Step::Kind::Kernel) continue;
     for (int v : s.release)
       if ((v >= n || nodes[v].kind != NodeKind::Placeholder) &&
-          std::find(s.kernel.inputs.begin(), s.kernel.inputs.end(), v) != s.kernel.inputs.end())
-        s.kernel.dying.push_back(v);
+          std::find(s.kernel().inputs.begin(), s.kernel().inputs.end(), v) != s.kernel().inputs.end())
+        s.kernel().dying.push_back(v);
   }
   chain_consecutive_kernels(p.steps);
   return p;
@@ -304,7 +304,7 @@ void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int
   std::vector<bool> chain(n, false);
   for (int v = 0; v < n; ++v) chain[v] = graph.node(v).kind == NodeKind::Placeholder && written_back[v];
   for (int node : store_nodes) {
-    rt::StoreStep& st = p.steps[step_of[node]].store;
+    rt::StoreStep& st = p.steps[step_of[node]].store();
     if (st.into_base) continue;
     const int base = st.base;
     const bool dies_here = base < n && contents_read[base] == step_of[node] && !p.is_folded(base);

@@ -294,7 +294,7 @@ int copy_into(Graph& g, int input, int final_value) {
 
 const rt::StoreStep& store_step(const rt::Program& p, int node) {
   for (const rt::Step& s : p.steps)
-    if (s.kind == rt::Step::Kind::Store && s.node == node) return s.store;
+    if (s.kind == rt::Step::Kind::Store && s.node == node) return s.store();
   ADD_FAILURE() << "no store step for node " << node;
   static rt::StoreStep none;
   return none;
