@@ -181,7 +181,10 @@ std::optional<IndexPutNode> lower_index_put(const Graph& graph, const Node& node
         if (base.dtype != DType::Float64 && base.dtype != DType::Float32) return std::nullopt;
         w.value.dtype = DType::Float64;
       } else if (m.dtype == DType::Int64 || m.dtype == DType::Int32) {
-        if (base.dtype != DType::Int64 && base.dtype != DType::Float64 && base.dtype != DType::Float32)
+        // A Python int may be past 64 bits, which NumPy converts into a float array (and raises
+        // OverflowError for an int64 one, as reading the parameter does); a NumPy integer fits.
+        const bool python_int = m.kind == ValueKind::Scalar;
+        if (base.dtype != DType::Int64 && (python_int || (base.dtype != DType::Float64 && base.dtype != DType::Float32)))
           return std::nullopt;
         w.value.dtype = DType::Int64;
       } else {

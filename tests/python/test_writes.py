@@ -414,3 +414,24 @@ def test_lowered_write_into_input_in_place_keeps_other_views():
     f(x, a)
     np.testing.assert_array_equal(x, want)
     np.testing.assert_array_equal(row, want[1])
+
+
+def f_lw_number_arg(x, xi, n):
+    x[0] = n
+    xi[1] = n
+    return x, xi
+
+
+def test_lowered_write_of_a_python_int_argument():
+    # A Python int past 64 bits: NumPy stores it into a float array as a float, and raises
+    # OverflowError for an int64 one; a small one is a run-time parameter of the store.
+    f = framejit.compile(f_lw_number_arg)
+    for n in (5, -(2**40)):
+        got = f(np.zeros(3), np.zeros(3, dtype=np.int64), n)
+        want = f_lw_number_arg(np.zeros(3), np.zeros(3, dtype=np.int64), n)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    with pytest.raises(OverflowError):
+        f(np.zeros(3), np.zeros(3, dtype=np.int64), 2**70)
+    got = framejit.compile(lambda x, n: f_lw_number_arg(x, np.zeros(3), n)[0])(np.zeros(3), 2**70)
+    np.testing.assert_array_equal(got, [2.0**70, 0, 0])
