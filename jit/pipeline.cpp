@@ -52,7 +52,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
   log_fusion_pass("lower_nodes", state);
   decompose_reductions(state);
   log_fusion_pass("decompose_reductions", state);
-  fuse_pointwise(state, accept_reduction);
+  fuse_pointwise(state, accept_reduction, accept);
   log_fusion_pass("fuse_pointwise", state);
   // Before the kernels are built: a stored operand is an input of its group's kernel, not a member.
   store_reduction_operands(state);
@@ -102,8 +102,14 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
     out.reduction_kernels.push_back(*k);
   }
 
+  for (const StoreGroup& st : out.plan.stores) {
+    auto k = backend.compile(st.kernel.ir);
+    if (!k) return k.error();
+    out.store_kernels.push_back(*k);
+  }
+
   // Buffer plan and steps: when each value dies, which outputs may reuse which inputs, chains.
-  PlanKernels compiled{out.plan, out.kernels, out.reduction_kernels, backend};
+  PlanKernels compiled{out.plan, out.kernels, out.reduction_kernels, out.store_kernels, backend};
   auto program = schedule_program(graph, &compiled);
   if (!program) return program.error();
   out.program = std::move(*program);

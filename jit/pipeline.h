@@ -30,6 +30,7 @@ struct CompiledGraph {
   FusionPlan plan;
   std::vector<KernelArtifact> kernels;            // kernels[i] computes plan.groups[i]
   std::vector<ReductionArtifact> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
+  std::vector<KernelArtifact> store_kernels;      // store_kernels[i] computes plan.stores[i]
   rt::Program program;
   double codegen_ms = 0;
 };

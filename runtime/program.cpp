@@ -130,12 +130,46 @@ struct Run {
         else out[k].f = x.is_int ? static_cast<double>(x.number.i) : x.number.f;
         continue;
       }
+      if (x.is_array() && x.nd == 0 && read_element(x, want_int, out[k])) continue;  // a library scalar
       if (x.kind != Value::Kind::Object || !host.read_number(x, want_int, out[k])) {
         if (x.kind != Value::Kind::Object) host.fail(RunError::ParamType, params[k]);
         return false;
       }
     }
     return true;
+  }
+
+  // The one element of a 0-d array (how a host may hold a NumPy scalar) as a parameter.
+  static bool read_element(const Value& x, bool want_int, ParamValue& out) {
+    switch (x.dtype) {
+      case DType::Float64:
+      case DType::Float32: {
+        if (want_int) return false;
+        if (x.dtype == DType::Float64) {
+          std::memcpy(&out.f, x.data, sizeof(double));
+        } else {
+          float g;
+          std::memcpy(&g, x.data, sizeof g);
+          out.f = g;
+        }
+        return true;
+      }
+      case DType::Int64:
+      case DType::Int32: {
+        int64_t i;
+        if (x.dtype == DType::Int64) {
+          std::memcpy(&i, x.data, sizeof i);
+        } else {
+          int32_t j;
+          std::memcpy(&j, x.data, sizeof j);
+          i = j;
+        }
+        if (want_int) out.i = i;
+        else out.f = static_cast<double>(i);
+        return true;
+      }
+      default: return false;
+    }
   }
 
   void set(int v, const Value& x) {
@@ -693,14 +727,153 @@ bool run_size_step(Run& run, const Step& s) {
   return true;
 }
 
+// The bytes [lo, hi) a layout touches (lo == hi when it has no elements).
+void extent(const char* data, int nd, const int64_t* dims, const int64_t* strides, int64_t itemsize, const char*& lo,
+            const char*& hi) {
+  int64_t low = 0, high = 0;
+  for (int d = 0; d < nd; ++d) {
+    if (dims[d] == 0) {
+      lo = hi = data;
+      return;
+    }
+    (strides[d] < 0 ? low : high) += strides[d] * (dims[d] - 1);
+  }
+  lo = data + low;
+  hi = data + high + itemsize;
+}
+
+bool overlap(const ArrayRef& a, const StridedLayout& b, int64_t b_itemsize) {
+  const char *alo, *ahi, *blo, *bhi;
+  extent(a.data, a.nd, a.dims, a.strides, a.itemsize, alo, ahi);
+  extent(b.data, b.nd, b.dims, b.strides, b_itemsize, blo, bhi);
+  return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+// Note [Stores through a view] (the run-time half of Note [Lowered writes] in jit/schedule):
+// the store kernel iterates over the region's shape, reading its inputs broadcast to it (leading
+// size-1 dims beyond the region's rank dropped, as NumPy's __setitem__ does) and writing the
+// region's strided elements. Written into the base's own memory, an input that shares memory with
+// the base is safe only when it reads exactly the element being written (x[i, :] *= 2: every
+// element is loaded before it is stored); any other overlap (x[1:] = x[:-1]) writes into a copy,
+// as NumPy's own overlap handling would, so no element is read after it was overwritten.
+bool bind_store(Run& run, const StoreStep& st, const ArrayRef* in, const StridedLayout& region, Bound& b) {
+  const KernelStep& k = st.kernel;
+  const size_t nin = k.inputs.size();
+  b.rank = region.nd;
+  std::copy_n(region.dims, region.nd, b.shape);
+  for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
+  for (size_t j = 0; j < nin; ++j) {
+    const ArrayRef& a = in[j];
+    for (int d = 0; d < a.nd; ++d) {
+      const int rd = d - (a.nd - b.rank);
+      if (a.dims[d] != 1 && (rd < 0 || a.dims[d] != b.shape[rd])) {
+        run.host.fail(RunError::Broadcast, 0);
+        return false;
+      }
+    }
+    int64_t* strides = b.strides[j];
+    for (int d = 0; d < b.rank; ++d) {
+      const int src = d - (b.rank - a.nd);
+      strides[d] = src < 0 || a.dims[src] == 1 ? 0 : a.strides[src];
+    }
+    b.ops[j] = {a.data, strides, a.itemsize};
+  }
+  std::copy_n(region.strides, region.nd, b.strides[nin]);
+  b.ops[nin] = {region.data, b.strides[nin], static_cast<int>(dtype_itemsize(k.output_dtypes[0]))};
+  b.nops = static_cast<int>(nin) + 1;
+  b.nparams = static_cast<int>(k.params.size());
+  return run.read_params(k.params, k.param_dtypes, b.params);
+}
+
+// Whether input `a`, broadcast over the region as bound, reads memory of `target` other than the
+// element the kernel writes at the same index.
+bool unsafe_overlap(const ArrayRef& a, const int64_t* a_strides, const StridedLayout& target, int64_t itemsize,
+                    const StridedLayout& region) {
+  if (!overlap(a, target, itemsize)) return false;
+  if (a.data != region.data || a.itemsize != itemsize) return true;
+  for (int d = 0; d < region.nd; ++d)
+    if (region.dims[d] != 1 && a_strides[d] != region.strides[d]) return true;
+  return false;
+}
+
+StridedLayout layout_of(const Value& v) {
+  StridedLayout l;
+  l.data = v.data;
+  l.nd = v.nd;
+  std::copy_n(v.dims, v.nd, l.dims);
+  std::copy_n(v.strides, v.nd, l.strides);
+  return l;
+}
+
+bool run_store_step(Run& run, const Step& s) {
+  const StoreStep& st = s.store();
+  const KernelStep& k = st.kernel;
+  const int64_t itemsize = dtype_itemsize(k.output_dtypes[0]);
+  ArrayRef base;
+  LayoutScratch<1> base_scratch;
+  if (!run.layout(st.base, base, base_scratch)) return false;
+  ArrayRef in[kMaxKernelOperands];
+  StepScratch scratch;
+  for (size_t j = 0; j < k.inputs.size(); ++j)
+    if (!run.layout(k.inputs[j], in[j], scratch)) return false;
+  auto value = [&](int id, int64_t& x) { return run.read_int(id, x); };
+  const Value& bv = run.vals[st.base];
+  bool own = bv.is_array() && (st.into_base || st.memory == StoreStep::Memory::Always ||
+                               (st.memory == StoreStep::Memory::IfPrivate && run.host.is_private(bv)));
+  StridedLayout region;
+  Bound b;
+  if (own) {
+    const StridedLayout target = layout_of(bv);
+    // An index out of range: the library's own call raises IndexError (nothing was written).
+    if (!apply_view(st.region, target, itemsize, value, region)) return run.host.run_extern(s.node, run.vals);
+    if (!bind_store(run, st, in, region, b)) return false;
+    if (st.into_base && k.inputs.size() == 1 && in[0].data == region.data && in[0].nd == region.nd &&
+        std::equal(region.dims, region.dims + region.nd, in[0].dims) &&
+        std::equal(region.strides, region.strides + region.nd, in[0].strides)) {
+      // The final value already is the input's memory: its writes were made in place.
+      Value out = bv;
+      run.host.retain(out);
+      run.set(st.output, out);
+      return true;
+    }
+    for (size_t j = 0; j < k.inputs.size() && own; ++j)
+      own = !unsafe_overlap(in[j], b.strides[j], target, itemsize, region);
+    // copy_into cannot write elsewhere: an overlapping value goes through the library's copy.
+    if (!own && st.into_base) return run.host.run_extern(s.node, run.vals);
+    if (own) {
+      Value out = bv;
+      run.host.retain(out);
+      run.set(st.output, out);
+    }
+  }
+  if (!own) {
+    Value fresh;
+    if (!run.host.alloc(fresh, k.output_dtypes[0], base.nd, base.dims, nullptr)) return false;
+    StridedLayout src;
+    src.data = base.data;
+    src.nd = base.nd;
+    std::copy_n(base.dims, base.nd, src.dims);
+    std::copy_n(base.strides, base.nd, src.strides);
+    maybe_detached(run, 0, [&] { copy_to_c_order(src, itemsize, fresh.data); });
+    run.set(st.output, fresh);
+    const StridedLayout target = layout_of(run.vals[st.output]);
+    if (!apply_view(st.region, target, itemsize, value, region)) return run.host.run_extern(s.node, run.vals);
+    b.total = 1;
+    if (!bind_store(run, st, in, region, b)) return false;
+  }
+  maybe_detached(run, b.total, [&] { launch_kernel(*k.kernel, b); });
+  return true;
+}
+
 bool run_step(Run& run, const Step& s) {
   switch (s.kind) {
-    case Step::Kind::Kernel: return run_kernel_step(run, s.kernel);
-    case Step::Kind::Reduction: return run_reduction_step(run, s.reduction);
-    case Step::Kind::Chain: return run_chain_step(run, s.chain);
-    case Step::Kind::Gemm: return run_gemm_step(run, s.gemm);
+    case Step::Kind::Kernel: return run_kernel_step(run, s.kernel());
+    case Step::Kind::Reduction: return run_reduction_step(run, s.reduction());
+    case Step::Kind::Chain: return run_chain_step(run, s.chain());
+    case Step::Kind::Gemm: return run_gemm_step(run, s.gemm());
     case Step::Kind::Size: return run_size_step(run, s);
     case Step::Kind::Extern: return run.host.run_extern(s.node, run.vals);
+    case Step::Kind::Store: return run_store_step(run, s);
   }
   return false;
 }

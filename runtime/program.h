@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/dtype.h"
@@ -149,16 +150,69 @@ struct ChainStep {
 };
 constexpr int kMaxChainParts = kMaxRowLaunches;
 
+/// A write (jit's index_put and copy_into, Note [Lowered writes] in jit/schedule/program.cpp): the
+/// kernel's one output is stored through `region` (an Index view of the written array) into the
+/// base's own memory or into a C-ordered copy of it, and the written array becomes `output`.
+struct StoreStep {
+  enum class Memory : uint8_t {
+    Copy,       // a copy of the base, always (the base is read later)
+    IfPrivate,  // the base's memory when RunHost::is_private says nothing else can see it
+    Always,     // the base's memory: the schedule proved no one reads its old contents
+  };
+  int base = -1;
+  int output = -1;
+  ViewOp region;
+  Memory memory = Memory::Copy;
+  /// copy_into: the base is a graph input whose memory takes the value; nothing is written when
+  /// the value already is that memory (a chain of writes made in place).
+  bool into_base = false;
+  KernelStep kernel;  // inputs and params; outputs {output}, iterating over the region's shape
+};
+
 struct Step {
-  enum class Kind : uint8_t { Kernel, Reduction, Gemm, Chain, Extern, Size } kind = Kind::Extern;
-  KernelStep kernel;
-  ReductionStep reduction;
-  GemmStep gemm;
-  ChainStep chain;
-  int node = -1;  // Extern: the graph node the host computes; Size: the value whose size is read
+  enum class Kind : uint8_t { Kernel, Reduction, Gemm, Chain, Extern, Size, Store } kind = Kind::Extern;
+  int node = -1;  // Extern, Store: the graph node the host computes (a Store whose region does not
+                  // apply runs it the library's way, which raises as eager code does); Size: the
+                  // value whose size is read
   int dim = 0;    // Size
   int output = -1;  // Extern, Size
   std::vector<int> release;  // values whose last use is this step
+
+  // What a kernel, reduction, GEMM, chain or store step runs; made on first use.
+  KernelStep& kernel() { return detail().kernel; }
+  ReductionStep& reduction() { return detail().reduction; }
+  GemmStep& gemm() { return detail().gemm; }
+  ChainStep& chain() { return detail().chain; }
+  StoreStep& store() { return detail().store; }
+  const KernelStep& kernel() const { return detail_->kernel; }
+  const ReductionStep& reduction() const { return detail_->reduction; }
+  const GemmStep& gemm() const { return detail_->gemm; }
+  const ChainStep& chain() const { return detail_->chain; }
+  const StoreStep& store() const { return detail_->store; }
+
+  Step() = default;
+  Step(Step&&) = default;
+  Step& operator=(Step&&) = default;
+  Step(const Step& o) : kind(o.kind), node(o.node), dim(o.dim), output(o.output), release(o.release) {
+    if (o.detail_) detail_ = std::make_unique<Detail>(*o.detail_);
+  }
+  Step& operator=(const Step& o) { return *this = Step(o); }
+
+private:
+  // Out of line: an unrolled loop's program is thousands of extern steps, and a step holding every
+  // kind's fields inline was most of a kilobyte, so walking the steps missed the cache at each.
+  struct Detail {
+    KernelStep kernel;
+    ReductionStep reduction;
+    GemmStep gemm;
+    ChainStep chain;
+    StoreStep store;
+  };
+  Detail& detail() {
+    if (!detail_) detail_ = std::make_unique<Detail>();
+    return *detail_;
+  }
+  std::unique_ptr<Detail> detail_;
 };
 
 struct Program {

@@ -28,8 +28,11 @@ namespace framejit::frontend {
 // array (f(a, a), a view and its base) and is writeable; a read-only input makes the write break,
 // and CPython raises NumPy's error there. Writes into framejit.Tensors are not captured yet.
 //
-// Cost: index_put copies its target, and each written input is copied back once. Lowering that
-// writes in place where no later reader needs the old value is the x86 backend's to do.
+// Cost: the jit backend runs index_put as a store kernel that writes in place where no later
+// reader needs the old value, and copy_into writes nothing when the chain of writes already ran
+// in the input's own memory (Note [Lowered writes] in jit/schedule/program.cpp). Elsewhere (the
+// eager backend, a write it does not lower) index_put copies its target and each written input is
+// copied back once.
 
 namespace {
 

@@ -134,6 +134,8 @@ std::string_view op_name(OpKind op) {
     case OpKind::ScalarInvert: return "scalar_invert";
     case OpKind::ScalarAbs: return "scalar_abs";
     case OpKind::ScalarFloat: return "scalar_float";
+    case OpKind::IndexPut: return "index_put";
+    case OpKind::CopyInto: return "copy_into";
     case OpKind::Mutate: return "mutate";
   }
   return "?";
@@ -151,7 +153,7 @@ bool is_reduction(OpKind op) { return op >= OpKind::Sum && op <= OpKind::All; }
 bool is_view(OpKind op) { return op >= OpKind::Transpose && op <= OpKind::GetItem; }
 bool is_creation(OpKind op) { return op >= OpKind::Zeros && op <= OpKind::FullLike; }
 bool is_scalar_op(OpKind op) { return op >= OpKind::SymSize && op <= OpKind::ScalarFloat; }
-bool mutates(OpKind op) { return op == OpKind::Mutate; }
+bool mutates(OpKind op) { return op == OpKind::Mutate || op == OpKind::CopyInto; }
 bool fresh_memory(OpKind op) { return op == OpKind::Empty || op == OpKind::EmptyLike; }
 bool reduction_needs_elements(OpKind op) {
   return op == OpKind::Max || op == OpKind::Min || op == OpKind::ArgMax || op == OpKind::ArgMin;

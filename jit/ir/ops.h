@@ -45,6 +45,11 @@ enum class OpKind : uint8_t {
   ScalarAdd, ScalarSub, ScalarMul, ScalarTrueDiv, ScalarFloorDiv, ScalarMod, ScalarPow, ScalarAnd,
   ScalarOr, ScalarXor, ScalarLShift, ScalarRShift, ScalarMatmul, ScalarNeg, ScalarPos,
   ScalarInvert, ScalarAbs, ScalarFloat,
+  // Writes into arrays (Note [Writes into arrays] in frontend/trace/writes.cpp). IndexPut is
+  // functional: (base, key, value) is base with base[index] = value, a new value (attrs.index is
+  // the basic index, as GetItem's). CopyInto (input, final) gives a written graph input its final
+  // contents: the one write into memory the caller sees.
+  IndexPut, CopyInto,
   // A call that writes into one of its arguments (x op= y on a shared array, setitem, ...).
   Mutate,
 };
@@ -94,7 +99,7 @@ struct OpAttrs {
 
   // Views.
   std::vector<int> perm;              // Transpose, SwapAxes: output dim d is input dim perm[d]
-  std::vector<IndexSpecItem> index;   // GetItem, ExpandDims, Squeeze (as the index they equal)
+  std::vector<IndexSpecItem> index;   // GetItem, IndexPut, ExpandDims, Squeeze (as the index they equal)
   std::vector<Arg> shape;             // Reshape (one entry may be -1), BroadcastTo: Int or Node
 
   // Pointwise.

@@ -25,7 +25,7 @@ void fold_views(FusionState& state) {
     for (int r : state.users.of(v)) {
       const bool binds = nodes[r].kind == NodeKind::Call &&
                          (plan.group_of[r] >= 0 || plan.group_of[r] == FusionPlan::kNotComputed ||
-                          plan.reduction_of[r] >= 0 || plan.gemm_of[r] >= 0 || folded[r]);
+                          plan.reduction_of[r] >= 0 || plan.gemm_of[r] >= 0 || plan.store_of[r] >= 0 || folded[r]);
       // A view's argument other than its source (a run-time size) is read as a value.
       const bool as_source = !folded[r] || state.nodes[r].view->source == v;
       all_bind_layouts = all_bind_layouts && binds && as_source;

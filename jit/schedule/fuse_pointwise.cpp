@@ -1,11 +1,21 @@
 // fuse_pointwise.cpp — pass: greedy grouping of pointwise nodes, and reductions that take the
 // computation of their operand from an open group as their prologue.
+#include <algorithm>
 #include <utility>
 
 #include "jit/schedule/fusion_passes.h"
 
 namespace framejit::jit {
 namespace {
+
+// Whether store `u` (if it is one) recomputes `v` from its inputs rather than reading it.
+bool recomputed_by_store(const FusionPlan& plan, int u, int v) {
+  if (plan.store_of[u] < 0) return false;
+  const StoreGroup& st = plan.stores[plan.store_of[u]];
+  // The base is read as an array whatever the kernel recomputes (x[...] = x + 1 with x a member).
+  if (st.write.base == v) return false;
+  return std::find(st.kernel.nodes.begin(), st.kernel.nodes.end(), v) != st.kernel.nodes.end();
+}
 
 // Marks the tentative members read outside their group (NodeRecord::needed_outside): by a node
 // of another group or none (the output among them), or by a fused reduction's prologue. A fused
@@ -16,8 +26,13 @@ void mark_needed_outside(FusionState& state) {
     NodeRecord& rec = state.nodes[v];
     if (rec.tentative < 0) continue;
     for (int u : state.users.of(v))
-      if (plan.reduction_of[u] < 0 && state.nodes[u].tentative != rec.tentative) rec.needed_outside = true;
+      if (plan.reduction_of[u] < 0 && state.nodes[u].tentative != rec.tentative && !recomputed_by_store(plan, u, v))
+        rec.needed_outside = true;
   }
+  // A store that recomputes its value reads its producers' inputs instead.
+  for (const StoreGroup& st : plan.stores)
+    for (int v : st.kernel.inputs)
+      if (state.nodes[v].tentative >= 0) state.nodes[v].needed_outside = true;
   for (const ReductionGroup& r : plan.reductions) {
     if (r.node < 0) continue;  // var's mean: its inputs are those of the variance after it
     for (int v : r.inputs)
@@ -25,9 +40,60 @@ void mark_needed_outside(FusionState& state) {
   }
 }
 
+// Write `node` as a store kernel (plan.stores) when the backend takes it. The kernel computes
+// the value converted to the base's dtype: when the value is a pointwise member of an open group
+// read by nothing else, its producers are recomputed from their inputs inside the store (the value
+// is never materialized, as a reduction's prologue); otherwise it loads the value.
+bool fuse_store(FusionState& state, int node, const std::vector<bool>& is_open, const AcceptPointwise& accept) {
+  const IndexPutNode& w = *state.nodes[node].index_put;
+  StoreGroup st;
+  st.node = node;
+  st.write = w;
+  FusionGroup& k = st.kernel;
+  PointwiseKernelIR& ir = k.ir;
+  int value = -1;  // body index of the value, in its own dtype
+  switch (w.value.kind) {
+    case StoredValue::Kind::Array: {
+      const int v = w.value.node;
+      const int g = state.nodes[v].tentative;
+      std::vector<int> members;
+      if (g >= 0 && is_open[g] && state.users.count(v) == 1) members = state.producers(v, g);
+      ir = state.pointwise_ir(members, {v}, k.inputs, k.params);
+      k.nodes = members;
+      value = ir.outputs[0];
+      ir.outputs.clear();
+      ir.output_dtypes.clear();
+      break;
+    }
+    case StoredValue::Kind::Number:
+      k.params.push_back(w.value.node);
+      ir.param_dtypes.push_back(w.value.dtype);
+      ir.body.push_back({ScalarOp::Param, w.value.dtype, -1, -1, 0, 0});
+      value = 0;
+      break;
+    case StoredValue::Kind::Const:
+      ir.body.push_back({ScalarOp::Const, w.value.dtype, -1, -1, -1, w.value.value});
+      value = 0;
+      break;
+  }
+  if (ir.body[value].dtype != w.dtype) {
+    // NumPy's __setitem__ converts the value to the array's dtype (unsafely, Note [Casts]).
+    ir.body.push_back({ScalarOp::Cast, w.dtype, value, -1, -1, 0});
+    value = static_cast<int>(ir.body.size()) - 1;
+  }
+  ir.outputs = {value};
+  ir.output_dtypes = {w.dtype};
+  k.outputs = {node};
+  k.position = node;
+  if (!accept(ir)) return false;
+  state.plan.store_of[node] = static_cast<int>(state.plan.stores.size());
+  state.plan.stores.push_back(std::move(st));
+  return true;
+}
+
 }  // namespace
 
-void fuse_pointwise(FusionState& state, const AcceptReduction& accept) {
+void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const AcceptPointwise& accept_pointwise) {
   const auto& nodes = state.graph.nodes();
   const int n = state.size();
   FusionPlan& plan = state.plan;
@@ -107,6 +173,12 @@ void fuse_pointwise(FusionState& state, const AcceptReduction& accept) {
         }
         continue;
       }
+    }
+    if (rec.index_put && accept_pointwise && fuse_store(state, i, is_open, accept_pointwise)) {
+      // Read as arrays: the base, and what the store kernel loads.
+      close_group_of(rec.index_put->base, -1);
+      for (int v : plan.stores.back().kernel.inputs) close_group_of(v, -1);
+      continue;
     }
     for (const Arg& a : node.args) a.for_each_node([&](int v) { close_group_of(v, -1); });
     for (const auto& kw : node.kwargs) kw.second.for_each_node([&](int v) { close_group_of(v, -1); });

@@ -19,6 +19,12 @@ std::string FusionPlan::to_string(const Graph& graph) const {
     if (k < gemm_epilogue.size() && gemm_epilogue[k] >= 0) s += " with kernel " + std::to_string(gemm_epilogue[k]) + " as its epilogue";
     s += "\n";
   }
+  for (const StoreGroup& st : stores) {
+    s += "store " + graph.node(st.node).name + " into " + graph.node(st.write.base).name + st.write.region.to_string();
+    if (!st.kernel.nodes.empty()) s += " computing";
+    for (int m : st.kernel.nodes) s += " " + graph.node(m).name;
+    s += "\n" + st.kernel.ir.to_string();
+  }
   for (size_t v = 0; v < view_of.size(); ++v)
     if (view_of[v] >= 0)
       s += "view " + graph.node(static_cast<int>(v)).name + " = " + views[view_of[v]].to_string() + " of " +

@@ -46,6 +46,17 @@ struct ReductionGroup {
   ReductionKernelIR ir;
 };
 
+/// A lowered write (index_put, copy_into): a pointwise kernel whose one output is stored through
+/// the region's strided view of the base's memory, or of a copy of it (Note [Lowered writes] in
+/// program.cpp). The kernel computes the value, converted to the base's dtype: a load of it, or
+/// its pointwise producers recomputed from their inputs (`kernel.nodes`), as a reduction's
+/// prologue is.
+struct StoreGroup {
+  int node = -1;  // the index_put / copy_into node; its value is the written array
+  IndexPutNode write;
+  FusionGroup kernel;  // inputs, params and ir; outputs is {node}
+};
+
 /// How a graph executes: fused kernels, and every other call node as itself ("extern").
 struct FusionPlan {
   std::vector<FusionGroup> groups;
@@ -58,6 +69,8 @@ struct FusionPlan {
   std::vector<int> reduction_of;  // per node: the reduction computing it, or -1
   /// Values the plan adds past the graph's nodes (var's mean): value index nodes().size() + t.
   int num_temps = 0;
+  std::vector<StoreGroup> stores;
+  std::vector<int> store_of;      // per node: its entry in stores (a lowered write), or -1
   std::vector<int> gemm_of;       // per node: its entry in gemms (a GEMM call), or -1
   std::vector<MatmulNode> gemms;
   std::vector<int> gemm_epilogue;  // per gemm: the group fused as its epilogue, or -1

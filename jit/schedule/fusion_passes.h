@@ -24,8 +24,10 @@ void decompose_reductions(FusionState& state);
 /// Greedy fusion in graph order: groups pointwise nodes into tentative groups by iteration shape,
 /// gives each reduction the computation of its operand from an open group as its prologue
 /// (adding it to plan.reductions when `accept` takes every one of its kernels), and marks the
-/// members needed outside their group.
-void fuse_pointwise(FusionState& state, const AcceptReduction& accept);
+/// members needed outside their group. Lowered writes become store kernels (plan.stores, when
+/// `accept_pointwise` takes them), recomputing a value read only by the write from its group.
+void fuse_pointwise(FusionState& state, const AcceptReduction& accept,
+                    const AcceptPointwise& accept_pointwise = nullptr);
 
 /// Lets a reduction store an expensive operand for its group to read back instead of recomputing
 /// it (Note [Stored reduction operands]).

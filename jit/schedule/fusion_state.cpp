@@ -23,6 +23,7 @@ FusionState::FusionState(const Graph& g) : graph(g), users(g), nodes(g.nodes().s
   plan.group_of.assign(n, FusionPlan::kNotFused);
   plan.reduction_of.assign(n, -1);
   plan.gemm_of.assign(n, -1);
+  plan.store_of.assign(n, -1);
 }
 
 std::vector<int> FusionState::producers(int value, int group, bool skip_stored) const {

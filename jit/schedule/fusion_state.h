@@ -34,12 +34,13 @@ void center_prologue(ReductionGroup& r, int mean_value, DType dtype);
 /// What the fusion passes know about one graph node. Each field says which pass fills it; a pass
 /// only reads fields filled by passes before it.
 struct NodeRecord {
-  // lower_nodes: what the node is, at most one of the four (a call node that is none of them
+  // lower_nodes: what the node is, at most one of the five (a call node that is none of them
   // runs as itself, an "extern" call).
   std::optional<PointwiseNode> pointwise;
   std::optional<ReductionNode> reduction;
   std::optional<MatmulNode> matmul;
   std::optional<ViewOp> view;
+  std::optional<IndexPutNode> index_put;  // index_put and copy_into
   // decompose_reductions: the kernels a reduction becomes, in the order they run.
   std::vector<ReductionStep> steps;
   // fuse_pointwise: the tentative group of a pointwise node, or -1.

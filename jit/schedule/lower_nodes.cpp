@@ -1,4 +1,5 @@
-// lower_nodes.cpp — pass: classify each call node once as pointwise, reduction, matmul or view.
+// lower_nodes.cpp — pass: classify each call node once as pointwise, reduction, matmul, view or
+// lowered write.
 #include "jit/schedule/fusion_passes.h"
 
 namespace framejit::jit {
@@ -9,12 +10,13 @@ void lower_nodes(FusionState& state, bool reductions) {
     const Node& node = nodes[i];
     NodeRecord& r = state.nodes[i];
     if (node.kind != NodeKind::Call) continue;
-    // NB: the four kinds are exclusive (no target is, say, both pointwise and a view), so asking
+    // NB: the five kinds are exclusive (no target is, say, both pointwise and a view), so asking
     // in this order, and stopping at the first yes, classifies and does the least work.
     if ((r.pointwise = lower_pointwise(state.graph, node))) continue;
     if (reductions && (r.reduction = lower_reduction(state.graph, node))) continue;
     if ((r.matmul = lower_matmul(state.graph, node))) continue;
-    r.view = lower_view(state.graph, node);
+    if ((r.view = lower_view(state.graph, node))) continue;
+    r.index_put = lower_index_put(state.graph, node);
   }
 }
 

@@ -2,6 +2,7 @@
 #include "jit/schedule/program.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace framejit::jit {
 
@@ -69,15 +70,63 @@ void chain_consecutive_kernels(std::vector<rt::Step>& steps) {
     for (size_t k = i; k < j; ++k) {
       rt::ChainStep::Part part;
       part.reduction = steps[k].kind == K::Reduction;
-      if (part.reduction) part.red = std::move(steps[k].reduction);
-      else part.kernel = std::move(steps[k].kernel);
-      c.chain.parts.push_back(std::move(part));
+      if (part.reduction) part.red = std::move(steps[k].reduction());
+      else part.kernel = std::move(steps[k].kernel());
+      c.chain().parts.push_back(std::move(part));
       c.release.insert(c.release.end(), steps[k].release.begin(), steps[k].release.end());
     }
     out.push_back(std::move(c));
     i = j;
   }
   steps = std::move(out);
+}
+
+// Note [Lowered writes]
+// index_put(base, key, value) is functional in the graph (Note [Writes into arrays] in
+// frontend/trace/writes.cpp); a store step runs it as a pointwise kernel writing the value through
+// the strided view the key selects. Which memory it writes is the buffer plan's decision:
+//   - the base's own memory when nothing reads the base's old contents afterwards: the step is the
+//     last to read the base or anything that may share its memory (a view of it, made or folded,
+//     an extern call's result, a write into it), and the base is no program output. Where the
+//     base is the run's own array, RunHost::is_private also confirms at run time that nothing
+//     outside the run holds it (Memory::IfPrivate);
+//   - a graph input that is written back (copy_into at the end) is memory the caller sees, but its
+//     old contents are dead too once the last reader of it is past: the caller reads it only after
+//     the run, other inputs are guarded not to share its memory, and it is writeable (guarded).
+//     Its first write then goes into it directly, and so does every later write of the chain
+//     (Memory::Always, since the caller's reference makes it never private); copy_into finds the
+//     final value already in place and writes nothing. This is Inductor's mutation handling: the
+//     copy back disappears when the chain of writes can run in place;
+//   - otherwise a C-ordered copy of the base, written once.
+// The run time adds one check the graph cannot make: a value that overlaps the base's memory other
+// than element for element sends the store to a copy (Note [Stores through a view] in
+// runtime/program.cpp).
+
+// Decides each store step's memory (Note [Lowered writes]). `contents_read` is extended to the
+// last read of anything that may share a value's memory; writes then run in graph order, so a chain
+// of in-place writes into a written-back input is recognized link by link.
+void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int>& store_nodes,
+                       std::vector<int> contents_read, const std::vector<bool>& is_output,
+                       const std::vector<bool>& written_back);
+
+// Graph values whose memory a node's result may share: a view's source; an extern call's array
+// arguments (np.asarray, a method returning self...). Not a write's base: a write made in place
+// shares the base's memory, but what reads the write's result reads the new contents.
+template <typename Fn>
+void for_each_memory_source(const Graph& graph, int v, Fn&& fn) {
+  const Node& node = graph.node(v);
+  if (node.kind != NodeKind::Call) return;
+  auto array = [&](const Arg& a) {
+    a.for_each_node([&](int u) {
+      if (graph.node(u).meta.kind == ValueKind::Tensor) fn(u);
+    });
+  };
+  if (is_view(node.op)) {
+    if (!node.args.empty()) array(node.args[0]);
+  } else if (node.op == OpKind::Extern || node.op == OpKind::Mutate) {
+    for (const Arg& a : node.args) array(a);
+    for (const auto& kw : node.kwargs) array(kw.second);
+  }
 }
 
 }  // namespace
@@ -93,12 +142,19 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     p.views = plan->views;
   }
   std::vector<int> last_use(p.num_values, -1);
+  // The last step reading each value's contents: last_use, less copy_into's reads of the input it
+  // writes and of what it is ordered after (Note [Lowered writes]).
+  std::vector<int> last_read(p.num_values, -1);
+  bool reading = true;
   // Reading a folded view reads what it is made from: its source and run-time sizes stay alive.
   auto use = [&](auto& self, int v, int at) -> void {
     last_use[v] = at;
+    if (reading) last_read[v] = at;
     if (p.is_folded(v))
       for (const Arg& a : nodes[v].args) a.for_each_node([&](int u) { self(self, u, at); });
   };
+  std::vector<int> store_steps;                 // nodes computed by store steps
+  std::vector<bool> written_back(n, false);     // graph inputs a lowered copy_into writes
   auto uses = [&](const std::vector<int>& values, int at) {
     for (int v : values) use(use, v, at);
   };
@@ -120,7 +176,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
         if (k < 0) continue;
         rt::Step s;
         s.kind = rt::Step::Kind::Reduction;
-        s.reduction = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
+        s.reduction() = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
         uses(plan->reductions[k].inputs, here());
         uses(plan->reductions[k].params, here());
         p.steps.push_back(std::move(s));
@@ -131,17 +187,17 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       const MatmulNode& mm = plan->gemms[gemm];
       rt::Step s;
       s.kind = rt::Step::Kind::Gemm;
-      s.gemm.a = mm.a;
-      s.gemm.b = mm.b;
-      s.gemm.output = i;
-      s.gemm.dtype = mm.dtype;
-      s.gemm.gemm = compiled->backend.gemm(mm.dtype);
-      if (!s.gemm.gemm) return Status::internal("the backend has no GEMM for a planned product");
+      s.gemm().a = mm.a;
+      s.gemm().b = mm.b;
+      s.gemm().output = i;
+      s.gemm().dtype = mm.dtype;
+      s.gemm().gemm = compiled->backend.gemm(mm.dtype);
+      if (!s.gemm().gemm) return Status::internal("the backend has no GEMM for a planned product");
       use(use, mm.a, here());
       use(use, mm.b, here());
       if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
         const FusionGroup& g = plan->groups[e];
-        s.gemm.epilogue = kernel_step_of(g, compiled->kernels[e]);
+        s.gemm().epilogue = kernel_step_of(g, compiled->kernels[e]);
         uses(g.inputs, here());
         uses(g.params, here());
       }
@@ -154,9 +210,35 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       if (g.position != i || g.gemm >= 0) continue;
       rt::Step s;
       s.kind = rt::Step::Kind::Kernel;
-      s.kernel = kernel_step_of(g, compiled->kernels[group]);
+      s.kernel() = kernel_step_of(g, compiled->kernels[group]);
       uses(g.inputs, here());
       uses(g.params, here());
+      p.steps.push_back(std::move(s));
+      continue;
+    }
+    if (const int sid = plan ? plan->store_of[i] : -1; sid >= 0) {
+      const StoreGroup& st = plan->stores[sid];
+      rt::Step s;
+      s.kind = rt::Step::Kind::Store;
+      s.node = i;
+      s.output = i;
+      s.store().base = st.write.base;
+      s.store().output = i;
+      s.store().region = st.write.region;
+      s.store().into_base = st.write.into_base;
+      s.store().kernel = kernel_step_of(st.kernel, compiled->stores[sid]);
+      // What the kernel reads, and what the library's call would (the step falls back to it).
+      uses(st.kernel.inputs, here());
+      uses(st.kernel.params, here());
+      if (st.write.into_base) {
+        written_back[st.write.base] = true;
+        reading = false;
+      }
+      for (const Arg& a : node.args) a.for_each_node([&](int v) { use(use, v, here()); });
+      for (const auto& kw : node.kwargs) kw.second.for_each_node([&](int v) { use(use, v, here()); });
+      reading = true;
+      if (st.write.into_base) uses(st.kernel.inputs, here());
+      store_steps.push_back(i);
       p.steps.push_back(std::move(s));
       continue;
     }
@@ -187,16 +269,54 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     });
   for (int v = 0; v < p.num_values; ++v)
     if (last_use[v] >= 0 && !is_output[v]) p.steps[last_use[v]].release.push_back(v);
+  plan_store_memory(graph, p, store_steps, last_read, is_output, written_back);
   // A kernel input dying at the kernel may take an output in place (never a graph input's memory).
   for (rt::Step& s : p.steps) {
     if (s.kind != rt::Step::Kind::Kernel) continue;
     for (int v : s.release)
       if ((v >= n || nodes[v].kind != NodeKind::Placeholder) &&
-          std::find(s.kernel.inputs.begin(), s.kernel.inputs.end(), v) != s.kernel.inputs.end())
-        s.kernel.dying.push_back(v);
+          std::find(s.kernel().inputs.begin(), s.kernel().inputs.end(), v) != s.kernel().inputs.end())
+        s.kernel().dying.push_back(v);
   }
   chain_consecutive_kernels(p.steps);
   return p;
 }
+
+namespace {
+
+void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int>& store_nodes,
+                       std::vector<int> contents_read, const std::vector<bool>& is_output,
+                       const std::vector<bool>& written_back) {
+  if (store_nodes.empty()) return;
+  const int n = static_cast<int>(graph.nodes().size());
+  constexpr int kForever = std::numeric_limits<int>::max();
+  // A returned value is read after the run; a written-back input returned is the input object,
+  // read after its write-back, which is not a read of its old contents.
+  for (int v = 0; v < n; ++v)
+    if (is_output[v] && !(graph.node(v).kind == NodeKind::Placeholder && written_back[v])) contents_read[v] = kForever;
+  for (int v = n - 1; v >= 0; --v)
+    for_each_memory_source(graph, v, [&](int u) { contents_read[u] = std::max(contents_read[u], contents_read[v]); });
+  std::vector<int> step_of(n, -1);
+  for (int k = 0; k < static_cast<int>(p.steps.size()); ++k)
+    if (p.steps[k].kind == rt::Step::Kind::Store) step_of[p.steps[k].node] = k;
+  // Values whose memory is a written-back input's (or a private copy made on the way): writing
+  // them needs no run-time check, and no check could see it (the caller holds the input).
+  std::vector<bool> chain(n, false);
+  for (int v = 0; v < n; ++v) chain[v] = graph.node(v).kind == NodeKind::Placeholder && written_back[v];
+  for (int node : store_nodes) {
+    rt::StoreStep& st = p.steps[step_of[node]].store();
+    if (st.into_base) continue;
+    const int base = st.base;
+    const bool dies_here = base < n && contents_read[base] == step_of[node] && !p.is_folded(base);
+    using M = rt::StoreStep::Memory;
+    if (!dies_here) st.memory = M::Copy;
+    else if (chain[base]) st.memory = M::Always;
+    else if (graph.node(base).kind == NodeKind::Placeholder) st.memory = M::Copy;
+    else st.memory = M::IfPrivate;
+    chain[node] = st.memory == M::Always;
+  }
+}
+
+}  // namespace
 
 }  // namespace framejit::jit

@@ -17,13 +17,15 @@ struct PlanKernels {
   const FusionPlan& plan;
   const std::vector<KernelArtifact>& kernels;        // kernels[i] computes plan.groups[i]
   const std::vector<ReductionArtifact>& reductions;  // reductions[i] computes plan.reductions[i]
+  const std::vector<KernelArtifact>& stores;         // stores[i] computes plan.stores[i]
   const Backend& backend;                            // GEMM entry points
 };
 
 /// The program for `graph`: with `compiled`, fused groups, reductions, GEMMs and folded views as
 /// planned and every other call an extern step; without it, every call an extern step (the
 /// eager backend, the reference interpreter). Values die after their last use, as they would in
-/// eager Python (outputs are kept); consecutive kernels and reductions form chains.
+/// eager Python (outputs are kept); consecutive kernels and reductions form chains. Each lowered
+/// write is told whose memory it may write (Note [Lowered writes]).
 Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* compiled);
 
 }  // namespace framejit::jit

@@ -8,7 +8,8 @@ void select_gemms(FusionState& state) {
   FusionPlan& plan = state.plan;
   const auto& nodes = state.graph.nodes();
   for (int i = 0; i < state.size(); ++i) {
-    if (nodes[i].kind != NodeKind::Call || plan.group_of[i] != FusionPlan::kNotFused || plan.reduction_of[i] >= 0)
+    if (nodes[i].kind != NodeKind::Call || plan.group_of[i] != FusionPlan::kNotFused || plan.reduction_of[i] >= 0 ||
+        plan.store_of[i] >= 0)
       continue;
     if (const auto& mm = state.nodes[i].matmul) {
       plan.gemm_of[i] = static_cast<int>(plan.gemms.size());

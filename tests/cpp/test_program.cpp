@@ -270,5 +270,167 @@ TEST(Program, ErrorsReachTheHostAndNothingLeaks) {
   release_all(host, vals);
 }
 
+// ----- Lowered writes (Note [Lowered writes] in jit/schedule/program.cpp) ------------------------
+
+namespace writes {
+
+IndexSpecItem int_item(int64_t i) { return {IndexSpecItem::Kind::Int, {Arg::integer(i)}}; }
+IndexSpecItem slice_item(Arg start, Arg stop, Arg step) { return {IndexSpecItem::Kind::Slice, {start, stop, step}}; }
+
+// base with base[key] = value, as frontend/ops decodes framejit._C._index_put.
+int index_put(Graph& g, int base, std::vector<IndexSpecItem> index, Arg key, Arg value) {
+  OpAttrs at;
+  at.index = std::move(index);
+  TensorMeta m = g.node(base).meta;
+  m.layout = Layout::Contiguous;
+  return g.add_call(OpKind::IndexPut, std::move(at), "framejit._C._index_put", {Arg::node(base), std::move(key), std::move(value)},
+                    {}, m);
+}
+
+int copy_into(Graph& g, int input, int final_value) {
+  return g.add_call(OpKind::CopyInto, {}, "framejit._C._copy_into", {Arg::node(input), Arg::node(final_value)},
+                    {{"after", Arg::tuple({Arg::node(final_value)})}}, g.node(input).meta);
+}
+
+const rt::StoreStep& store_step(const rt::Program& p, int node) {
+  for (const rt::Step& s : p.steps)
+    if (s.kind == rt::Step::Kind::Store && s.node == node) return s.store();
+  ADD_FAILURE() << "no store step for node " << node;
+  static rt::StoreStep none;
+  return none;
+}
+
+}  // namespace writes
+
+TEST(Program, WriteIntoWrittenInputRunsInPlaceAndItsCopyBackWritesNothing) {
+  // x[1] = a + 1; x[2, ::-1] = 7.5, then copy_into(x, final): both writes go into x's own memory,
+  // the add runs inside the first store, and the copy back finds the final value already there.
+  using namespace writes;
+  Graph g;
+  int x = g.add_placeholder("x", f32({4, 3}));
+  int a = g.add_placeholder("a", f32({3}));
+  int add = call(g, OpKind::Add, {Arg::node(a), Arg::real(1.0)}, f32({3}));
+  int w1 = index_put(g, x, {int_item(1)}, Arg::integer(1), Arg::node(add));
+  int w2 = index_put(g, w1, {int_item(2), slice_item(Arg::none(), Arg::none(), Arg::integer(-1))},
+                     Arg::tuple({Arg::integer(2), Arg::slice(Arg::none(), Arg::none(), Arg::integer(-1))}), Arg::real(7.5));
+  int back = copy_into(g, x, w2);
+  g.set_output({});
+  ASSERT_TRUE(g.verify());
+
+  CppHost host;
+  std::vector<float> xs(12), as{0.5f, -2.0f, 3.0f};
+  for (int i = 0; i < 12; ++i) xs[i] = static_cast<float>(i);
+  rt::Value xin = input(host, {4, 3}, xs);
+  host.retain(xin);  // the caller's reference: x is never private to the run
+  const char* memory = xin.data;
+  CompiledGraph compiled;
+  std::vector<rt::Value> vals = run(g, host, {xin, input(host, {3}, as)}, &compiled);
+  ASSERT_EQ(compiled.plan.stores.size(), 3u) << compiled.plan.to_string(g);
+  EXPECT_TRUE(compiled.plan.groups.empty()) << compiled.plan.to_string(g);
+  EXPECT_EQ(compiled.plan.stores[0].kernel.nodes, std::vector<int>{add});
+  EXPECT_EQ(store_step(compiled.program, w1).memory, rt::StoreStep::Memory::Always);
+  EXPECT_EQ(store_step(compiled.program, w2).memory, rt::StoreStep::Memory::Always);
+  EXPECT_EQ(vals[back].data, memory);
+  std::vector<float> want = xs;
+  for (int j = 0; j < 3; ++j) want[3 + j] = as[j] + 1.0f, want[6 + j] = 7.5f;
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(reinterpret_cast<const float*>(memory)[i], want[i]) << i;
+  host.release(xin);
+  release_all(host, vals);
+}
+
+TEST(Program, WriteIntoABaseReadLaterWritesACopy) {
+  // y = -x; w = y with w[:, 1] = 2; z = y + w: y's old contents are read after the write.
+  using namespace writes;
+  Graph g;
+  int x = g.add_placeholder("x", f32({2, 3}));
+  int y = call(g, OpKind::Neg, {Arg::node(x)}, f32({2, 3}));
+  int w = index_put(g, y, {slice_item(Arg::none(), Arg::none(), Arg::none()), int_item(1)},
+                    Arg::tuple({Arg::slice(Arg::none(), Arg::none(), Arg::none()), Arg::integer(1)}), Arg::integer(2));
+  int z = call(g, OpKind::Add, {Arg::node(y), Arg::node(w)}, f32({2, 3}));
+  g.set_output({Arg::node(z), Arg::node(w)});
+  ASSERT_TRUE(g.verify());
+  CppHost host;
+  std::vector<float> xs{1, 2, 3, 4, 5, 6};
+  CompiledGraph compiled;
+  std::vector<rt::Value> vals = run(g, host, {input(host, {2, 3}, xs)}, &compiled);
+  EXPECT_EQ(store_step(compiled.program, w).memory, rt::StoreStep::Memory::Copy);
+  for (int i = 0; i < 6; ++i) {
+    const float wi = i % 3 == 1 ? 2.0f : -xs[i];
+    EXPECT_EQ(floats(vals[w])[i], wi) << i;
+    EXPECT_EQ(floats(vals[z])[i], -xs[i] + wi) << i;
+  }
+  release_all(host, vals);
+}
+
+TEST(Program, WriteIntoADyingPrivateArrayReusesItUnlessTheValueOverlapsIt) {
+  // y = -x; y[1:] = y[:-1] (overlapping: NumPy's result is a shift, so it goes to a copy);
+  // then w2 = w1 with w2[::-2] = b (int32 into float32, broadcast from shape (1,)): in place.
+  using namespace writes;
+  Graph g;
+  int x = g.add_placeholder("x", f32({6}));
+  TensorMeta i32 = f32({1});
+  i32.dtype = DType::Int32;
+  int b = g.add_placeholder("b", i32);
+  int y = call(g, OpKind::Neg, {Arg::node(x)}, f32({6}));
+  OpAttrs head;
+  head.index = {writes::slice_item(Arg::none(), Arg::integer(-1), Arg::none())};
+  int shifted = g.add_call(OpKind::GetItem, head, "getitem", {Arg::node(y), Arg::slice(Arg::none(), Arg::integer(-1), Arg::none())},
+                           {}, f32({5}));
+  int w1 = index_put(g, y, {slice_item(Arg::integer(1), Arg::none(), Arg::none())},
+                     Arg::slice(Arg::integer(1), Arg::none(), Arg::none()), Arg::node(shifted));
+  int w2 = index_put(g, w1, {slice_item(Arg::none(), Arg::none(), Arg::integer(-2))},
+                     Arg::slice(Arg::none(), Arg::none(), Arg::integer(-2)), Arg::node(b));
+  g.set_output({Arg::node(w2)});
+  ASSERT_TRUE(g.verify());
+  CppHost host;
+  std::vector<float> xs{1, 2, 3, 4, 5, 6};
+  rt::Value bin;
+  const int64_t one = 1;
+  host.alloc(bin, DType::Int32, 1, &one, nullptr);
+  *reinterpret_cast<int32_t*>(bin.data) = -9;
+  CompiledGraph compiled;
+  std::vector<rt::Value> vals = run(g, host, {input(host, {6}, xs), bin}, &compiled);
+  EXPECT_EQ(store_step(compiled.program, w1).memory, rt::StoreStep::Memory::IfPrivate);
+  EXPECT_EQ(store_step(compiled.program, w2).memory, rt::StoreStep::Memory::IfPrivate);
+  const std::vector<float> want{-1, -9, -2, -9, -4, -9};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(floats(vals[w2])[i], want[i]) << i;
+  release_all(host, vals);
+}
+
+TEST(Program, WriteWithARunTimeIndexOutOfRangeGoesToTheHost) {
+  // x[i] = 1 with i a run-time int past the end: the region does not apply, so the host runs the
+  // library's call (which raises there); nothing is written.
+  using namespace writes;
+  Graph g;
+  int x = g.add_placeholder("x", f32({3}));
+  TensorMeta im;
+  im.kind = ValueKind::Scalar;
+  im.dtype = DType::Int64;
+  int i = g.add_placeholder("i", im);
+  int y = call(g, OpKind::Neg, {Arg::node(x)}, f32({3}));
+  int w = index_put(g, y, {{IndexSpecItem::Kind::Int, {Arg::node(i)}}}, Arg::node(i), Arg::real(1.0));
+  g.set_output({Arg::node(w)});
+  auto compiled = compile_graph(g, x86::backend());
+  ASSERT_TRUE(compiled.has_value());
+  CppHost host;
+  auto run_with = [&](int64_t index, std::vector<rt::Value>& vals) {
+    vals.assign(compiled->program.num_values, rt::Value{});
+    vals[compiled->program.inputs[0]] = input(host, {3}, {1, 2, 3});
+    rt::Value& iv = vals[compiled->program.inputs[1]];
+    iv.kind = rt::Value::Kind::Number;
+    iv.is_int = true;
+    iv.number.i = index;
+    return rt::run_program(compiled->program, vals.data(), host);
+  };
+  std::vector<rt::Value> vals;
+  EXPECT_FALSE(run_with(3, vals));
+  EXPECT_EQ(host.error, "extern step for node " + std::to_string(w));
+  release_all(host, vals);
+  EXPECT_TRUE(run_with(-3, vals)) << host.error;  // in range, from the end
+  const std::vector<float> want{1, -2, -3};
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(floats(vals[w])[k], want[k]) << k;
+  release_all(host, vals);
+}
+
 }  // namespace
 }  // namespace framejit::jit

@@ -291,3 +291,147 @@ def f_write_then_empty_max(x):
 ], ids=["zero_d", "zero_d_twice", "reshape_copy_then_write", "write_then_reshape_copy", "empty_max", "max"])
 def test_fuzzer_findings(fn, x):
     check_sequence(fn, [(x,)])
+
+
+# Lowered writes (Note [Lowered writes] in jit/schedule/program.cpp): the jit backend runs
+# index_put as a store kernel, in place where the old contents are dead, and copy_into writes
+# nothing when the chain of writes already ran in the input's memory.
+def f_lw_in_place(x, a):
+    x[1] = a + 1.0
+    x[2, ::-1] = 7.5
+    return x.sum()
+
+
+def f_lw_read_after(x):
+    old = x * 1.0
+    x[0] = 5.0
+    return old + x
+
+
+def f_lw_view_of_written_returned(x):
+    x[1] = 2.0
+    x[2:, 1] *= 3.0
+    return x[1:]
+
+
+def f_lw_strided(x, v):
+    x[::-2, 1::2] = v[..., ::-1]
+    x[-1, ::-3] += 1.0
+    return x
+
+
+def f_lw_broadcast(x, row, col):
+    x[1:, :] = row  # (5,) over (3, 5)
+    x[0] = row[None, :] * 2.0  # a leading size-1 dim NumPy drops
+    x[:, 2:3] = col  # (4, 1)
+    return x
+
+
+def f_lw_casts(xi, xf, xb):
+    xi[0] = xf[0] * 3.0  # float into int32: truncates
+    xf[1, :] = xi[1]  # int32 into float
+    xf[2] = xb[2]  # bool into float
+    xi[3, 1:] = -7
+    return xi, xf
+
+
+def f_lw_shift(x):
+    x[1:] = x[:-1]  # overlapping: NumPy reads the old values
+    y = x * 2.0
+    y[:, 1:] = y[:, :-1] + 1.0
+    return y
+
+
+def f_lw_made_chain(x):
+    y = np.exp(x)
+    for i in range(3):
+        y[i] = y[i] * float(i)
+    return y
+
+
+def f_lw_trisolv(L, x, b):
+    for i in range(x.shape[0]):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+
+LW_CASES = [
+    (f_lw_in_place, (randn(4, 3, seed=5), randn(3, seed=6))),
+    (f_lw_read_after, (randn(4, 5, seed=7),)),
+    (f_lw_view_of_written_returned, (randn(4, 5, seed=8),)),
+    (f_lw_strided, (randn(4, 5, seed=9), randn(2, 2, seed=10))),
+    (f_lw_broadcast, (randn(4, 5, seed=11), randn(5, seed=12), randn(4, 1, seed=13))),
+    (f_lw_casts, ((randn(4, 5, seed=14) * 10).astype(np.int32), randn(4, 5, seed=15), randn(4, 5, seed=16) > 0)),
+    (f_lw_shift, (randn(4, 5, seed=17),)),
+    (f_lw_made_chain, (randn(4, 5, seed=18),)),
+    (f_lw_trisolv, (np.tril(randn(6, 6, seed=19)) + 6 * np.eye(6), np.zeros(6), randn(6, seed=20))),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn,args", LW_CASES, ids=[c[0].__name__ for c in LW_CASES])
+def test_lowered_writes_match_numpy(backend, fn, args):
+    check(fn, *args, backend=backend, fullgraph=True)
+
+
+LW_NATIVE = [c for c in LW_CASES[:7] if c[0] is not f_lw_view_of_written_returned]  # it returns a view
+
+
+@pytest.mark.parametrize("fn,args", LW_NATIVE, ids=[c[0].__name__ for c in LW_NATIVE])
+def test_lowered_writes_run_no_library_call(fn, args):
+    # Every write here is a store kernel: nothing runs as an extern step.
+    framejit.reset()
+    check(fn, *args, backend="jit", fullgraph=True)
+    s = framejit.stats()
+    assert s["extern_calls"] == 0 and s["kernels"] > 0, s
+
+
+def f_lw_index_from_arg(x, i):
+    x[i] = 1.0
+    return x
+
+
+def test_lowered_write_out_of_range_raises_as_numpy():
+    # The index is a run-time int: past the end, the store falls back to NumPy's own IndexError
+    # and the input is left as it was.
+    f = framejit.compile(f_lw_index_from_arg)
+    x = randn(4, seed=21)
+    f(x.copy(), 2)
+    before = x.copy()
+    with pytest.raises(IndexError):
+        f(x, 7)
+    np.testing.assert_array_equal(x, before)
+
+
+def test_lowered_write_into_input_in_place_keeps_other_views():
+    # A view the caller holds of a written input sees the writes (the same memory is written).
+    f = framejit.compile(f_lw_in_place)
+    x = randn(4, 3, seed=22)
+    a = randn(3, seed=23)
+    row = x[1]
+    want = x.copy()
+    want[1] = a + 1.0
+    want[2, ::-1] = 7.5
+    f(x, a)
+    np.testing.assert_array_equal(x, want)
+    np.testing.assert_array_equal(row, want[1])
+
+
+def f_lw_number_arg(x, xi, n):
+    x[0] = n
+    xi[1] = n
+    return x, xi
+
+
+def test_lowered_write_of_a_python_int_argument():
+    # A Python int past 64 bits: NumPy stores it into a float array as a float, and raises
+    # OverflowError for an int64 one; a small one is a run-time parameter of the store.
+    f = framejit.compile(f_lw_number_arg)
+    for n in (5, -(2**40)):
+        got = f(np.zeros(3), np.zeros(3, dtype=np.int64), n)
+        want = f_lw_number_arg(np.zeros(3), np.zeros(3, dtype=np.int64), n)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    with pytest.raises(OverflowError):
+        f(np.zeros(3), np.zeros(3, dtype=np.int64), 2**70)
+    got = framejit.compile(lambda x, n: f_lw_number_arg(x, np.zeros(3), n)[0])(np.zeros(3), 2**70)
+    np.testing.assert_array_equal(got, [2.0**70, 0, 0])

@@ -283,6 +283,26 @@ void decode_reduction(const jit::Graph& graph, OpKind op, const std::vector<Arg>
 
 // ----- Views -------------------------------------------------------------------------------------
 
+// A basic index (ints, slices, None, Ellipsis) as index items; false for anything else.
+bool decode_basic_index(const Arg& key, OpAttrs& at) {
+  for (const Arg& a : key.kind == Arg::Kind::Tuple ? key.items : std::vector<Arg>{key}) {
+    switch (a.kind) {
+      case Arg::Kind::None: at.index.push_back({IndexSpecItem::Kind::NewAxis, {}}); break;
+      case Arg::Kind::Ellipsis: at.index.push_back({IndexSpecItem::Kind::Ellipsis, {}}); break;
+      case Arg::Kind::Slice:
+        for (const Arg& part : a.items)
+          if (!is_int_like(part) && part.kind != Arg::Kind::None) return false;
+        at.index.push_back({IndexSpecItem::Kind::Slice, a.items});
+        break;
+      default:
+        // bools index as masks, floats raise: only ints (constant or run-time) select.
+        if (!is_int_like(a)) return false;
+        at.index.push_back({IndexSpecItem::Kind::Int, {a}});
+    }
+  }
+  return true;
+}
+
 void decode_view(const jit::Graph& graph, OpKind op, const std::vector<Arg>& args, const KwList& kwargs,
                  const jit::TensorMeta& result, CanonicalOp& c) {
   OpAttrs& at = c.attrs;
@@ -350,25 +370,9 @@ void decode_view(const jit::Graph& graph, OpKind op, const std::vector<Arg>& arg
         at.index.push_back(drop[d] ? IndexSpecItem{IndexSpecItem::Kind::Int, {Arg::integer(0)}} : full_slice());
       return;
     }
-    case OpKind::GetItem: {
-      if (args.size() != 2 || !kwargs.empty()) return fail();
-      for (const Arg& a : args[1].kind == Arg::Kind::Tuple ? args[1].items : std::vector<Arg>{args[1]}) {
-        switch (a.kind) {
-          case Arg::Kind::None: at.index.push_back({IndexSpecItem::Kind::NewAxis, {}}); break;
-          case Arg::Kind::Ellipsis: at.index.push_back({IndexSpecItem::Kind::Ellipsis, {}}); break;
-          case Arg::Kind::Slice:
-            for (const Arg& part : a.items)
-              if (!is_int_like(part) && part.kind != Arg::Kind::None) return fail();
-            at.index.push_back({IndexSpecItem::Kind::Slice, a.items});
-            break;
-          default:
-            // bools index as masks, floats raise: only ints (constant or run-time) select.
-            if (!is_int_like(a)) return fail();
-            at.index.push_back({IndexSpecItem::Kind::Int, {a}});
-        }
-      }
+    case OpKind::GetItem:
+      if (args.size() != 2 || !kwargs.empty() || !decode_basic_index(args[1], at)) return fail();
       return;
-    }
     case OpKind::Reshape:
     case OpKind::BroadcastTo: {
       const char* shape_kw = op == OpKind::Reshape ? "newshape" : "shape";
@@ -410,7 +414,13 @@ CanonicalOp canonicalize(const jit::Graph& graph, const std::string& target, con
   } else if (module == "framejit") {
     // Note [Writes into arrays]: the copy back into a written input is the one write the program
     // does to memory the caller sees.
-    if (name == "_C._copy_into") c.op = OpKind::Mutate;
+    if (name == "_C._copy_into") {
+      c.op = OpKind::CopyInto;
+    } else if (name == "_C._index_put") {
+      // base with base[key] = value: the key is a basic index (the trace checked it as one).
+      c.op = OpKind::IndexPut;
+      if (args.size() != 3 || !kwargs.empty() || !decode_basic_index(args[1], c.attrs)) c.attrs.described = false;
+    }
   } else if (module == "numpy" || module == "method") {
     if (module == "method" && name.starts_with("__i") && name.ends_with("__")) {
       c.op = OpKind::Mutate;  // in-place dunders (__iadd__ ...)
