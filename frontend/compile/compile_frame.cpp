@@ -307,7 +307,9 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     broke = tracer.run();
     budget_spent_in = tracer.budget_spent_in();
     if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));
-    if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot) {
+    // NB: also before any array was seen: what comes after the break may compute on arrays (a
+    // function whose first statement breaks still gets its resume function).
+    if (broke && cfg.partial_graphs && !cfg.fullgraph && broke->snapshot) {
       try {
         partial = tracer.break_state(*broke->snapshot);
       } catch (GraphBreak& b) {
@@ -402,9 +404,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   }
   if (PyErr_Occurred()) PyErr_Clear();
 
-  if (!og.saw_tensor && !cfg.explain && !cfg.fullgraph) {
-    // Plain Python (no arrays in or out, none made): nothing to compile. Stop looking at it, so
-    // install() costs such code one co_extra lookup per call.
+  if (!og.saw_tensor && !broke && !cfg.explain && !cfg.fullgraph) {
+    // Plain Python (no arrays in or out, none made, traced to its end): nothing to compile. Stop
+    // looking at it, so install() costs such code one co_extra lookup per call. (A trace that
+    // broke before any array cannot tell: the rest of the frame may compute on arrays.)
     state.no_arrays = true;
     state.update_never();
     ++stats().skipped_codes;

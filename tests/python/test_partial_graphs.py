@@ -119,7 +119,9 @@ def f_inlined(x):
 def test_break_inside_an_inlined_helper(X):
     run_both(f_inlined, X)
     e = framejit.explain(f_inlined)(X)
-    assert [b.resumed for b in e.breaks] == [True]
+    # The root's break at the call, then the helper's own at its first statement (run by CPython
+    # from the break code, it resumes after the print too).
+    assert [b.resumed for b in e.breaks] == [True, True]
     assert e.breaks[0].reason.endswith("in helper_with_print)")
     assert e.graph_count >= 2  # before the call, after it (and the helper's own)
 
@@ -382,3 +384,14 @@ def test_a_break_in_every_iteration_of_a_while_loop_does_not_nest_frames():
     a = np.linspace(0.0, 1.0, 1200)
     run_both(f_while_branch, a)
     assert framejit.explain(f_while_branch)(a).graph_count <= 1
+
+
+def f_breaks_first(x):
+    print("first", end="\r")  # nothing before it, no array seen yet
+    return x * 2.0 + 1.0
+
+
+def test_a_break_at_the_first_statement_still_resumes(X):
+    run_both(f_breaks_first, X)
+    e = framejit.explain(f_breaks_first)(X)
+    assert e.breaks[0].resumed and e.graph_count == 1
