@@ -184,7 +184,24 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
         return args.empty() ? zero_arg_super() : std::make_shared<SuperVar>(args[0], args[1]);
       }
       break;
-    case VarKind::Class:
+    case VarKind::Class: {
+      // NumPy's type-information classes are pure functions of a dtype: numpy.finfo(float).eps
+      // is a constant, made at trace time (the class is guarded by identity as it is read).
+      PyObject* cls = as<ObjectVar>(fn)->obj.get();
+      auto is_numpy = [&](const char* name) {
+        const NumPyHandles* np = numpy_handles();
+        OwnedRef a = OwnedRef::steal(np ? PyObject_GetAttrString(np->module, name) : nullptr);  // new ref
+        if (!a) PyErr_Clear();
+        return a && a.get() == cls;
+      };
+      if ((is_numpy("finfo") || is_numpy("iinfo")) && kwargs.empty() && args.size() == 1 &&
+          args[0]->kind != VarKind::Tensor && args[0]->kind != VarKind::Scalar) {
+        OwnedRef dtype = python_value(args[0], "the dtype of numpy.finfo/iinfo");
+        OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(cls, dtype.get()));  // new ref
+        if (!r) python_error_break(std::string("numpy.") + reinterpret_cast<PyTypeObject*>(cls)->tp_name + "(): ");
+        return wrap_const(r.get());
+      }
+    }
       graph_break(std::string("constructing a ") +
                   reinterpret_cast<PyTypeObject*>(as<ObjectVar>(fn)->obj.get())->tp_name +
                   " object inside the traced function");

@@ -634,3 +634,50 @@ def test_supported_ops_lists_the_second_round():
     for name in ("numpy.tile", "numpy.repeat", "numpy.pad", "numpy.einsum", "numpy.cov", "numpy.copyto",
                  "numpy.ndarray", "numpy.mgrid[...]", "numpy.ogrid[...]", "ndarray.fill", "ndarray.repeat"):
         assert name in ops, name
+
+
+# ----- vstack, hstack, dstack, column_stack, append; finfo/iinfo --------------------------------
+
+STACKS = [
+    (lambda a, b: np.vstack((a, b)), ((3,), (3,))),
+    (lambda a, b: np.vstack([a, b]), ((2, 3), (1, 3))),
+    (lambda a, b: np.hstack((a, b)), ((3,), (2,))),
+    (lambda a, b: np.hstack((a, b)), ((2, 3), (2, 1))),
+    (lambda a, b: np.hstack((a, b)), ((0,), (2,))),
+    (lambda a, b: np.dstack((a, b)), ((3,), (3,))),
+    (lambda a, b: np.dstack((a, b)), ((2, 3), (2, 3))),
+    (lambda a, b: np.column_stack((a, b)), ((3,), (3, 2))),
+    (lambda a, b: np.append(a, b), ((2, 2), (3,))),
+    (lambda a, b: np.append(a, b, axis=0), ((2, 2), (1, 2))),
+    (lambda a, b: np.append(a, b, 1), ((2, 2), (2, 1))),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", range(len(STACKS)))
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("float32", "int64"), ("int32", "bool")])
+def test_stacks_and_append(backend, k, dtypes):
+    fn, (sa, sb) = STACKS[k]
+    a, b = arr(sa, dtypes[0], seed=1), arr(sb, dtypes[1], seed=2)
+    check(fn, a, b, backend=backend)
+    no_break(fn, a, b)
+
+
+def test_stack_shape_mismatch_raises_as_eager():
+    fn = lambda a, b: np.append(a, b, 1)  # noqa: E731
+    a, b = np.ones((2, 2)), np.zeros((3, 1))
+    with pytest.raises(ValueError):
+        fn(a, b)
+    with pytest.raises(ValueError):
+        framejit.compile(fn)(a, b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_finfo_and_iinfo_are_constants(backend):
+    def clipped_log(x):
+        eps = np.finfo(float).eps  # first statement: a constant, no break
+        return np.log(np.clip(x, eps, 1 - eps)) + np.iinfo(np.int32).max * 0.0 + np.finfo(x.dtype).tiny
+
+    x = np.abs(arr((4, 5), seed=3))
+    check(clipped_log, x, backend=backend)
+    no_break(clipped_log, x)

@@ -133,6 +133,7 @@ void fill_registry() {
     add("dot", Family::Linalg);
     add("concatenate", Family::Join);
     add("outer", Family::Composite);
+    for (const char* n : {"vstack", "hstack", "dstack", "column_stack", "row_stack", "append"}) add(n, Family::Composite);
     add("flip", Family::Composite);
     add("stack", Family::Join);
     for (const char* n : kSequences) add(n, Family::Sequence);
@@ -320,7 +321,9 @@ public:
     for (const char* n : kViews) add_function(n);
     for (const char* n : kCreation) add_function(n);
     for (const char* n : kIndexing) add_function(n);
-    for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod"}) add_function(n);
+    for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod", "vstack",
+                          "hstack", "dstack", "column_stack", "append"})
+      add_function(n);
     for (const char* n : kSequences) add_function(n);
     for (const char* n : kArrays) add_function(n);
     for (const char* n : {"sort", "argsort", "partition", "argpartition"}) add_function(n);
