@@ -754,8 +754,10 @@ bool overlap(const ArrayRef& a, const StridedLayout& b, int64_t b_itemsize) {
 // size-1 dims beyond the region's rank dropped, as NumPy's __setitem__ does) and writing the
 // region's strided elements. Written into the base's own memory, an input that shares memory with
 // the base is safe only when it reads exactly the element being written (x[i, :] *= 2: every
-// element is loaded before it is stored); any other overlap (x[1:] = x[:-1]) writes into a copy,
-// as NumPy's own overlap handling would, so no element is read after it was overwritten.
+// element is loaded before it is stored), or when it reads no byte of the region (another row,
+// or another column between the written elements); any other overlap (x[1:] = x[:-1]) writes
+// into a copy, as NumPy's own overlap handling would, so no element is read after it was
+// overwritten.
 bool bind_store(Run& run, const StoreStep& st, const ArrayRef* in, const StridedLayout& region, Bound& b) {
   const KernelStep& k = st.kernel;
   const size_t nin = k.inputs.size();
@@ -790,6 +792,24 @@ bool bind_store(Run& run, const StoreStep& st, const ArrayRef* in, const Strided
 bool unsafe_overlap(const ArrayRef& a, const int64_t* a_strides, const StridedLayout& target, int64_t itemsize,
                     const StridedLayout& region) {
   if (!overlap(a, target, itemsize)) return false;
+  // Only the region is written: an input whose bytes lie outside its span reads nothing written
+  // (y[i, :] = f(y[i - 1, :])).
+  if (!overlap(a, region, itemsize)) return false;
+  if (a.data != region.data && a.itemsize == itemsize) {
+    // A region iterated along one dim, read at the same stride from another start (y[:, j] =
+    // f(y[:, j - 1]): element i is read `delta` bytes from the element written at i. The two
+    // never share a byte when delta falls between written elements, with room for one on both
+    // sides.
+    int dim = -1, moving = 0;
+    for (int d = 0; d < region.nd; ++d)
+      if (region.dims[d] != 1) dim = d, ++moving;
+    if (moving == 1 && a_strides[dim] == region.strides[dim] && region.strides[dim] != 0) {
+      const int64_t s = region.strides[dim] < 0 ? -region.strides[dim] : region.strides[dim];
+      const int64_t delta = reinterpret_cast<intptr_t>(a.data) - reinterpret_cast<intptr_t>(region.data);
+      const int64_t r = ((delta % s) + s) % s;
+      if (r >= itemsize && s - r >= itemsize) return false;
+    }
+  }
   if (a.data != region.data || a.itemsize != itemsize) return true;
   for (int d = 0; d < region.nd; ++d)
     if (region.dims[d] != 1 && a_strides[d] != region.strides[d]) return true;

@@ -435,3 +435,26 @@ def test_lowered_write_of_a_python_int_argument():
         f(np.zeros(3), np.zeros(3, dtype=np.int64), 2**70)
     got = framejit.compile(lambda x, n: f_lw_number_arg(x, np.zeros(3), n)[0])(np.zeros(3), 2**70)
     np.testing.assert_array_equal(got, [2.0**70, 0, 0])
+
+
+# Note [Stores through a view]: a store that reads other rows or columns of the array it writes
+# in place (a recurrence, as deriche's) needs no copy; one whose reads meet the written elements
+# does, and both match NumPy.
+def _column_recurrence(img, b):
+    y = np.empty_like(img)
+    y[:, 0] = img[:, 0]
+    y[:, 1] = img[:, 1] + b * y[:, 0]
+    for j in range(2, img.shape[1]):
+        y[:, j] = img[:, j] + b * y[:, j - 1] - 0.5 * y[:, j - 2]
+    for i in range(1, img.shape[0]):
+        y[i, :] = y[i, :] + 0.25 * y[i - 1, :]
+    y[1:, 0] = y[:-1, 0] * 2.0  # the read meets the written elements: a copy
+    y[:, 1] = y[::-1, 1] + 1.0
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recurrences_over_rows_and_columns_write_in_place_correctly(backend):
+    img = randn(7, 6, seed=3)
+    check_sequence(_column_recurrence, [(img, 0.3), (randn(5, 9, seed=4), -1.5)], backend=backend)
+    check_sequence(_column_recurrence, [(np.asfortranarray(img), 0.3)], backend=backend)
