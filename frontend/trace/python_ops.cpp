@@ -4,6 +4,7 @@
 #include <opcode.h>
 
 
+#include "frontend/interop/numpy_abi.h"
 #include "frontend/trace/op_table.h"
 #include "frontend/cpython/python_env.h"
 
@@ -82,6 +83,15 @@ VarPtr binary_op(Tracer& tx, int nb_op, const VarPtr& lhs, const VarPtr& rhs) {
   bool inplace = nb_op >= kNumNbOps;
   const char* name = kNbNames[nb_op % kNumNbOps];
   if (is_tensor(lhs) || is_tensor(rhs)) return tx.array_ops().binary(tx, name, lhs, rhs, inplace);
+  // A run-time Python number with a NumPy scalar constant (h * np.sqrt(np.pi)) is a NumPy
+  // scalar, typed by NumPy's rules: the array library computes it.
+  const NumPyHandles* np = numpy_handles();
+  auto numpy_scalar = [&](const VarPtr& v) {
+    return np && v->kind == VarKind::Const && PyObject_TypeCheck(const_value(v), np->generic) &&
+           PyNumber_Check(const_value(v));
+  };
+  if ((lhs->kind == VarKind::Scalar && numpy_scalar(rhs)) || (rhs->kind == VarKind::Scalar && numpy_scalar(lhs)))
+    return tx.array_ops().binary(tx, name, lhs, rhs, inplace);
 
   if (is_seq(lhs) || is_seq(rhs)) {
     std::string n = name;

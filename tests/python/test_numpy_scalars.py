@@ -149,3 +149,27 @@ def test_numpy_scalar_type_with_bad_arguments_raises_as_eager():
         bad(np.ones(3))
     with pytest.raises(TypeError):
         framejit.compile(bad)(np.ones(3))
+
+
+def smoothing_kernel(x, h):
+    # SPH's Gaussian kernel: a run-time float times a NumPy scalar constant (np.sqrt(np.pi)).
+    return (1.0 / (h * np.sqrt(np.pi))) ** 3 * np.exp(-(x**2) / h**2)
+
+
+def scalar_mix(h):
+    return h * np.sqrt(np.pi), np.float32(2.0) * h, 3 - np.int64(2) * h
+
+
+@pytest.mark.parametrize("h", [0.1, 0.7, 2, -3])
+def test_a_run_time_number_with_a_numpy_scalar_constant(h):
+    x = np.linspace(-1.0, 1.0, 11)
+    framejit.reset()
+    for fn, args in ((smoothing_kernel, (x, h)), (scalar_mix, (h,))):
+        f = framejit.compile(fn)
+        for _ in range(2):
+            got, want = f(*args), fn(*args)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                assert type(g) is type(w)
+                np.testing.assert_allclose(g, w, rtol=1e-12)
+    e = framejit.explain(smoothing_kernel)(x, h)
+    assert e.graph_count == 1 and not e.breaks, str(e)

@@ -91,6 +91,14 @@ VarPtr elementwise(Tracer& tx, const std::string& target, PyObject* probe, const
     a = tx.wrap_const(item.get());
   }
   if (!converted.empty()) {
+    // With no array among the operands, the Python numbers become the NumPy scalars NumPy's
+    // operator makes of them (h * numpy.float64(c) is a numpy.float64), so the node computes on a
+    // NumPy scalar as the original does.
+    bool any_array = false;
+    for (const VarPtr& a : operands) any_array |= a->kind == VarKind::Tensor;
+    if (!any_array)
+      for (VarPtr& a : operands)
+        if (a->kind == VarKind::Scalar) a = elementwise(tx, "numpy.positive", numpy_attr("positive"), {a}, {});
     DTypeAnswer same = probe_dtype(tx, DTypeRule::Elementwise, ufunc_name(target), probe, operands, probe_kwargs);
     BREAK_IF(same.dtype != dt.dtype || same.scalar_object != dt.scalar_object,
              "a " + converted + " constant whose type NumPy reads differently from a Python number's here");
