@@ -681,3 +681,20 @@ def test_finfo_and_iinfo_are_constants(backend):
     x = np.abs(arr((4, 5), seed=3))
     check(clipped_log, x, backend=backend)
     no_break(clipped_log, x)
+
+
+def _uses_isscalar(x, a, s):
+    r = x * 2.0
+    if np.isscalar(a):
+        r = r + a
+    if not np.isscalar(x) and np.isscalar(x.sum()) and not np.isscalar([1, 2]) and np.isscalar("s") and np.isscalar(s):
+        r = r - 1.0
+    return r
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("a,s", [(2.0, 3), (np.ones(3), np.float32(2)), (np.array(5.0), 1), (np.float64(1.5), 0.5)])
+def test_isscalar_is_decided_by_type(backend, a, s):
+    x = arr((3,), seed=5)
+    check(_uses_isscalar, x, a, s, backend=backend)
+    no_break(_uses_isscalar, x, a, s)

@@ -165,6 +165,26 @@ VarPtr array_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   if (name.rfind("atleast_", 0) == 0) return atleast(tx, name, args, kwargs);
   if (name == "shape" || name == "ndim" || name == "size") return query(tx, name, args, kwargs);
   if (name == "roll") return roll(tx, args, kwargs);
+  if (name == "isscalar") {
+    // Decided by type, which the trace knows: a NumPy scalar or a Python number, str or bytes is a
+    // scalar; an array (even 0-d) is not.
+    BREAK_IF(args.size() != 1 || !kwargs.empty(), Raises{PyExc_TypeError}, "isscalar() takes one argument");
+    const VarPtr& v = args[0];
+    bool scalar = false;
+    if (v->kind == VarKind::Tensor) {
+      scalar = tx.meta(v).scalar_object;
+    } else if (v->kind == VarKind::Scalar) {
+      scalar = true;
+    } else if (v->kind == VarKind::Const) {
+      OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(numpy_attr("isscalar"), const_value(v)));  // new ref
+      if (!r) python_error_break("numpy.isscalar(): ");
+      scalar = r.get() == Py_True;
+    } else {
+      BREAK_IF(v->kind != VarKind::Tuple && v->kind != VarKind::List && v->kind != VarKind::Dict,
+               std::string("numpy.isscalar of a ") + var_kind_name(v->kind));
+    }
+    return tx.wrap_const(scalar ? Py_True : Py_False);
+  }
   graph_break(BreakKind::Internal, "internal: no array function " + name);
 }
 

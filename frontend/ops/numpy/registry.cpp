@@ -48,7 +48,7 @@ const char* const kCreation[] = {"zeros", "ones", "empty", "full", "arange", "ze
 const char* const kSequences[] = {"linspace", "eye", "identity", "tri", "tril", "triu", "diag",
                                   "diagonal", "trace", "diff", "meshgrid"};
 const char* const kArrays[] = {"asarray", "asanyarray", "array", "ascontiguousarray", "atleast_1d",
-                               "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll"};
+                               "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll", "isscalar"};
 // Composites of the second round: tiling.cpp, contractions.cpp; copyto writes (stores.cpp).
 const char* const kTiling[] = {"tile", "repeat", "pad"};
 const char* const kContractions[] = {"einsum", "cov"};
