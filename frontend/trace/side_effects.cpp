@@ -191,7 +191,7 @@ VarPtr Tracer::outside_cell_written(const CellVar& cell) {
 
 void Tracer::log_container_store(const VarPtr& container, PyObject* key, const VarPtr& value) {
   BREAK_IF(!container->source, BreakKind::Internal, "internal: logging a store into a container made by the trace");
-  check_storable(value, std::string("a ") + var_kind_name(container->kind) + " the function received", effects_);
+  check_storable(value, std::string(var_kind_name(container->kind)) + " the function received", effects_);
   LoggedEffect e;
   e.kind = key ? EffectKind::SetItem : EffectKind::ListAppend;
   e.target.kind = EffectTarget::Kind::Slot;
@@ -211,7 +211,7 @@ void Tracer::build_replays(std::vector<jit::Arg>& outs, std::unordered_set<const
     rebuildable(e.value, made);
     for (const Var* m : made)
       BREAK_IF(!shared.insert(m).second, BreakKind::SideEffect,
-               std::string("a ") + var_kind_name(m->kind) + " made inside the function is both stored outside and " +
+               std::string(var_kind_name(m->kind)) + " made inside the function is both stored outside and " +
                    "kept by the frame");
     Replay r;
     r.kind = e.kind;

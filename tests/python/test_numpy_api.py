@@ -698,3 +698,22 @@ def test_isscalar_is_decided_by_type(backend, a, s):
     x = arr((3,), seed=5)
     check(_uses_isscalar, x, a, s, backend=backend)
     no_break(_uses_isscalar, x, a, s)
+
+
+def _mel_points(x, n):
+    lo = np.log10(1 + x.min() / 700.0)
+    hi = np.log10(1 + x.max() / 700.0)
+    return np.linspace(lo, hi, n + 2), np.linspace(lo, 3.0, n, endpoint=False), np.linspace(0.5, hi, 4, retstep=True)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [1, 10])
+def test_linspace_with_0d_array_bounds(backend, n):
+    x = np.linspace(10.0, 8000.0, 33)
+    check(_mel_points, x, n, backend=backend)
+    no_break(_mel_points, x, n)
+
+
+def test_linspace_with_array_bounds_still_breaks_and_says_so():
+    e = framejit.explain(lambda a, b: np.linspace(a, b, 3))(np.zeros(2), np.ones(2))
+    assert "array bounds" in e.breaks[0].reason

@@ -163,7 +163,7 @@ Item classify(Tracer &tx, const VarPtr &v) {
     return it;
   }
   default:
-    graph_break(std::string("an index that is a ") + var_kind_name(v->kind));
+    graph_break(std::string("an index that is ") + var_kind_name(v->kind));
   }
 }
 

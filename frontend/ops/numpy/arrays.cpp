@@ -32,7 +32,7 @@ VarPtr convert(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
     if (!is_absent(b, "dtype") && dtype_of(tx, b["dtype"]) != tx.meta(r).dtype) r = cast(tx, r, dtype_of(tx, b["dtype"]));
     return r;
   }
-  BREAK_IF(a->kind != VarKind::Tensor, user + " of a " + var_kind_name(a->kind) + " (only arrays the trace holds)");
+  BREAK_IF(a->kind != VarKind::Tensor, user + " of " + var_kind_name(a->kind) + " (only arrays the trace holds)");
   BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, user + " in a graph of framejit.Tensors");
   BREAK_IF(!is_absent(b, "like"), user + "(like=)");
   if (!is_absent(b, "order")) {
@@ -65,7 +65,7 @@ VarPtr atleast(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
   std::vector<VarPtr> out;
   VarPtr none = tx.wrap_const(Py_None);
   for (const VarPtr& a : args) {
-    BREAK_IF(a->kind != VarKind::Tensor, "numpy." + name + " of a " + var_kind_name(a->kind));
+    BREAK_IF(a->kind != VarKind::Tensor, "numpy." + name + " of " + var_kind_name(a->kind));
     const int rank = tx.meta(a).rank();
     if (rank >= want) {
       out.push_back(a);
@@ -92,7 +92,7 @@ VarPtr query(Tracer& tx, const std::string& name, const std::vector<VarPtr>& arg
   if (a->kind != VarKind::Tensor) {
     // A Python number is a 0-d array to NumPy.
     BREAK_IF(a->kind != VarKind::Scalar && !(is_const(a) && (PyLong_Check(const_value(a)) || PyFloat_Check(const_value(a)))),
-             "numpy." + name + " of a " + var_kind_name(a->kind));
+             "numpy." + name + " of " + var_kind_name(a->kind));
     if (name == "shape") return std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{});
     if (name == "ndim") return int_const(tx, 0);
     BREAK_IF(!is_absent(b, "axis"), Raises{PyExc_IndexError}, "tuple index out of range");
@@ -181,7 +181,7 @@ VarPtr array_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
       scalar = r.get() == Py_True;
     } else {
       BREAK_IF(v->kind != VarKind::Tuple && v->kind != VarKind::List && v->kind != VarKind::Dict,
-               std::string("numpy.isscalar of a ") + var_kind_name(v->kind));
+               std::string("numpy.isscalar of ") + var_kind_name(v->kind));
     }
     return tx.wrap_const(scalar ? Py_True : Py_False);
   }

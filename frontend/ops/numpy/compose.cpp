@@ -92,7 +92,7 @@ VarPtr array_from_list(Tracer& tx, const VarPtr& seq, const std::string& user) {
     }
     BREAK_IF(depth != shape.size(), user + " of a ragged list");
     PyObject* h = v->kind == VarKind::Scalar ? as<ScalarVar>(v)->hint.get() : is_const(v) ? const_value(v) : nullptr;
-    BREAK_IF(!h, user + " of a list holding a " + var_kind_name(v->kind));
+    BREAK_IF(!h, user + " of a list holding " + var_kind_name(v->kind));
     if (PyBool_Check(h)) return;
     if (PyLong_CheckExact(h)) widest = std::max(widest, kInt);
     else if (PyFloat_Check(h) && (PyFloat_CheckExact(h) || v->kind == VarKind::Const)) widest = kFloat;

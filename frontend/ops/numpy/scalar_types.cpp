@@ -23,7 +23,7 @@ VarPtr scalar_type(Tracer& tx, const std::string& name, PyObject* type, const st
   // A Python number that is a run-time input: numpy.positive makes it the NumPy scalar NumPy's
   // constructor would read it as (int -> int64, float -> float64), exactly, before the cast.
   if (v->kind == VarKind::Scalar) t = ufunc(tx, "positive", {v});
-  BREAK_IF(t->kind != VarKind::Tensor, what + "() of a " + var_kind_name(v->kind));
+  BREAK_IF(t->kind != VarKind::Tensor, what + "() of " + var_kind_name(v->kind));
   const jit::TensorMeta& m = tx.meta(t);
   // numpy.float64(x) of an array of any rank but 0 is an array (astype); of a 0-d array or a
   // scalar it is a scalar.

@@ -37,8 +37,10 @@ VarPtr offsets(Tracer& tx, const SymInt& n, const SymInt& m) {
 
 // A Python number argument (a constant or a run-time Python number); arrays break.
 void check_number(Tracer& tx, const VarPtr& v, const std::string& what) {
-  BREAK_IF(v->kind == VarKind::Tensor || is_seq(v), what + " with array bounds is not captured yet");
-  BREAK_IF(v->kind != VarKind::Const && v->kind != VarKind::Scalar, what + " with a " + var_kind_name(v->kind) + " bound");
+  BREAK_IF((v->kind == VarKind::Tensor && tx.meta(v).rank() != 0) || is_seq(v),
+           what + " with array bounds is not captured yet");
+  BREAK_IF(v->kind != VarKind::Const && v->kind != VarKind::Scalar && v->kind != VarKind::Tensor,
+           what + " with a bound that is " + var_kind_name(v->kind));
   if (v->kind == VarKind::Const) {
     PyObject* c = const_value(v);  // borrowed
     BREAK_IF(PyBool_Check(c) || (!PyLong_Check(c) && !PyFloat_Check(c)), what + " with a non-real bound");
@@ -61,6 +63,11 @@ VarPtr linspace(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwarg
   VarPtr one = tx.wrap_const(OwnedRef::steal(PyFloat_FromDouble(1.0)).get());
   VarPtr start = ufunc(tx, "multiply", {b["start"], one});
   VarPtr stop = ufunc(tx, "multiply", {b["stop"], one});
+  // 0-d array bounds (np.linspace(lo, hi, n) with lo = x.min()): the same steps, computed in the
+  // bounds' type, which NumPy's arange then matches only for float64.
+  for (const VarPtr& v : {start, stop})
+    BREAK_IF(v->kind == VarKind::Tensor && tx.meta(v).dtype != DType::Float64,
+             "numpy.linspace with " + std::string(rt::dtype_name(tx.meta(v).dtype)) + " array bounds");
   VarPtr delta = ufunc(tx, "subtract", {stop, start});
   const SymInt div = endpoint ? num - SymInt(1) : num;
   VarPtr y = iota(tx, num, DType::Float64);

@@ -57,7 +57,7 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
     case VarKind::Scalar:
       break;
     default:
-      graph_break(std::string("assigning a ") + var_kind_name(value->kind) + " into an array");
+      graph_break(std::string("assigning ") + var_kind_name(value->kind) + " into an array");
   }
   jit::TensorMeta written = target;
   written.layout = jit::Layout::Contiguous;  // index_put's copy is C-ordered
