@@ -90,21 +90,7 @@ struct Slots {
 
 Expected<Slots> slots_of(PyObject* code) {  // borrowed
   Slots s;
-  auto tuple = [&](const char* attr) -> Expected<std::vector<std::string>> {
-    OwnedRef t = OwnedRef::steal(PyObject_GetAttrString(code, attr));  // new ref
-    if (!t || !PyTuple_Check(t.get())) {
-      PyErr_Clear();
-      return Status::invalid(std::string("break code: code has no tuple ") + attr);
-    }
-    std::vector<std::string> out;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i) {
-      const char* c = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t.get(), i));  // borrowed buffer
-      if (!c)
-        return Status::invalid("break code: " + fetch_error_text());
-      out.emplace_back(c);
-    }
-    return out;
-  };
+  auto tuple = [&](const char* attr) { return code_names(code, attr, "break code"); };
   auto var = tuple("co_varnames");
   auto cells = tuple("co_cellvars");
   auto frees = tuple("co_freevars");

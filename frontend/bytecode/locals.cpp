@@ -1,9 +1,12 @@
-// locals.cpp — insert_local (see locals.h).
+// locals.cpp — insert_local and code_names (see locals.h).
 #include "frontend/bytecode/locals.h"
 
 #include <opcode.h>
 
+#include <string>
 #include <vector>
+
+#include "frontend/cpython/pyref.h"
 
 namespace framejit::frontend::bytecode {
 
@@ -104,6 +107,22 @@ Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name) { // n
   bc.varnames.insert(bc.varnames.begin() + static_cast<std::ptrdiff_t>(position),
                      OwnedRef::borrow(name));
   return at;
+}
+
+Expected<std::vector<std::string>> code_names(PyObject *code, const char *attr, const char *who) { // borrowed
+  OwnedRef t = OwnedRef::steal(PyObject_GetAttrString(code, attr)); // new ref
+  if (!t || !PyTuple_Check(t.get())) {
+    PyErr_Clear();
+    return Status::invalid(std::string(who) + ": code has no tuple " + attr);
+  }
+  std::vector<std::string> out;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i) {
+    const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t.get(), i)); // borrowed buffer
+    if (!s)
+      return Status::invalid(std::string(who) + ": " + fetch_error_text());
+    out.emplace_back(s);
+  }
+  return out;
 }
 
 } // namespace framejit::frontend::bytecode

@@ -4,6 +4,9 @@
 
 #include <Python.h>
 
+#include <string>
+#include <vector>
+
 #include "framejit/status.h"
 #include "frontend/bytecode/instruction.h"
 
@@ -15,5 +18,9 @@ namespace framejit::frontend::bytecode {
 /// index no longer fits in 4 bits. To make the new local an argument, insert it within the first
 /// co_argcount names and raise co_argcount through Bytecode::overrides. Returns the new index.
 Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name);
+
+/// A code object's (borrowed) tuple of names `attr` ("co_varnames", "co_cellvars", ...), as
+/// strings; InvalidArgument naming `who` when it is not a tuple of str.
+Expected<std::vector<std::string>> code_names(PyObject *code, const char *attr, const char *who);
 
 } // namespace framejit::frontend::bytecode

@@ -34,26 +34,11 @@ struct LocalsPlus {
   std::vector<uint8_t> kinds;
 };
 
-Expected<std::vector<std::string>> str_tuple(PyObject *code, const char *attr) { // borrowed
-  OwnedRef t = OwnedRef::steal(PyObject_GetAttrString(code, attr));              // new ref
-  if (!t || !PyTuple_Check(t.get())) {
-    PyErr_Clear();
-    return Status::invalid(std::string("resume: code has no tuple ") + attr);
-  }
-  std::vector<std::string> out;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t.get()); ++i) {
-    const char *s = PyUnicode_AsUTF8(PyTuple_GET_ITEM(t.get(), i)); // borrowed buffer
-    if (!s)
-      return Status::invalid("resume: " + fetch_error_text());
-    out.emplace_back(s);
-  }
-  return out;
-}
 
 Expected<LocalsPlus> locals_plus(PyObject *code) { // borrowed
-  auto var = str_tuple(code, "co_varnames");
-  auto cell = str_tuple(code, "co_cellvars");
-  auto free = str_tuple(code, "co_freevars");
+  auto var = code_names(code, "co_varnames", "resume");
+  auto cell = code_names(code, "co_cellvars", "resume");
+  auto free = code_names(code, "co_freevars", "resume");
   if (!var)
     return var.error();
   if (!cell)

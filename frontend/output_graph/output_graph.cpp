@@ -116,9 +116,12 @@ bool OutputGraph::sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const 
   return decide(a - b, CmpOp::Eq, 0, why);
 }
 
-PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots) {
+PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObject* const* slots,
+                       bool steal_outputs) {
   switch (spec.kind) {
-    case OutputSpec::Kind::Value: return outputs[spec.index];  // steals the program's reference
+    case OutputSpec::Kind::Value:
+      if (!steal_outputs) Py_INCREF(outputs[spec.index]);
+      return outputs[spec.index];
     case OutputSpec::Kind::Slot: Py_INCREF(slots[spec.index]); return slots[spec.index];
     case OutputSpec::Kind::Const: Py_INCREF(spec.value.get()); return spec.value.get();
     case OutputSpec::Kind::Tuple:
@@ -126,7 +129,7 @@ PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* con
       bool tuple = spec.kind == OutputSpec::Kind::Tuple;
       PyObject* r = tuple ? PyTuple_New(spec.items.size()) : PyList_New(spec.items.size());
       for (size_t i = 0; i < spec.items.size(); ++i) {
-        PyObject* x = build_return(spec.items[i], outputs, slots);
+        PyObject* x = build_return(spec.items[i], outputs, slots, steal_outputs);
         if (!r) {
           Py_XDECREF(x);
           continue;
@@ -141,7 +144,7 @@ PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* con
     case OutputSpec::Kind::Dict: {
       PyObject* r = PyDict_New();
       for (size_t i = 0; i < spec.items.size(); ++i) {
-        PyObject* x = build_return(spec.items[i], outputs, slots);
+        PyObject* x = build_return(spec.items[i], outputs, slots, steal_outputs);
         if (r && PyDict_SetItem(r, spec.keys[i].get(), x) < 0) Py_CLEAR(r);
         Py_XDECREF(x);
       }

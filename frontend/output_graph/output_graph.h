@@ -94,7 +94,10 @@ private:
   StopTrace stop_on_unbacked_ = nullptr;
 };
 
-/// Builds the Python return value from a program's outputs (stolen) and guard slots (borrowed).
-PyObject* build_return(const OutputSpec& spec, PyObject** outputs, PyObject* const* slots);
+/// Builds the Python value `spec` describes (new ref) from a program's outputs and guard slots
+/// (borrowed). The outputs it uses are stolen, or with `steal_outputs` false borrowed: a side
+/// effect's stored value may be the return value's too.
+PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObject* const* slots,
+                       bool steal_outputs = true);
 
 }  // namespace framejit::frontend

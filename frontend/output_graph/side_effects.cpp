@@ -5,44 +5,6 @@ namespace framejit::frontend {
 
 namespace {
 
-// build_return without stealing: a program output used here may also be the return value's.
-PyObject* build_value(const OutputSpec& spec, PyObject* const* outputs, PyObject* const* slots) {  // new ref
-  switch (spec.kind) {
-    case OutputSpec::Kind::Value: Py_INCREF(outputs[spec.index]); return outputs[spec.index];
-    case OutputSpec::Kind::Slot: Py_INCREF(slots[spec.index]); return slots[spec.index];
-    case OutputSpec::Kind::Const: Py_INCREF(spec.value.get()); return spec.value.get();
-    case OutputSpec::Kind::Tuple:
-    case OutputSpec::Kind::List: {
-      const bool tuple = spec.kind == OutputSpec::Kind::Tuple;
-      const auto n = static_cast<Py_ssize_t>(spec.items.size());
-      PyObject* r = tuple ? PyTuple_New(n) : PyList_New(n);  // new ref
-      if (!r) return nullptr;
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject* x = build_value(spec.items[i], outputs, slots);  // new ref
-        if (!x) {
-          Py_DECREF(r);
-          return nullptr;
-        }
-        if (tuple)
-          PyTuple_SET_ITEM(r, i, x);  // steals x
-        else
-          PyList_SET_ITEM(r, i, x);  // steals x
-      }
-      return r;
-    }
-    case OutputSpec::Kind::Dict: {
-      PyObject* r = PyDict_New();  // new ref
-      for (size_t i = 0; r && i < spec.items.size(); ++i) {
-        PyObject* x = build_value(spec.items[i], outputs, slots);  // new ref
-        if (!x || PyDict_SetItem(r, spec.keys[i].get(), x) < 0) Py_CLEAR(r);
-        Py_XDECREF(x);
-      }
-      return r;
-    }
-  }
-  return nullptr;
-}
-
 PyObject* target_object(const EffectTarget& t, PyObject* const* slots, const FrameView& view) {  // borrowed
   switch (t.kind) {
     case EffectTarget::Kind::Slot: return slots[t.index];
@@ -65,7 +27,7 @@ bool replay_effects(const Replays& r, PyObject* const* outputs, PyObject* const*
       PyErr_SetString(PyExc_RuntimeError, "framejit: the object a side effect stores into is gone");
       return false;
     }
-    PyObject* value = build_value(step.value, outputs, slots);  // new ref
+    PyObject* value = build_return(step.value, outputs, slots, false);  // new ref
     if (!value) return false;
     int rc = -1;
     switch (step.kind) {
