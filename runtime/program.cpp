@@ -337,6 +337,23 @@ bool bind_kernel(Run& run, const KernelStep& step, Bound& b) {
   return run.read_params(step.params, step.param_dtypes, b.params);
 }
 
+// Every element of the new C-ordered array `v` set to `x` (a sum or product of nothing).
+void fill_identity(const Value& v, int x) {
+  int64_t n = 1;
+  for (int d = 0; d < v.nd; ++d) n *= v.dims[d];
+  auto fill = [&](auto one) {
+    auto* p = reinterpret_cast<decltype(one)*>(v.data);
+    std::fill(p, p + n, one);
+  };
+  switch (v.dtype) {
+    case DType::Float32: fill(static_cast<float>(x)); break;
+    case DType::Float64: fill(static_cast<double>(x)); break;
+    case DType::Int32: fill(static_cast<int32_t>(x)); break;
+    case DType::UInt64: fill(static_cast<uint64_t>(x)); break;
+    default: fill(static_cast<int64_t>(x)); break;  // Int64: bool and integer sums
+  }
+}
+
 bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   const size_t nin = step.inputs.size();
   ArrayRef in[kMaxKernelOperands];
@@ -354,9 +371,9 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
     if (step.reduced[d]) b.count *= b.shape[d];
     if (!step.reduced[d] || step.keepdims) out_shape[out_rank++] = step.reduced[d] ? 1 : b.shape[d];
   }
-  if (b.count == 0) {
-    // Lowering only compiles reductions whose counts cannot be zero (sizes 0 and 1 are guarded);
-    // should a count still be zero, refuse as the library would rather than return garbage.
+  if (b.count == 0 && !step.empty_is_identity) {
+    // Lowering compiles only sums and products where a count may be zero (sizes 0 and 1 are
+    // guarded); should another count still be zero, refuse as the library would.
     run.host.fail(RunError::ZeroSizeReduction, static_cast<int64_t>(step.kind));
     return false;
   }
@@ -364,6 +381,7 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   if (!run.host.alloc(out, step.output_dtype, out_rank, out_shape, nullptr)) return false;
   run.set(step.output, out);
   const Value& o = run.vals[step.output];
+  if (b.count == 0) fill_identity(o, step.kind == ReduceKind::Prod ? 1 : 0);  // nothing to launch reads it
   for (int d = 0, od = 0; d < b.rank; ++d) {
     b.out_strides[d] = step.reduced[d] ? 0 : o.strides[od];
     if (!step.reduced[d] || step.keepdims) ++od;
@@ -450,11 +468,17 @@ bool finish_reduction(Run& run, const ReductionStep& step) {
   return !step.scalar_result || run.host.to_scalar(run.vals[step.output]);
 }
 
+bool finish_kernel(Run& run, const KernelStep& step) {
+  for (int v : step.scalar_outputs)
+    if (!run.host.to_scalar(run.vals[v])) return false;
+  return true;
+}
+
 bool run_kernel_step(Run& run, const KernelStep& step) {
   Bound b;
   if (!bind_kernel(run, step, b)) return false;
   maybe_detached(run, b.total, [&] { launch_kernel(*step.kernel, b); });
-  return true;
+  return finish_kernel(run, step);
 }
 
 bool run_reduction_step(Run& run, const ReductionStep& step) {
@@ -508,7 +532,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
   };
   auto finish = [&] {
     for (const ChainStep::Part& p : chain.parts)
-      if (p.reduction && !finish_reduction(run, p.red)) return false;
+      if (p.reduction ? !finish_reduction(run, p.red) : !finish_kernel(run, p.kernel)) return false;
     return true;
   };
   const ChainStep::Part& first = chain.parts[0];

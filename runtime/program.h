@@ -102,6 +102,9 @@ struct KernelStep {
   /// Inputs whose last use is this kernel: an output may be written into one of them in place
   /// when nothing else can see it (Note [Output buffer reuse]).
   std::vector<int> dying;
+  /// 0-d outputs the library hands back as its scalars (RunHost::to_scalar): NumPy scalar
+  /// arithmetic, Note [Scalar steps] in jit/schedule/program.cpp.
+  std::vector<int> scalar_outputs;
 };
 
 /// A reduction with its fused prologue: the prologue's inputs in, one new array out.
@@ -117,6 +120,9 @@ struct ReductionStep {
   std::vector<bool> reduced;  // per dim of the iteration space
   bool keepdims = false;
   bool scalar_result = false;  // the library hands back a scalar (RunHost::to_scalar)
+  /// A sum or product (no mean): reducing nothing gives 0 or 1, as in NumPy; other reductions of
+  /// nothing raise ZeroSizeReduction (lowering keeps them from running on nothing).
+  bool empty_is_identity = false;
   ReduceKind kind = ReduceKind::Sum;
   int64_t ddof = 0;
   /// The reduced operand, stored as an array of the iteration shape (or -1). Only for reductions

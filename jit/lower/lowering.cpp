@@ -99,7 +99,9 @@ bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::B
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return std::nullopt;
   const TensorMeta& m = node.meta;
-  if (m.kind != ValueKind::Tensor || m.scalar_object || !pointwise_dtype(m.dtype)) return std::nullopt;
+  // A NumPy scalar result (arithmetic on NumPy scalars) is a 0-d kernel output that the program
+  // hands back as the library's scalar (Note [Scalar steps]).
+  if (m.kind != ValueKind::Tensor || !pointwise_dtype(m.dtype)) return std::nullopt;
   const auto info = pointwise_info(node.op);
   if (!info || !node.attrs.described) return std::nullopt;
   // The operands are the leading args; for astype the rest (dtype, casting, copy) are attributes,
@@ -280,9 +282,10 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
     else ++kept;
   }
   if (m.rank() != (r.keepdims ? rank : kept) || (r.scalar_object && (r.keepdims || kept))) return std::nullopt;
-  // Reductions of nothing (NumPy raises, or warns and returns NaN) and var/std with
-  // count - ddof <= 0 (NumPy warns) stay with NumPy.
-  if (count_bound < 1) return std::nullopt;
+  // Reductions of nothing stay with NumPy where it raises (max, argmax...) or warns and returns
+  // NaN (mean, var, std), and so do var/std with count - ddof <= 0 (NumPy warns). A sum or product
+  // of nothing is its identity, which the program writes itself.
+  if (count_bound < 1 && kind != OpKind::Sum && kind != OpKind::Prod) return std::nullopt;
   switch (kind) {
     case OpKind::Sum: r.op = ReduceOp::Sum; break;
     case OpKind::Prod: r.op = ReduceOp::Prod; break;

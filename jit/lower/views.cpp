@@ -70,8 +70,11 @@ std::optional<ViewOp> lower_view(const Graph& graph, const Node& node) {
   const TensorMeta& m = node.meta;
   const int source = static_cast<int>(node.args[0].i);
   const TensorMeta& in = graph.node(source).meta;
-  if (m.kind != ValueKind::Tensor || m.scalar_object || in.kind != ValueKind::Tensor || in.scalar_object ||
-      in.dtype != m.dtype)
+  // An element read (x[i, j]) hands back the library's scalar, a copy: it folds like a view
+  // because its readers run before anything overwrites the element (Note [Scalar steps]).
+  const bool element = m.scalar_object && node.op == OpKind::GetItem && m.rank() == 0;
+  if (m.kind != ValueKind::Tensor || (m.scalar_object && !element) || in.kind != ValueKind::Tensor ||
+      in.scalar_object || in.dtype != m.dtype)
     return std::nullopt;
   const int rank = in.rank();
   const OpAttrs& attrs = node.attrs;
@@ -191,6 +194,12 @@ std::optional<IndexPutNode> lower_index_put(const Graph& graph, const Node& node
         return std::nullopt;
       }
       if (m.kind == ValueKind::Scalar && m.dtype != DType::Int64 && m.dtype != DType::Float64) return std::nullopt;
+      if (m.kind == ValueKind::Tensor) {
+        // A NumPy scalar is a 0-d array to the kernel, converted in it as NumPy converts it; one
+        // that a kernel computes (Note [Scalar steps]) is then recomputed in the store.
+        w.value.kind = StoredValue::Kind::Array;
+        w.value.dtype = m.dtype;
+      }
       break;
     }
     case Arg::Kind::Float:

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "jit/schedule/fusion_passes.h"
+#include "runtime/executor.h"
 
 namespace framejit::jit {
 namespace {
@@ -103,6 +104,27 @@ void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const Acc
   // joining another group), so every kernel can run at its last member's position with all its
   // inputs already computed.
   std::vector<bool> is_open;
+  // Per group, the values its kernel loads and the scalars it reads so far. A group takes no
+  // member that would bring them past a budget below the backend's limits (outputs come on top
+  // of the loads): a long chain of 0-d steps reading one element each (an unrolled loop summing
+  // x[i, i]) becomes several kernels, where one over the limit would be refused and leave every
+  // member to run as a call.
+  constexpr size_t kLoadBudget = rt::kMaxKernelOperands - 4;
+  constexpr size_t kParamBudget = rt::kMaxKernelParams;
+  std::vector<std::vector<int>> loads, reads;
+  auto fits = [&](size_t g, const PointwiseNode& p, bool commit) {
+    size_t nl = loads[g].size(), nr = reads[g].size();
+    for (const PointwiseOperand& o : p.operands) {
+      if (o.kind == PointwiseOperand::Kind::Const) continue;
+      std::vector<int>& seen = o.kind == PointwiseOperand::Kind::Tensor ? loads[g] : reads[g];
+      if (state.nodes[o.node].tentative == static_cast<int>(g) ||
+          std::find(seen.begin(), seen.end(), o.node) != seen.end())
+        continue;
+      if (commit) seen.push_back(o.node);
+      else ++(o.kind == PointwiseOperand::Kind::Tensor ? nl : nr);
+    }
+    return nl <= kLoadBudget && nr <= kParamBudget;
+  };
   auto close_group_of = [&](int v, int except) {
     const int g = state.nodes[v].tentative;
     if (g >= 0 && g != except) is_open[g] = false;
@@ -116,14 +138,18 @@ void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const Acc
       for (size_t g = 0; g < groups.size() && join < 0; ++g) {
         const Node& first = nodes[groups[g].front()];
         // Dtypes may differ: every expression of a kernel carries its own.
-        if (is_open[g] && same_shape(first.meta, node.meta)) join = static_cast<int>(g);
+        if (is_open[g] && same_shape(first.meta, node.meta) && fits(g, *rec.pointwise, false))
+          join = static_cast<int>(g);
       }
       for (const Arg& a : node.args) a.for_each_node([&](int v) { close_group_of(v, join); });
       if (join < 0) {
         join = static_cast<int>(groups.size());
         groups.emplace_back();
         is_open.push_back(true);
+        loads.emplace_back();
+        reads.emplace_back();
       }
+      fits(join, *rec.pointwise, true);
       groups[join].push_back(i);
       rec.tentative = join;
       continue;

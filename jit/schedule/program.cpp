@@ -8,8 +8,46 @@ namespace framejit::jit {
 
 namespace {
 
-rt::KernelStep kernel_step_of(const FusionGroup& g, const KernelArtifact& kernel) {
+// Note [Scalar steps]
+// NumPy hands back its own scalars (numpy.float64...), not 0-d arrays, from integer indexing
+// (x[i, j]), full reductions and 1-d dot products (x.sum(), a @ b) and arithmetic on such scalars.
+// Python loops over array elements, unrolled, are made of these: NPBench's lu is thousands of
+// `A[i, j] -= A[i, :j] @ A[:j, j]`. They run as kernel steps like any other value:
+//   - an element read is a folded view (its readers read the element where it lies). NumPy's is a
+//     copy, a view is not: it stays right because writes are functional in the graph, and the
+//     buffer plan writes no memory in place while a later step still reads it through a view
+//     (Note [Lowered writes]);
+//   - arithmetic on scalars is a 0-d kernel, fused with the other 0-d work of its group and into
+//     the store that writes the result (A[i, j] = A[i, j] - dot as one store kernel);
+//   - a 1-d dot is a reduction (Note [Vector products] in frontend/ops/numpy/vector_products.cpp).
+// Inside the program these values are 0-d arrays. Only one that leaves the program's own steps
+// (a graph output, or an argument of a library call) becomes the library's scalar, when it is
+// made (RunHost::to_scalar): making a Python object per scalar step would cost more than the step.
+
+// Values some reader needs as the library's own object: the graph's outputs and the arguments of
+// the calls the program makes (a library call, a SymSize step reads only an array's size).
+std::vector<bool> escaping_values(const Graph& graph, const FusionPlan* plan) {
+  const int n = static_cast<int>(graph.nodes().size());
+  std::vector<bool> out(n, plan == nullptr);
+  if (!plan) return out;
+  for (int i = 0; i < n; ++i) {
+    const Node& node = graph.node(i);
+    const bool call = node.kind == NodeKind::Call && node.op != OpKind::SymSize &&
+                      plan->group_of[i] == FusionPlan::kNotFused && plan->reduction_of[i] < 0 &&
+                      plan->gemm_of[i] < 0 && plan->store_of[i] < 0 && plan->view_of[i] < 0;
+    if (!call && node.kind != NodeKind::Output) continue;
+    auto mark = [&](int v) { out[v] = true; };
+    for (const Arg& a : node.args) a.for_each_node(mark);
+    for (const auto& kw : node.kwargs) kw.second.for_each_node(mark);
+  }
+  return out;
+}
+
+rt::KernelStep kernel_step_of(const Graph& graph, const FusionGroup& g, const KernelArtifact& kernel,
+                              const std::vector<bool>& escaping) {
   rt::KernelStep k;
+  for (int v : g.outputs)
+    if (graph.node(v).meta.scalar_object && escaping[v]) k.scalar_outputs.push_back(v);
   k.kernel = kernel;
   k.inputs = g.inputs;
   k.params = g.params;
@@ -31,7 +69,8 @@ rt::ReduceKind reduce_kind(ReduceOp op) {
   return rt::ReduceKind::Sum;
 }
 
-rt::ReductionStep reduction_step_of(const ReductionGroup& r, const ReductionArtifact& kernels) {
+rt::ReductionStep reduction_step_of(const ReductionGroup& r, const ReductionArtifact& kernels,
+                                   const std::vector<bool>& escaping) {
   rt::ReductionStep s;
   s.row = kernels.row;
   s.column = kernels.column;
@@ -43,7 +82,8 @@ rt::ReductionStep reduction_step_of(const ReductionGroup& r, const ReductionArti
   s.output_dtype = r.ir.result_dtype();
   s.reduced = r.reduced;
   s.keepdims = r.keepdims;
-  s.scalar_result = r.scalar_object;
+  s.scalar_result = r.scalar_object && r.node >= 0 && escaping[r.node];
+  s.empty_is_identity = (r.ir.op == ReduceOp::Sum || r.ir.op == ReduceOp::Prod) && !r.ir.mean;
   s.kind = reduce_kind(r.ir.op);
   s.ddof = r.ir.ddof;
   s.value_output = r.value_output;
@@ -141,6 +181,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     p.view_of = plan->view_of;
     p.views = plan->views;
   }
+  const std::vector<bool> escaping = escaping_values(graph, plan);
   std::vector<int> last_use(p.num_values, -1);
   // The last step reading each value's contents: last_use, less copy_into's reads of the input it
   // writes and of what it is ordered after (Note [Lowered writes]).
@@ -176,7 +217,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
         if (k < 0) continue;
         rt::Step s;
         s.kind = rt::Step::Kind::Reduction;
-        s.reduction() = reduction_step_of(plan->reductions[k], compiled->reductions[k]);
+        s.reduction() = reduction_step_of(plan->reductions[k], compiled->reductions[k], escaping);
         uses(plan->reductions[k].inputs, here());
         uses(plan->reductions[k].params, here());
         p.steps.push_back(std::move(s));
@@ -197,7 +238,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       use(use, mm.b, here());
       if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
         const FusionGroup& g = plan->groups[e];
-        s.gemm().epilogue = kernel_step_of(g, compiled->kernels[e]);
+        s.gemm().epilogue = kernel_step_of(graph, g, compiled->kernels[e], escaping);
         uses(g.inputs, here());
         uses(g.params, here());
       }
@@ -210,7 +251,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       if (g.position != i || g.gemm >= 0) continue;
       rt::Step s;
       s.kind = rt::Step::Kind::Kernel;
-      s.kernel() = kernel_step_of(g, compiled->kernels[group]);
+      s.kernel() = kernel_step_of(graph, g, compiled->kernels[group], escaping);
       uses(g.inputs, here());
       uses(g.params, here());
       p.steps.push_back(std::move(s));
@@ -226,7 +267,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.store().output = i;
       s.store().region = st.write.region;
       s.store().into_base = st.write.into_base;
-      s.store().kernel = kernel_step_of(st.kernel, compiled->stores[sid]);
+      s.store().kernel = kernel_step_of(graph, st.kernel, compiled->stores[sid], escaping);
       // What the kernel reads, and what the library's call would (the step falls back to it).
       uses(st.kernel.inputs, here());
       uses(st.kernel.params, here());

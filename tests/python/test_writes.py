@@ -233,12 +233,23 @@ def f_element_copies(a, b):
 
 
 def test_a_graph_of_library_calls_only_runs_in_cpython():
-    # Note [Extern-bound graphs]: 100 element writes and reads, nothing to compile.
-    check(f_element_copies, np.arange(100.0), np.arange(100.0) * 2, backend="jit", fullgraph=False, expect_hit=False)
+    # Note [Extern-bound graphs]: 100 element reads and writes of int16, which kernels do not
+    # compute: nothing to compile.
+    a = np.arange(100, dtype=np.int16)
+    check(f_element_copies, a, a * 2, backend="jit", fullgraph=False, expect_hit=False)
+    framejit.reset()
+    framejit.compile(f_element_copies)(a.copy(), a.copy())
+    s = framejit.stats()
+    assert s["captured"] == 0 and s["graph_breaks"] == 1
+
+
+def test_element_copies_compile_to_store_kernels():
+    # Note [Scalar steps]: of float64, each read is a folded view and each write a store kernel.
+    check(f_element_copies, np.arange(100.0), np.arange(100.0) * 2, backend="jit")
     framejit.reset()
     framejit.compile(f_element_copies)(np.arange(100.0), np.arange(100.0))
     s = framejit.stats()
-    assert s["captured"] == 0 and s["graph_breaks"] == 1
+    assert s["captured"] == 1 and s["extern_calls"] == 0 and s["kernels"] == 101
 
 
 def f_outer_flip(a, b, m):
