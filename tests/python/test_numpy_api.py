@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import framejit
-from conftest import BACKENDS, randn
+from conftest import BACKENDS, check_sequence, randn
 from conftest import check as _check
 
 DTYPES = ["float64", "float32", "int64", "int32", "bool"]
@@ -133,6 +133,19 @@ def test_meshgrid(backend, indexing, sparse):
     check(lambda x: np.meshgrid(x, indexing=indexing), x, backend=backend)
     # A reduction's summation order may differ from NumPy's: compared within tolerance.
     check(lambda x, y: np.meshgrid(x, y, indexing=indexing)[0].sum() + 1.0, x, y, backend="jit")
+
+
+# ----- indices -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_indices(backend, sparse):
+    x = arr((2, 5))
+    check(lambda x: np.indices(x.shape, sparse=sparse), x, backend=backend)
+    check(lambda: np.indices((3, 1, 2), dtype=np.float32, sparse=sparse), backend=backend)
+    check(lambda: np.indices((), sparse=sparse), backend=backend)
+    check(lambda x: (np.indices(x.shape, sparse=sparse)[0] * x).sum(), x, backend="jit")
+    check_sequence(lambda n: np.indices((n, 2)), [(3,), (-1,)], backend=backend)
 
 
 # ----- conversions and shape queries ------------------------------------------------------------
@@ -355,7 +368,8 @@ def test_supported_ops_lists_the_new_functions():
     ops = framejit.supported_ops()
     for name in ("numpy.linspace", "numpy.eye", "numpy.tril", "numpy.triu", "numpy.diag", "numpy.trace",
                  "numpy.diff", "numpy.meshgrid", "numpy.asarray", "numpy.atleast_2d", "numpy.shape", "numpy.roll",
-                 "numpy.cumsum", "numpy.sort", "numpy.add.outer", "numpy.minimum.reduce", "numpy.maximum.outer"):
+                 "numpy.cumsum", "numpy.sort", "numpy.add.outer", "numpy.minimum.reduce", "numpy.maximum.outer",
+                 "numpy.indices"):
         assert name in ops, name
 
 

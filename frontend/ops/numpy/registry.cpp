@@ -46,7 +46,7 @@ const char* const kCreation[] = {"zeros", "ones", "empty", "full", "arange", "ze
 
 // Composites (sequences.cpp, arrays.cpp): traced as the ops above.
 const char* const kSequences[] = {"linspace", "eye", "identity", "tri", "tril", "triu", "diag",
-                                  "diagonal", "trace", "diff", "meshgrid"};
+                                  "diagonal", "trace", "diff", "meshgrid", "indices"};
 const char* const kArrays[] = {"asarray", "asanyarray", "array", "ascontiguousarray", "atleast_1d",
                                "atleast_2d", "atleast_3d", "shape", "ndim", "size", "roll", "isscalar"};
 // Composites of the second round: tiling.cpp, contractions.cpp; copyto writes (stores.cpp).

@@ -258,6 +258,31 @@ VarPtr meshgrid(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwarg
   return std::make_shared<SeqVar>(VarKind::List, std::move(out));
 }
 
+// numpy.indices(dimensions, dtype=int, sparse=False): along axis k, arange(dimensions[k]) with
+// every other axis of size 1; broadcast to the full grid and stacked unless sparse (then a tuple).
+VarPtr indices(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  auto b = bind_args("indices", {"dimensions", "dtype", "sparse"}, args, kwargs);
+  BREAK_IF(!b.count("dimensions"), Raises{PyExc_TypeError}, "indices() needs dimensions");
+  const DType dt = is_absent(b, "dtype") ? DType::Int64 : dtype_of(tx, b["dtype"]);
+  const bool sparse = !is_absent(b, "sparse") && tx.truth(b["sparse"], "sparse");
+  std::vector<VarPtr> items = tx.unpack(b["dimensions"], "indices dimensions");
+  const size_t nd = items.size();
+  Shape full;
+  for (const VarPtr& d : items) full.push_back(size_arg(tx, d, "negative dimensions are not allowed:"));
+  std::vector<VarPtr> out;
+  VarPtr none = tx.wrap_const(Py_None), all = slice_of(tx, std::nullopt, std::nullopt);
+  for (size_t k = 0; k < nd; ++k) {
+    std::vector<VarPtr> idx(nd, none);
+    idx[k] = all;
+    VarPtr v = index_with(tx, iota(tx, full[k], dt), std::move(idx));
+    if (!sparse) v = view_op(tx, "broadcast_to", "numpy.broadcast_to", {v, shape_value(tx, full)}, {}, false);
+    out.push_back(v);
+  }
+  if (sparse) return std::make_shared<SeqVar>(VarKind::Tuple, std::move(out));
+  if (nd == 0) return creation(tx, "empty", {shape_value(tx, {SymInt(0)})}, {{"dtype", dtype_const(tx, dt)}});
+  return join(tx, "stack", {std::make_shared<SeqVar>(VarKind::List, std::move(out))}, {});
+}
+
 }  // namespace
 
 VarPtr sequence(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -268,6 +293,7 @@ VarPtr sequence(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   if (name == "diagonal" || name == "trace") return diagonal(tx, name, args, kwargs);
   if (name == "diff") return diff(tx, args, kwargs);
   if (name == "meshgrid") return meshgrid(tx, args, kwargs);
+  if (name == "indices") return indices(tx, args, kwargs);
   graph_break(BreakKind::Internal, "internal: no sequence builder " + name);
 }
 
