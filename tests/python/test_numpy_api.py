@@ -148,6 +148,25 @@ def test_indices(backend, sparse):
     check_sequence(lambda n: np.indices((n, 2)), [(3,), (-1,)], backend=backend)
 
 
+# ----- bincount: a length only the run knows ----------------------------------------------------
+
+def bincounts(x, w):
+    c = np.bincount(x)
+    d = np.bincount(x, weights=w, minlength=8)
+    return c * 2 + 1, d / 2, c.sum(), d.shape[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bincount(backend):
+    calls = [(np.array(x, dtype), np.arange(float(len(x))))
+             for x, dtype in [([1, 2, 2, 5], np.int64), ([0, 0, 9, 3], np.int32), ([3, 3], np.uint8), ([7, 1, 1], np.int64)]]
+    calls.append((np.array([-1, 2]), np.ones(2)))  # NumPy's ValueError, from the library call
+    calls.append((np.array([1, 2]), np.ones(3)))  # weights of another length
+    check_sequence(bincounts, calls, backend=backend)
+    framejit.reset()
+    assert framejit.explain(bincounts)(*calls[0]).graph_count == 1 and not framejit.explain(bincounts)(*calls[0]).breaks
+
+
 # ----- conversions and shape queries ------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -335,11 +354,12 @@ def test_sorting(dtype):
     check(lambda a: (np.sort(a), a), a)  # the input is not sorted in place
 
 
-def test_bincount_breaks_with_a_clear_reason():
+def test_bincount_of_a_list_breaks_with_a_clear_reason():
     def f(x):
-        return np.bincount(x) * 2
-    e = framejit.explain(f)(np.array([1, 2, 2, 5]))
-    assert any("bincount" in str(b) and "depends on the data" in str(b) for b in e.breaks), e.breaks
+        return np.bincount([1, 2, 2]) * x
+    e = framejit.explain(f)(np.ones(3))
+    assert any("numpy.bincount of a non-array" in str(b) for b in e.breaks), e.breaks
+    check_sequence(f, [(np.ones(3),), (np.ones(4),)], backend="jit")
 
 
 def test_random_draws_match_numpy_after_seeding():

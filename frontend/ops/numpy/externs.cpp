@@ -228,6 +228,38 @@ VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
   return extern_call(tx, user, args, kwargs, tensor_meta(dt, shape));
 }
 
+// numpy.bincount(x, weights=None, minlength=0): the counts of each value of a 1-d array of
+// non-negative integers, max(x) + 1 of them (at least minlength): a length only the run knows, an
+// unbacked symbol (Note [Unbacked sizes]). NumPy checks the values (negative ones raise): the
+// library call does that at run time.
+VarPtr bincount(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "numpy.bincount";
+  auto b = bind_args(user, {"x", "weights", "minlength"}, args, kwargs);
+  BREAK_IF(!b.count("x"), Raises{PyExc_TypeError}, "bincount() needs x");
+  BREAK_IF(b["x"]->kind != VarKind::Tensor, user + " of a non-array (it would call numpy.asarray)");
+  const jit::TensorMeta& x = tx.meta(b["x"]);
+  BREAK_IF(x.rank() != 1, Raises{PyExc_ValueError}, "object too deep for desired array");
+  BREAK_IF(x.dtype != DType::Int64 && x.dtype != DType::Int32 && x.dtype != DType::UInt8 && x.dtype != DType::Bool,
+           user + " of a " + std::string(rt::dtype_name(x.dtype)) + " array");
+  if (!is_absent(b, "minlength"))
+    BREAK_IF(tx.to_int(b["minlength"], "minlength") < 0, Raises{PyExc_ValueError}, "'minlength' must not be negative");
+  DType dt = DType::Int64;
+  if (!is_absent(b, "weights")) {
+    BREAK_IF(b["weights"]->kind != VarKind::Tensor || tx.meta(b["weights"]).rank() != 1,
+             user + " with weights that are not a 1-d array");
+    BREAK_IF(!tx.out().sizes_equal(tx.meta(b["weights"]).shape[0], x.shape[0], user + " at " + tx.location()),
+             Raises{PyExc_ValueError}, "The weights and list don't have the same length.");
+    dt = DType::Float64;
+  }
+  OutputGraph& out = tx.out();
+  const int next = static_cast<int>(out.graph.nodes().size());
+  const int s = out.new_unbacked_symbol(next, 0, user + " at " + tx.location(),
+                                        [](const std::string& reason) { graph_break(BreakKind::DataDependent, reason); });
+  VarPtr r = extern_call(tx, user, args, kwargs, tensor_meta(dt, {SymInt::symbol(s)}));
+  BREAK_IF(as<TensorVar>(r)->node != next, BreakKind::Internal, "internal: bincount's node was not added last");
+  return r;
+}
+
 }  // namespace
 
 VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -235,8 +267,7 @@ VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
   if (name.rfind("random.", 0) == 0) return random_fn(tx, name.substr(7), args, kwargs);
   if (name == "sort" || name == "argsort" || name == "partition" || name == "argpartition")
     return sort_fn(tx, name, args, kwargs);
-  if (name == "bincount")
-    graph_break("numpy.bincount: the length of its result depends on the data (max(x) + 1)");
+  if (name == "bincount") return bincount(tx, args, kwargs);
   graph_break(BreakKind::Internal, "internal: no extern " + name);
 }
 
