@@ -58,8 +58,8 @@ struct ReductionNode {
 
 /// The node as a reduction, if code generation supports it: constant axes; no dtype, out,
 /// initial or where arguments (other than their defaults); a reduced element count that cannot be
-/// zero (NumPy raises or warns there) nor, for var/std, at most ddof. nullopt otherwise (it runs
-/// as a call).
+/// zero (NumPy raises or warns there; sums and products of nothing are their identity, which the
+/// program writes) nor, for var/std, at most ddof. nullopt otherwise (it runs as a call).
 std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node);
 
 /// A matrix product C = A @ B run by framejit's GEMM: A and B of rank >= 2 whose leading dims are
