@@ -62,6 +62,18 @@ bool split_pair(int op, int *first, int *second) {
 
 } // namespace
 
+void append_split_pair(std::vector<Instruction> &out, Instruction ins, int first, int x, int second, int y) {
+  Instruction tail = ins;
+  tail.opcode = second;
+  tail.oparg = y;
+  tail.label = kNoLabel;
+  tail.offset = -1;
+  ins.opcode = first;
+  ins.oparg = x;
+  out.push_back(ins);
+  out.push_back(tail);
+}
+
 Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name) { // name: borrowed
   if (!name || !PyUnicode_Check(name))
     return Status::invalid("insert_local: the name must be a str");
@@ -87,16 +99,7 @@ Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name) { // n
       if (x < 16 && y < 16) {
         ins.oparg = x << 4 | y;
       } else {
-        // The second half keeps position and handler but not the label: jumps land on the first.
-        Instruction second = ins;
-        second.opcode = b;
-        second.oparg = y;
-        second.label = kNoLabel;
-        second.offset = -1;
-        ins.opcode = a;
-        ins.oparg = x;
-        out.push_back(ins);
-        out.push_back(second);
+        append_split_pair(out, ins, a, x, b, y);
         continue;
       }
 #endif

@@ -19,6 +19,11 @@ namespace framejit::frontend::bytecode {
 /// co_argcount names and raise co_argcount through Bytecode::overrides. Returns the new index.
 Expected<int> insert_local(Bytecode &bc, size_t position, PyObject *name);
 
+/// One of 3.13's two-local superinstructions (LOAD_FAST_LOAD_FAST ...) as two plain ones appended
+/// to `out`: `ins` becomes (first, x), then (second, y) follows. The second keeps the position and
+/// handler but not the label, so jumps land on the first.
+void append_split_pair(std::vector<Instruction> &out, Instruction ins, int first, int x, int second, int y);
+
 /// A code object's (borrowed) tuple of names `attr` ("co_varnames", "co_cellvars", ...), as
 /// strings; InvalidArgument naming `who` when it is not a tuple of str.
 Expected<std::vector<std::string>> code_names(PyObject *code, const char *attr, const char *who);

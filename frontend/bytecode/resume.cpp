@@ -169,18 +169,8 @@ void check_unbound_loads(Bytecode &bc, const std::vector<bool> &bound) {
     const int hi = ins.oparg >> 4, lo = ins.oparg & 15;
     if ((ins.opcode == LOAD_FAST_LOAD_FAST && (!is_bound(hi) || !is_bound(lo))) ||
         (ins.opcode == STORE_FAST_LOAD_FAST && !is_bound(lo))) {
-      Instruction second = ins;
-      second.opcode = is_bound(lo) ? LOAD_FAST : LOAD_FAST_CHECK;
-      second.oparg = lo;
-      second.label = kNoLabel;
-      second.offset = -1;
-      if (ins.opcode == LOAD_FAST_LOAD_FAST)
-        ins.opcode = is_bound(hi) ? LOAD_FAST : LOAD_FAST_CHECK;
-      else
-        ins.opcode = STORE_FAST;
-      ins.oparg = hi;
-      out.push_back(ins);
-      out.push_back(second);
+      const int first = ins.opcode == STORE_FAST_LOAD_FAST ? STORE_FAST : is_bound(hi) ? LOAD_FAST : LOAD_FAST_CHECK;
+      append_split_pair(out, ins, first, hi, is_bound(lo) ? LOAD_FAST : LOAD_FAST_CHECK, lo);
       continue;
     }
 #endif
