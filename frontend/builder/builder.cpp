@@ -227,6 +227,13 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     f->qualname = OwnedRef::borrow(pf->func_qualname);
     f->real = OwnedRef::borrow(value);
     v = f;
+  } else if (PyMethod_Check(value) && PyFunction_Check(PyMethod_GET_FUNCTION(value))) {
+    // A bound method of a Python function (a with block's __exit__ handed to a resume function):
+    // its self and function are read through it, so a call inlines the function.
+    g.add_type(src, type);
+    VarPtr self = wrap(PyMethod_GET_SELF(value), child_source(SourceKind::MethodSelf, src, 0));
+    VarPtr fn = wrap(PyMethod_GET_FUNCTION(value), child_source(SourceKind::MethodFunc, src, 0));
+    v = std::make_shared<MethodVar>(std::move(self), std::move(fn));
   } else if (PyType_Check(value)) {
     g.add_identity(src, value);
     auto* t = reinterpret_cast<PyTypeObject*>(value);

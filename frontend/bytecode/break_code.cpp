@@ -319,9 +319,6 @@ private:
         return why;
     }
     if (main.handler.active()) {
-      if (main.handler.lasti)
-        return "the enclosing handler needs lasti (a with body or finally "
-               "cleanup)";
       if (main.handler.depth > keep_)
         return "the handler's stack reaches into the instruction's inputs";
       const int h = bc_.index_of(main.handler.target);
@@ -334,6 +331,10 @@ private:
       c.on_stack = 1;
       for (int i = 0; i < main.handler.depth; ++i)
         c.spec.stack_null.push_back(spec_.stack[static_cast<size_t>(i)].kind == Recipe::Kind::Null);
+      if (main.handler.lasti) {  // a with body's or finally's handler: the resume code pushes it
+        c.spec.lasti_slot = main.handler.depth;
+        c.spec.stack_null.push_back(false);
+      }
       c.spec.stack_null.push_back(false);
       if (std::string why = finish(c); !why.empty())
         return why;
@@ -531,7 +532,7 @@ private:
     int nargs = 0, j = 0;
     std::vector<int> used;
     for (size_t i = 0; i < c.spec.stack_null.size(); ++i) {
-      if (c.spec.stack_null[i])
+      if (c.spec.stack_null[i] || static_cast<int>(i) == c.spec.lasti_slot)
         continue;
       const int t = static_cast<int>(i) < keep_ && !(c.exception && i + 1 == c.spec.stack_null.size())
                         ? stack_temp0_ + static_cast<int>(i)

@@ -41,10 +41,12 @@ namespace framejit::frontend::bytecode {
 //   JUMP_IF_*_OR_POP): at the
 //     original target, so a data-dependent branch gets one resume function per
 //     side;
-//   - an exception the instruction raises inside a `try`: the copy is covered
-//   by a handler that
-//     resumes at the original handler's entry with the exception on the stack,
-//     where PUSH_EXC_INFO and the `except` matching run as in the original.
+//   - an exception the instruction raises inside a `try`, a `with` body or a
+//     `finally`'s body: the copy is covered by a handler that resumes at the
+//     original handler's entry with the exception on the stack, where
+//     PUSH_EXC_INFO and the `except` matching (or __exit__) run as in the
+//     original; a handler that wants a lasti below the exception gets one from
+//     the resume code (ResumeSpec::lasti_slot).
 // The resume function object is made at run time by MAKE_FUNCTION from a
 // constant code object with the running frame's closure cells, exactly as a
 // nested `def` is: one code object can back many closures (a `def` in a loop),
@@ -57,9 +59,8 @@ namespace framejit::frontend::bytecode {
 // treats identically.
 //
 // Kind::InResume: when the instruction cannot be copied — an opcode outside the
-// table in break_code.cpp, an enclosing handler that needs `lasti` (a `with`
-// body, `finally` cleanup, whose RERAISE jumps by an offset of the original
-// code) or a continuation make_resume_code refuses — the body instead ends with
+// table in break_code.cpp, or a continuation make_resume_code refuses (the
+// instruction is itself exception cleanup) — the body instead ends with
 // `return resume_at(offset)(<stack>, <live locals>)`: the instruction runs
 // first thing in the resume function, inside all of the original's handlers.
 // Always correct; the cost is that tracing that resume function breaks at its

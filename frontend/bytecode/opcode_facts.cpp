@@ -209,6 +209,7 @@ int break_inputs(int op, int oparg) {
     case STORE_GLOBAL:
     case DELETE_ATTR:
     case FOR_ITER:
+    case BEFORE_WITH:
       return 1;
     case LOAD_GLOBAL:
       return 0;

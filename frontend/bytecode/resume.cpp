@@ -218,6 +218,15 @@ Expected<OwnedRef> build_resume_code(Bytecode bc, const ResumeSpec &spec) {
       }
   if (idx == bc.instructions.size())
     return Status::invalid(at + " is not the start of an instruction");
+  if (spec.lasti_slot >= 0) {
+    // Only the one slot the handler's own entry pushed may hold a lasti.
+    if (spec.lasti_slot >= 64 || static_cast<size_t>(spec.lasti_slot) >= spec.stack_null.size() ||
+        spec.stack_null[static_cast<size_t>(spec.lasti_slot)] ||
+        a->lasti[idx] != (uint64_t{1} << spec.lasti_slot))
+      return Status::invalid(at + ": stack slot " + std::to_string(spec.lasti_slot) +
+                             " is not the only one holding a lasti there");
+    a->lasti[idx] = 0;
+  }
   if (std::string why = refusal(bc, *a, idx); !why.empty())
     return Status::invalid(at + " " + why);
   if (static_cast<int>(spec.stack_null.size()) != a->depth[idx])
@@ -255,7 +264,7 @@ Expected<OwnedRef> build_resume_code(Bytecode bc, const ResumeSpec &spec) {
   std::vector<std::string> arg_names;
   std::vector<int> stack_arg(spec.stack_null.size(), -1);
   for (size_t i = 0; i < spec.stack_null.size(); ++i)
-    if (!spec.stack_null[i]) {
+    if (!spec.stack_null[i] && static_cast<int>(i) != spec.lasti_slot) {
       stack_arg[i] = static_cast<int>(arg_names.size());
       arg_names.push_back(prefix + "stack" + std::to_string(i));
     }
@@ -295,10 +304,18 @@ Expected<OwnedRef> build_resume_code(Bytecode bc, const ResumeSpec &spec) {
     emit(cell && spec.cells_as_values ? STORE_DEREF : STORE_FAST, slot);
     emit(DELETE_FAST, arg);
   }
-  for (size_t i = 0; i < spec.stack_null.size(); ++i)
+  for (size_t i = 0; i < spec.stack_null.size(); ++i) {
+    if (static_cast<int>(i) == spec.lasti_slot) {
+      OwnedRef lasti = py_int(bc.instructions[idx].offset); // the entry's own offset, before the prologue
+      if (!lasti)
+        return Status::internal(fetch_error_text());
+      emit(LOAD_CONST, bc.add_const(lasti.get()));
+      continue;
+    }
     emit(spec.stack_null[i] ? PUSH_NULL : LOAD_FAST, spec.stack_null[i] ? 0 : stack_arg[i]);
+  }
   for (size_t i = 0; i < spec.stack_null.size(); ++i)
-    if (!spec.stack_null[i])
+    if (stack_arg[i] >= 0)
       emit(DELETE_FAST, stack_arg[i]);
   pro.push_back(Instruction::jump(JUMP_FORWARD, target, pos));
   int resume_at = -1;
@@ -327,7 +344,7 @@ Expected<OwnedRef> build_resume_code(Bytecode bc, const ResumeSpec &spec) {
 
 namespace {
 
-using CacheKey = std::tuple<uintptr_t, int, std::vector<bool>, std::vector<int>, bool>;
+using CacheKey = std::tuple<uintptr_t, int, std::vector<bool>, std::vector<int>, bool, int>;
 struct CacheEntry {
   OwnedRef code;   // keeps the key's code object (and so its address) alive
   OwnedRef resume; // the resume code
@@ -344,7 +361,7 @@ Expected<OwnedRef> make_resume_code(PyObject *code, const ResumeSpec &spec) { //
   if (!code || !PyCode_Check(code))
     return Status::invalid("resume: not a code object");
   CacheKey key{reinterpret_cast<uintptr_t>(code), spec.offset, spec.stack_null, spec.live_locals,
-               spec.cells_as_values};
+               spec.cells_as_values, spec.lasti_slot};
   auto it = cache().find(key);
   if (it != cache().end())
     return OwnedRef::borrow(it->second.resume.get());

@@ -35,7 +35,8 @@ namespace framejit::frontend::bytecode {
 // Not supported (an error): generators and coroutines; offsets in the interpreter's prologue or
 // between instructions it runs as a pair (can_insert_before); offsets where the stack holds the
 // `lasti` integer an exception-table entry pushes (exception cleanup, `with` exit on an
-// exception, `finally` on the exceptional path): it is an offset into the original code.
+// exception, `finally` on the exceptional path): it is an offset into the original code. The
+// one exception is a handler's entry itself, with ResumeSpec::lasti_slot.
 // Caveat: resuming inside an `except` body does not restore sys.exc_info(); the stack slot
 // PUSH_EXC_INFO left there is passed like any value and POP_EXCEPT restores it at the end.
 //
@@ -49,6 +50,12 @@ struct ResumeSpec {
   std::vector<bool> stack_null; // one per stack slot, bottom first: true = the slot is NULL
   std::vector<int> live_locals; // localsplus indices (co_varnames first, then cells) to restore
   bool cells_as_values = false; // see Note [Resume functions]
+  /// A handler's entry whose stack holds an exception-table lasti in this slot (a `with` body's
+  /// or a `finally`'s handler, entered from a break code's copy of an instruction it covers).
+  /// The slot is not an argument: the prologue pushes the offset of the handler's entry. RERAISE
+  /// reads a lasti only to set the frame's line for the traceback (handlers are looked up at the
+  /// RERAISE itself), so any offset into the resume code is a correct one; -1: none.
+  int lasti_slot = -1;
 };
 
 /// The resume code for `code` (a code object; borrowed) at `spec`, cached per (code, spec): the

@@ -44,6 +44,8 @@ std::string Source::to_string() const {
       return base->to_string() + ".__closure__[" + std::to_string(index) + "].cell_contents";
     case SourceKind::FuncGlobal:
       return base->to_string() + ".__globals__['" + attr_text(key.get()) + "']";
+    case SourceKind::MethodSelf: return base->to_string() + ".__self__";
+    case SourceKind::MethodFunc: return base->to_string() + ".__func__";
     case SourceKind::SuperAttr: {
       auto* cls = reinterpret_cast<PyTypeObject*>(PyTuple_GET_ITEM(key.get(), 0));
       return "super(" + std::string(cls->tp_name) + ", " + base->to_string() + ")." +
@@ -138,6 +140,8 @@ PyObject* fetch_step(const Source& s, const FrameView& frame, PyObject* base) {
       PyObject* v = dict_get(fn->func_globals, s.key.get());
       return v ? v : dict_get(fn->func_builtins, s.key.get());
     }
+    case SourceKind::MethodSelf: return PyMethod_Check(base) ? PyMethod_GET_SELF(base) : nullptr;
+    case SourceKind::MethodFunc: return PyMethod_Check(base) ? PyMethod_GET_FUNCTION(base) : nullptr;
     case SourceKind::SuperAttr:
       return super_lookup(Py_TYPE(base), PyTuple_GET_ITEM(s.key.get(), 0), PyTuple_GET_ITEM(s.key.get(), 1));
   }

@@ -35,6 +35,8 @@ enum class SourceKind : uint8_t {
   FuncCell,      // base.__closure__[index].cell_contents
   FuncGlobal,    // base.__globals__[key], else base's builtins[key] (an inlined function's globals)
   SuperAttr,     // super(key[0], base).key[1] unbound: key[1] along type(base)'s MRO after key[0]
+  MethodSelf,    // base.__self__ of a bound method
+  MethodFunc,    // base.__func__ of a bound method
 };
 
 /// An immutable chain of accessors from a frame root to a value.

@@ -14,6 +14,7 @@
 
 #include "framejit/status.h"
 #include "frontend/bytecode/break_code.h"
+#include "frontend/bytecode/tables.h"
 #include "frontend/output_graph/output_graph.h"
 #include "frontend/output_graph/side_effects.h"
 #include "frontend/trace/graph_break.h"
@@ -73,6 +74,7 @@ struct TraceFrame {
   VarPtr result;       // set by RETURN_VALUE
   TraceFrame* parent = nullptr;
   int own_instructions = 0;  // instructions run in this frame itself (not in its callees)
+  std::vector<bytecode::ExceptionEntry> handlers;  // co_exceptiontable (Note [Raising under a handler])
   // Root only, Note [Break snapshot]: the stack depth when the instruction being run started, and
   // the values of that stack it has popped so far, in pop order (the top first).
   size_t entry_depth = 0;
@@ -206,6 +208,10 @@ public:
 
   /// "file.py:12 in fn" for the instruction being traced.
   std::string location() const;
+  /// Breaks when graph node `node` could raise at run time while an exception handler (a `try`,
+  /// a `with` body) covers the instruction being traced, in its frame or a caller's
+  /// (Note [Raising under a handler]).
+  void check_raise_under_handler(int node);
 
 private:
   friend struct Interpreter;

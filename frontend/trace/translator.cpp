@@ -40,6 +40,77 @@ std::string Tracer::location() const {
   return str_of(code->co_filename) + ":" + std::to_string(line) + " in " + str_of(code->co_name);
 }
 
+// Note [With blocks]
+// A `with` statement, for any context manager, is one break on entry. BEFORE_WITH breaks: the break code runs the graph before it, then BEFORE_WITH itself in CPython
+// (__enter__), and calls the resume function at the next instruction with __exit__ and the
+// entered value on its stack — below the body, as in the original frame, so the resume code's
+// copy of the block's exception-table entry finds them when the body raises. That resume
+// function is traced like any other: the body is captured, __exit__ is a bound method (its self
+// and function read through it by the builder), inlined at the block's normal end or a break
+// there. A break inside the body copies its instruction under the block's handler
+// (Note [Break code]), so an exception from it reaches __exit__, and the rest of the body and
+// the code after the block are captured again. No context manager is entered twice or skipped.
+// Exceptions the graph itself could raise: Note [Raising under a
+// handler].
+//
+// Note [Raising under a handler]
+// A graph runs as one call at the start of the code that replaces the frame (Note [Break code]):
+// whatever it raises comes from that call, outside every `try` and `with` of the original code.
+// So an op that can raise at run time, traced while a handler covers the instruction (in the
+// frame being traced or in a caller it was inlined from), is a break: the instruction runs in
+// CPython under its handlers, and the graph before it holds only ops that cannot raise. Which ops
+// can raise: library calls (extern steps, in-place library calls, calls with attributes the
+// program does not describe), reductions without an identity over sizes that may be 0, indexing
+// with run-time integers or index arrays, and reshapes to run-time shapes. Their failures depend
+// on values, so no guard could rule them out.
+namespace {
+
+bool may_raise_at_run_time(const jit::Graph& g, const jit::Node& n) {
+  using jit::OpKind;
+  if (n.op == OpKind::Extern || n.op == OpKind::Mutate || !n.attrs.described) return true;
+  if (jit::reduction_needs_elements(n.op)) {
+    if (n.args.empty() || !n.args[0].is_node()) return true;
+    for (const jit::SymInt& d : g.node(static_cast<int>(n.args[0].i)).meta.shape)
+      if (!d.is_const() || d.const_value() == 0) return true;
+    return false;
+  }
+  bool runtime_part = false;
+  n.attrs.for_each_arg([&](const jit::Arg& a) { runtime_part |= a.is_node(); });
+  switch (n.op) {
+    case OpKind::GetItem:
+    case OpKind::IndexPut: {
+      if (runtime_part) return true;
+      bool index_array = false;  // an array beyond the base (and an IndexPut's value) is an index
+      const size_t last = n.op == OpKind::IndexPut ? n.args.size() - 1 : n.args.size();
+      for (size_t i = 1; i < last; ++i)
+        n.args[i].for_each_node([&](int k) { index_array |= g.node(k).meta.kind == jit::ValueKind::Tensor; });
+      return index_array;
+    }
+    case OpKind::Reshape:
+    case OpKind::BroadcastTo: return runtime_part;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void Tracer::check_raise_under_handler(int node) {
+  bool covered = false;
+  for (const TraceFrame* f = current_; f && !covered; f = f->parent)
+    for (const bytecode::ExceptionEntry& e : f->handlers)
+      if (e.start <= f->cur_offset && f->cur_offset < e.end) {
+        covered = true;
+        break;
+      }
+  if (!covered) return;
+  const jit::Node& n = out_.graph.node(node);
+  if (!may_raise_at_run_time(out_.graph, n)) return;
+  const std::string what = n.op == jit::OpKind::GetItem    ? "indexing with an index array or a run-time index"
+                           : n.op == jit::OpKind::IndexPut ? "a write through an index array or a run-time index"
+                                                            : n.target;
+  graph_break(what + " may raise inside a try or with block: it runs in CPython under the block's handler");
+}
+
 std::optional<GraphBreak> Tracer::run() {
   TraceFrame root;
   root.code = reinterpret_cast<PyCodeObject*>(fn_->func_code);
@@ -731,13 +802,20 @@ struct Interpreter {
         case Op::YieldValue:
         case Op::Send:
         case Op::GetAwaitable: graph_break("generators and coroutines run in CPython");
-        case Op::BeforeWith: graph_break("with statements are not supported yet");
+        case Op::BeforeWith:
+          // Note [With blocks]
+          graph_break("entering a with block: __enter__ runs in CPython (" + with_manager_name() + ")");
         case Op::ImportName:
         case Op::ImportFrom: graph_break("import inside a traced function");
         case Op::ExtendedArg:  // consumed above
         case Op::Unknown: graph_break("unsupported opcode " + opcode_name(raw));
       }
     }
+  }
+
+  /// The context manager a BEFORE_WITH would enter, for its break's message.
+  std::string with_manager_name() const {
+    return f.stack.empty() ? "?" : describe_var(f.stack.back(), tx.out_);
   }
 
   /// CPython's name of an opcode, for messages (Lib/opcode.py knows every version's names).
@@ -875,6 +953,12 @@ VarPtr Tracer::run_frame(TraceFrame& f) {
   f.code_bytes = bytes;
   f.instrs = reinterpret_cast<const uint16_t*>(PyBytes_AS_STRING(bytes.get()));
   f.num_instrs = static_cast<int>(PyBytes_GET_SIZE(bytes.get()) / 2);
+  if (PyObject* table = f.code->co_exceptiontable; table && PyBytes_GET_SIZE(table) > 0) {  // borrowed
+    auto entries = bytecode::decode_exception_table(reinterpret_cast<const uint8_t*>(PyBytes_AS_STRING(table)),
+                                                    static_cast<size_t>(PyBytes_GET_SIZE(table)), f.num_instrs);
+    BREAK_IF(!entries, BreakKind::Internal, "cannot read the exception table");
+    f.handlers = std::move(*entries);
+  }
   f.parent = current_;
   TraceFrame* saved = current_;
   current_ = &f;

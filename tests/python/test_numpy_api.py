@@ -167,6 +167,58 @@ def test_bincount(backend):
     assert framejit.explain(bincounts)(*calls[0]).graph_count == 1 and not framejit.explain(bincounts)(*calls[0]).breaks
 
 
+def histograms(x, w):
+    c, e = np.histogram(x, 8)
+    d, _ = np.histogram(x, bins=5, range=(0.0, 1.0), weights=w)
+    dens = np.histogram(x, bins=np.linspace(0.0, 1.0, 6), density=True)[0]
+    return c * 2, e[1:] - e[:-1], d + 1, dens, np.histogram_bin_edges(x, 3)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")  # density of no counts, in NumPy too
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_histogram(backend):
+    rng = np.random.default_rng(3)
+    calls = [(rng.random(50), rng.random(50)), (rng.random(7).astype(np.float32), rng.random(7).astype(np.float32)),
+             ((rng.random(9) * 10).astype(np.int64), np.arange(9)), (np.full(4, 2.0), np.ones(4))]
+    calls.append((np.array([1.0, np.inf]), np.ones(2)))  # NumPy's ValueError from the library call
+    calls.append((np.ones(3), np.ones(4)))  # weights of another shape
+    check_sequence(histograms, calls, backend=backend)
+    framejit.reset()
+    e = framejit.explain(histograms)(*calls[0])
+    assert e.graph_count == 1 and not e.breaks, e
+
+
+def searches(a, v, x):
+    return np.searchsorted(a, v) * 2, np.searchsorted(a, v, side="right"), a + np.searchsorted(a, x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_searchsorted(backend):
+    a = np.array([0.0, 1.0, 1.0, 2.5, 4.0])
+    calls = [(a, np.array([[1.0, 3.0], [-1.0, 9.0]]), 2.5), (a[:3], np.array([1.0]), np.float64(1.0)),
+             (a.astype(np.int64), np.array([2, 1, 0]), 1)]
+    calls.append((a, np.ones(2), "x"))  # NumPy's TypeError, from the library call
+    check_sequence(searches, calls, backend=backend)
+    framejit.reset()
+    e = framejit.explain(searches)(*calls[0])
+    assert e.graph_count == 1 and not e.breaks, e
+
+
+def test_dot_of_two_numbers_is_their_product():
+    def f(x, a, b):
+        return x + np.dot(a, b), np.dot(a, b), np.dot(True, b)
+    check_sequence(f, [(np.ones(2), 2, 3), (np.ones(2), 2.0, 3), (np.ones(3), 1, 2.5)], backend="jit")
+    assert not framejit.explain(f)(np.ones(2), 2, 3).breaks
+
+
+def test_histogram_with_a_bin_rule_breaks_with_a_clear_reason():
+    def f(x):
+        return np.histogram(x, "auto")[0] * 2
+    e = framejit.explain(f)(np.arange(5.0))
+    assert any("numpy.histogram with a bin rule" in str(b) for b in e.breaks), e.breaks
+    check_sequence(f, [(np.arange(5.0),), (np.arange(9.0),)], backend="jit")
+
+
 # ----- conversions and shape queries ------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -395,3 +395,145 @@ def test_a_break_at_the_first_statement_still_resumes(X):
     run_both(f_breaks_first, X)
     e = framejit.explain(f_breaks_first)(X)
     assert e.breaks[0].resumed and e.graph_count == 1
+
+
+# ---- with blocks (Note [With blocks]) and ops that raise under a handler -------------------------
+
+class Recorder:
+    """A context manager that logs its calls; `suppress` swallows exceptions from the block."""
+
+    def __init__(self, log, suppress=False):
+        self.log, self.suppress = log, suppress
+
+    def __enter__(self):
+        self.log.append("enter")
+        return 3.0
+
+    def __exit__(self, et, ev, tb):
+        self.log.append(("exit", et.__name__ if et else None))
+        return self.suppress
+
+
+def f_with(x, log):
+    y = x * 2.0
+    with Recorder(log) as c:
+        z = y + c
+        print("inside", end="\r")  # a break inside the block
+        w = z * z
+    return w - 1.0
+
+
+def f_with_raises(x, log, suppress):
+    y = x * 2.0
+    with Recorder(log, suppress):
+        z = y + 1.0
+        print("inside", end="\r")
+        z = z + len(log[5])  # IndexError on the first calls: the block's exit sees it
+    return z
+
+
+def f_nested_with_try(x, log, probe):
+    try:
+        with Recorder(log):
+            y = x + 1.0
+            with Recorder(log) as c:
+                y = y * c
+                print("deep", end="\r")
+                y = y - probe[0]  # IndexError through both exits to the except
+    except IndexError:
+        y = x - 5.0
+    return y * 2.0
+
+
+def test_a_break_inside_a_with_block_keeps_the_rest(X):
+    log_e, log_c = [], []
+    want = f_with(copy.deepcopy(X), log_e)
+    f = framejit.compile(f_with)
+    for _ in range(3):
+        assert values(f(copy.deepcopy(X), log_c)) == values(want)
+    assert log_c == log_e * 3
+    e = framejit.explain(f_with)(X, [])
+    # Before the block, inside it on both sides of the print, and after it: all captured.
+    assert e.graph_count >= 3, e
+    assert any(b.reason.startswith("entering a with block") and b.resumed for b in e.breaks), e
+    assert all(b.resumed for b in e.breaks if "print" in b.reason), e
+
+
+@pytest.mark.parametrize("suppress", [False, True])
+def test_an_exception_in_a_with_block_reaches_exit(X, suppress):
+    f = framejit.compile(f_with_raises)
+    for _ in range(3):
+        outcomes = []
+        for fn in (f_with_raises, f):
+            log = []
+            try:
+                r = ("ok", values(fn(copy.deepcopy(X), log, suppress)))
+            except IndexError:
+                r = ("raised",)
+            outcomes.append((r, log))
+        assert outcomes[0] == outcomes[1]
+        assert outcomes[0][1] == ["enter", ("exit", "IndexError")]
+    # The failing statement itself is copied under the block's handler: nothing runs whole in CPython.
+    e = framejit.explain(f_with_raises)(X, [], True)
+    assert all(b.resumed for b in e.breaks) and any(b.kind == "eager_error" for b in e.breaks), e
+
+
+def test_nested_with_blocks_inside_a_try(X):
+    log_e, log_c = [], []
+    want = f_nested_with_try(copy.deepcopy(X), log_e, [])
+    f = framejit.compile(f_nested_with_try)
+    for _ in range(3):
+        assert values(f(copy.deepcopy(X), log_c, [])) == values(want)
+    assert log_c == log_e * 3
+
+
+def f_inv_in_try(a):
+    b = a * 2.0
+    try:
+        c = np.linalg.inv(b)  # raises LinAlgError at run time for a singular matrix
+        c = c + 1.0
+    except np.linalg.LinAlgError:
+        c = b - 1.0
+    return c * 3.0
+
+
+def f_index_in_with(a, i, log):
+    b = a + 1.0
+    with Recorder(log):
+        c = b[i]  # a run-time index: IndexError at run time for a large one
+    return c * 2.0
+
+
+@needs_numpy
+def test_an_op_that_raises_at_run_time_reaches_the_handler():
+    f = framejit.compile(f_inv_in_try)
+    for a in (np.eye(3), np.ones((3, 3)), np.eye(3), np.ones((3, 3))):
+        np.testing.assert_array_equal(f(a.copy()), f_inv_in_try(a.copy()))
+    e = framejit.explain(f_inv_in_try)(np.ones((3, 3)))
+    assert any("numpy.linalg.inv may raise inside a try or with block" in b.reason for b in e.breaks), e
+    g = framejit.compile(f_index_in_with)
+    x = np.arange(4.0)
+    for i in (1, 2, 9, 3, 9):
+        outcomes = []
+        for fn in (f_index_in_with, g):
+            log = []
+            try:
+                r = fn(x.copy(), i, log).tolist()
+            except IndexError:
+                r = "IndexError"
+            outcomes.append((r, log))
+        assert outcomes[0] == outcomes[1]
+
+
+def f_errstate(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x) / x
+    return y * 2.0
+
+
+@needs_numpy
+def test_a_body_under_errstate_is_captured():
+    run_both(f_errstate, np.arange(4.0))
+    e = framejit.explain(f_errstate)(np.arange(4.0))
+    assert e.graph_count >= 1 and all(b.resumed for b in e.breaks), e
+    assert e.op_count >= 3, e  # log, divide, multiply

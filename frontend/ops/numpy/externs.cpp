@@ -21,7 +21,7 @@ using rt::DType;
 
 // numpy.linalg's result type (linalg._commonType): single precision only when every operand is,
 // ints and bools computed in double; float16 and long double are rejected by NumPy.
-DType linalg_type(Tracer& tx, const std::string& user, const std::vector<VarPtr>& operands) {
+DType linalg_type(Tracer& tx, const std::vector<VarPtr>& operands) {
   bool complex = false, dbl = false;
   for (const VarPtr& v : operands) {
     DType d = tx.meta(v).dtype;
@@ -31,12 +31,6 @@ DType linalg_type(Tracer& tx, const std::string& user, const std::vector<VarPtr>
   }
   if (complex) return dbl ? DType::Complex128 : DType::Complex64;
   return dbl ? DType::Float64 : DType::Float32;
-}
-
-DType real_of(DType d) {
-  if (d == DType::Complex64) return DType::Float32;
-  if (d == DType::Complex128) return DType::Float64;
-  return d;
 }
 
 void square_check(Tracer& tx, const std::string& user, const Shape& s) {
@@ -98,12 +92,12 @@ VarPtr linalg_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
       out.push_back(n);
       out.push_back(sb.back());
     }
-    return extern_call(tx, "numpy.linalg.solve", args, kwargs, tensor_meta(linalg_type(tx, user, args), out));
+    return extern_call(tx, "numpy.linalg.solve", args, kwargs, tensor_meta(linalg_type(tx, args), out));
   }
   BREAK_IF(args.size() != 1, Raises{PyExc_TypeError}, name + "() takes one array");
   const Shape s = tx.meta(args[0]).shape;
   square_check(tx, user, s);
-  const DType t = linalg_type(tx, user, args);
+  const DType t = linalg_type(tx, args);
   if (name == "inv" || name == "cholesky") return extern_call(tx, user, args, kwargs, tensor_meta(t, s));
   if (name == "det") {
     Shape out(s.begin(), s.end() - 2);
@@ -260,6 +254,98 @@ VarPtr bincount(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwarg
   return r;
 }
 
+// numpy.histogram(a, bins=10, range=None, density=None, weights=None) -> (counts, edges), and
+// numpy.histogram_bin_edges(a, bins, range, weights). A step has one array result, so the pair
+// is two steps: the edges from numpy.histogram_bin_edges, which is the very function histogram
+// gets them from, and the counts from histogram itself (framejit._externs.histogram_counts);
+// code that keeps one of them runs only its step. Captured: bins a number (the counts' length)
+// or a 1-d array of edges of a known length; a string rule ("auto") sizes the result from the
+// data and is not.
+VarPtr histogram(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const bool edges_only = name == "histogram_bin_edges";
+  const std::string user = "numpy." + name;
+  auto b = edges_only ? bind_args(user, {"a", "bins", "range", "weights"}, args, kwargs)
+                      : bind_args(user, {"a", "bins", "range", "density", "weights"}, args, kwargs);
+  BREAK_IF(!b.count("a"), Raises{PyExc_TypeError}, name + "() needs a");
+  BREAK_IF(b["a"]->kind != VarKind::Tensor, user + " of a non-array (it would call numpy.asarray)");
+  const DType a = tx.meta(b["a"]).dtype;
+  BREAK_IF(!(rt::dtype_is_float(a) && a != DType::Float16) && !rt::dtype_is_integer(a),
+           user + " of a " + std::string(rt::dtype_name(a)) + " array is not captured yet");
+  // NumPy: the outer edges are the range or a.min()/a.max(), as the array's float type (ints: float64).
+  DType edge_type = rt::dtype_is_float(a) ? a : DType::Float64;
+  int64_t nbins = 10;
+  if (b.count("bins") && !is_absent(b, "bins")) {
+    const VarPtr& bins = b["bins"];
+    if (bins->kind == VarKind::Tensor) {
+      const jit::TensorMeta& m = tx.meta(bins);
+      BREAK_IF(m.rank() != 1, Raises{PyExc_ValueError}, "`bins` must be 1d, when an array");
+      BREAK_IF(!m.shape[0].is_const(), user + " with edges of a run-time length");
+      BREAK_IF(!rt::dtype_is_float(m.dtype) && !rt::dtype_is_integer(m.dtype),
+               user + " with " + std::string(rt::dtype_name(m.dtype)) + " edges");
+      nbins = m.shape[0].const_value() - 1;
+      edge_type = m.dtype;  // NumPy hands the given edges back as they are
+    } else {
+      BREAK_IF(bins->kind == VarKind::Const && PyUnicode_Check(as<ConstVar>(bins)->value.get()),
+               user + " with a bin rule such as 'auto' sizes its result from the data");
+      nbins = tx.to_int(bins, "bins");
+      BREAK_IF(nbins < 1, Raises{PyExc_ValueError}, "`bins` must be positive, when an integer");
+    }
+  }
+  BREAK_IF(nbins < 0, Raises{PyExc_ValueError}, "`bins` must increase monotonically, when an array");
+  DType count_type = DType::Int64;
+  if (!is_absent(b, "weights")) {
+    const VarPtr& w = b["weights"];
+    BREAK_IF(w->kind != VarKind::Tensor, user + " with weights that are not an array");
+    const Shape ws = tx.meta(w).shape, as = tx.meta(b["a"]).shape;  // NB: copies: nodes are added below
+    bool same = ws.size() == as.size();
+    for (size_t d = 0; same && d < ws.size(); ++d) same = tx.out().sizes_equal(ws[d], as[d], user + " at " + tx.location());
+    BREAK_IF(!same, Raises{PyExc_ValueError}, "weights should have the same shape as a.");
+    count_type = tx.meta(w).dtype;
+    BREAK_IF(!rt::dtype_is_float(count_type) && !rt::dtype_is_integer(count_type),
+             user + " with " + std::string(rt::dtype_name(count_type)) + " weights is not captured yet");
+  }
+  KwArgs edge_kw;
+  for (const char* k : {"range", "weights"})
+    if (b.count(k)) edge_kw.emplace_back(k, b[k]);
+  std::vector<VarPtr> edge_args{b["a"]};
+  if (b.count("bins")) edge_args.push_back(b["bins"]);
+  VarPtr edges = extern_call(tx, "numpy.histogram_bin_edges", edge_args, edge_kw, tensor_meta(edge_type, {SymInt(nbins + 1)}));
+  if (edges_only) return edges;
+  if (b.count("density") && !is_absent(b, "density") && tx.truth(b["density"], "density"))
+    count_type = DType::Float64;  // counts / widths / total, the widths as float64
+  KwArgs kw;
+  for (const auto& [k, v] : b)
+    if (k != "a") kw.emplace_back(k, v);
+  VarPtr counts = extern_call(tx, "framejit._externs.histogram_counts", {b["a"]}, kw, tensor_meta(count_type, {SymInt(nbins)}));
+  return std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{counts, edges});
+}
+
+// numpy.searchsorted(a, v, side='left', sorter=None): an intp index per value of v, in v's shape
+// (a NumPy integer for a number v).
+VarPtr searchsorted(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "numpy.searchsorted";
+  auto b = bind_args(user, {"a", "v", "side", "sorter"}, args, kwargs);
+  BREAK_IF(!b.count("a") || !b.count("v"), Raises{PyExc_TypeError}, "searchsorted() needs a and v");
+  BREAK_IF(b["a"]->kind != VarKind::Tensor, user + " of a non-array (it would call numpy.asarray)");
+  BREAK_IF(tx.meta(b["a"]).rank() != 1, Raises{PyExc_ValueError}, "object too deep for desired array");
+  if (b.count("side") && !is_absent(b, "side")) {
+    PyObject* side = b["side"]->kind == VarKind::Const ? const_value(b["side"]) : nullptr;  // borrowed
+    BREAK_IF(!side || !PyUnicode_Check(side), user + " with a side that is not a string");
+    const std::string s = PyUnicode_AsUTF8(side);
+    BREAK_IF(s.empty() || (s[0] != 'l' && s[0] != 'L' && s[0] != 'r' && s[0] != 'R'), Raises{PyExc_ValueError},
+             "side must be 'left' or 'right' (got '" + s + "')");
+  }
+  if (b.count("sorter") && !is_absent(b, "sorter"))
+    BREAK_IF(b["sorter"]->kind != VarKind::Tensor, user + " with a sorter that is not an array");
+  const VarPtr& v = b["v"];
+  const bool number = v->kind == VarKind::Scalar ||
+                      (is_const(v) && (PyLong_Check(const_value(v)) || PyFloat_Check(const_value(v))));
+  BREAK_IF(v->kind != VarKind::Tensor && !number, user + " of values that are not an array or a number");
+  Shape shape = v->kind == VarKind::Tensor ? tx.meta(v).shape : Shape{};
+  const bool scalar = v->kind != VarKind::Tensor || tx.meta(v).rank() == 0;
+  return extern_call(tx, user, args, kwargs, tensor_meta(DType::Int64, std::move(shape), scalar));
+}
+
 }  // namespace
 
 VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -268,6 +354,8 @@ VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
   if (name == "sort" || name == "argsort" || name == "partition" || name == "argpartition")
     return sort_fn(tx, name, args, kwargs);
   if (name == "bincount") return bincount(tx, args, kwargs);
+  if (name == "searchsorted") return searchsorted(tx, args, kwargs);
+  if (name == "histogram" || name == "histogram_bin_edges") return histogram(tx, name, args, kwargs);
   graph_break(BreakKind::Internal, "internal: no extern " + name);
 }
 

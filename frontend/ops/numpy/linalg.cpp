@@ -23,8 +23,10 @@ VarPtr dot_of_non_arrays(Tracer& tx, const std::string& target, const std::vecto
     ops.push_back(v);
   }
   if (ops[0]->kind == VarKind::Tensor && ops[1]->kind == VarKind::Tensor) return linalg(tx, "dot", target, ops, {});
+  // Two numbers: two 0-d arrays of their default types, whose dot is their product, a NumPy
+  // scalar of the same type numpy.multiply gives them (bool, int64 or float64).
+  if (ops[0]->kind != VarKind::Tensor && ops[1]->kind != VarKind::Tensor) return ufunc(tx, "multiply", ops);
   const int arr = ops[0]->kind == VarKind::Tensor ? 0 : 1;
-  BREAK_IF(ops[arr]->kind != VarKind::Tensor, "numpy.dot of two Python numbers");
   DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, "dot", numpy_attr("dot"), ops, {});
   VarPtr x = ops[arr];
   if (tx.meta(x).dtype != dt.dtype) x = cast(tx, x, dt.dtype);

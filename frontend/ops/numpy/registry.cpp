@@ -58,6 +58,7 @@ const char* const kGrids[] = {"mgrid", "ogrid"};
 // supported_ops(): they run the library, not generated code.
 const char* const kExterns[] = {"linalg.solve", "linalg.inv", "linalg.norm", "linalg.cholesky", "linalg.det",
                                 "sort", "argsort", "partition", "argpartition", "bincount",
+                                "histogram", "histogram_bin_edges", "searchsorted",
                                 "random.rand", "random.randn", "random.random", "random.random_sample",
                                 "random.sample", "random.ranf", "random.standard_normal",
                                 "random.uniform", "random.normal", "random.randint", "random.seed",
