@@ -36,6 +36,28 @@ std::string name_from_source(const Source& s) {
   return out;
 }
 
+// numpy.random.Generator or numpy.random.RandomState, exactly (a subclass may draw otherwise).
+bool is_random_generator(PyTypeObject* type) {
+  static PyObject* kinds[2] = {nullptr, nullptr};  // strong refs, kept for the process
+  if (!kinds[0]) {
+    OwnedRef mod = OwnedRef::steal(PyImport_ImportModule("numpy.random"));  // new ref
+    if (!mod) {
+      PyErr_Clear();
+      return false;
+    }
+    kinds[0] = PyObject_GetAttrString(mod.get(), "Generator");
+    kinds[1] = PyObject_GetAttrString(mod.get(), "RandomState");
+    if (!kinds[0] || !kinds[1]) {
+      PyErr_Clear();
+      Py_CLEAR(kinds[0]);
+      Py_CLEAR(kinds[1]);
+      return false;
+    }
+  }
+  PyObject* t = reinterpret_cast<PyObject*>(type);
+  return t == kinds[0] || t == kinds[1];
+}
+
 bool is_builtin_type(PyObject* o) {
   static const char* kNames[] = {"int",   "float",  "bool",  "tuple",    "list",  "dict",
                                  "range", "zip",    "enumerate", "str",   "slice", "type",
@@ -250,6 +272,23 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
   } else if ((type->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyLong_Check(value) && !PyFloat_Check(value) &&
              !PyTuple_Check(value) && !PyList_Check(value) && !PyDict_Check(value) &&
              !PyUnicode_Check(value)) {
+    g.add_type(src, type);
+    v = std::make_shared<ObjectVar>(VarKind::Object, OwnedRef::borrow(value));
+  } else if (np && is_random_generator(type)) {
+    // A NumPy random generator is a run-time input: any generator of its type runs the same
+    // graph, and the op table captures its draws as library calls on it.
+    g.add_type(src, type);
+    jit::TensorMeta m;
+    m.kind = jit::ValueKind::Object;
+    auto o = std::make_shared<ObjectVar>(VarKind::Object, OwnedRef::borrow(value));
+    o->node = out_.add_input(src, name_from_source(*src), std::move(m));
+    v = o;
+  } else if (type->tp_getattro == PyObject_GenericGetAttr && !PyCell_Check(value) && !PyIter_Check(value) &&
+             !PyCallable_Check(value)) {
+    // Any other object (a C type's instance: a random Generator, a Decimal) is an opaque value
+    // guarded by its type: the trace moves it around, and whatever it does with it that the
+    // trace cannot follow (a method call) breaks there, keeping the graphs on both sides.
+    // Attributes resolve as for any object (the type's MRO, then an instance dict).
     g.add_type(src, type);
     v = std::make_shared<ObjectVar>(VarKind::Object, OwnedRef::borrow(value));
   } else {

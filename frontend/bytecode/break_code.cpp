@@ -90,16 +90,12 @@ struct Slots {
 
 Expected<Slots> slots_of(PyObject* code) {  // borrowed
   Slots s;
-  auto tuple = [&](const char* attr) { return code_names(code, attr, "break code"); };
-  auto var = tuple("co_varnames");
-  auto cells = tuple("co_cellvars");
-  auto frees = tuple("co_freevars");
-  if (!var)
-    return var.error();
-  if (!cells)
-    return cells.error();
-  if (!frees)
-    return frees.error();
+  auto names = local_names(code, "break code");
+  if (!names)
+    return names.error();
+  const std::vector<std::string>* var = &names->var;
+  const std::vector<std::string>* cells = &names->cell;
+  const std::vector<std::string>* frees = &names->free;
   s.nvar = var->size();
   const auto* co = reinterpret_cast<PyCodeObject*>(code);
   s.nargs = static_cast<size_t>(co->co_argcount + co->co_kwonlyargcount + ((co->co_flags & CO_VARARGS) ? 1 : 0) +

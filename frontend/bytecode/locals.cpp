@@ -128,4 +128,16 @@ Expected<std::vector<std::string>> code_names(PyObject *code, const char *attr, 
   return out;
 }
 
+Expected<LocalNames> local_names(PyObject *code, const char *who) { // borrowed
+  LocalNames n;
+  for (auto [attr, out] : {std::pair{"co_varnames", &n.var}, std::pair{"co_cellvars", &n.cell},
+                           std::pair{"co_freevars", &n.free}}) {
+    auto names = code_names(code, attr, who);
+    if (!names)
+      return names.error();
+    *out = std::move(*names);
+  }
+  return n;
+}
+
 } // namespace framejit::frontend::bytecode

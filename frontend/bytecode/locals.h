@@ -28,4 +28,11 @@ void append_split_pair(std::vector<Instruction> &out, Instruction ins, int first
 /// strings; InvalidArgument naming `who` when it is not a tuple of str.
 Expected<std::vector<std::string>> code_names(PyObject *code, const char *attr, const char *who);
 
+/// The three name tuples localsplus is numbered from (varnames, then the cells that are not also
+/// varnames, then the free variables), read with code_names.
+struct LocalNames {
+  std::vector<std::string> var, cell, free;
+};
+Expected<LocalNames> local_names(PyObject *code, const char *who); // borrowed
+
 } // namespace framejit::frontend::bytecode

@@ -36,15 +36,12 @@ struct LocalsPlus {
 
 
 Expected<LocalsPlus> locals_plus(PyObject *code) { // borrowed
-  auto var = code_names(code, "co_varnames", "resume");
-  auto cell = code_names(code, "co_cellvars", "resume");
-  auto free = code_names(code, "co_freevars", "resume");
-  if (!var)
-    return var.error();
-  if (!cell)
-    return cell.error();
-  if (!free)
-    return free.error();
+  auto names = local_names(code, "resume");
+  if (!names)
+    return names.error();
+  const std::vector<std::string>* var = &names->var;
+  const std::vector<std::string>* cell = &names->cell;
+  const std::vector<std::string>* free = &names->free;
   LocalsPlus lp;
   for (const std::string &n : *var) {
     lp.names.push_back(n);

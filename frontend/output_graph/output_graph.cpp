@@ -130,6 +130,7 @@ PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObjec
       PyObject* r = tuple ? PyTuple_New(spec.items.size()) : PyList_New(spec.items.size());
       for (size_t i = 0; i < spec.items.size(); ++i) {
         PyObject* x = build_return(spec.items[i], outputs, slots, steal_outputs);
+        if (!x) Py_CLEAR(r);  // an attribute lookup raised
         if (!r) {
           Py_XDECREF(x);
           continue;
@@ -145,9 +146,16 @@ PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObjec
       PyObject* r = PyDict_New();
       for (size_t i = 0; i < spec.items.size(); ++i) {
         PyObject* x = build_return(spec.items[i], outputs, slots, steal_outputs);
-        if (r && PyDict_SetItem(r, spec.keys[i].get(), x) < 0) Py_CLEAR(r);
+        if (!x || (r && PyDict_SetItem(r, spec.keys[i].get(), x) < 0)) Py_CLEAR(r);
         Py_XDECREF(x);
       }
+      return r;
+    }
+    case OutputSpec::Kind::Attr: {
+      PyObject* base = build_return(spec.items[0], outputs, slots, steal_outputs);  // new ref
+      if (!base) return nullptr;
+      PyObject* r = PyObject_GetAttr(base, spec.value.get());  // new ref
+      Py_DECREF(base);
       return r;
     }
   }

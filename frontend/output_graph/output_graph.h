@@ -24,10 +24,11 @@ struct OutputSpec {
     Tuple,
     List,
     Dict,
+    Attr,  // getattr(items[0], value): a method looked up on a value (x.sum, rng.shuffle)
   };
   Kind kind = Kind::Const;
   int index = -1;
-  OwnedRef value;                // Const
+  OwnedRef value;                // Const; Attr: the name
   std::vector<OutputSpec> items;  // Tuple/List/Dict values
   std::vector<OwnedRef> keys;     // Dict keys
 };

@@ -71,6 +71,11 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       auto* m = as<AttrMethodVar>(fn);
       const VarPtr& self = m->self;
       if (self->kind == VarKind::Tensor) return array_ops().call_method(*this, self, m->name, std::move(args), std::move(kwargs));
+      if (self->kind == VarKind::Object && as<ObjectVar>(self)->node >= 0) {
+        // Only NumPy's objects are graph inputs (random generators): NumPy's table captures them.
+        if (out_.array_kind == ArrayKind::None) out_.array_kind = ArrayKind::NumPy;
+        return array_ops().call_method(*this, self, m->name, std::move(args), std::move(kwargs));
+      }
       if (self->kind == VarKind::List && (m->name == "append" || m->name == "extend" || m->name == "pop" ||
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
         // append/extend on a list the function received: logged (Note [Side effects]).
@@ -577,6 +582,9 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       if (VarPtr w = attr_written(obj, name)) return w;  // Note [Side effects]
       PyObject* o = as<ObjectVar>(obj)->obj.get();
       PyObject* type_attr = _PyType_Lookup(Py_TYPE(o), name);  // borrowed
+      // A graph input's methods (a random generator's draws) are the op table's to capture.
+      if (as<ObjectVar>(obj)->node >= 0 && type_attr && PyObject_TypeCheck(type_attr, &PyMethodDescr_Type))
+        return std::make_shared<AttrMethodVar>(obj, n);
       // Data descriptors (properties, __slots__) take precedence and run code: not traced yet.
       BREAK_IF(type_attr && Py_TYPE(type_attr)->tp_descr_set,
                "attribute '" + n + "' is a property or slot of " + Py_TYPE(o)->tp_name);

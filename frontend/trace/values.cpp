@@ -184,6 +184,9 @@ jit::Arg Tracer::to_arg(const VarPtr& v) {
   switch (v->kind) {
     case VarKind::Tensor: return jit::Arg::node(as<TensorVar>(v)->node);
     case VarKind::Scalar: return jit::Arg::node(as<ScalarVar>(v)->node);
+    case VarKind::Object:
+      if (as<ObjectVar>(v)->node >= 0) return jit::Arg::node(as<ObjectVar>(v)->node);
+      break;
     case VarKind::Tuple:
     case VarKind::List: {
       std::vector<jit::Arg> items;
@@ -381,6 +384,23 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
         spec.keys.push_back(k);
         spec.items.push_back(output_spec(x, outs));
       }
+      return spec;
+    case VarKind::AttrMethod:
+      if (!v->source) {
+        // The bound method, looked up again on its value (what the original's LOAD_ATTR did).
+        const auto* m = as<AttrMethodVar>(v);
+        // A container the trace made is rebuilt wherever it appears: the method's self would be a
+        // second object, not the one the frame holds.
+        BREAK_IF(!m->self->source && (m->self->kind == VarKind::List || m->self->kind == VarKind::Dict ||
+                                      m->self->kind == VarKind::Tuple || m->self->kind == VarKind::Set),
+                 std::string("a method of a ") + var_kind_name(m->self->kind) + " made inside the function is live");
+        spec.kind = OutputSpec::Kind::Attr;
+        spec.value = OwnedRef::steal(PyUnicode_FromString(m->name.c_str()));
+        BREAK_IF(!spec.value, BreakKind::Internal, "cannot make a method name");
+        spec.items.push_back(output_spec(m->self, outs));
+        return spec;
+      }
+      from_slot(v->source);
       return spec;
     default:
       BREAK_IF(!v->source, std::string("returning ") + var_kind_name(v->kind) + " made inside the function");

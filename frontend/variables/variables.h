@@ -142,6 +142,9 @@ struct ModuleVar : Var {
 struct ObjectVar : Var {
   ObjectVar(VarKind k, OwnedRef o) : Var(k), obj(std::move(o)) {}  // Object or Class
   OwnedRef obj;
+  /// An Object that is also a graph input (jit::ValueKind::Object): a library object whose
+  /// methods the op table captures as library calls on it (a random generator). -1: none.
+  int node = -1;
 };
 
 struct IteratorVar : Var {

@@ -240,6 +240,7 @@ std::string node_label(int index, const Node& n) {
 }  // namespace
 
 std::string TensorMeta::to_string() const {
+  if (kind == ValueKind::Object) return "object";
   if (kind == ValueKind::Scalar) {
     if (dtype == DType::Bool) return "bool";
     if (rt::dtype_is_float(dtype)) return "float";

@@ -20,8 +20,9 @@ using rt::Device;
 using rt::DType;
 
 /// What a graph value is. Tensors are arrays; Scalars are Python numbers (int/float/bool) that
-/// flow through the graph as run-time values (a learning rate, a size).
-enum class ValueKind : uint8_t { Tensor, Scalar };
+/// flow through the graph as run-time values (a learning rate, a size); Objects are library
+/// objects (a random generator) that only library calls (extern steps) read.
+enum class ValueKind : uint8_t { Tensor, Scalar, Object };
 
 /// Layout classes the guards distinguish. Actual strides are read at run time.
 enum class Layout : uint8_t { Contiguous, Strided };

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import framejit
-from conftest import BACKENDS, check_sequence, randn
+from conftest import BACKENDS, assert_same, check_sequence, randn
 from conftest import check as _check
 
 DTYPES = ["float64", "float32", "int64", "int32", "bool"]
@@ -412,6 +412,50 @@ def test_bincount_of_a_list_breaks_with_a_clear_reason():
     e = framejit.explain(f)(np.ones(3))
     assert any("numpy.bincount of a non-array" in str(b) for b in e.breaks), e.breaks
     check_sequence(f, [(np.ones(3),), (np.ones(4),)], backend="jit")
+
+
+def generator_draws(x, rng):
+    a = x + rng.normal(0.0, 1.0, size=x.shape)
+    return (a, rng.random(3, dtype=np.float32), rng.integers(0, 10, size=4), rng.choice(5, size=3),
+            rng.uniform(-1, 1, size=(2, 2)), rng.standard_normal(2), rng.permutation(4), rng.exponential(2.0, size=2))
+
+
+def random_state_draws(x, rs):
+    rs.shuffle(x)
+    return x + rs.randn(3), rs.rand(2, 2), rs.randint(0, 5, size=3), rs.normal(size=2), rs.choice(4, size=2)
+
+
+def generator_state(g):
+    return g.bit_generator.state if isinstance(g, np.random.Generator) else g.get_state(legacy=False)
+
+
+@pytest.mark.parametrize("fn, make", [(generator_draws, lambda s: np.random.default_rng(s)),
+                                      (random_state_draws, lambda s: np.random.RandomState(s))])
+def test_generator_draws_match_numpy(fn, make):
+    # A generator passed in is a run-time input: its draws are library calls on it, in program order,
+    # so a new generator (or the same one, advanced) runs the same graph and gets NumPy's numbers.
+    compiled = framejit.compile(fn, backend="jit")
+    g_eager, g_comp = make(5), make(5)
+    for seed in (1, 2, None, None):
+        if seed is not None:
+            g_eager, g_comp = make(seed), make(seed)
+        x_eager, x_comp = np.arange(3.0), np.arange(3.0)
+        assert_same(fn(x_eager, g_eager), compiled(x_comp, g_comp))
+        assert_same(x_eager, x_comp)
+        assert str(generator_state(g_eager)) == str(generator_state(g_comp))
+    assert framejit.stats()["captured"] == 1
+    e = framejit.explain(fn)(np.arange(3.0), make(0))
+    assert e.graph_count == 1 and not e.breaks, e
+
+
+def test_a_generator_method_not_captured_breaks_there_and_keeps_the_rest():
+    def f(x, rng):
+        y = x * 2.0
+        rng.shuffle(x)  # Generator.shuffle is not captured
+        return y + x
+    e = framejit.explain(f)(np.arange(3.0), np.random.default_rng(0))
+    assert e.graph_count == 2 and len(e.breaks) == 1 and e.breaks[0].resumed, e
+    assert "Generator.shuffle is not supported" in e.breaks[0].reason
 
 
 def test_random_draws_match_numpy_after_seeding():

@@ -430,6 +430,9 @@ CanonicalOp canonicalize(const jit::Graph& graph, const std::string& target, con
       c.attrs.exponent = name == "__rpow__" ? 0 : 1;
     } else if (module == "numpy" && (name.starts_with("random.") || name.ends_with(".at"))) {
       c.op = OpKind::Mutate;  // a draw advances the generator; ufunc.at writes into its operand
+    } else if (module == "method" && !args.empty() && args[0].is_node() &&
+               graph.node(static_cast<int>(args[0].i)).meta.kind == jit::ValueKind::Object) {
+      c.op = OpKind::Mutate;  // a method of a library object (a generator's draw) changes it
     } else if (module == "numpy" && (name == "sort" || name == "partition")) {
       c.op = OpKind::Extern;  // numpy.sort returns a sorted copy; ndarray.sort is the in-place one
     } else {

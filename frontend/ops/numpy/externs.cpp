@@ -18,6 +18,10 @@ using rt::DType;
 // with an explicit size are captured: without one NumPy hands back a Python float.
 // numpy.random.seed is such a step with no result; numpy.random.shuffle(x) is permutation(x)
 // (which draws the very same swaps) written back into x.
+// A Generator or RandomState the function receives (or reads from a global or an attribute) is a
+// graph input of kind Object, guarded by its type only: any generator runs the same graph. Its
+// draws are the same steps as the module's, calling the method on the run's generator
+// (method.normal(rng, ...)); a method on an Object input is a Mutate for the same reason.
 
 // numpy.linalg's result type (linalg._commonType): single precision only when every operand is,
 // ints and bools computed in double; float16 and long double are rejected by NumPy.
@@ -140,8 +144,21 @@ VarPtr sort_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
   return extern_call(tx, user, args, kwargs, tensor_meta(dt, shape));
 }
 
-VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
-  const std::string user = "numpy.random." + name;
+// A draw from numpy.random's global generator (gen null: numpy.random.<name>) or from a Generator
+// or RandomState graph input (gen.<name>, run as the method on the run's own generator).
+VarPtr random_draw(Tracer& tx, const VarPtr& gen, const std::string& name, const std::vector<VarPtr>& args,
+                   const KwArgs& kwargs) {
+  const bool generator = gen && std::string(Py_TYPE(as<ObjectVar>(gen)->obj.get())->tp_name).ends_with("Generator");
+  const std::string user = gen ? std::string(Py_TYPE(as<ObjectVar>(gen)->obj.get())->tp_name) + "." + name
+                               : "numpy.random." + name;
+  // The call itself: the module's function, or the method with the generator first.
+  auto extern_call = [&](Tracer& t, const std::string& target, const std::vector<VarPtr>& a, const KwArgs& kw,
+                         jit::TensorMeta meta) {
+    if (!gen) return ops::extern_call(t, target, a, kw, std::move(meta));
+    std::vector<VarPtr> with_self{gen};
+    with_self.insert(with_self.end(), a.begin(), a.end());
+    return ops::extern_call(t, "method." + target.substr(target.rfind('.') + 1), with_self, kw, std::move(meta));
+  };
   Shape shape;
   DType dt = DType::Float64;
   auto sized = [&](std::map<std::string, VarPtr>& b, std::initializer_list<const char*> numbers) {
@@ -154,6 +171,21 @@ VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError}, user + "() takes no keyword arguments");
     BREAK_IF(args.empty(), user + "() without dimensions (NumPy returns a Python float)");
     shape = parse_shape(tx, std::make_shared<SeqVar>(VarKind::Tuple, args));
+  } else if (generator && (name == "random" || name == "standard_normal")) {
+    auto b = bind_args(user, {"size", "dtype", "out"}, args, kwargs);
+    BREAK_IF(!is_absent(b, "out"), user + " with out=");
+    sized(b, {});
+    if (!is_absent(b, "dtype")) dt = dtype_of(tx, b["dtype"]);
+    BREAK_IF(dt != DType::Float64 && dt != DType::Float32, Raises{PyExc_TypeError}, "Unsupported dtype for " + name);
+  } else if (generator && name == "integers") {
+    auto b = bind_args(user, {"low", "high", "size", "dtype", "endpoint"}, args, kwargs);
+    sized(b, {"low", "high"});
+    dt = is_absent(b, "dtype") ? DType::Int64 : dtype_of(tx, b["dtype"]);
+  } else if (generator && name == "exponential") {
+    auto b = bind_args(user, {"scale", "size"}, args, kwargs);
+    sized(b, {"scale"});
+  } else if (generator && (name == "shuffle" || name == "permuted" || name == "bytes")) {
+    graph_break(user + " is not supported by framejit yet");
   } else if (name == "random" || name == "random_sample" || name == "sample" || name == "ranf" ||
              name == "standard_normal") {
     auto b = bind_args(user, {"size"}, args, kwargs);
@@ -188,12 +220,17 @@ VarPtr random_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     BREAK_IF(m.rank() == 0, Raises{PyExc_IndexError}, "x must be an integer or at least 1-dimensional");
     // permutation(x) of an array draws exactly what shuffle(x) draws (the same Fisher-Yates swaps,
     // on x's copy or on an index), so shuffle is permutation written back into x.
+    BREAK_IF(generator && !kwargs.empty(), user + " with keyword arguments");
     VarPtr r = extern_call(tx, "numpy.random.permutation", {x}, {}, tensor_meta(m.dtype, m.shape));
     if (name == "permutation") return r;
     setitem(tx, x, tx.wrap_const(Py_Ellipsis), r);
     return tx.wrap_const(Py_None);
   } else if (name == "choice") {
-    auto b = bind_args(user, {"a", "size", "replace", "p"}, args, kwargs);
+    auto b = generator ? bind_args(user, {"a", "size", "replace", "p", "axis", "shuffle"}, args, kwargs)
+                       : bind_args(user, {"a", "size", "replace", "p"}, args, kwargs);
+    BREAK_IF(b.count("axis") && !(is_const(b["axis"]) && PyLong_Check(const_value(b["axis"])) &&
+                                  PyLong_AsLong(const_value(b["axis"])) == 0),
+             user + " with an axis other than 0");
     BREAK_IF(!b.count("a"), Raises{PyExc_TypeError}, user + "() needs a");
     sized(b, {});
     SymInt pop;
@@ -350,13 +387,18 @@ VarPtr searchsorted(Tracer& tx, const std::vector<VarPtr>& args, const KwArgs& k
 
 VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   if (name.rfind("linalg.", 0) == 0) return linalg_fn(tx, name.substr(7), args, kwargs);
-  if (name.rfind("random.", 0) == 0) return random_fn(tx, name.substr(7), args, kwargs);
+  if (name.rfind("random.", 0) == 0) return random_draw(tx, nullptr, name.substr(7), args, kwargs);
   if (name == "sort" || name == "argsort" || name == "partition" || name == "argpartition")
     return sort_fn(tx, name, args, kwargs);
   if (name == "bincount") return bincount(tx, args, kwargs);
   if (name == "searchsorted") return searchsorted(tx, args, kwargs);
   if (name == "histogram" || name == "histogram_bin_edges") return histogram(tx, name, args, kwargs);
   graph_break(BreakKind::Internal, "internal: no extern " + name);
+}
+
+VarPtr random_method(Tracer& tx, const VarPtr& gen, const std::string& name, const std::vector<VarPtr>& args,
+                     const KwArgs& kwargs) {
+  return random_draw(tx, gen, name, args, kwargs);
 }
 
 }  // namespace framejit::frontend::ops

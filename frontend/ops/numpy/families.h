@@ -56,6 +56,9 @@ VarPtr cumulative(Tracer& tx, const std::string& name, const std::vector<VarPtr>
 /// numpy.linalg.*, sort/argsort/partition/argpartition, numpy.random.*: extern steps with exact
 /// meta (externs.cpp). `name` is the path under numpy ("linalg.solve", "random.rand", "sort").
 VarPtr extern_fn(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// `gen.<name>(...)` on a numpy.random Generator or RandomState graph input (externs.cpp).
+VarPtr random_method(Tracer& tx, const VarPtr& gen, const std::string& name, const std::vector<VarPtr>& args,
+                     const KwArgs& kwargs);
 /// numpy.float32(v), numpy.int64(v), ...: a NumPy scalar of that type (an array for an array
 /// argument), as NumPy's constructor makes it; `type` borrowed (scalar_types.cpp).
 VarPtr scalar_type(Tracer& tx, const std::string& name, PyObject* type, const std::vector<VarPtr>& args,

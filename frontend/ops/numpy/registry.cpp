@@ -265,6 +265,7 @@ VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name) {
 }
 
 VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::vector<VarPtr> args, KwArgs kwargs) {
+  if (t->kind == VarKind::Object) return random_method(tx, t, name, args, kwargs);
   args.insert(args.begin(), t);
   std::string target = "method." + name;
   if (name == "dot") return linalg(tx, "dot", target, args, kwargs);
