@@ -7,14 +7,15 @@ packages=(
   g++ cmake make dpkg-dev                 # toolchain; dpkg-dev gives `apt-get source` its unpacker
   libxbyak-dev pybind11-dev               # header-only: Xbyak (GEMM kernels), pybind11 (bindings)
   python3-dev python3-numpy python3-pytest python3-numexpr python3-numba  # target interpreter + baselines
+  python3-torch                           # the torch frontend's tests (torch 1.13, CPU)
   libopenblas0-pthread                    # numpy's BLAS, the GEMM baseline
   googletest libgtest-dev                 # C++ tests
 )
 
-# `--bench`: also what `make bench` draws and compares with (matplotlib for speedup.png, PyTorch's
-# CPU eager mode as a peer). Not needed to build or test.
+# `--bench`: also what `make bench` draws with (matplotlib for speedup.png). Not needed to build or
+# test.
 if [[ "${1:-}" == --bench ]]; then
-  packages+=(python3-matplotlib python3-torch)
+  packages+=(python3-matplotlib)
 fi
 
 missing=()

@@ -7,6 +7,7 @@
 #include "frontend/interop/array_adapter.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/interop/numpy_abi.h"
+#include "frontend/interop/torch_array.h"
 #include "frontend/trace/op_table.h"
 #include "frontend/cpython/python_env.h"
 #include "frontend/tensor/object.h"
@@ -97,20 +98,43 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
   PyTypeObject* type = Py_TYPE(value);
 
   const bool is_fj_tensor = is_tensor(value);
-  if (is_fj_tensor || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
-    bool is_array = is_fj_tensor || type == np->ndarray;
+  const bool is_torch = !is_fj_tensor && is_torch_tensor(value);
+  ArrayFields torch_fields;
+  if (is_torch) {
+    // Note [Torch values]
+    // A torch tensor is a graph input like an ndarray, guarded on its exact type (torch.Tensor or
+    // nn.Parameter), dtype, rank, sizes (0/1 static, others symbolic), contiguity and
+    // requires_grad; only CPU tensors of the strided layout are arrays (torch_fields says). A
+    // tensor that requires grad while grad mode is on would need autograd through the graph,
+    // which framejit does not build yet: the statement that reads it runs in CPython (with torch's
+    // autograd), so .backward() keeps working.
+    torch_fields = array_fields(value, array_adapter(ArrayKind::Torch));
+    BREAK_IF(!torch_fields.ok, std::string("a torch tensor that is not a CPU tensor of a dtype framejit has (") + key + ")");
+    OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(value, "requires_grad"));
+    if (!rg) PyErr_Clear();
+    BREAK_IF(!rg, BreakKind::Internal, "cannot read requires_grad of " + key);
+    if (rg.get() == Py_True) {
+      BREAK_IF(torch_grad_enabled(), "autograd: " + key + " requires grad under grad mode (framejit does not build "
+                                     "backward graphs yet; the statement runs in CPython with torch's autograd)");
+      BREAK_IF(true, "a tensor that requires grad, under no_grad (not captured yet: " + key + ")");
+    }
+  }
+  if (is_fj_tensor || is_torch || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
+    bool is_array = is_fj_tensor || is_torch || type == np->ndarray;
     std::optional<rt::DType> dt;
     if (is_fj_tensor) {
       dt = as_tensor(value)->dtype;
+    } else if (is_torch) {
+      dt = torch_fields.dtype;
     } else if (is_array) {
       dt = dtype_from_descr(as_ndarray(value)->descr);
     } else {
       dt = numpy_scalar_dtype(np, type);
     }
-    BREAK_IF(!is_fj_tensor && PyObject_TypeCheck(value, np->ndarray) && !is_array,
+    BREAK_IF(!is_fj_tensor && !is_torch && PyObject_TypeCheck(value, np->ndarray) && !is_array,
              std::string("ndarray subclass ") + type->tp_name + " is not supported");
     BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
-                      (is_array && !is_fj_tensor ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
+                      (is_array && !is_fj_tensor && !is_torch ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
                       ") are not supported");
     BREAK_IF(is_fj_tensor && as_tensor(value)->tensor.device().type != rt::DeviceType::CPU,
              "framejit.Tensor on a device other than the CPU");
@@ -118,23 +142,25 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
     // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
     // the mix, where a Tensor operator takes the NumPy array as a Tensor view.
-    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor : ArrayKind::NumPy;
+    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor : is_torch ? ArrayKind::Torch : ArrayKind::NumPy;
     BREAK_IF(out_.array_kind != ArrayKind::None && out_.array_kind != kind,
-             "NumPy arrays and framejit.Tensors in one graph (" + key + ")");
+             std::string(array_kind_name(out_.array_kind)) + " and " + array_kind_name(kind) + " in one graph (" + key + ")");
     out_.array_kind = kind;
     jit::TensorMeta m;
     m.dtype = *dt;
     TensorGuard tg;
     tg.kind = is_fj_tensor ? TensorGuard::Kind::Tensor
+              : is_torch   ? TensorGuard::Kind::Torch
               : is_array   ? TensorGuard::Kind::NdArray
                            : TensorGuard::Kind::NumPyScalar;
     tg.type = type;
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
     if (is_array) {
-      ArrayFields a = array_fields(value);
-      tg.type_num = is_fj_tensor ? static_cast<int>(*dt) : descr_of(value)->type_num;
+      ArrayFields a = is_torch ? torch_fields : array_fields(value);
+      tg.type_num = is_fj_tensor || is_torch ? static_cast<int>(*dt) : descr_of(value)->type_num;
       tg.ndim = a.nd;
       tg.c_contiguous = is_fj_tensor ? (as_tensor(value)->flags & kTensorCContiguous) != 0
+                        : is_torch   ? fields_c_contiguous(a)
                                      : (as_ndarray(value)->flags & kNpyCContiguous) != 0;
       m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
       // Note [Held array sizes]
@@ -274,6 +300,12 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
              !PyUnicode_Check(value)) {
     g.add_type(src, type);
     v = std::make_shared<ObjectVar>(VarKind::Object, OwnedRef::borrow(value));
+  } else if (const TorchHandles* th = torch_handles(); th && (type == th->dtype_type || type == th->device_type)) {
+    // torch.float32, torch.device('cpu'): constants like NumPy's dtypes (dtypes are singletons;
+    // devices compare by value).
+    if (type == th->dtype_type) g.add_identity(src, value);
+    else g.add_equals(src, value);
+    v = make_const(OwnedRef::borrow(value));
   } else if (np && is_random_generator(type)) {
     // A NumPy random generator is a run-time input: any generator of its type runs the same
     // graph, and the op table captures its draws as library calls on it.

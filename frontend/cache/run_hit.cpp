@@ -1,4 +1,5 @@
 // run_hit.cpp — the one cache-hit path (Note [One hit path]).
+#include "frontend/interop/torch_array.h"
 #include "frontend/cache/run_hit.h"
 
 #include <algorithm>
@@ -133,6 +134,7 @@ HitResult run_entry(CacheEntry& e, const FrameView& view, const HitFrame& frame,
 
 HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& request, HitFrame& frame,
                   int* same_backend) noexcept {
+  TorchRunScope torch_scope;  // the guards' and the program's reads of torch tensors, exported once
   CacheEntry* e = find_entry(cs, view, request, frame, same_backend);
   if (!e) return {HitKind::Miss, nullptr};
   if (request.frameless && e->break_code) return {HitKind::RunInCPython, nullptr};

@@ -1,4 +1,5 @@
 // compile_frame.cpp — the cold path of one frame: trace → graph passes → backend → cache entry.
+#include "frontend/interop/torch_array.h"
 #include "frontend/compile/compile_frame.h"
 
 #include <algorithm>
@@ -272,6 +273,7 @@ std::string event_summary() {
 std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn,
                                           const FrameView& view, CodeState& state,
                                           GraphBreak* broke_out) {
+  TorchRunScope torch_scope;  // the builder's reads of torch tensors (Note [Torch arrays])
   auto t0 = Clock::now();
   bool had_entries = false;
   for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
@@ -369,7 +371,8 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();
-      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || !np || np->major >= 2;
+      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || og.array_kind == ArrayKind::Torch || !np ||
+                              np->major >= 2;
       hoist_placeholders(og);
       auto report = jit::run_graph_passes(og.graph);
       if (!report) st = report.error();
@@ -380,7 +383,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         st = program.error();
       } else {
         entry->program = std::move(*program);
-        entry->program->set_array_kind(og.array_kind == ArrayKind::Tensor ? ArrayKind::Tensor : ArrayKind::NumPy);
+        entry->program->set_array_kind(og.array_kind == ArrayKind::None ? ArrayKind::NumPy : og.array_kind);
       }
     }
     if (partial && st.is_ok()) {

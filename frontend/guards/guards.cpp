@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "frontend/interop/array_adapter.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/tensor/object.h"
 
@@ -198,7 +199,26 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
   const int64_t* dims;
   bool c;
   if (g.kind == TensorGuard::Kind::NumPyScalar) return true;  // its exact type pins the dtype
-  if (g.kind == TensorGuard::Kind::Tensor) {
+  if (g.kind == TensorGuard::Kind::Torch) {
+    // Note [Torch values]: read through the DLPack export the run keeps (Note [Torch arrays]).
+    const ArrayFields a = array_fields(v, array_adapter(ArrayKind::Torch));
+    if (!a.ok) {
+      if (kVerbose) *why = "is not a CPU tensor of a dtype framejit has";
+      return false;
+    }
+    PyObject* rg = PyObject_GetAttrString(v, "requires_grad");  // new ref
+    const bool requires_grad = rg == Py_True;
+    Py_XDECREF(rg);
+    if (!rg) PyErr_Clear();
+    if (requires_grad) {
+      if (kVerbose) *why = "requires grad";
+      return false;
+    }
+    nd = a.nd;
+    dims = a.dims;
+    type_num = static_cast<int>(a.dtype);
+    c = fields_c_contiguous(a);
+  } else if (g.kind == TensorGuard::Kind::Tensor) {
     const TensorObject* t = as_tensor(v);
     nd = t->nd;
     dims = t->shape;
@@ -246,23 +266,34 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
   return true;
 }
 
-// The bytes an ndarray's elements span, [lo, hi); empty arrays span nothing. The tensor guards
-// of both slots ran before, so they are ndarrays of the traced dtypes.
+// The bytes an array's elements span, [lo, hi); empty arrays span nothing. The tensor guards
+// of both slots ran before, so they are arrays of the traced dtypes.
 bool array_extent(PyObject* v, int itemsize, uintptr_t* lo, uintptr_t* hi) {
+  if (!v) return false;
   const NumPyHandles* np = numpy_handles();
-  if (!v || !np || Py_TYPE(v) != np->ndarray) return false;
-  NdArrayFields* a = as_ndarray(v);
+  ArrayFields a;
+  if (np && Py_TYPE(v) == np->ndarray) {  // the common case, read in place
+    NdArrayFields* n = as_ndarray(v);
+    a.data = n->data;
+    a.nd = n->nd;
+    a.dims = n->dimensions;
+    a.strides = n->strides;
+    a.ok = true;
+  } else {
+    a = array_fields(v);
+  }
+  if (!a.ok) return false;
   intptr_t first = 0, last = 0;
-  for (int i = 0; i < a->nd; ++i) {
-    if (a->dimensions[i] == 0) {
+  for (int i = 0; i < a.nd; ++i) {
+    if (a.dims[i] == 0) {
       *lo = *hi = 0;
       return true;
     }
-    intptr_t span = (a->dimensions[i] - 1) * a->strides[i];
+    intptr_t span = (a.dims[i] - 1) * a.strides[i];
     (span < 0 ? first : last) += span;
   }
-  *lo = reinterpret_cast<uintptr_t>(a->data) + first;
-  *hi = reinterpret_cast<uintptr_t>(a->data) + last + static_cast<uintptr_t>(itemsize);
+  *lo = reinterpret_cast<uintptr_t>(a.data) + first;
+  *hi = reinterpret_cast<uintptr_t>(a.data) + last + static_cast<uintptr_t>(itemsize);
   return true;
 }
 
@@ -424,8 +455,9 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
       std::string s = what + ": " + g.type->tp_name;
       if (g.type_num >= 0) {
         // A framejit.Tensor's guard holds its DType; an ndarray's, NumPy's type number.
-        auto dt = g.kind == TensorGuard::Kind::Tensor ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
-                                                      : dtype_from_type_num(g.type_num);
+        auto dt = g.kind == TensorGuard::Kind::Tensor || g.kind == TensorGuard::Kind::Torch
+                      ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
+                      : dtype_from_type_num(g.type_num);
         s += " " + std::string(dt ? rt::dtype_name(*dt) : "?") + " shape (";
         for (int i = 0; i < g.ndim; ++i) {
           if (i) s += ", ";

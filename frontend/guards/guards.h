@@ -17,7 +17,7 @@ namespace framejit::frontend {
 /// What a tensor guard pins down about one array. Sizes not pinned are symbols (bound on check).
 struct TensorGuard {
   /// What `type` is, so the check reads the right fields without testing the type again.
-  enum class Kind : uint8_t { NdArray, NumPyScalar, Tensor } kind = Kind::NdArray;
+  enum class Kind : uint8_t { NdArray, NumPyScalar, Tensor, Torch } kind = Kind::NdArray;
   PyTypeObject* type = nullptr;  // exact type (numpy.ndarray, a NumPy scalar type or
                                  // framejit.Tensor); borrowed, kept alive by the owning leaf
   int type_num = -1;             // NumPy's type number; for a framejit.Tensor its rt::DType

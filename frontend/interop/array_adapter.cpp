@@ -11,7 +11,7 @@ const ArrayAdapter& numpy_adapter();  // numpy_array.cpp
 namespace {
 
 // Indexed by ArrayKind. Written at module init, under the GIL, before any program runs.
-std::array<const ArrayAdapter*, kArrayKinds> g_adapters{nullptr, &numpy_adapter(), nullptr};
+std::array<const ArrayAdapter*, kArrayKinds> g_adapters{nullptr, &numpy_adapter(), nullptr, nullptr};
 
 }  // namespace
 
@@ -29,6 +29,26 @@ ArrayFields array_fields(PyObject* o, const ArrayAdapter* first) {
     if (ArrayFields f = a->fields(o); f.ok) return f;
   }
   return {};
+}
+
+const char* array_kind_name(ArrayKind kind) {
+  switch (kind) {
+    case ArrayKind::None: return "no arrays";
+    case ArrayKind::NumPy: return "NumPy arrays";
+    case ArrayKind::Tensor: return "framejit.Tensors";
+    case ArrayKind::Torch: return "torch tensors";
+  }
+  return "?";
+}
+
+bool fields_c_contiguous(const ArrayFields& a) {
+  int64_t expected = rt::dtype_itemsize(a.dtype);
+  for (int d = a.nd - 1; d >= 0; --d) {
+    if (a.dims[d] == 0) return true;
+    if (a.dims[d] != 1 && a.strides[d] != expected) return false;
+    expected *= a.dims[d];
+  }
+  return true;
 }
 
 jit::StridedLayout layout_of(const ArrayFields& a) {

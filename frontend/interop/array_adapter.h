@@ -20,13 +20,14 @@ namespace framejit::frontend {
 // adapter (registered at module init) plus one op table (Note [Op tables]).
 //
 // Note [Program array kind]
-// A traced function works on NumPy arrays or on framejit.Tensors, never both (the tracer breaks
-// the graph where they would meet: Note [One array kind per graph] in builder/builder.cpp). So
-// NumPy code gets ndarrays back and Tensor code Tensors.
+// A traced function works on NumPy arrays, framejit.Tensors or torch tensors, one kind per graph
+// (the tracer breaks the graph where they would meet: Note [One array kind per graph] in
+// builder/builder.cpp). So NumPy code gets ndarrays back, Tensor code Tensors, torch code torch
+// tensors.
 
 /// What a graph's arrays are; also the key of the adapter registry.
-enum class ArrayKind : uint8_t { None, NumPy, Tensor };
-constexpr int kArrayKinds = 3;
+enum class ArrayKind : uint8_t { None, NumPy, Tensor, Torch };
+constexpr int kArrayKinds = 4;
 
 /// An array's memory: data, rank, sizes and byte strides (borrowed from the object, valid while
 /// it lives) and element type.
@@ -63,6 +64,13 @@ void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter);
 /// `o`'s fields under whichever adapter knows it (ok=false: none does), asking `first` (when
 /// given: the caller's likely library) before the others, and each adapter once.
 ArrayFields array_fields(PyObject* o, const ArrayAdapter* first = nullptr);
+
+/// "NumPy arrays", "framejit.Tensors", "torch tensors" (messages).
+const char* array_kind_name(ArrayKind kind);
+
+/// Whether the fields describe a C-ordered array (NumPy's rule: dims of size 1 have any stride; an
+/// empty array is contiguous).
+bool fields_c_contiguous(const ArrayFields& a);
 
 /// The fields as the layout kernels and view remaps read (sizes and strides copied).
 jit::StridedLayout layout_of(const ArrayFields& a);

@@ -140,6 +140,11 @@ PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObjec
         else
           PyList_SET_ITEM(r, i, x);  // steals x
       }
+      if (r && tuple && spec.value) {  // a named tuple (torch.return_types.max): type(items)
+        PyObject* named = PyObject_CallOneArg(spec.value.get(), r);
+        Py_DECREF(r);
+        return named;
+      }
       return r;
     }
     case OutputSpec::Kind::Dict: {

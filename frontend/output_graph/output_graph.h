@@ -28,7 +28,7 @@ struct OutputSpec {
   };
   Kind kind = Kind::Const;
   int index = -1;
-  OwnedRef value;                // Const; Attr: the name
+  OwnedRef value;                // Const; Attr: the name; Tuple: a named tuple's type, or null
   std::vector<OutputSpec> items;  // Tuple/List/Dict values
   std::vector<OwnedRef> keys;     // Dict keys
 };

@@ -7,6 +7,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "frontend/interop/torch_array.h"
 #include "frontend/interop/array_adapter.h"
 #include "frontend/program/program.h"
 #include "frontend/options/config.h"
@@ -230,6 +231,7 @@ public:
   const ArrayAdapter* arrays() const { return array_adapter(array_kind_); }
 
   bool run(PyObject* const* inputs, PyObject** out) override {
+    TorchRunScope torch_scope;  // Note [Torch arrays]: each torch input exported once per run
     // Values live on the stack for all but large graphs; only the program's own count is
     // initialized (this runs on every cache hit).
     constexpr int kStack = 64;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "frontend/cpython/pyref.h"
+#include "frontend/interop/dlpack_abi.h"
 #include "frontend/tensor/object_p.h"
 
 namespace framejit::frontend::tensor_detail {
@@ -12,52 +13,7 @@ using rt::DType;
 
 namespace {
 
-// ---- the DLPack C ABI (dlpack.h, version 1.x), declared here ----------------------------------
-
-enum DLDeviceKind : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3 };
-enum DLTypeCode : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
-
-struct DLDevice {
-  int32_t device_type;
-  int32_t device_id;
-};
-struct DLDataType {
-  uint8_t code;
-  uint8_t bits;
-  uint16_t lanes;
-};
-struct DLTensor {
-  void* data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t* shape;
-  int64_t* strides;  // in elements; null means C-contiguous
-  uint64_t byte_offset;
-};
-struct DLManagedTensor {
-  DLTensor dl_tensor;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensor*);
-};
-struct DLPackVersion {
-  uint32_t major;
-  uint32_t minor;
-};
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void* manager_ctx;
-  void (*deleter)(DLManagedTensorVersioned*);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDLFlagReadOnly = uint64_t{1} << 0;
-constexpr uint64_t kDLFlagIsCopied = uint64_t{1} << 1;
-
-constexpr const char* kCapsuleName = "dltensor";
-constexpr const char* kUsedCapsuleName = "used_dltensor";
-constexpr const char* kVersionedName = "dltensor_versioned";
-constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
+using namespace dlpack;  // NOLINT: the ABI's names, as dlpack.h spells them
 
 // Note [DLPack lifetimes]
 // Export: __dlpack__ mallocs one block holding the managed struct followed by its shape and
@@ -68,25 +24,6 @@ constexpr const char* kUsedVersionedName = "used_dltensor_versioned";
 // Import: from_dlpack renames the producer's capsule and hands the managed struct to a DLPackHold,
 // the new tensor's base; when the tensor (and its views) die, the hold calls the producer's
 // deleter, with the GIL held as tensors die with it.
-
-DLDataType dl_dtype(DType dt) {
-  const uint8_t bits = static_cast<uint8_t>(rt::dtype_itemsize(dt) * 8);
-  uint8_t code = kDLFloat;
-  if (dt == DType::Bool) code = kDLBool;
-  else if (rt::dtype_is_complex(dt)) code = kDLComplex;
-  else if (rt::dtype_is_integer(dt)) code = rt::dtype_is_signed(dt) ? kDLInt : kDLUInt;
-  return DLDataType{code, bits, 1};
-}
-
-std::optional<DType> dtype_from_dl(DLDataType t) {
-  if (t.lanes != 1) return std::nullopt;
-  for (int i = 0; i < rt::kNumDTypes; ++i) {
-    const auto dt = static_cast<DType>(i);
-    const DLDataType d = dl_dtype(dt);
-    if (d.code == t.code && d.bits == t.bits) return dt;
-  }
-  return std::nullopt;
-}
 
 template <class Managed>
 void release_export(Managed* m) {

@@ -627,6 +627,9 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       return wrap(v, child_source(SourceKind::TypeAttr, obj->source, name));
     }
     case VarKind::Tuple:
+      for (size_t i = 0; i < as<SeqVar>(obj)->field_names.size(); ++i)  // a named tuple's field
+        if (as<SeqVar>(obj)->field_names[i] == n) return as<SeqVar>(obj)->items[i];
+      return std::make_shared<AttrMethodVar>(obj, n);
     case VarKind::List:
     case VarKind::Dict: return std::make_shared<AttrMethodVar>(obj, n);
     case VarKind::Super: return super_attr(as<SuperVar>(obj)->cls, as<SuperVar>(obj)->self, name);

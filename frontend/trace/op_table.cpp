@@ -9,7 +9,7 @@ namespace framejit::frontend {
 namespace {
 
 // Indexed by ArrayKind. Written once at module init, under the GIL, before any trace.
-std::array<OpTable*, 3> g_tables{};
+std::array<OpTable*, kArrayKinds> g_tables{};
 
 }  // namespace
 

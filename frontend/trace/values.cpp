@@ -372,6 +372,7 @@ OutputSpec Tracer::output_spec(const VarPtr& v, std::vector<jit::Arg>& outs) {
         return spec;
       }
       spec.kind = v->kind == VarKind::Tuple ? OutputSpec::Kind::Tuple : OutputSpec::Kind::List;
+      spec.value = as<SeqVar>(v)->named_type;  // a named tuple: its type, called on the items
       for (auto& x : as<SeqVar>(v)->items) spec.items.push_back(output_spec(x, outs));
       return spec;
     case VarKind::Dict:

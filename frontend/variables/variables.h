@@ -92,6 +92,10 @@ struct ScalarVar : Var {
 struct SeqVar : Var {
   SeqVar(VarKind k, std::vector<VarPtr> xs) : Var(k), items(std::move(xs)) {}
   std::vector<VarPtr> items;
+  /// A Tuple that is a library's named tuple (torch.return_types.max): the type, called with
+  /// the plain tuple to rebuild it, and the names of its items for attribute reads. Null: a tuple.
+  OwnedRef named_type;
+  std::vector<std::string> field_names;
 };
 
 struct DictVar : Var {

@@ -1,5 +1,7 @@
-"""_externs.py — library calls an extern step makes whose library function returns a tuple: a
-step has one array result, so each item is its own step (frontend/ops/numpy/externs.cpp)."""
+"""_externs.py — library calls that extern steps make where the library's own function does not fit
+a step: one that returns a tuple (a step has one array result, so each item is its own step;
+frontend/ops/numpy/externs.cpp), and torch calls that take a dtype (a graph argument names a dtype
+by its name; torch wants its own object; frontend/ops/torch)."""
 
 
 def histogram_counts(a, *args, **kwargs):
@@ -7,3 +9,18 @@ def histogram_counts(a, *args, **kwargs):
     import numpy
 
     return numpy.histogram(a, *args, **kwargs)[0]
+
+
+def torch_full(size, fill_value, dtype_name):
+    """torch.full(size, fill_value, dtype=torch.<dtype_name>): torch.zeros/ones/empty/full in a
+    graph (a graph argument names a dtype by its name; torch wants its own object)."""
+    import torch
+
+    return torch.full(tuple(size), fill_value, dtype=getattr(torch, dtype_name))
+
+
+def torch_full_like(x, fill_value, dtype_name):
+    """torch.full_like(x, fill_value, dtype=torch.<dtype_name>): zeros_like & co. in a graph."""
+    import torch
+
+    return torch.full_like(x, fill_value, dtype=getattr(torch, dtype_name))

@@ -1,0 +1,251 @@
+// torch_array.cpp — torch's array adapter and handles (Note [Torch arrays]).
+#include "frontend/interop/torch_array.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "frontend/cpython/pyref.h"
+#include "frontend/interop/array_adapter.h"
+#include "frontend/interop/dlpack_abi.h"
+#include "runtime/faults.h"
+#include "runtime/views.h"
+
+namespace framejit::frontend {
+
+namespace {
+
+using namespace dlpack;  // NOLINT: the ABI's names, as dlpack.h spells them
+
+// Filled once, when torch is first seen in sys.modules; never freed (the references must not be
+// dropped after the interpreter finalizes).
+TorchHandles* load_handles() {
+  PyObject* modules = PyImport_GetModuleDict();                // borrowed
+  PyObject* torch = PyDict_GetItemString(modules, "torch");  // borrowed
+  if (!torch) return nullptr;
+  auto* h = new TorchHandles();
+  auto attr = [&](PyObject* o, const char* name) {  // new ref or null, no exception left
+    PyObject* r = PyObject_GetAttrString(o, name);
+    if (!r) PyErr_Clear();
+    return r;
+  };
+  h->module = Py_NewRef(torch);
+  OwnedRef c = OwnedRef::steal(attr(torch, "_C"));
+  PyObject* base = c ? attr(c.get(), "_TensorBase") : nullptr;
+  if (!base) base = attr(torch, "Tensor");  // torch 2.x renamed the base (TensorBase)
+  if (c && !base) base = attr(c.get(), "TensorBase");
+  PyObject* tensor = attr(torch, "Tensor");
+  h->empty = attr(torch, "empty");
+  h->strided = attr(torch, "strided");
+  OwnedRef device = OwnedRef::steal(attr(torch, "device"));
+  h->cpu = device ? PyObject_CallFunction(device.get(), "s", "cpu") : nullptr;
+  if (!h->cpu) PyErr_Clear();
+  if (!base || !PyType_Check(base) || !tensor || !PyType_Check(tensor) || !h->empty || !h->cpu || !h->strided) {
+    // A torch we cannot read: its tensors are no arrays here (they stay opaque objects).
+    return nullptr;
+  }
+  OwnedRef dtype_type = OwnedRef::steal(attr(torch, "dtype"));
+  if (!dtype_type || !PyType_Check(dtype_type.get()) || !device || !PyType_Check(device.get())) return nullptr;
+  h->dtype_type = reinterpret_cast<PyTypeObject*>(dtype_type.release());
+  h->device_type = reinterpret_cast<PyTypeObject*>(device.release());
+  h->tensor_base = reinterpret_cast<PyTypeObject*>(base);
+  h->tensor = reinterpret_cast<PyTypeObject*>(tensor);
+  for (int i = 0; i < rt::kNumDTypes; ++i)
+    h->dtypes[i] = attr(torch, std::string(rt::dtype_name(static_cast<rt::DType>(i))).c_str());
+  OwnedRef version = OwnedRef::steal(attr(torch, "__version__"));
+  const char* v = version && PyUnicode_Check(version.get()) ? PyUnicode_AsUTF8(version.get()) : nullptr;
+  if (!v) PyErr_Clear();
+  h->major = v ? std::atoi(v) : 0;
+  return h;
+}
+
+// One DLPack export kept for the run: the capsule owns the memory the fields point into (data and
+// sizes); the byte strides live in a block of the entry's own, which does not move with the table.
+struct Export {
+  PyObject* tensor = nullptr;   // strong: its address cannot be reused while the entry lives
+  PyObject* capsule = nullptr;  // strong
+  std::unique_ptr<int64_t[]> strides;
+  ArrayFields fields;
+};
+
+struct ExportTable {
+  std::vector<Export> entries;
+  int scopes = 0;
+};
+
+ExportTable& table() {
+  static thread_local ExportTable t;
+  return t;
+}
+
+void clear_exports() {
+  std::vector<Export> dead;
+  dead.swap(table().entries);  // NB: the decrefs may run Python code that reads fields again
+  for (Export& e : dead) {
+    Py_DECREF(e.capsule);
+    Py_DECREF(e.tensor);
+  }
+}
+
+// The fields of a torch tensor `o`, exported once per run. ok=false (no exception) when it is not
+// a CPU tensor of a strided layout and a dtype framejit has, or the export fails.
+ArrayFields export_fields(PyObject* o) {
+  ExportTable& t = table();
+  for (const Export& e : t.entries)
+    if (e.tensor == o) return e.fields;
+  ArrayFields none;
+  const TorchHandles* h = torch_handles();
+  OwnedRef source = OwnedRef::borrow(o);
+  OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(o, "requires_grad"));  // new ref
+  if (!rg) {
+    PyErr_Clear();
+    return none;
+  }
+  if (rg.get() == Py_True) {
+    source = OwnedRef::steal(PyObject_CallMethod(o, "detach", nullptr));
+    if (!source) {
+      PyErr_Clear();
+      return none;
+    }
+  }
+  OwnedRef layout = OwnedRef::steal(PyObject_GetAttrString(o, "layout"));
+  OwnedRef device = OwnedRef::steal(PyObject_GetAttrString(o, "device"));
+  if (!layout || !device || layout.get() != h->strided) {
+    PyErr_Clear();
+    return none;
+  }
+  const int cpu = PyObject_RichCompareBool(device.get(), h->cpu, Py_EQ);
+  if (cpu != 1) {
+    PyErr_Clear();
+    return none;
+  }
+  // torch 1.x exports no bools: the same bytes as uint8 (a view), read back as bool.
+  OwnedRef dtype = OwnedRef::steal(PyObject_GetAttrString(o, "dtype"));
+  if (!dtype) {
+    PyErr_Clear();
+    return none;
+  }
+  const bool is_bool = dtype.get() == h->dtypes[static_cast<int>(rt::DType::Bool)];
+  if (is_bool) {
+    source = OwnedRef::steal(PyObject_CallMethod(source.get(), "view", "O", h->dtypes[static_cast<int>(rt::DType::UInt8)]));
+    if (!source) {
+      PyErr_Clear();
+      return none;
+    }
+  }
+  OwnedRef capsule = OwnedRef::steal(PyObject_CallMethod(source.get(), "__dlpack__", nullptr));
+  if (!capsule || !PyCapsule_IsValid(capsule.get(), kCapsuleName)) {
+    PyErr_Clear();
+    return none;
+  }
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.get(), kCapsuleName));
+  const DLTensor& dl = m->dl_tensor;
+  std::optional<rt::DType> dt = is_bool ? std::optional<rt::DType>(rt::DType::Bool) : dtype_from_dl(dl.dtype);
+  if (!dt || dl.ndim > rt::kMaxRank || dl.device.device_type != kDLCPU) return none;
+  Export e;
+  e.strides = std::make_unique<int64_t[]>(static_cast<size_t>(std::max(dl.ndim, 1)));
+  const int64_t item = rt::dtype_itemsize(*dt);
+  int64_t contiguous = item;
+  for (int d = dl.ndim - 1; d >= 0; --d) {
+    e.strides[static_cast<size_t>(d)] = dl.strides ? dl.strides[d] * item : contiguous;
+    contiguous *= dl.shape[d];
+  }
+  e.fields.data = static_cast<char*>(dl.data) + dl.byte_offset;
+  e.fields.nd = dl.ndim;
+  e.fields.dims = dl.shape;
+  e.fields.strides = e.strides.get();
+  e.fields.dtype = *dt;
+  e.fields.ok = true;
+  e.tensor = Py_NewRef(o);
+  e.capsule = capsule.release();
+  t.entries.push_back(std::move(e));
+  return t.entries.back().fields;
+}
+
+class TorchAdapter final : public ArrayAdapter {
+public:
+  ArrayFields fields(PyObject* o) const override {
+    if (!is_torch_tensor(o)) return {};
+    return export_fields(o);
+  }
+
+  PyObject* empty(const int64_t* shape, int rank, rt::DType dtype) const override {  // new ref
+    if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
+    const TorchHandles* h = torch_handles();
+    PyObject* dt = h ? h->dtypes[static_cast<int>(dtype)] : nullptr;  // borrowed
+    if (!dt) {
+      PyErr_Format(PyExc_TypeError, "framejit: torch has no dtype %s", std::string(rt::dtype_name(dtype)).c_str());
+      return nullptr;
+    }
+    OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
+    if (!size) return nullptr;
+    for (int d = 0; d < rank; ++d) {
+      PyObject* n = PyLong_FromLongLong(shape[d]);
+      if (!n) return nullptr;
+      PyTuple_SET_ITEM(size.get(), d, n);  // steals n
+    }
+    OwnedRef args = OwnedRef::steal(PyTuple_Pack(1, size.get()));
+    OwnedRef kwargs = OwnedRef::steal(PyDict_New());
+    if (!args || !kwargs || PyDict_SetItemString(kwargs.get(), "dtype", dt) < 0) return nullptr;
+    return PyObject_Call(h->empty, args.get(), kwargs.get());
+  }
+
+  PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const override {  // new ref
+    // Axis outer_first[i] of the result is axis i of base: permute's order lists, per result
+    // axis, the base axis it is.
+    OwnedRef order = OwnedRef::steal(PyTuple_New(rank));
+    if (!order) return nullptr;
+    for (int i = 0; i < rank; ++i) {
+      PyObject* n = PyLong_FromLong(i);
+      if (!n) return nullptr;
+      PyTuple_SET_ITEM(order.get(), outer_first[i], n);  // steals n
+    }
+    return PyObject_CallMethod(base, "permute", "O", order.get());
+  }
+
+  // torch tensors share storage with views framejit cannot see: never written over.
+  bool is_private(PyObject*) const override { return false; }
+};
+
+}  // namespace
+
+const TorchHandles* torch_handles() {
+  static TorchHandles* h = nullptr;  // set once torch is loaded and readable
+  if (!h) h = load_handles();
+  return h;
+}
+
+bool is_torch_tensor(PyObject* o) {
+  const TorchHandles* h = torch_handles();
+  return h && PyObject_TypeCheck(o, h->tensor_base);
+}
+
+std::optional<rt::DType> dtype_of_torch(PyObject* dtype) {
+  const TorchHandles* h = torch_handles();
+  if (!h) return std::nullopt;
+  for (int i = 0; i < rt::kNumDTypes; ++i)
+    if (h->dtypes[i] && h->dtypes[i] == dtype) return static_cast<rt::DType>(i);
+  return std::nullopt;
+}
+
+bool torch_grad_enabled() {
+  const TorchHandles* h = torch_handles();
+  if (!h) return false;
+  OwnedRef r = OwnedRef::steal(PyObject_CallMethod(h->module, "is_grad_enabled", nullptr));
+  if (!r) PyErr_Clear();
+  return r && r.get() == Py_True;
+}
+
+TorchRunScope::TorchRunScope() { ++table().scopes; }
+
+TorchRunScope::~TorchRunScope() {
+  if (--table().scopes == 0 && !table().entries.empty()) clear_exports();
+}
+
+void register_torch_adapter() {
+  static const TorchAdapter adapter;
+  register_array_adapter(ArrayKind::Torch, &adapter);
+}
+
+}  // namespace framejit::frontend

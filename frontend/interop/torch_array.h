@@ -1,0 +1,62 @@
+// torch_array.h — torch.Tensor as the runtime sees it: memory read through DLPack, results
+// allocated by torch (Note [Torch arrays]).
+#pragma once
+
+#include <Python.h>
+
+#include <optional>
+
+#include "runtime/dtype.h"
+
+namespace framejit::frontend {
+
+// Note [Torch arrays]
+// framejit links no libtorch: torch's C++ ABI differs between releases and builds (Debian's 1.13
+// here, a 2.x wheel on the GPU machine), so everything goes through torch's Python surface, read
+// once per value and run. A tensor's memory comes from its DLPack export (`__dlpack__()`, of
+// `detach()` when it requires grad: the export refuses those): data, sizes and element strides
+// with no copy. The export's capsule must outlive the fields read from it, so the adapter keeps
+// each export, with its strides in bytes, in a small table for the length of a run: a
+// TorchRunScope around the hit path (and any other code that reads fields) clears the table when
+// the outermost one ends. Only CPU tensors in torch's strided layout are arrays here; others are
+// not this adapter's. Results are allocated by torch (torch.empty), so torch owns them, and
+// torch.Tensor.permute makes the permuted views of results laid out axis-permuted.
+// Nothing imports torch: until the program has imported it, no torch tensor can exist, and the
+// handles below stay unset (torch_handles() looks for the module in sys.modules).
+
+/// torch's objects, once the process has imported torch; null before.
+struct TorchHandles {
+  PyObject* module = nullptr;             // torch
+  PyTypeObject* tensor_base = nullptr;    // torch._C._TensorBase: every tensor, Parameters included
+  PyTypeObject* tensor = nullptr;         // torch.Tensor
+  PyObject* empty = nullptr;              // torch.empty
+  PyObject* dtypes[rt::kNumDTypes] = {};  // torch.<dtype name>, null where torch has no such type
+  PyObject* cpu = nullptr;                // torch.device('cpu')
+  PyObject* strided = nullptr;            // torch.strided
+  PyTypeObject* dtype_type = nullptr;     // torch.dtype
+  PyTypeObject* device_type = nullptr;    // torch.device
+  int major = 0;                          // torch.__version__'s major number
+};
+const TorchHandles* torch_handles();
+
+/// Whether `o` (borrowed) is a torch tensor of any subclass. False before torch is imported.
+bool is_torch_tensor(PyObject* o);
+/// The DType of a torch.dtype object (borrowed); none for dtypes framejit does not have.
+std::optional<rt::DType> dtype_of_torch(PyObject* dtype);
+
+/// torch.is_grad_enabled() (false when it cannot be asked).
+bool torch_grad_enabled();
+
+/// Keeps the DLPack exports read by the torch adapter alive until the outermost scope ends.
+class TorchRunScope {
+public:
+  TorchRunScope();
+  ~TorchRunScope();
+  TorchRunScope(const TorchRunScope&) = delete;
+  TorchRunScope& operator=(const TorchRunScope&) = delete;
+};
+
+/// Registers the torch adapter for ArrayKind::Torch (module init).
+void register_torch_adapter();
+
+}  // namespace framejit::frontend

@@ -1,0 +1,320 @@
+// shapes.cpp — torch's views and shape ops (view reshape permute transpose t unsqueeze squeeze
+// flatten expand contiguous), matrix products (matmul mm bmm linear) and shape queries, as
+// canonical ops (Note [Torch ops]).
+#include <algorithm>
+#include <numeric>
+
+#include "frontend/cpython/pyref.h"
+#include "frontend/interop/torch_array.h"
+#include "frontend/ops/torch/torch_ops.h"
+
+namespace framejit::frontend::ops::torch_ops {
+
+namespace {
+
+using jit::IndexSpecItem;
+using jit::OpKind;
+using rt::DType;
+
+IndexSpecItem full_slice() {
+  return {IndexSpecItem::Kind::Slice, {jit::Arg::none(), jit::Arg::none(), jit::Arg::none()}};
+}
+
+VarPtr int_const(Tracer& tx, int64_t v) {
+  OwnedRef o = OwnedRef::steal(PyLong_FromLongLong(v));
+  return tx.wrap_const(o.get());
+}
+
+// A shape as a tuple Var whose sizes are ints or run-time sizes, for a node's arguments.
+VarPtr shape_var(Tracer& tx, const Shape& s) {
+  std::vector<VarPtr> items;
+  for (const SymInt& d : s) items.push_back(tx.sym_value(d));
+  return std::make_shared<SeqVar>(VarKind::Tuple, std::move(items));
+}
+
+// A view of x: is_view set and linked to its base, as NumPy's views are (writes come later).
+VarPtr view_node(Tracer& tx, OpKind op, jit::OpAttrs attrs, const std::string& target, const VarPtr& x,
+                 const std::vector<VarPtr>& rest, Shape shape, bool contiguous) {
+  jit::TensorMeta m = tensor_meta(tx.meta(x).dtype, std::move(shape));
+  m.layout = contiguous && tx.meta(x).layout == jit::Layout::Contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
+  std::vector<VarPtr> args{x};
+  args.insert(args.end(), rest.begin(), rest.end());
+  VarPtr r = add_node(tx, op, std::move(attrs), target, args, {}, std::move(m));
+  auto* t = as<TensorVar>(r);
+  t->is_view = true;
+  t->base = x;
+  t->view_node = t->node;
+  as<TensorVar>(x)->views.push_back(r);
+  return r;
+}
+
+VarPtr permute(Tracer& tx, const VarPtr& x, const std::vector<int>& perm, const std::string& target,
+               const std::vector<VarPtr>& rest) {
+  const Shape in = shape_of(tx, x);
+  Shape out;
+  for (int p : perm) out.push_back(in[static_cast<size_t>(p)]);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int>(i);
+  jit::OpAttrs attrs;
+  attrs.perm = perm;
+  return view_node(tx, OpKind::Transpose, std::move(attrs), target, x, rest, std::move(out), identity);
+}
+
+// reshape/view/flatten to `shape` (one -1 allowed, resolved here).
+VarPtr reshape(Tracer& tx, const VarPtr& x, Shape shape, const std::string& target, const std::string& user) {
+  const Shape in = shape_of(tx, x);
+  SymInt total = numel(in);
+  int infer = -1;
+  SymInt known(1);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d].is_const() && shape[d].const_value() == -1) {
+      BREAK_IF(infer >= 0, Raises{PyExc_RuntimeError}, "only one dimension can be inferred");
+      infer = static_cast<int>(d);
+    } else {
+      known = known * shape[d];
+    }
+  }
+  if (infer >= 0) {
+    BREAK_IF(!known.is_const() || known.const_value() == 0, user + " inferring a size from run-time sizes");
+    const SymInt k(known.const_value());
+    const SymInt q = floordiv(total, k);
+    BREAK_IF(!tx.out().sizes_equal(q * k, total, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
+             "shape is invalid for input size");
+    shape[static_cast<size_t>(infer)] = q;
+  }
+  BREAK_IF(!tx.out().sizes_equal(numel(shape), total, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
+           "shape is invalid for input size");
+  jit::OpAttrs attrs;
+  VarPtr sv = shape_var(tx, shape);
+  for (const VarPtr& d : as<SeqVar>(sv)->items) attrs.shape.push_back(tx.to_arg(d));
+  VarPtr r = view_node(tx, OpKind::Reshape, std::move(attrs), target, x, {sv}, std::move(shape), true);
+  // A reshape of a non-contiguous tensor copies in torch (view() refuses): sharing unknown here.
+  as<TensorVar>(r)->maybe_copy = tx.meta(x).layout != jit::Layout::Contiguous;
+  return r;
+}
+
+// Sizes spelled as separate ints or one tuple/list/torch.Size (x.view(2, 3), x.view((2, 3))).
+Shape sizes_arg(Tracer& tx, const std::vector<VarPtr>& rest) {
+  if (rest.size() == 1 && (is_seq(rest[0]) || (is_const(rest[0]) && PyTuple_Check(const_value(rest[0])))))
+    return parse_shape(tx, rest[0]);
+  return parse_shape(tx, std::make_shared<SeqVar>(VarKind::Tuple, rest));
+}
+
+VarPtr matmul(Tracer& tx, const std::string& name, const VarPtr& a, const VarPtr& b) {
+  const std::string user = "torch." + name;
+  BREAK_IF(a->kind != VarKind::Tensor || b->kind != VarKind::Tensor, user + " of a non-tensor");
+  const Answer r = probe(tx, torch_attr(name.c_str()), user, {a, b});
+  const Shape sa = shape_of(tx, a), sb = shape_of(tx, b);
+  if (name == "mm") BREAK_IF(sa.size() != 2 || sb.size() != 2, Raises{PyExc_RuntimeError}, "mm: tensors must be 2-D");
+  if (name == "bmm") BREAK_IF(sa.size() != 3 || sb.size() != 3, Raises{PyExc_RuntimeError}, "bmm: tensors must be 3-D");
+  BREAK_IF(sa.empty() || sb.empty(), Raises{PyExc_RuntimeError}, "both arguments to matmul need to be at least 1D");
+  BREAK_IF(sa.size() < 2 || sb.size() < 2, user + " with a vector operand is not captured yet");
+  const SymInt ka = sa.back(), kb = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
+  BREAK_IF(!tx.out().sizes_equal(ka, kb, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
+           user + ": mat1 and mat2 shapes cannot be multiplied");
+  // matmul's shape rules are NumPy's for these operands (batch dims broadcast, 1-d promoted).
+  Shape batch_a(sa.begin(), sa.end() - std::min<size_t>(sa.size(), 2));
+  Shape batch_b(sb.begin(), sb.end() - std::min<size_t>(sb.size(), 2));
+  Shape out = broadcast_shapes(tx, {batch_a, batch_b});
+  if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
+  if (sb.size() >= 2) out.push_back(sb.back());
+  BREAK_IF(r.dtype != tx.meta(a).dtype || r.dtype != tx.meta(b).dtype, user + " of mixed dtypes");
+  return add_node(tx, OpKind::Matmul, {}, "torch." + name, {a, b}, {}, tensor_meta(r.dtype, std::move(out)));
+}
+
+}  // namespace
+
+bool is_shape_name(const std::string& name) {
+  static const char* const kNames[] = {"reshape", "view",   "permute", "transpose", "t",     "unsqueeze", "squeeze",
+                                       "flatten", "expand", "expand_as", "contiguous", "matmul", "mm", "bmm", "linear",
+                                       "size",    "dim",    "numel",   "ndimension", "swapaxes"};
+  for (const char* n : kNames)
+    if (name == n) return true;
+  return false;
+}
+
+VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  const std::string user = "torch." + name;
+  BREAK_IF(args.empty() || args[0]->kind != VarKind::Tensor, user + " of a non-tensor");
+  const VarPtr& x = args[0];
+  const Shape in = shape_of(tx, x);
+  const int rank = static_cast<int>(in.size());
+  std::vector<VarPtr> rest(args.begin() + 1, args.end());
+  if (name == "size") {
+    auto b = bind_args(user, {"self", "dim"}, args, kwargs);
+    if (is_absent(b, "dim")) return tensor_attr(tx, x, "shape");
+    const int d = normalize_axis(tx, tx.to_int(b["dim"], "size dim"), rank);
+    return tx.sym_value(in[static_cast<size_t>(d)]);
+  }
+  if (name == "dim" || name == "ndimension") return int_const(tx, rank);
+  if (name == "numel") return tx.sym_value(numel(in));
+  if (name == "matmul" || name == "mm" || name == "bmm") {
+    BREAK_IF(args.size() != 2 || !kwargs.empty(), user + " with " + std::to_string(args.size()) + " operands");
+    return matmul(tx, name, args[0], args[1]);
+  }
+  if (name == "linear") {
+    auto b = bind_args(user, {"input", "weight", "bias"}, args, kwargs);
+    const VarPtr& w = b["weight"];
+    BREAK_IF(w->kind != VarKind::Tensor || tx.meta(w).rank() != 2, user + " with a weight that is not a matrix");
+    VarPtr wt = permute(tx, w, {1, 0}, "torch.t", {});
+    VarPtr y = matmul(tx, "matmul", x, wt);
+    if (is_absent(b, "bias")) return y;
+    return pointwise(tx, "add", {y, b["bias"]}, {});
+  }
+  BREAK_IF(!kwargs.empty() && name != "flatten" && name != "transpose" && name != "squeeze" && name != "unsqueeze",
+           user + " with keyword arguments");
+  if (name == "contiguous") {
+    if (tx.meta(x).layout == jit::Layout::Contiguous) return x;  // torch returns self
+    jit::TensorMeta m = tensor_meta(tx.meta(x).dtype, in);
+    return add_node(tx, OpKind::Copy, {}, "method.contiguous", {x}, {}, std::move(m));
+  }
+  if (name == "reshape" || name == "view") {
+    BREAK_IF(rest.empty(), Raises{PyExc_TypeError}, user + "() missing the shape");
+    BREAK_IF(rest.size() == 1 && is_const(rest[0]) && !PyTuple_Check(const_value(rest[0])) &&
+                 !PyLong_Check(const_value(rest[0])),
+             user + "(dtype) reinterprets memory (not captured)");
+    Shape shape = sizes_arg(tx, rest);
+    if (name == "view")
+      BREAK_IF(tx.meta(x).layout != jit::Layout::Contiguous, user + " of a tensor that may not be contiguous");
+    return reshape(tx, x, std::move(shape), "torch.reshape", user);
+  }
+  if (name == "flatten") {
+    auto b = bind_args(user, {"input", "start_dim", "end_dim"}, args, kwargs);
+    if (rank == 0) return reshape(tx, x, Shape{SymInt(1)}, "torch.reshape", user);
+    const int s = normalize_axis(tx, b.count("start_dim") ? tx.to_int(b["start_dim"], "start_dim") : 0, rank);
+    const int e = normalize_axis(tx, b.count("end_dim") ? tx.to_int(b["end_dim"], "end_dim") : -1, rank);
+    BREAK_IF(s > e, Raises{PyExc_RuntimeError}, "flatten() has invalid args: start_dim cannot come after end_dim");
+    Shape shape(in.begin(), in.begin() + s);
+    SymInt n(1);
+    for (int d = s; d <= e; ++d) n = n * in[static_cast<size_t>(d)];
+    shape.push_back(n);
+    shape.insert(shape.end(), in.begin() + e + 1, in.end());
+    if (s == e) return x;  // torch returns self
+    return reshape(tx, x, std::move(shape), "torch.reshape", user);
+  }
+  if (name == "permute") {
+    Shape dims = sizes_arg(tx, rest);
+    std::vector<int> perm;
+    for (const SymInt& d : dims) {
+      BREAK_IF(!d.is_const(), user + " with run-time dims");
+      perm.push_back(normalize_axis(tx, d.const_value(), rank));
+    }
+    std::vector<int> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    BREAK_IF(static_cast<int>(perm.size()) != rank || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end(),
+             Raises{PyExc_RuntimeError}, "permute(): dims do not match the tensor's dims");
+    return permute(tx, x, perm, "torch.permute", {std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>(
+                                                                              [&] {
+                                                                                std::vector<VarPtr> v;
+                                                                                for (int p : perm) v.push_back(int_const(tx, p));
+                                                                                return v;
+                                                                              }()))});
+  }
+  if (name == "transpose" || name == "swapaxes") {
+    auto b = bind_args(user, {"input", "dim0", "dim1"}, args, kwargs);
+    BREAK_IF(!b.count("dim0") || !b.count("dim1"), Raises{PyExc_TypeError}, user + "() needs two dims");
+    const int d0 = normalize_axis(tx, tx.to_int(b["dim0"], "dim0"), std::max(rank, 1));
+    const int d1 = normalize_axis(tx, tx.to_int(b["dim1"], "dim1"), std::max(rank, 1));
+    if (rank < 2) return x;
+    std::vector<int> perm(static_cast<size_t>(rank));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
+    return permute(tx, x, perm, "torch.transpose", {int_const(tx, d0), int_const(tx, d1)});
+  }
+  if (name == "t") {
+    BREAK_IF(rank > 2, Raises{PyExc_RuntimeError}, "t() expects a tensor with <= 2 dimensions");
+    if (rank < 2) return x;
+    return permute(tx, x, {1, 0}, "torch.t", {});
+  }
+  if (name == "unsqueeze") {
+    auto b = bind_args(user, {"input", "dim"}, args, kwargs);
+    BREAK_IF(!b.count("dim"), Raises{PyExc_TypeError}, "unsqueeze() needs dim");
+    const int d = normalize_axis(tx, tx.to_int(b["dim"], "dim"), rank + 1);
+    jit::OpAttrs attrs;
+    Shape out = in;
+    out.insert(out.begin() + d, SymInt(1));
+    for (int i = 0; i <= rank; ++i)
+      attrs.index.push_back(i == d ? IndexSpecItem{IndexSpecItem::Kind::NewAxis, {}} : full_slice());
+    return view_node(tx, OpKind::ExpandDims, std::move(attrs), "torch.unsqueeze", x, {int_const(tx, d)}, std::move(out), true);
+  }
+  if (name == "squeeze") {
+    auto b = bind_args(user, {"input", "dim"}, args, kwargs);
+    std::vector<bool> drop(static_cast<size_t>(rank), false);
+    auto is_one = [&](int d) { return in[static_cast<size_t>(d)].is_const() && in[static_cast<size_t>(d)].const_value() == 1; };
+    std::vector<VarPtr> rest_args;
+    if (is_absent(b, "dim")) {
+      for (int d = 0; d < rank; ++d) drop[static_cast<size_t>(d)] = is_one(d);
+    } else {
+      const int d = normalize_axis(tx, tx.to_int(b["dim"], "dim"), std::max(rank, 1));
+      if (rank > 0) drop[static_cast<size_t>(d)] = is_one(d);  // torch: a dim that is not 1 stays
+      rest_args.push_back(int_const(tx, d));
+    }
+    if (std::none_of(drop.begin(), drop.end(), [](bool v) { return v; })) return x;
+    jit::OpAttrs attrs;
+    Shape out;
+    for (int d = 0; d < rank; ++d) {
+      attrs.index.push_back(drop[static_cast<size_t>(d)] ? IndexSpecItem{IndexSpecItem::Kind::Int, {jit::Arg::integer(0)}}
+                                                         : full_slice());
+      if (!drop[static_cast<size_t>(d)]) out.push_back(in[static_cast<size_t>(d)]);
+    }
+    return view_node(tx, OpKind::Squeeze, std::move(attrs), "torch.squeeze", x, rest_args, std::move(out), true);
+  }
+  if (name == "expand" || name == "expand_as") {
+    Shape sizes = name == "expand_as" ? (rest.size() == 1 && rest[0]->kind == VarKind::Tensor ? shape_of(tx, rest[0])
+                                                                                            : Shape{})
+                                      : sizes_arg(tx, rest);
+    BREAK_IF(name == "expand_as" && (rest.size() != 1 || rest[0]->kind != VarKind::Tensor), user + " of a non-tensor");
+    BREAK_IF(sizes.size() < in.size(), Raises{PyExc_RuntimeError},
+             "expand: the number of sizes provided must be greater or equal to the number of dimensions");
+    const size_t lead = sizes.size() - in.size();
+    for (size_t d = 0; d < in.size(); ++d) {
+      SymInt& s = sizes[lead + d];
+      if (s.is_const() && s.const_value() == -1) s = in[d];
+      else if (!(in[d].is_const() && in[d].const_value() == 1))
+        BREAK_IF(!tx.out().sizes_equal(s, in[d], user + " at " + tx.location()), Raises{PyExc_RuntimeError},
+                 "expand: the expanded size must match the existing size at a non-singleton dimension");
+    }
+    jit::OpAttrs attrs;
+    VarPtr sv = shape_var(tx, sizes);
+    for (const VarPtr& d : as<SeqVar>(sv)->items) attrs.shape.push_back(tx.to_arg(d));
+    VarPtr r = view_node(tx, OpKind::BroadcastTo, std::move(attrs), "torch.broadcast_to", x, {sv}, std::move(sizes), false);
+    return r;
+  }
+  graph_break(user + " is not captured yet");
+}
+
+VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name) {
+  const jit::TensorMeta& m = tx.meta(x);
+  if (name == "shape") {
+    std::vector<VarPtr> items;
+    const Shape s = m.shape;  // NB: a copy: sym_value may add nodes
+    for (const SymInt& d : s) items.push_back(tx.sym_value(d));
+    auto size = std::make_shared<SeqVar>(VarKind::Tuple, std::move(items));
+    if (PyObject* t = torch_attr("Size")) size->named_type = OwnedRef::borrow(t);  // torch.Size, a tuple
+    return size;
+  }
+  if (name == "ndim") return int_const(tx, m.rank());
+  if (name == "dtype") {
+    const TorchHandles* h = torch_handles();
+    PyObject* dt = h ? h->dtypes[static_cast<int>(m.dtype)] : nullptr;
+    BREAK_IF(!dt, BreakKind::Internal, "no torch dtype for " + std::string(rt::dtype_name(m.dtype)));
+    return tx.wrap_const(dt);
+  }
+  if (name == "device") return tx.wrap_const(torch_handles()->cpu);
+  if (name == "is_cuda") return tx.wrap_const(Py_False);
+  if (name == "requires_grad") return tx.wrap_const(Py_False);  // the builder took only those
+  if (name == "T" || name == "mT") {
+    std::vector<int> perm(static_cast<size_t>(m.rank()));
+    std::iota(perm.begin(), perm.end(), 0);
+    if (name == "T") std::reverse(perm.begin(), perm.end());
+    else if (m.rank() >= 2) std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+    return permute(tx, x, perm, "torch.permute", {std::make_shared<SeqVar>(VarKind::Tuple, [&] {
+                     std::vector<VarPtr> v;
+                     for (int p : perm) v.push_back(int_const(tx, p));
+                     return v;
+                   }())});
+  }
+  return nullptr;
+}
+
+}  // namespace framejit::frontend::ops::torch_ops

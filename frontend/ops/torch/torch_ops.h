@@ -1,0 +1,76 @@
+// torch_ops.h — the torch op table's families (Note [Torch ops]): each turns a torch call into
+// canonical ops, with the result dtype asked of the installed torch.
+#pragma once
+
+#include <Python.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "frontend/ops/numpy/common.h"
+
+namespace framejit::frontend::ops::torch_ops {
+
+// Note [Torch ops]
+// torch functions (torch.tanh, torch.nn.functional.relu), Tensor methods (x.sum(dim=1)) and
+// operators on torch tensors become the same canonical ops NumPy's calls do; what differs is the
+// library's rules, and those are asked of the installed torch, never tabled: the result dtype of
+// every call comes from running the very callable on stand-ins (ones of each operand's dtype, its
+// rank kept and every size 1, so broadcasting, reductions and products still type-check; torch's
+// promotion depends on dtypes, categories and dimensionality, never on sizes). Python numbers are
+// passed as the numbers they are. A call that raises on the stand-ins would raise in eager code
+// too: the statement runs in CPython, which raises it. Shapes follow torch's rules, written per
+// family with symbolic sizes (broadcasting is NumPy's).
+// Each node's target is a torch callable that computes it ("torch.tanh", "torch.sum"), called
+// with the node's arguments as recorded: the eager backend and extern steps replay exactly that.
+// Ops with no canonical op of their own are traced as the ops they are made of: relu is
+// maximum(x, 0) (NaN stays NaN, as in torch), sigmoid 1 / (1 + exp(-x)), softmax
+// exp(x - max) / sum, each node a torch call that computes that part.
+
+/// What torch says a call returns: its dtype and (static) shape, from the stand-in call.
+struct Answer {
+  rt::DType dtype;
+  std::vector<int64_t> shape;
+};
+/// Calls `fn` (borrowed) on stand-ins of `args`/`kwargs`. Breaks with torch's own exception type
+/// when torch refuses the call.
+Answer probe(Tracer& tx, PyObject* fn, const std::string& user, const std::vector<VarPtr>& args,
+             const KwArgs& kwargs = {});
+
+/// torch.<name>, torch.nn.functional.<name> (borrowed; null when torch has none).
+PyObject* torch_attr(const char* name);
+PyObject* functional_attr(const char* name);
+
+/// The DType of a torch.dtype constant; a break naming `what` otherwise.
+rt::DType dtype_arg(Tracer& tx, const VarPtr& v, const std::string& what);
+
+/// A node computing canonical `op` (attrs given) as the torch call `target`.
+VarPtr add_node(Tracer& tx, jit::OpKind op, jit::OpAttrs attrs, const std::string& target,
+                const std::vector<VarPtr>& args, const KwArgs& kwargs, jit::TensorMeta meta);
+
+/// Pointwise ops (pointwise.cpp): `name` is torch's ("add", "tanh", "relu", "sigmoid" ...),
+/// operators included ("mul" for *). Null when `name` is no pointwise op.
+VarPtr pointwise(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+/// A Python operator (`name` is the operator module's: "mul", "truediv", "lt", "neg" ...), typed
+/// and replayed as operator.<name>, which takes numbers on either side.
+VarPtr operator_pointwise(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args);
+bool is_pointwise_name(const std::string& name);
+
+/// sum mean amax amin prod max min (full), softmax log_softmax (reductions.cpp).
+VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_reduction_name(const std::string& name);
+
+/// Shape ops and products (shapes.cpp): reshape view permute transpose t unsqueeze squeeze
+/// flatten contiguous expand matmul mm bmm linear, casts (to, float, double ...), size/dim/numel.
+VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_shape_name(const std::string& name);
+
+/// zeros ones empty full and their *_like forms (creation.cpp).
+VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_creation_name(const std::string& name);
+
+/// x.<name> for attributes (shape, dtype, ndim, T, device).
+VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
+
+}  // namespace framejit::frontend::ops::torch_ops

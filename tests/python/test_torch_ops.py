@@ -1,0 +1,258 @@
+"""torch programs (Note [Torch ops]): every compiled call is compared with eager torch — dtype,
+shape and values — on the cold call and on a cache hit, inputs checked afterwards; the programs
+meant to be captured whole must give one graph and no break."""
+
+import copy
+
+import pytest
+
+import framejit
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+# torch's own deprecation notes (F.sigmoid, x.T of 3-d tensors) are not what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def same(want, got, path="result"):
+    assert type(got) is type(want), f"{path}: {type(got).__name__} != {type(want).__name__}"
+    if isinstance(want, (tuple, list)):
+        assert len(got) == len(want), path
+        for i, (w, g) in enumerate(zip(want, got)):
+            same(w, g, f"{path}[{i}]")
+        return
+    if isinstance(want, torch.Tensor):
+        assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
+        assert got.shape == want.shape, f"{path}: shape {tuple(got.shape)} != {tuple(want.shape)}"
+        if want.dtype.is_floating_point:
+            tol = 1e-3 if want.dtype == torch.float16 else 2e-6 if want.dtype == torch.float32 else 1e-12
+            torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True, msg=path)
+        else:
+            assert torch.equal(got, want), f"{path}: {got} != {want}"
+        return
+    assert got == want, f"{path}: {got!r} != {want!r}"
+
+
+def check(fn, *args, whole=True):
+    """fn eager and compiled (cold, then a hit) on copies; results and inputs must agree."""
+    want_args = copy.deepcopy(args)
+    want = fn(*want_args)
+    compiled = framejit.compile(fn)
+    for _ in range(2):
+        got_args = copy.deepcopy(args)
+        got = compiled(*got_args)
+        same(want, got)
+        same(list(want_args), list(got_args), "inputs afterwards")
+    if whole:
+        e = framejit.explain(fn)(*copy.deepcopy(args))
+        assert e.graph_count == 1 and not e.breaks, e
+    return want
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    framejit.reset()
+    yield
+
+
+def rand(*shape, dtype=torch.float32):
+    g = torch.Generator().manual_seed(sum(shape) + 7)
+    return torch.randn(*shape, generator=g).to(dtype)
+
+
+UNARY = ["neg", "abs", "sqrt", "square", "reciprocal", "exp", "expm1", "log", "log2", "log10", "log1p", "sin", "cos",
+         "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "sign", "floor", "ceil", "trunc", "round",
+         "isnan", "isinf", "isfinite", "signbit", "logical_not", "sigmoid", "relu", "rsqrt", "exp2"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_unary_functions_and_methods(name, dtype):
+    x = rand(3, 5, dtype=dtype)
+    if name in ("sqrt", "log", "log2", "log10", "rsqrt"):
+        x = x.abs() + 0.1
+    if name in ("log1p",):
+        x = x.abs()
+    if name in ("asin", "acos"):
+        x = x.clamp(-0.9, 0.9)
+    fn = getattr(torch, name)
+    check(lambda x: fn(x) * 1, x)
+    check(lambda x: getattr(x, name)() + 0, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+def test_unary_math_of_integers_follows_torch_types(dtype):
+    x = (rand(4, 3) * 3).to(dtype)
+    check(lambda x: torch.exp(x), x)        # ints and bools compute in the default float type
+    check(lambda x: torch.abs(x) if x.dtype != torch.bool else x.logical_not(), x)
+    check(lambda x: x.sum(), x)              # integer sums are int64
+    check(lambda x: x.sum(dim=1, keepdim=True), x)
+
+
+OPERATORS = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b, lambda a, b: a / b,
+             lambda a, b: a < b, lambda a, b: a <= b, lambda a, b: a == b, lambda a, b: a != b,
+             lambda a, b: a > b, lambda a, b: a >= b, lambda a, b: a ** 2, lambda a, b: -a + b]
+
+
+@pytest.mark.parametrize("op", range(len(OPERATORS)))
+@pytest.mark.parametrize("dtypes", [(torch.float32, torch.float32), (torch.float32, torch.float64),
+                                    (torch.int64, torch.float32), (torch.int32, torch.int64)])
+def test_binary_operators_with_torch_promotion(op, dtypes):
+    a = (rand(4, 5) * 4).to(dtypes[0])
+    b = (rand(1, 5) * 4 + 9).to(dtypes[1])
+    check(OPERATORS[op], a, b)
+
+
+@pytest.mark.parametrize("scalar", [2, 2.5, True])
+def test_python_numbers_are_weak(scalar):
+    for dtype in (torch.float32, torch.int32, torch.float16):
+        x = (rand(3, 4) * 3).to(dtype)
+        check(lambda x: x * scalar + 1, x)
+        if scalar is not True:  # torch refuses `-` on a bool
+            check(lambda x: scalar - x, x)
+        check(lambda x: x / scalar, x)
+
+
+def test_integer_floor_division_and_remainder_run_as_torch_calls():
+    a = torch.tensor([[7, -7, 5], [3, 0, -2]])
+    b = torch.tensor([[2, 2, -3], [1, 4, 5]])
+    check(lambda a, b: (a // b, a % b, torch.remainder(a, b)), a, b)
+    with pytest.raises(RuntimeError):  # torch's own ZeroDivisionError, as eager
+        framejit.compile(lambda a: a // torch.zeros_like(a))(a)
+
+
+def test_where_and_clamp():
+    x = rand(4, 6)
+    check(lambda x: torch.where(x > 0, x, x * 0.1), x)
+    check(lambda x: torch.clamp(x, -0.5, 0.5) + x.clamp(min=0.1) + x.clip(max=0.2) + x.clamp_min(0.0), x)
+    check(lambda x: torch.clamp(x, 0.5, -0.5), x)  # min > max: every element is max
+    nan = torch.tensor([float("nan"), 1.0, -3.0])
+    check(lambda x: (torch.clamp(x, -1, 1), torch.relu(x), torch.maximum(x, torch.zeros(3))), nan)
+
+
+@pytest.mark.parametrize("act", ["relu", "sigmoid", "silu", "gelu", "gelu_tanh", "softplus", "elu", "leaky_relu",
+                                 "hardtanh", "relu6", "tanh"])
+def test_activations(act):
+    x = rand(5, 7) * 4
+    fns = {"gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "softplus": lambda x: F.softplus(x) + F.softplus(x, beta=2, threshold=3),
+           "elu": lambda x: F.elu(x, alpha=0.5), "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+           "hardtanh": lambda x: F.hardtanh(x, -2.0, 2.0)}
+    fn = fns.get(act, getattr(F, act, None))
+    check(lambda x: fn(x) * 2, x)
+
+
+REDUCTIONS = [lambda x: x.sum(), lambda x: x.sum(dim=1), lambda x: x.sum(dim=(0, 2), keepdim=True),
+              lambda x: x.mean(-1), lambda x: torch.mean(x, dim=[0, 1]), lambda x: x.amax(dim=1),
+              lambda x: torch.amin(x, 0, keepdim=True), lambda x: x.max(), lambda x: x.min(dim=2),
+              lambda x: torch.max(x, 1, keepdim=True), lambda x: x.argmax(), lambda x: x.argmin(dim=1),
+              lambda x: x.prod(dim=1), lambda x: x.var(), lambda x: x.std(dim=1, unbiased=False),
+              lambda x: torch.var(x, 2, keepdim=True), lambda x: torch.softmax(x, dim=-1),
+              lambda x: F.log_softmax(x, dim=1), lambda x: x.softmax(0)]
+
+
+@pytest.mark.parametrize("r", range(len(REDUCTIONS)))
+def test_reductions(r):
+    check(REDUCTIONS[r], rand(3, 4, 5))
+
+
+def test_max_with_dim_gives_values_and_indices():
+    def f(x):
+        v, i = x.max(dim=1)
+        return v * 2, i + 1
+    check(f, rand(6, 5))
+
+
+VIEWS = [lambda x: x.reshape(4, -1) * 2, lambda x: x.view(2, 2, 15) + 1, lambda x: x.permute(2, 0, 1).exp(),
+         lambda x: x.transpose(0, 1) * 1, lambda x: torch.transpose(x, -1, 0) + 0, lambda x: x.t() if x.dim() == 2 else x.flatten(1) + 1,
+         lambda x: x.unsqueeze(1) * 2, lambda x: x[None].squeeze(0) + 1 if False else x.unsqueeze(0).squeeze() + 1,
+         lambda x: x.flatten() * 2, lambda x: torch.flatten(x, 0, 1) + 1, lambda x: x.sum(0, keepdim=True).expand(4, 5, 3) * 1,
+         lambda x: x.permute(1, 0, 2).contiguous() + 1, lambda x: x.T + 0, lambda x: x.unsqueeze(-1).expand_as(x.unsqueeze(-1)) * 1]
+
+
+@pytest.mark.parametrize("v", range(len(VIEWS)))
+def test_views(v):
+    check(VIEWS[v], rand(4, 5, 3))
+
+
+def test_matmul_mm_bmm_linear():
+    a, b = rand(4, 6), rand(6, 3)
+    check(lambda a, b: (a @ b, torch.matmul(a, b), torch.mm(a, b), a.mm(b)), a, b)
+    check(lambda a, b: torch.bmm(a, b) + 1, rand(2, 4, 6), rand(2, 6, 3))
+    w, bias = rand(8, 6), rand(8)
+    check(lambda x, w, bias: F.linear(x, w, bias).relu(), rand(5, 6), w, bias)
+    check(lambda x, w: F.linear(x, w), rand(3, 5, 6), w)
+
+
+def test_casts_and_shape_queries():
+    x = rand(3, 4)
+    check(lambda x: (x.double() * 2, x.int(), x.to(torch.float64), x.long() + 1, x.bool(), x.half(), x.to(x)), x)
+    check(lambda x, y: x.type_as(y) + y, x, torch.ones(3, 4, dtype=torch.float64))
+    check(lambda x: x * (x.size(0) + x.shape[1] + x.dim() + x.numel() + x.ndim), x)
+    check(lambda x: x.float() is x, x, whole=False)  # torch returns self when the dtype is already right
+
+
+def test_creation():
+    x = rand(3, 4)
+    check(lambda x: x + torch.zeros(3, 4) + torch.ones((3, 4)) * 2 + torch.full((3, 4), 0.5), x)
+    check(lambda x: (torch.zeros_like(x) + 1, torch.ones_like(x, dtype=torch.float64), torch.full_like(x, 7),
+                     torch.zeros(x.shape[0], dtype=torch.int32), torch.full((2,), 3), torch.empty(2, 3).shape), x)
+    check(lambda n: torch.ones(n, 2) * n, 5, whole=False)
+
+
+def test_outputs_are_torch_tensors_of_torch_memory():
+    f = framejit.compile(lambda x: torch.exp(x) + 1)
+    x = rand(5)
+    y = f(x)
+    assert isinstance(y, torch.Tensor) and y.is_contiguous() and not y.requires_grad
+    y.add_(1)  # torch owns it: writable, resizable like any tensor
+    y.resize_(10)
+
+
+def test_new_sizes_do_not_recompile():
+    f = framejit.compile(lambda x: (x * 2).sum(dim=1))
+    for n in (3, 7, 12):
+        same((rand(n, 4) * 2).sum(dim=1), f(rand(n, 4)))
+    assert framejit.stats()["captured"] == 1
+
+
+def test_requires_grad_under_grad_mode_runs_in_cpython_so_backward_works():
+    w = torch.randn(3, requires_grad=True)
+
+    def f(x, w):
+        return (x * w).sum()
+
+    loss = framejit.compile(f)(torch.ones(3), w)
+    loss.backward()
+    assert torch.equal(w.grad, torch.ones(3))
+    e = framejit.explain(f)(torch.ones(3), w)
+    assert any("autograd" in b.reason for b in e.breaks), e
+    x = torch.randn(3)
+    with torch.no_grad():  # not captured yet either: the statement runs in CPython
+        same(f(x, w), framejit.compile(f)(x, w))
+
+
+def test_torch_and_numpy_in_one_function_break_between_them():
+    np = pytest.importorskip("numpy")
+
+    def f(x, a):
+        y = torch.tanh(x) * 2
+        b = np.exp(a) + 1
+        return y, b
+
+    x, a = rand(3), np.arange(3.0)
+    want = f(x, a)
+    got = framejit.compile(f)(x, a)
+    same(want[0], got[0])
+    np.testing.assert_allclose(want[1], got[1])
+
+
+def test_unsupported_calls_break_with_a_reason():
+    def f(x):
+        y = x * 2
+        y.add_(1)  # in place: not captured yet
+        return y.cumsum(0)
+
+    check(f, rand(4), whole=False)
+    e = framejit.explain(f)(rand(4))
+    assert any("torch.Tensor.add_ (in place)" in b.reason for b in e.breaks), e
