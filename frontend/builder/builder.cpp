@@ -59,6 +59,19 @@ bool is_random_generator(PyTypeObject* type) {
   return t == kinds[0] || t == kinds[1];
 }
 
+bool is_ordered_dict(PyTypeObject* type) {
+  static PyObject* ordered = nullptr;  // collections.OrderedDict, kept for the process
+  if (!ordered) {
+    OwnedRef mod = OwnedRef::steal(PyImport_ImportModule("collections"));
+    ordered = mod ? PyObject_GetAttrString(mod.get(), "OrderedDict") : nullptr;
+    if (!ordered) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+  return reinterpret_cast<PyObject*>(type) == ordered;
+}
+
 bool is_builtin_type(PyObject* o) {
   static const char* kNames[] = {"int",   "float",  "bool",  "tuple",    "list",  "dict",
                                  "range", "zip",    "enumerate", "str",   "slice", "type",
@@ -100,6 +113,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
   const bool is_fj_tensor = is_tensor(value);
   const bool is_torch = !is_fj_tensor && is_torch_tensor(value);
   ArrayFields torch_fields;
+  bool torch_requires_grad = false;
   if (is_torch) {
     // Note [Torch values]
     // A torch tensor is a graph input like an ndarray, guarded on its exact type (torch.Tensor or
@@ -113,11 +127,12 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(value, "requires_grad"));
     if (!rg) PyErr_Clear();
     BREAK_IF(!rg, BreakKind::Internal, "cannot read requires_grad of " + key);
-    if (rg.get() == Py_True) {
-      BREAK_IF(torch_grad_enabled(), "autograd: " + key + " requires grad under grad mode (framejit does not build "
-                                     "backward graphs yet; the statement runs in CPython with torch's autograd)");
-      BREAK_IF(true, "a tensor that requires grad, under no_grad (not captured yet: " + key + ")");
-    }
+    // Under no_grad or inference_mode it is an input like any other (a model's parameters): its
+    // guard holds requires_grad and that grad mode is off.
+    BREAK_IF(rg.get() == Py_True && torch_grad_enabled(),
+             "autograd: " + key + " requires grad under grad mode (framejit does not build backward graphs yet; "
+             "the statement runs in CPython with torch's autograd)");
+    torch_requires_grad = rg.get() == Py_True;
   }
   if (is_fj_tensor || is_torch || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
     bool is_array = is_fj_tensor || is_torch || type == np->ndarray;
@@ -154,6 +169,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
               : is_array   ? TensorGuard::Kind::NdArray
                            : TensorGuard::Kind::NumPyScalar;
     tg.type = type;
+    tg.requires_grad = torch_requires_grad;
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
     if (is_array) {
       ArrayFields a = is_torch ? torch_fields : array_fields(value);
@@ -235,18 +251,24 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     for (Py_ssize_t i = 0; i < n; ++i)
       seq->items.push_back(wrap(PySequence_Fast_GET_ITEM(value, i), child_source(SourceKind::SeqItem, src, static_cast<int>(i))));
     return seq;
-  } else if (type == &PyDict_Type) {
+  } else if (type == &PyDict_Type || is_ordered_dict(type)) {
+    // collections.OrderedDict (nn.Module's parameter and module dicts) reads like a dict; its
+    // order is its own list's, so its keys are taken by iterating it, and its type is guarded.
     auto d = std::make_shared<DictVar>();
     d->source = src;
     wrapped_[key] = d;
+    if (type != &PyDict_Type) g.add_type(src, type);
     OwnedRef keys = OwnedRef::steal(PyTuple_New(PyDict_GET_SIZE(value)));
-    Py_ssize_t pos = 0, i = 0;
-    PyObject *k, *val;
-    while (PyDict_Next(value, &pos, &k, &val)) {
-      BREAK_IF(!PyUnicode_CheckExact(k) && !PyLong_CheckExact(k), "dict keys other than str/int");
-      Py_INCREF(k);
-      PyTuple_SET_ITEM(keys.get(), i++, k);
+    Py_ssize_t i = 0;
+    OwnedRef it = OwnedRef::steal(PyObject_GetIter(value));
+    if (!it) python_error_break("iterating a dict: ");
+    while (OwnedRef k = OwnedRef::steal(PyIter_Next(it.get()))) {
+      BREAK_IF(!PyUnicode_CheckExact(k.get()) && !PyLong_CheckExact(k.get()), "dict keys other than str/int");
+      BREAK_IF(i >= PyTuple_GET_SIZE(keys.get()), "a dict that changed while it was read");
+      PyTuple_SET_ITEM(keys.get(), i++, k.release());
     }
+    if (PyErr_Occurred()) python_error_break("iterating a dict: ");
+    BREAK_IF(i != PyTuple_GET_SIZE(keys.get()), "a dict that changed while it was read");
     g.add_dict_keys(src, keys.get());
     for (Py_ssize_t j = 0; j < i; ++j) {
       PyObject* kk = PyTuple_GET_ITEM(keys.get(), j);

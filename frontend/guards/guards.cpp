@@ -8,6 +8,7 @@
 
 #include "frontend/interop/array_adapter.h"
 #include "frontend/interop/numpy_abi.h"
+#include "frontend/interop/torch_array.h"
 #include "frontend/tensor/object.h"
 
 namespace framejit::frontend {
@@ -210,8 +211,12 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     const bool requires_grad = rg == Py_True;
     Py_XDECREF(rg);
     if (!rg) PyErr_Clear();
-    if (requires_grad) {
-      if (kVerbose) *why = "requires grad";
+    if (requires_grad != g.requires_grad) {
+      if (kVerbose) *why = requires_grad ? "requires grad" : "no longer requires grad";
+      return false;
+    }
+    if (requires_grad && torch_grad_enabled()) {
+      if (kVerbose) *why = "requires grad, and grad mode is on";
       return false;
     }
     nd = a.nd;
@@ -364,10 +369,26 @@ bool check_leaf(const GuardLeaf& leaf, PyObject* v, int64_t* syms, std::string* 
     }
     case LeafKind::DictKeys: {
       PyObject* keys = leaf.obj.get();
-      bool ok = PyDict_CheckExact(v) && PyDict_GET_SIZE(v) == PyTuple_GET_SIZE(keys);
+      bool ok = PyDict_Check(v) && PyDict_GET_SIZE(v) == PyTuple_GET_SIZE(keys);
       Py_ssize_t pos = 0, i = 0;
       PyObject *k, *val;
-      while (ok && PyDict_Next(v, &pos, &k, &val)) ok = equals(k, PyTuple_GET_ITEM(keys, i++));
+      if (ok && !PyDict_CheckExact(v)) {
+        // An OrderedDict (its type is guarded too): its own order, by iterating it.
+        PyObject* it = PyObject_GetIter(v);  // new ref
+        ok = it != nullptr;
+        while (ok) {
+          PyObject* x = PyIter_Next(it);  // new ref
+          if (!x) break;
+          ok = i < PyTuple_GET_SIZE(keys) && equals(x, PyTuple_GET_ITEM(keys, i++));
+          Py_DECREF(x);
+        }
+        Py_XDECREF(it);
+        if (PyErr_Occurred()) {
+          PyErr_Clear();
+          ok = false;
+        }
+      }
+      while (ok && PyDict_CheckExact(v) && PyDict_Next(v, &pos, &k, &val)) ok = equals(k, PyTuple_GET_ITEM(keys, i++));
       if (!ok && kVerbose) *why = "dict keys changed, expected " + repr_of(keys);
       return ok;
     }
@@ -466,6 +487,7 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
         s += g.ndim == 1 ? ",)" : ")";
         s += g.c_contiguous ? " C-contiguous" : " strided";
         if (g.writeable) s += " writeable";
+        if (g.requires_grad) s += " requires_grad (grad mode off)";
       }
       return s;
     }

@@ -118,7 +118,8 @@ PyObject* fetch_step(const Source& s, const FrameView& frame, PyObject* base) {
       PyTypeObject* t = PyType_Check(base) ? reinterpret_cast<PyTypeObject*>(base) : Py_TYPE(base);
       return _PyType_Lookup(t, s.key.get());
     }
-    case SourceKind::DictItem: return PyDict_CheckExact(base) ? dict_get(base, s.key.get()) : nullptr;
+    // A dict, or an OrderedDict (whose type the wrapper guarded): the items are the dict's.
+    case SourceKind::DictItem: return PyDict_Check(base) ? dict_get(base, s.key.get()) : nullptr;
     case SourceKind::SeqItem:
       if (PyList_CheckExact(base))
         return s.index < PyList_GET_SIZE(base) ? PyList_GET_ITEM(base, s.index) : nullptr;

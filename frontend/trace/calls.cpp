@@ -171,6 +171,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
     }
     case VarKind::Builtin: return call_builtin(fn, std::move(args), std::move(kwargs));
     case VarKind::Object: {
+      if (VarPtr r = tables_object_call(*this, fn, args, kwargs)) return r;  // an nn.Module
       // obj(...) runs type(obj).__call__(obj, ...)
       PyObject* obj = as<ObjectVar>(fn)->obj.get();
       OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__call__"));
@@ -230,11 +231,13 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit,
            "call depth limit reached inlining " + name);
   // Library functions (NumPy's Python layer, the standard library, site-packages) are not traced
-  // into: either an op table knows them or they run in CPython.
+  // into: either an op table knows them or they run in CPython. torch.nn's modules are the
+  // exception: their forward methods and containers are model code (Note [Torch modules]).
   if (fn->real) {
     PyObject* mod = PyFunction_GET_MODULE(fn->real.get());  // borrowed, may be null
     std::string module = mod && PyUnicode_Check(mod) ? str_of(mod) : "";
-    BREAK_IF(is_library_code(code) || module == "numpy" || module.rfind("numpy.", 0) == 0,
+    const bool model_code = module.rfind("torch.nn.modules.", 0) == 0;
+    BREAK_IF(!model_code && (is_library_code(code) || module == "numpy" || module.rfind("numpy.", 0) == 0),
              (module.empty() ? "" : module + ".") + name + " is not supported by framejit yet");
   }
   BREAK_IF(code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_ITERABLE_COROUTINE),
@@ -396,6 +399,9 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
         if (out().array_kind == ArrayKind::Tensor && !m.scalar_object) {
           const int64_t empty = 0;
           holder = OwnedRef::steal(tensor_empty(&empty, 1, m.dtype));
+        } else if (out().array_kind == ArrayKind::Torch) {
+          const int64_t empty = 0;
+          holder = OwnedRef::steal(array_adapter(ArrayKind::Torch)->empty(&empty, 1, m.dtype));
         } else if (const NumPyHandles* np = numpy_handles()) {
           holder = m.scalar_object ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
                                   : OwnedRef::steal(PyObject_CallFunction(np->empty, "(i)", 0));
@@ -428,6 +434,10 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       if (nargs == 3) return args[2];
       throw;
     }
+  }
+  if (is("iter") && nargs == 1 && kwargs.empty()) {
+    if (args[0]->kind == VarKind::Iterator) return args[0];  // iter(it) is it
+    return std::make_shared<IteratorVar>(unpack(args[0], "iter()"));
   }
   if (is("range") || is("zip") || is("enumerate") || is("tuple") || is("list")) {
     BREAK_IF(!kwargs.empty() && !is("enumerate"), "keyword arguments to a builtin");
@@ -580,6 +590,7 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
     }
     case VarKind::Object: {
       if (VarPtr w = attr_written(obj, name)) return w;  // Note [Side effects]
+      if (VarPtr r = tables_object_attr(*this, obj, n)) return r;  // an nn.Module's parameters ...
       PyObject* o = as<ObjectVar>(obj)->obj.get();
       PyObject* type_attr = _PyType_Lookup(Py_TYPE(o), name);  // borrowed
       // A graph input's methods (a random generator's draws) are the op table's to capture.

@@ -33,6 +33,30 @@ OpTable* op_table_owning(PyObject* callable) {
   return nullptr;
 }
 
+namespace {
+
+template <typename Fn>
+VarPtr first_answer(Fn&& ask) {
+  for (size_t i = 0; i < g_tables.size(); ++i) {
+    OpTable* t = g_tables[i];
+    bool seen = false;  // a table registered for several kinds is asked once
+    for (size_t j = 0; j < i; ++j) seen = seen || g_tables[j] == t;
+    if (!t || seen) continue;
+    if (VarPtr r = ask(*t)) return r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+VarPtr tables_object_call(Tracer& tx, const VarPtr& obj, std::vector<VarPtr>& args, KwArgs& kwargs) {
+  return first_answer([&](OpTable& t) { return t.object_call(tx, obj, args, kwargs); });
+}
+
+VarPtr tables_object_attr(Tracer& tx, const VarPtr& obj, const std::string& name) {
+  return first_answer([&](OpTable& t) { return t.object_attr(tx, obj, name); });
+}
+
 std::vector<std::string> supported_ops() {
   std::vector<std::string> all;
   for (OpTable* t : g_tables)

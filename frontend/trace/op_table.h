@@ -35,6 +35,11 @@ public:
   /// `obj[index]` on one of this library's objects (numpy.mgrid[0:3, 0:4]); null when `obj`
   /// (borrowed) is not indexed that way.
   virtual VarPtr object_getitem(Tracer&, PyObject*, const VarPtr&) { return nullptr; }
+  /// `obj(...)` and `obj.<name>` on one of this library's objects the tracer has no rule for (an
+  /// nn.Module): null when `obj` is not one, or when the tracer's own rule fits (an attribute in
+  /// the instance's dict).
+  virtual VarPtr object_call(Tracer&, const VarPtr&, std::vector<VarPtr>&, KwArgs&) { return nullptr; }
+  virtual VarPtr object_attr(Tracer&, const VarPtr&, const std::string&) { return nullptr; }
   /// `a[index] = value` (Note [Writes into arrays]); `a` then holds the written array.
   virtual void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) = 0;
   /// A Python operator with at least one array operand: `op` is the operator module's name
@@ -56,6 +61,9 @@ void register_op_table(ArrayKind kind, OpTable* table);
 OpTable& array_op_table(ArrayKind kind);
 /// The table that owns `callable` (borrowed), or null.
 OpTable* op_table_owning(PyObject* callable);
+/// Asks every table for its rule for `obj(...)` / `obj.<name>` (OpTable::object_call); null: none.
+VarPtr tables_object_call(Tracer& tx, const VarPtr& obj, std::vector<VarPtr>& args, KwArgs& kwargs);
+VarPtr tables_object_attr(Tracer& tx, const VarPtr& obj, const std::string& name);
 /// Everything the registered tables capture (framejit.supported_ops()), sorted, no duplicates.
 std::vector<std::string> supported_ops();
 

@@ -170,6 +170,17 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
       }
       return rows;
     }
+    case VarKind::Object: {
+      // An object whose class defines __iter__ in Python (nn.Sequential, nn.ModuleList): what that
+      // __iter__ returns, iterated in turn.
+      PyObject* o = as<ObjectVar>(v)->obj.get();
+      OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__iter__"));
+      PyObject* fn = name ? _PyType_Lookup(Py_TYPE(o), name.get()) : nullptr;  // borrowed
+      if (!fn || !PyFunction_Check(fn) || !v->source) break;
+      VarPtr it = call(wrap(fn, child_source(SourceKind::TypeAttr, v->source, name.get())), {v}, {});
+      BREAK_IF(it->kind == VarKind::Object, std::string("iterating over ") + Py_TYPE(o)->tp_name + " (" + why + ")");
+      return unpack(it, why);
+    }
     default: break;
   }
   graph_break(std::string("iterating over ") + var_kind_name(v->kind) + " (" + why + ")");

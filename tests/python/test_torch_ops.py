@@ -22,6 +22,11 @@ def same(want, got, path="result"):
         for i, (w, g) in enumerate(zip(want, got)):
             same(w, g, f"{path}[{i}]")
         return
+    if isinstance(want, dict):
+        assert list(got) == list(want), path
+        for k in want:
+            same(want[k], got[k], f"{path}[{k!r}]")
+        return
     if isinstance(want, torch.Tensor):
         assert got.dtype == want.dtype, f"{path}: dtype {got.dtype} != {want.dtype}"
         assert got.shape == want.shape, f"{path}: shape {tuple(got.shape)} != {tuple(want.shape)}"
@@ -256,3 +261,122 @@ def test_unsupported_calls_break_with_a_reason():
     check(f, rand(4), whole=False)
     e = framejit.explain(f)(rand(4))
     assert any("torch.Tensor.add_ (in place)" in b.reason for b in e.breaks), e
+
+
+# ---- modules (Note [Torch modules]) --------------------------------------------------------------
+
+nn = torch.nn
+
+
+class Block(nn.Module):
+    """A GPT-style block: layer norms, causal self-attention (separate q, k, v projections), a GELU
+    MLP."""
+
+    def __init__(self, d=16, heads=2, t=8):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.proj = (nn.Linear(d, d) for _ in range(4))
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d), nn.Dropout(0.1))
+        self.register_buffer("mask", torch.triu(torch.full((t, t), float("-inf")), diagonal=1))
+
+    def heads_of(self, x, b, t, d):
+        return x.reshape(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        a = self.ln1(x)
+        q, k, v = [self.heads_of(p(a), b, t, d) for p in (self.q, self.k, self.v)]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / (d // self.heads) ** 0.5) + self.mask
+        y = torch.softmax(att, dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
+
+
+def run_module(m, *args, whole=True):
+    with torch.no_grad():
+        want = m(*args)
+        cm = framejit.compile(m)
+        for _ in range(2):
+            same(want, cm(*args))
+        if whole:
+            e = framejit.explain(lambda *a: m(*a))(*args)
+            assert e.graph_count == 1 and not e.breaks, e
+    return cm
+
+
+@pytest.mark.parametrize("make", [lambda: nn.Linear(6, 4), lambda: nn.LayerNorm(6), lambda: nn.GELU(),
+                                  lambda: nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3), nn.Softmax(-1)),
+                                  lambda: nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Dropout(0.3), nn.SiLU())])
+def test_library_modules_in_eval_mode(make):
+    torch.manual_seed(0)
+    run_module(make().eval(), rand(5, 6))
+
+
+def test_module_list_dict_and_embedding():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 6)
+            self.layers = nn.ModuleList([nn.Linear(6, 6) for _ in range(3)])
+            self.heads = nn.ModuleDict({"a": nn.Linear(6, 2), "b": nn.Linear(6, 2)})
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            for layer in self.layers:
+                x = torch.relu(layer(x)) + x
+            return {k: h(x) for k, h in self.heads.items()}
+
+    torch.manual_seed(1)
+    run_module(Net().eval(), torch.tensor([[1, 2, 3], [4, 5, 9]]))
+
+
+def test_a_gpt_block():
+    torch.manual_seed(2)
+    run_module(Block().eval(), rand(2, 8, 16))
+
+
+def test_parameter_updates_need_no_recompile():
+    torch.manual_seed(3)
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1)).eval()
+    cm = framejit.compile(m)
+    x = rand(3, 4)
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    for _ in range(3):
+        with torch.no_grad():
+            same(m(x), cm(x))
+        loss = m(x).sum()  # grad mode: eager autograd on the original module
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert framejit.stats()["captured"] == 1
+
+
+def test_training_flag_and_hooks_are_guarded():
+    torch.manual_seed(4)
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    cm = framejit.compile(m)
+    x = rand(6, 4)
+    with torch.no_grad():
+        m.eval()
+        same(m(x), cm(x))
+        m.train()  # dropout draws from torch's generator: same seed, same numbers
+        torch.manual_seed(9)
+        want = m(x)
+        torch.manual_seed(9)
+        same(want, cm(x))
+        m.eval()
+        seen = []
+        h = m[0].register_forward_hook(lambda mod, inp, out: seen.append(out.shape))
+        same(m(x), cm(x))
+        assert len(seen) == 2  # the hook ran for the compiled call too (it runs in CPython)
+        h.remove()
+
+
+def test_compiled_module_is_a_module():
+    m = nn.Linear(3, 2)
+    cm = framejit.compile(m)
+    assert isinstance(cm, nn.Module) and cm.weight is m.weight
+    assert [p for p in cm.parameters()] == [p for p in m.parameters()]
+    cm.eval()
+    assert not m.training

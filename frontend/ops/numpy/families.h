@@ -24,6 +24,9 @@ VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, co
 /// reshape transpose swapaxes expand_dims squeeze broadcast_to ravel astype copy split.
 VarPtr view_op(Tracer& tx, const std::string& name, const std::string& target, const std::vector<VarPtr>& args,
                const KwArgs& kwargs, bool is_method);
+/// The shape `in` reshaped to `req` (one -1 inferred), NumPy's and torch's rule; a break when
+/// the sizes do not match (eager raises).
+Shape reshape_shape(Tracer& tx, const Shape& in, Shape req);
 /// x[index] with ints, slices, None and Ellipsis.
 VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index);
 

@@ -52,6 +52,30 @@ SymInt divide_exact(Tracer& tx, const SymInt& total, const SymInt& known) {
   return floordiv(total, known);
 }
 
+// a == b for two products of sizes: common factors cancel first, so x.reshape(b, t, h, d // h)
+// guards d % h == 0 instead of pinning every size to its value.
+bool products_equal(Tracer& tx, const SymInt& a, const SymInt& b, const std::string& why) {
+  int64_t ca = 1, cb = 1;
+  std::vector<SymInt> fa, fb;
+  factors(a, ca, fa);
+  factors(b, cb, fb);
+  for (auto it = fb.begin(); it != fb.end();) {
+    auto match = std::find_if(fa.begin(), fa.end(), [&](const SymInt& x) { return x.same_as(*it); });
+    if (match == fa.end()) {
+      ++it;
+      continue;
+    }
+    fa.erase(match);
+    it = fb.erase(it);
+  }
+  SymInt ra(ca), rb(cb);
+  for (const SymInt& f : fa) ra = ra * f;
+  for (const SymInt& f : fb) rb = rb * f;
+  return tx.out().sizes_equal(ra, rb, why);
+}
+
+}  // namespace
+
 Shape reshape_shape(Tracer& tx, const Shape& in, Shape req) {
   int infer = -1;
   SymInt known(1);
@@ -68,11 +92,12 @@ Shape reshape_shape(Tracer& tx, const Shape& in, Shape req) {
   if (infer >= 0) {
     req[infer] = divide_exact(tx, total, known);
   } else {
-    BREAK_IF(!tx.out().sizes_equal(total, known, "reshape at " + tx.location()),
-             "cannot reshape array: sizes differ");
+    BREAK_IF(!products_equal(tx, total, known, "reshape at " + tx.location()), "cannot reshape array: sizes differ");
   }
   return req;
 }
+
+namespace {
 
 // Whether NumPy's array for `v` is C-contiguous on every call: a graph input whose guard pins it.
 // The layout NumPy gives a result follows its operands' (K order), which metas do not track, so

@@ -17,13 +17,15 @@ namespace {
 // Every name the families capture, as torch functions (torch.<name>), functional ones
 // (torch.nn.functional.<name>) and Tensor methods.
 bool family_knows(const std::string& name) {
-  return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name);
+  return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name) ||
+         is_nn_name(name);
 }
 
 VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   if (is_reduction_name(name)) return reduction(tx, name, args, kwargs);
   if (is_shape_name(name)) return shape_op(tx, name, args, kwargs);
   if (is_creation_name(name)) return creation(tx, name, args, kwargs);
+  if (is_nn_name(name)) return nn_function(tx, name, args, kwargs);
   return pointwise(tx, name, args, kwargs);
 }
 
@@ -48,7 +50,7 @@ const char* const kCandidates[] = {
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"};
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
-                                  "tanh"};
+                                  "tanh", "layer_norm", "dropout", "embedding"};
 // Tensor methods with no torch function of the same name.
 const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "short", "bool", "byte", "char", "to",
                                     "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",
@@ -75,8 +77,8 @@ Callables& callables() {
 // Tensor methods captured (x.<name>(...)); x.<name> for these is a bound method.
 bool is_method_name(const std::string& name) {
   if (!family_knows(name)) return false;
-  // torch.where(cond, a, b) (Tensor.where(cond, other) differs); creation has no methods.
-  return name != "linear" && name != "where" && !is_creation_name(name);
+  // torch.where(cond, a, b) (Tensor.where(cond, other) differs); creation and nn have no methods.
+  return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name);
 }
 
 // The operator module's names for Python's binary operators on torch tensors.
@@ -115,6 +117,16 @@ public:
              "Tensor." + name + " (in place) is not captured yet");
     args.insert(args.begin(), a);
     return dispatch(tx, name, args, kwargs);
+  }
+
+  VarPtr object_call(Tracer& tx, const VarPtr& obj, std::vector<VarPtr>& args, KwArgs& kwargs) override {
+    if (!torch_handles()) return nullptr;
+    return module_call(tx, obj, args, kwargs);
+  }
+
+  VarPtr object_attr(Tracer& tx, const VarPtr& obj, const std::string& name) override {
+    if (!torch_handles()) return nullptr;
+    return module_attr(tx, obj, name);
   }
 
   VarPtr getitem(Tracer&, const VarPtr&, const VarPtr&) override {

@@ -6,6 +6,7 @@
 
 #include "frontend/cpython/pyref.h"
 #include "frontend/interop/torch_array.h"
+#include "frontend/ops/numpy/families.h"
 #include "frontend/ops/torch/torch_ops.h"
 
 namespace framejit::frontend::ops::torch_ops {
@@ -60,30 +61,10 @@ VarPtr permute(Tracer& tx, const VarPtr& x, const std::vector<int>& perm, const 
   return view_node(tx, OpKind::Transpose, std::move(attrs), target, x, rest, std::move(out), identity);
 }
 
-// reshape/view/flatten to `shape` (one -1 allowed, resolved here).
+// reshape/view/flatten to `shape` (one -1 allowed), by reshape's shared size rules.
 VarPtr reshape(Tracer& tx, const VarPtr& x, Shape shape, const std::string& target, const std::string& user) {
-  const Shape in = shape_of(tx, x);
-  SymInt total = numel(in);
-  int infer = -1;
-  SymInt known(1);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d].is_const() && shape[d].const_value() == -1) {
-      BREAK_IF(infer >= 0, Raises{PyExc_RuntimeError}, "only one dimension can be inferred");
-      infer = static_cast<int>(d);
-    } else {
-      known = known * shape[d];
-    }
-  }
-  if (infer >= 0) {
-    BREAK_IF(!known.is_const() || known.const_value() == 0, user + " inferring a size from run-time sizes");
-    const SymInt k(known.const_value());
-    const SymInt q = floordiv(total, k);
-    BREAK_IF(!tx.out().sizes_equal(q * k, total, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
-             "shape is invalid for input size");
-    shape[static_cast<size_t>(infer)] = q;
-  }
-  BREAK_IF(!tx.out().sizes_equal(numel(shape), total, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
-           "shape is invalid for input size");
+  (void)user;
+  shape = reshape_shape(tx, shape_of(tx, x), std::move(shape));
   jit::OpAttrs attrs;
   VarPtr sv = shape_var(tx, shape);
   for (const VarPtr& d : as<SeqVar>(sv)->items) attrs.shape.push_back(tx.to_arg(d));

@@ -70,6 +70,15 @@ bool is_shape_name(const std::string& name);
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 bool is_creation_name(const std::string& name);
 
+/// layer_norm dropout embedding (nn.cpp).
+VarPtr nn_function(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_nn_name(const std::string& name);
+
+/// nn.Module calls (inlined forward) and attributes (parameters, buffers, submodules), or null
+/// when `obj` is no module or the tracer's own rule fits (modules.cpp, Note [Torch modules]).
+VarPtr module_call(Tracer& tx, const VarPtr& obj, std::vector<VarPtr>& args, KwArgs& kwargs);
+VarPtr module_attr(Tracer& tx, const VarPtr& obj, const std::string& name);
+
 /// x.<name> for attributes (shape, dtype, ndim, T, device).
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
 

@@ -19,6 +19,7 @@ DLPack producer.
 """
 
 import functools as _functools
+import sys as _sys
 
 from . import _C
 from ._C import Unsupported
@@ -57,12 +58,48 @@ def compile(fn=None, *, backend="jit", fullgraph=False, dynamic=None):
     """
     if fn is None:
         return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if _is_torch_module(fn):
+        return _compile_module(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     wrapper = _C.compile(fn, backend, fullgraph, dynamic)
     try:
         _functools.update_wrapper(wrapper, fn)
     except AttributeError:
         pass  # callables without __name__ etc.
     return wrapper
+
+
+def _is_torch_module(obj):
+    torch = _sys.modules.get("torch")  # a module object exists only once torch is imported
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
+def _compile_module(module, **options):
+    """compile(module): an nn.Module wrapping `module` (its parameters, buffers, train()/eval()
+    and attributes are the original's) whose calls run `module(...)` compiled: the module's
+    forward is traced as part of the call (Note [Torch modules])."""
+    import torch
+
+    def call(*args, **kwargs):
+        return module(*args, **kwargs)
+
+    compiled_call = compile(call, **options)
+
+    class CompiledModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self._orig_mod = module
+
+        def forward(self, *args, **kwargs):
+            return compiled_call(*args, **kwargs)
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                return getattr(self._orig_mod, name)
+
+    CompiledModule.__name__ = CompiledModule.__qualname__ = "Compiled" + type(module).__name__
+    return CompiledModule()
 
 
 def install(backend="jit", *, fullgraph=False, dynamic=None):
