@@ -21,6 +21,7 @@ import peak_memory
 import sgemm
 import softmax
 import trace_time
+import torch_models
 import transformer
 
 # In the order of issue 3's Benchmarks table after the capture issue's cases; compile times of every
@@ -41,6 +42,7 @@ CASES = {
         arc_distance,
         gelu_mlp,
         transformer,
+        torch_models,
         host_model,
         peak_memory,
     )
