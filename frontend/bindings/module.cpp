@@ -210,8 +210,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_index_put",
       [](py::object base, py::object key, py::object value) {
-        // NB: NumPy's own copy and __setitem__: its casting, broadcasting and warnings.
-        py::object out = base.attr("copy")();
+        // NB: the library's own copy and __setitem__: its casting, broadcasting and warnings
+        // (NumPy's copy(); torch's clone()).
+        py::object out = py::hasattr(base, "copy") ? base.attr("copy")() : base.attr("clone")();
         if (PyObject_SetItem(out.ptr(), key.ptr(), value.ptr()) < 0) throw py::error_already_set();
         return out;
       },

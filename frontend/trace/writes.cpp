@@ -1,6 +1,8 @@
 // writes.cpp — writes into input arrays: what the trace checks and guards, and the copy back of
 // their final values at the end of the graph (Note [Writes into arrays]).
+#include "frontend/interop/array_adapter.h"
 #include "frontend/interop/numpy_abi.h"
+#include "frontend/interop/torch_array.h"
 #include "frontend/trace/op_table.h"
 #include "frontend/trace/tracer.h"
 #include "runtime/dtype.h"
@@ -148,8 +150,11 @@ void Tracer::check_input_write(const VarPtr& t, const std::string& what) {
   BREAK_IF(n.kind != jit::NodeKind::Placeholder, BreakKind::Internal, "internal: a written input is not a placeholder");
   PyObject* obj = fetch_source(*t->source, view_);  // borrowed
   const NumPyHandles* np = numpy_handles();
+  // torch tensors are written through torch's own setitem at the end (Note [Torch writes]).
+  if (obj && out_.array_kind == ArrayKind::Torch && is_torch_tensor(obj)) return;
   BREAK_IF(!obj || !np || Py_TYPE(obj) != np->ndarray, BreakKind::SideEffect,
-           what + " on a " + std::string(obj ? Py_TYPE(obj)->tp_name : "value") + " (only NumPy arrays are written)");
+           what + " on a " + std::string(obj ? Py_TYPE(obj)->tp_name : "value") +
+               " (only NumPy arrays and torch tensors are written)");
   BREAK_IF(!(as_ndarray(obj)->flags & kNpyWriteable), Raises{PyExc_ValueError}, "assignment destination is read-only");
 }
 
@@ -169,7 +174,6 @@ bool Tracer::is_written_input(const Var* v) const {
 
 void Tracer::add_copy_backs(const std::vector<jit::Arg>& outs) {
   if (out_.input_writes.empty()) return;
-  const NumPyHandles* np = numpy_handles();
   std::vector<jit::Arg> after = outs;
   for (const auto& w : out_.input_writes) after.push_back(jit::Arg::node(as<TensorVar>(w.var)->node));
   for (const auto& w : out_.input_writes) {
@@ -180,7 +184,7 @@ void Tracer::add_copy_backs(const std::vector<jit::Arg>& outs) {
     for (const GraphInput& in : out_.inputs) {
       if (in.node == w.placeholder) continue;
       PyObject* other = fetch_source(*in.source, view_);  // borrowed
-      if (!other || !np || Py_TYPE(other) != np->ndarray) continue;
+      if (!other || !array_fields(other).ok) continue;
       const int size = static_cast<int>(rt::dtype_itemsize(out_.graph.node(in.node).meta.dtype));
       BREAK_IF(!arrays_disjoint(mine, my_size, other, size), BreakKind::SideEffect,
                "an input array written by the function shares memory with another input");

@@ -210,7 +210,7 @@ def test_outputs_are_torch_tensors_of_torch_memory():
     x = rand(5)
     y = f(x)
     assert isinstance(y, torch.Tensor) and y.is_contiguous() and not y.requires_grad
-    y.add_(1)  # torch owns it: writable, resizable like any tensor
+    y.add_(1)  # torch owns it: writable, resizable like any tensor (not traced: the test frame)
     y.resize_(10)
 
 
@@ -255,12 +255,12 @@ def test_torch_and_numpy_in_one_function_break_between_them():
 def test_unsupported_calls_break_with_a_reason():
     def f(x):
         y = x * 2
-        y.add_(1)  # in place: not captured yet
+        y.cumsum_(0)  # not captured yet
         return y.cumsum(0)
 
     check(f, rand(4), whole=False)
     e = framejit.explain(f)(rand(4))
-    assert any("torch.Tensor.add_ (in place)" in b.reason for b in e.breaks), e
+    assert any("torch.Tensor.cumsum_ (in place) is not captured yet" in b.reason for b in e.breaks), e
 
 
 # ---- modules (Note [Torch modules]) --------------------------------------------------------------
@@ -380,3 +380,58 @@ def test_compiled_module_is_a_module():
     assert [p for p in cm.parameters()] == [p for p in m.parameters()]
     cm.eval()
     assert not m.training
+
+
+def test_basic_indexing():
+    x = rand(4, 6, 5)
+    check(lambda x: x[1:, None, ::2] * 2 + x[0].sum() + x[..., -1:].mean() + x[1, 2, 3], x)
+    check(lambda x: x[2, 3, 1], x)  # an element is a 0-d tensor
+    check(lambda x: x[:, : x.shape[1] - 1, -2] + 1, x)
+    check(lambda x, m: m[: x.shape[0], : x.shape[0]] + x.sum(), rand(3), torch.triu(torch.ones(5, 5)))
+    with pytest.raises(ValueError):
+        framejit.compile(lambda x: x[::-1] + 1)(x)  # torch refuses negative steps, as eager does
+    e = framejit.explain(lambda x, i: x[i] * 2)(x, torch.tensor([0, 2]))
+    assert any("index tensor" in b.reason for b in e.breaks), e
+
+
+def test_in_place_methods_and_operators_mutate_as_eager():
+    def f(x, y):
+        x.add_(y)
+        x.mul_(2).relu_()
+        z = x * 1
+        z += y
+        z.clamp_(-1, 1)
+        return z, x
+
+    check(f, rand(4, 5), rand(4, 5))
+    check(lambda x, r: (x.sub_(r), x)[1], rand(4, 5), rand(5))  # the argument broadcasts into x
+
+    def views(x):
+        v = x[1:, :2]
+        v.fill_(3.0)
+        x[0].zero_()
+        return x.sum()
+
+    check(views, rand(3, 4))
+
+    def ints(x):
+        x += 1
+        x.copy_(x * 2)
+        return x
+
+    check(ints, torch.arange(6).reshape(2, 3))
+
+
+def test_in_place_that_torch_refuses_raises_as_eager():
+    x = torch.arange(4)
+    with pytest.raises(RuntimeError):
+        framejit.compile(lambda x: x.add_(0.5))(x.clone())  # float result into an int tensor
+    with pytest.raises(RuntimeError):
+        framejit.compile(lambda x, y: x.add_(y))(rand(3), rand(2, 3))  # the target would broadcast
+
+
+def test_writes_bump_the_version_autograd_checks():
+    x = rand(3)
+    v = x._version
+    framejit.compile(lambda x: x.mul_(2))(x)
+    assert x._version > v

@@ -105,6 +105,7 @@ public:
 
   VarPtr attr(Tracer& tx, const VarPtr& a, const std::string& name) override {
     if (VarPtr v = tensor_attr(tx, a, name)) return v;
+    if (is_inplace_method(name)) return std::make_shared<AttrMethodVar>(a, name);
     BREAK_IF(name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_',
              "torch.Tensor." + name + " (in place) is not captured yet");
     if (is_method_name(name)) return std::make_shared<AttrMethodVar>(a, name);
@@ -113,8 +114,7 @@ public:
 
   VarPtr call_method(Tracer& tx, const VarPtr& a, const std::string& name, std::vector<VarPtr> args,
                      KwArgs kwargs) override {
-    BREAK_IF(name.size() > 1 && name.back() == '_' && name[name.size() - 2] != '_',
-             "Tensor." + name + " (in place) is not captured yet");
+    if (is_inplace_method(name)) return inplace_method(tx, a, name, args, kwargs);
     args.insert(args.begin(), a);
     return dispatch(tx, name, args, kwargs);
   }
@@ -129,18 +129,19 @@ public:
     return module_attr(tx, obj, name);
   }
 
-  VarPtr getitem(Tracer&, const VarPtr&, const VarPtr&) override {
-    graph_break("indexing a torch tensor is not captured yet");
-  }
+  VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) override { return torch_getitem(tx, a, index); }
 
   void setitem(Tracer&, const VarPtr&, const VarPtr&, const VarPtr&) override {
     graph_break("writing into a torch tensor (x[...] = v) is not captured yet");
   }
 
   VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) override {
-    BREAK_IF(inplace, "an in-place operator on a torch tensor (x " + op + "= y) is not captured yet");
-    if (op == "matmul") return shape_op(tx, "matmul", {a, b}, {});
+    if (op == "matmul") {
+      BREAK_IF(inplace, "in-place matmul (@=)");
+      return shape_op(tx, "matmul", {a, b}, {});
+    }
     BREAK_IF(!is_operator_name(op), "operator " + op + " on torch tensors is not captured yet");
+    if (inplace && a->kind == VarKind::Tensor) return inplace_operator(tx, op, a, b);
     return operator_pointwise(tx, op, {a, b});
   }
 
@@ -170,6 +171,9 @@ public:
                std::vector<std::pair<std::string, jit::Arg>> kwargs, jit::TensorMeta meta) override {
     // The table's own nodes are added with their canonical op (add_node); what comes here is the
     // tracer's: Python numbers, sizes, and NumPy's generic steps, named as NumPy's table names them.
+    // The final write into a torch input is torch's own `dst[...] = src` (Note [Torch writes]).
+    if (target == "framejit._C._copy_into")
+      return graph.add_call(jit::OpKind::Mutate, {}, target, std::move(args), std::move(kwargs), std::move(meta));
     return add_canonical_call(graph, target, std::move(args), std::move(kwargs), std::move(meta));
   }
 

@@ -264,6 +264,39 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   graph_break(user + " is not captured yet");
 }
 
+VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
+  BREAK_IF(is_advanced_index(index), "indexing a torch tensor with an index tensor, list or mask is not captured yet");
+  std::vector<VarPtr> items = is_seq(index) ? as<SeqVar>(index)->items : std::vector<VarPtr>{index};
+  if (is_const(index) && PyTuple_Check(const_value(index)))
+    items.assign(1, index);  // a constant tuple: its slices are checked below as Python objects
+  for (const VarPtr& it : items) {
+    PyObject* c = is_const(it) ? const_value(it) : nullptr;
+    auto negative_step = [](PyObject* s) {
+      if (!PySlice_Check(s)) return false;
+      PyObject* step = reinterpret_cast<PySliceObject*>(s)->step;  // borrowed
+      return step != Py_None && PyLong_Check(step) && PyLong_AsLong(step) <= 0;
+    };
+    bool bad = c && negative_step(c);
+    if (c && PyTuple_Check(c))
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); ++i) bad |= negative_step(PyTuple_GET_ITEM(c, i));
+    BREAK_IF(bad, Raises{PyExc_ValueError}, "step must be greater than zero");
+  }
+  VarPtr r = basic_index(tx, x, index);
+  if (r->kind != VarKind::Tensor) return r;
+  auto* t = as<TensorVar>(r);
+  jit::Node& n = tx.out().graph.mutable_node(t->node);
+  if (n.meta.scalar_object) {
+    // torch: an element is a 0-d tensor that views it.
+    n.meta.scalar_object = false;
+    t->is_view = true;
+    t->base = x;
+    t->view_node = t->node;
+    t->index_view = true;
+    as<TensorVar>(x)->views.push_back(r);
+  }
+  return r;
+}
+
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name) {
   const jit::TensorMeta& m = tx.meta(x);
   if (name == "shape") {

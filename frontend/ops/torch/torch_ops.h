@@ -79,6 +79,16 @@ bool is_nn_name(const std::string& name);
 VarPtr module_call(Tracer& tx, const VarPtr& obj, std::vector<VarPtr>& args, KwArgs& kwargs);
 VarPtr module_attr(Tracer& tx, const VarPtr& obj, const std::string& name);
 
+/// x[index] with ints, slices (positive steps), None and Ellipsis: NumPy's basic indexing, whose
+/// rules torch shares, except that an element is a 0-d tensor (a view) and negative steps raise.
+VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index);
+
+/// In place (writes.cpp, Note [Torch writes]): x.add_(y) & co., and `x op= y` on a tensor.
+bool is_inplace_method(const std::string& name);
+VarPtr inplace_method(Tracer& tx, const VarPtr& x, const std::string& name, const std::vector<VarPtr>& args,
+                      const KwArgs& kwargs);
+VarPtr inplace_operator(Tracer& tx, const std::string& op, const VarPtr& x, const VarPtr& y);
+
 /// x.<name> for attributes (shape, dtype, ndim, T, device).
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
 
