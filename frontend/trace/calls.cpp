@@ -748,6 +748,14 @@ VarPtr Tracer::get_item(const VarPtr& obj, const VarPtr& index) {
       if (!r) python_error_break("indexing a constant raised ");
       return wrap_const(r.get());
     }
+    case VarKind::Object: {
+      // An object whose class defines __getitem__ in Python (nn.ModuleDict, nn.ModuleList): inlined.
+      PyObject* o = as<ObjectVar>(obj)->obj.get();
+      OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__getitem__"));
+      PyObject* fn = name ? _PyType_Lookup(Py_TYPE(o), name.get()) : nullptr;  // borrowed
+      if (!fn || !PyFunction_Check(fn) || !obj->source) break;
+      return call(wrap(fn, child_source(SourceKind::TypeAttr, obj->source, name.get())), {obj, index}, {});
+    }
     default: break;
   }
   graph_break(std::string("indexing ") + var_kind_name(obj->kind));

@@ -3,6 +3,7 @@ shape and values — on the cold call and on a cache hit, inputs checked afterwa
 meant to be captured whole must give one graph and no break."""
 
 import copy
+import math
 
 import pytest
 
@@ -435,3 +436,61 @@ def test_writes_bump_the_version_autograd_checks():
     v = x._version
     framejit.compile(lambda x: x.mul_(2))(x)
     assert x._version > v
+
+
+def test_joins_splits_masked_fill_arange_tril():
+    x, y = rand(4, 6), rand(4, 6)
+    check(lambda x, y: (torch.cat([x, y], dim=1) * 2, torch.cat((x, y.double())), torch.stack([x, y], -1) + 1), x, y)
+    check(lambda x: [c * 2 for c in x.chunk(3, dim=1)] + [c + 1 for c in torch.split(x, 4, 1)] + list(x.unbind(0)), x)
+    check(lambda x: x.split([1, 3], dim=0)[1].sum() + x.narrow(1, 2, 3).mean() + x.narrow(0, -2, 2).sum(), x)
+    check(lambda x: x.masked_fill(x > 0, float("-inf")).softmax(-1), x)
+    check(lambda x: torch.arange(6).masked_fill(torch.arange(6) > 2, 2.7), x, whole=False)
+    check(lambda x: x + torch.arange(x.shape[1]) * 0.5 + torch.arange(1, 13, 2, dtype=torch.float64), x)
+    check(lambda x: torch.tril(x) - x.triu(1), x)
+
+
+class TinyGPT(nn.Module):
+    """A small GPT in the style public GPT-2 ports are written in: fused qkv split, a causal mask
+    buffer sliced to the sequence, masked_fill, view/contiguous, positions from arange, weight
+    tying."""
+
+    def __init__(self, vocab=50, t=16, d=32, heads=4, layers=2):
+        super().__init__()
+        self.heads = heads
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(t, d)
+        self.blocks = nn.ModuleList(nn.ModuleDict(dict(ln1=nn.LayerNorm(d), attn=nn.Linear(d, 3 * d),
+                                                       proj=nn.Linear(d, d), ln2=nn.LayerNorm(d),
+                                                       fc=nn.Linear(d, 4 * d), out=nn.Linear(4 * d, d)))
+                                    for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        self.head.weight = self.wte.weight
+        self.register_buffer("bias", torch.tril(torch.ones(t, t)).view(1, 1, t, t))
+
+    def attention(self, blk, x):
+        b, t, c = x.size()
+        q, k, v = blk["attn"](x).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return blk["proj"](y)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long)
+        x = self.wte(idx) + self.wpe(pos)
+        for blk in self.blocks:
+            x = x + self.attention(blk, blk["ln1"](x))
+            x = x + blk["out"](F.gelu(blk["fc"](blk["ln2"](x))))
+        return self.head(self.ln_f(x))
+
+
+def test_a_tiny_gpt_in_the_style_of_public_ports():
+    torch.manual_seed(5)
+    m = TinyGPT().eval()
+    run_module(m, torch.randint(0, 50, (2, 16)))
+    run_module(m, torch.randint(0, 50, (3, 9)), whole=False)  # a shorter sequence: the mask is sliced

@@ -18,7 +18,7 @@ namespace {
 // (torch.nn.functional.<name>) and Tensor methods.
 bool family_knows(const std::string& name) {
   return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name) ||
-         is_nn_name(name);
+         is_nn_name(name) || is_join_name(name);
 }
 
 VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -26,6 +26,7 @@ VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   if (is_shape_name(name)) return shape_op(tx, name, args, kwargs);
   if (is_creation_name(name)) return creation(tx, name, args, kwargs);
   if (is_nn_name(name)) return nn_function(tx, name, args, kwargs);
+  if (is_join_name(name)) return join_op(tx, name, args, kwargs);
   return pointwise(tx, name, args, kwargs);
 }
 
@@ -47,7 +48,9 @@ const char* const kCandidates[] = {
     "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "matmul", "mm", "bmm", "numel",
     "swapaxes",
     // creation
-    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"};
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    // joins and splits
+    "cat", "concat", "stack", "chunk", "split", "narrow", "unbind", "masked_fill", "arange", "tril", "triu"};
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
                                   "tanh", "layer_norm", "dropout", "embedding"};
@@ -78,7 +81,8 @@ Callables& callables() {
 bool is_method_name(const std::string& name) {
   if (!family_knows(name)) return false;
   // torch.where(cond, a, b) (Tensor.where(cond, other) differs); creation and nn have no methods.
-  return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name);
+  return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name) && name != "cat" &&
+         name != "concat" && name != "stack" && name != "arange";
 }
 
 // The operator module's names for Python's binary operators on torch tensors.

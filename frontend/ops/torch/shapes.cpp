@@ -74,6 +74,27 @@ VarPtr reshape(Tracer& tx, const VarPtr& x, Shape shape, const std::string& targ
   return r;
 }
 
+// Whether `out` only splits dims of `in` (each input dim is the product of consecutive output
+// dims; size-1 dims come and go): a view torch makes from any strides, so x.view(...) of a
+// non-contiguous x (a slice, a transpose's rows) is one.
+bool only_splits(Tracer& tx, const Shape& in, const Shape& out, const std::string& why) {
+  size_t j = 0;
+  auto is_one = [](const SymInt& s) { return s.is_const() && s.const_value() == 1; };
+  for (const SymInt& d : in) {
+    if (is_one(d)) continue;
+    SymInt prod(1);
+    bool matched = false;
+    while (j < out.size() && !matched) {
+      prod = prod * out[j++];
+      matched = prod.same_as(d) || tx.out().sizes_equal(prod, d, why);
+    }
+    if (!matched) return false;
+  }
+  for (; j < out.size(); ++j)
+    if (!is_one(out[j])) return false;
+  return true;
+}
+
 // Sizes spelled as separate ints or one tuple/list/torch.Size (x.view(2, 3), x.view((2, 3))).
 Shape sizes_arg(Tracer& tx, const std::vector<VarPtr>& rest) {
   if (rest.size() == 1 && (is_seq(rest[0]) || (is_const(rest[0]) && PyTuple_Check(const_value(rest[0])))))
@@ -155,8 +176,11 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
                  !PyLong_Check(const_value(rest[0])),
              user + "(dtype) reinterprets memory (not captured)");
     Shape shape = sizes_arg(tx, rest);
-    if (name == "view")
-      BREAK_IF(tx.meta(x).layout != jit::Layout::Contiguous, user + " of a tensor that may not be contiguous");
+    if (name == "view" && tx.meta(x).layout != jit::Layout::Contiguous) {
+      const Shape resolved = reshape_shape(tx, in, shape);
+      BREAK_IF(!only_splits(tx, in, resolved, user + " at " + tx.location()),
+               user + " that merges dims of a tensor that may not be contiguous");
+    }
     return reshape(tx, x, std::move(shape), "torch.reshape", user);
   }
   if (name == "flatten") {

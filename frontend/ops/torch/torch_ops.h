@@ -89,6 +89,10 @@ VarPtr inplace_method(Tracer& tx, const VarPtr& x, const std::string& name, cons
                       const KwArgs& kwargs);
 VarPtr inplace_operator(Tracer& tx, const std::string& op, const VarPtr& x, const VarPtr& y);
 
+/// cat stack chunk split narrow unbind masked_fill arange tril triu (joins.cpp).
+VarPtr join_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_join_name(const std::string& name);
+
 /// x.<name> for attributes (shape, dtype, ndim, T, device).
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
 

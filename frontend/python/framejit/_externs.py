@@ -24,3 +24,10 @@ def torch_full_like(x, fill_value, dtype_name):
     import torch
 
     return torch.full_like(x, fill_value, dtype=getattr(torch, dtype_name))
+
+
+def torch_arange(start, end, step, dtype_name):
+    """torch.arange(start, end, step, dtype=torch.<dtype_name>)."""
+    import torch
+
+    return torch.arange(start, end, step, dtype=getattr(torch, dtype_name))
