@@ -62,7 +62,8 @@ std::string Tracer::location() const {
 // can raise: library calls (extern steps, in-place library calls, calls with attributes the
 // program does not describe), reductions without an identity over sizes that may be 0, indexing
 // with run-time integers or index arrays, and reshapes to run-time shapes. Their failures depend
-// on values, so no guard could rule them out.
+// on values, so no guard could rule them out. A handler that only restores locals and re-raises
+// (3.12's inlined comprehensions) catches nothing the caller could see: it does not count.
 namespace {
 
 bool may_raise_at_run_time(const jit::Graph& g, const jit::Node& n) {
@@ -94,14 +95,35 @@ bool may_raise_at_run_time(const jit::Graph& g, const jit::Node& n) {
 
 }  // namespace
 
+// Whether instruction `at` (code units) of `f` is covered by a handler that does something with an
+// exception: 3.12's inlined comprehensions cover their body with one that only restores the
+// comprehension's variables and re-raises, which changes nothing the caller sees; its RERAISE is
+// covered in turn by whatever encloses the comprehension.
+static bool covered_by_handler(const TraceFrame& f, int at, int depth = 0) {
+  if (depth > 8) return true;  // nested further than any compiler writes: assume it matters
+  for (const bytecode::ExceptionEntry& e : f.handlers) {
+    if (!(e.start <= at && at < e.end)) continue;
+    // Walk the handler: stack shuffles and local restores, then RERAISE, is transparent.
+    int i = e.target;
+    while (i < f.num_instrs) {
+      const int op = f.instrs[i] & 0xff;
+      if (op == RERAISE) return covered_by_handler(f, i, depth + 1);
+      const bool restore = op == SWAP || op == POP_TOP || op == STORE_FAST || op == NOP
+#if PY_VERSION_HEX >= 0x030D0000
+                           || op == STORE_FAST_STORE_FAST || op == STORE_FAST_LOAD_FAST
+#endif
+          ;
+      if (!restore) return true;
+      i += 1 + bytecode::cache_entries(op);
+    }
+    return true;
+  }
+  return false;
+}
+
 void Tracer::check_raise_under_handler(int node) {
   bool covered = false;
-  for (const TraceFrame* f = current_; f && !covered; f = f->parent)
-    for (const bytecode::ExceptionEntry& e : f->handlers)
-      if (e.start <= f->cur_offset && f->cur_offset < e.end) {
-        covered = true;
-        break;
-      }
+  for (const TraceFrame* f = current_; f && !covered; f = f->parent) covered = covered_by_handler(*f, f->cur_offset);
   if (!covered) return;
   const jit::Node& n = out_.graph.node(node);
   if (!may_raise_at_run_time(out_.graph, n)) return;

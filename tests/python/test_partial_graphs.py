@@ -537,3 +537,15 @@ def test_a_body_under_errstate_is_captured():
     e = framejit.explain(f_errstate)(np.arange(4.0))
     assert e.graph_count >= 1 and all(b.resumed for b in e.breaks), e
     assert e.op_count >= 3, e  # log, divide, multiply
+
+
+def f_index_in_comprehension(x, i):
+    return [x[i] * k for k in range(3)]
+
+
+def test_a_comprehension_is_no_handler_for_ops_that_may_raise(X):
+    # 3.12+ inline comprehensions under an exception-table entry that only restores the loop
+    # variable and re-raises: a run-time index inside one is captured, not a break.
+    run_both(f_index_in_comprehension, X, 2)
+    e = framejit.explain(f_index_in_comprehension)(X, 2)
+    assert e.graph_count == 1 and not e.breaks, e
