@@ -533,7 +533,10 @@ def f_errstate(x):
 
 @needs_numpy
 def test_a_body_under_errstate_is_captured():
-    run_both(f_errstate, np.arange(4.0))
+    # log's last ulp differs between NumPy's SIMD loops and framejit's kernels: compared closely,
+    # not bit for bit.
+    x = np.arange(4.0)
+    np.testing.assert_allclose(framejit.compile(f_errstate)(x.copy()), f_errstate(x.copy()), rtol=1e-14)
     e = framejit.explain(f_errstate)(np.arange(4.0))
     assert e.graph_count >= 1 and all(b.resumed for b in e.breaks), e
     assert e.op_count >= 3, e  # log, divide, multiply

@@ -494,3 +494,11 @@ def test_a_tiny_gpt_in_the_style_of_public_ports():
     m = TinyGPT().eval()
     run_module(m, torch.randint(0, 50, (2, 16)))
     run_module(m, torch.randint(0, 50, (3, 9)), whole=False)  # a shorter sequence: the mask is sliced
+
+
+def test_trace_time_probes_warn_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a var() of one stand-in element warns in torch
+        check(lambda x: F.layer_norm(x, (6,)) + x.var(dim=1, keepdim=True), rand(3, 6))

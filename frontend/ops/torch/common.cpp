@@ -90,7 +90,24 @@ Answer probe(Tracer& tx, PyObject* fn, const std::string& user, const std::vecto
   if (!pargs || !pkw) python_error_break("a probe: ");
   for (const auto& [k, v] : kwargs)
     if (PyDict_SetItemString(pkw.get(), k.c_str(), stand_in(tx, v, user).get()) < 0) python_error_break("a probe: ");
-  OwnedRef r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), pkw.get()));
+  // Through framejit._externs.quiet_call: a stand-in's warnings are not the user's.
+  static PyObject* quiet = [] {  // kept for the process
+    OwnedRef mod = OwnedRef::steal(PyImport_ImportModule("framejit._externs"));
+    PyObject* f = mod ? PyObject_GetAttrString(mod.get(), "quiet_call") : nullptr;
+    if (!f) PyErr_Clear();
+    return f;
+  }();
+  OwnedRef r;
+  if (quiet) {
+    OwnedRef with_fn = OwnedRef::steal(PyTuple_New(PyTuple_GET_SIZE(pargs.get()) + 1));
+    if (!with_fn) python_error_break("a probe: ");
+    PyTuple_SET_ITEM(with_fn.get(), 0, Py_NewRef(fn));
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(pargs.get()); ++i)
+      PyTuple_SET_ITEM(with_fn.get(), i + 1, Py_NewRef(PyTuple_GET_ITEM(pargs.get(), i)));
+    r = OwnedRef::steal(PyObject_Call(quiet, with_fn.get(), pkw.get()));
+  } else {
+    r = OwnedRef::steal(PyObject_Call(fn, pargs.get(), pkw.get()));
+  }
   if (!r) python_error_break(user + ": torch raised ");
   BREAK_IF(!is_torch_tensor(r.get()), user + " returns a " + std::string(Py_TYPE(r.get())->tp_name) + ", not a tensor");
   OwnedRef dt = OwnedRef::steal(PyObject_GetAttrString(r.get(), "dtype"));

@@ -31,3 +31,13 @@ def torch_arange(start, end, step, dtype_name):
     import torch
 
     return torch.arange(start, end, step, dtype=getattr(torch, dtype_name))
+
+
+def quiet_call(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with warnings silenced: the trace-time probes of torch's result types run
+    on stand-ins, whose warnings (a variance of one element) say nothing about the user's data."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
