@@ -1,6 +1,7 @@
-// nn.cpp — torch.nn.functional's layer_norm (traced as the reductions and pointwise ops it is
-// made of), dropout and embedding (Note [Torch ops]).
+// nn.cpp — torch.nn.functional's layer_norm, cross_entropy and nll_loss (traced as the ops they
+// are made of), dropout and embedding (Note [Torch ops]).
 #include "frontend/cpython/pyref.h"
+#include "frontend/interop/torch_array.h"
 #include "frontend/ops/torch/torch_ops.h"
 
 namespace framejit::frontend::ops::torch_ops {
@@ -16,10 +17,55 @@ bool is_none(const std::map<std::string, VarPtr>& b, const std::string& k) { ret
 
 }  // namespace
 
-bool is_nn_name(const std::string& name) { return name == "layer_norm" || name == "dropout" || name == "embedding"; }
+bool is_nn_name(const std::string& name) {
+  return name == "layer_norm" || name == "dropout" || name == "embedding" || name == "cross_entropy" ||
+         name == "nll_loss";
+}
 
 VarPtr nn_function(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   const std::string user = "torch.nn.functional." + name;
+  if (name == "cross_entropy" || name == "nll_loss") {
+    // Class indices over dim 1 of (N, C) scores: nll_loss(log_softmax(x, 1), target), the targets
+    // equal to ignore_index left out of the sum and of the count the mean divides by.
+    auto b = bind_args(user, {"input", "target", "weight", "size_average", "ignore_index", "reduce", "reduction",
+                              "label_smoothing"}, args, kwargs);
+    const VarPtr& x = b["input"];
+    const VarPtr& t = b["target"];
+    BREAK_IF(!x || !t || x->kind != VarKind::Tensor || t->kind != VarKind::Tensor, user + " of non-tensors");
+    for (const char* k : {"weight", "size_average", "reduce"}) BREAK_IF(!is_none(b, k), user + "(" + k + "=)");
+    if (b.count("label_smoothing"))
+      BREAK_IF(PyFloat_AsDouble(tx.python_value(b["label_smoothing"], "label_smoothing").get()) != 0.0,
+               user + " with label smoothing");
+    std::string mode = "mean";
+    if (!is_none(b, "reduction")) {
+      OwnedRef r = tx.python_value(b["reduction"], "reduction");
+      BREAK_IF(!PyUnicode_Check(r.get()), Raises{PyExc_ValueError}, "reduction must be a string");
+      mode = PyUnicode_AsUTF8(r.get());
+    }
+    BREAK_IF(mode != "mean" && mode != "sum" && mode != "none", Raises{PyExc_ValueError},
+             mode + " is not a valid value for reduction");
+    const int64_t ignore = b.count("ignore_index") ? tx.to_int(b["ignore_index"], "ignore_index") : -100;
+    const jit::TensorMeta xm = tx.meta(x), tm = tx.meta(t);
+    BREAK_IF(xm.rank() != 2 || tm.rank() != 1 || tm.dtype != rt::DType::Int64, user + " other than (N, C) scores and N int64 class indices");
+    BREAK_IF(!rt::dtype_is_float(xm.dtype), user + " of " + std::string(rt::dtype_name(xm.dtype)) + " scores");
+    BREAK_IF(!tx.out().sizes_equal(xm.shape[0], tm.shape[0], user + " at " + tx.location()), Raises{PyExc_ValueError},
+             "Expected input batch_size to match target batch_size");
+    OwnedRef one = OwnedRef::steal(PyLong_FromLong(1));
+    VarPtr logp = name == "cross_entropy" ? reduction(tx, "log_softmax", {x, tx.wrap_const(one.get())}, {}) : x;
+    OwnedRef ig = OwnedRef::steal(PyLong_FromLongLong(ignore));
+    VarPtr keep = pointwise(tx, "ne", {t, tx.wrap_const(ig.get())}, {});
+    VarPtr safe = join_op(tx, "masked_fill", {t, pointwise(tx, "logical_not", {keep}, {}),
+                                              tx.wrap_const(OwnedRef::steal(PyLong_FromLong(0)).get())}, {});
+    VarPtr rows = join_op(tx, "arange", {tx.sym_value(xm.shape[0])}, {});
+    VarPtr picked = torch_getitem(tx, logp, std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{rows, safe}));
+    VarPtr losses = join_op(tx, "masked_fill", {pointwise(tx, "neg", {picked}, {}), pointwise(tx, "logical_not", {keep}, {}),
+                                                tx.wrap_const(OwnedRef::steal(PyFloat_FromDouble(0.0)).get())}, {});
+    if (mode == "none") return losses;
+    VarPtr total = reduction(tx, "sum", {losses}, {});
+    if (mode == "sum") return total;
+    VarPtr as_float = pointwise(tx, "to", {keep, tx.wrap_const(torch_handles()->dtypes[static_cast<int>(xm.dtype)])}, {});
+    return pointwise(tx, "div", {total, reduction(tx, "sum", {as_float}, {})}, {});
+  }
   if (name == "layer_norm") {
     auto b = bind_args(user, {"input", "normalized_shape", "weight", "bias", "eps"}, args, kwargs);
     const VarPtr& x = b["input"];

@@ -1,5 +1,7 @@
 // reductions.cpp — torch's reductions with dim/keepdim, arg-reductions, max/min with indices,
 // var/std, and softmax/log_softmax traced as the reductions they are made of (Note [Torch ops]).
+#include <cmath>
+
 #include "frontend/cpython/pyref.h"
 #include "frontend/ops/torch/torch_ops.h"
 
@@ -70,7 +72,8 @@ std::optional<std::vector<int>> dims_of(Tracer& tx, std::map<std::string, VarPtr
 
 bool is_reduction_name(const std::string& name) {
   static const char* const kNames[] = {"sum",    "mean", "amax",    "amin",        "prod", "max", "min", "argmax",
-                                       "argmin", "var",  "std",     "softmax",     "log_softmax", "any", "all"};
+                                       "argmin", "var",  "std",     "softmax",     "log_softmax", "any", "all",
+                                       "logsumexp", "norm", "normalize"};
   for (const char* n : kNames)
     if (name == n) return true;
   return false;
@@ -97,6 +100,62 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
     VarPtr s = reduce(tx, OpKind::Sum, "torch.sum", e, std::vector<int>{d}, true, r.dtype);
     if (name == "softmax") return pointwise(tx, "div", {e, s}, {});
     return pointwise(tx, "sub", {shifted, pointwise(tx, "log", {s}, {})}, {});
+  }
+  if (name == "logsumexp") {
+    // torch's own formulation: log(sum(exp(x - m))) + m, with an infinite m taken as 0 (so rows of
+    // -inf give -inf, not NaN).
+    auto b = bind_args(user, {"input", "dim", "keepdim"}, args, kwargs);
+    BREAK_IF(!b.count("dim"), Raises{PyExc_TypeError}, "logsumexp() needs dim");
+    const auto axes = dims_of(tx, b, rank);
+    const bool keep = truth(tx, b, "keepdim", false);
+    const Answer r = probe(tx, fn, user, {x}, {{"dim", b["dim"]}});
+    BREAK_IF(!rt::dtype_is_float(r.dtype), user + " of a " + std::string(rt::dtype_name(r.dtype)) + " tensor");
+    VarPtr m = reduce(tx, OpKind::Max, "torch.amax", x, axes, true, r.dtype);
+    VarPtr inf = pointwise(tx, "isinf", {m}, {});
+    VarPtr m0 = join_op(tx, "masked_fill", {m, inf, tx.wrap_const(OwnedRef::steal(PyFloat_FromDouble(0.0)).get())}, {});
+    VarPtr e = pointwise(tx, "exp", {pointwise(tx, "sub", {x, m0}, {})}, {});
+    VarPtr s = reduce(tx, OpKind::Sum, "torch.sum", e, axes, keep, r.dtype);
+    VarPtr mk = keep ? m0 : reduce(tx, OpKind::Max, "torch.amax", m0, axes, false, r.dtype);  // m0 without its kept dims
+    return pointwise(tx, "add", {pointwise(tx, "log", {s}, {}), mk}, {});
+  }
+  if (name == "norm" || name == "normalize") {
+    // The 2-norm (sqrt of the sum of squares), the 1-norm and the inf-norm; normalize divides by
+    // the norm clamped to eps.
+    auto b = name == "norm" ? bind_args(user, {"input", "p", "dim", "keepdim", "dtype"}, args, kwargs)
+                            : bind_args("torch.nn.functional.normalize", {"input", "p", "dim", "eps", "out"}, args, kwargs);
+    BREAK_IF(!is_absent(b, name == "norm" ? "dtype" : "out"), user + " with dtype= or out=");
+    double p = 2.0;
+    if (b.count("p") && !is_absent(b, "p")) {
+      PyObject* pv = is_const(b["p"]) ? const_value(b["p"]) : nullptr;  // borrowed
+      BREAK_IF(!pv, user + " with a p that is not a constant");
+      if (PyUnicode_Check(pv)) {
+        BREAK_IF(std::string(PyUnicode_AsUTF8(pv)) != "fro", user + " with p='" + PyUnicode_AsUTF8(pv) + "'");
+      } else {
+        p = PyFloat_AsDouble(pv);
+        if (PyErr_Occurred()) python_error_break(user + ": ");
+      }
+    }
+    BREAK_IF(p != 1.0 && p != 2.0 && !std::isinf(p), user + " with p=" + std::to_string(p) + " is not captured yet");
+    const Answer r = probe(tx, torch_attr("norm"), user, {x});
+    BREAK_IF(!rt::dtype_is_float(r.dtype), user + " of a " + std::string(rt::dtype_name(r.dtype)) + " tensor");
+    std::optional<std::vector<int>> axes;
+    bool keep = false;
+    if (name == "norm") {
+      axes = dims_of(tx, b, rank);
+      keep = truth(tx, b, "keepdim", false);
+    } else {
+      const int d = normalize_axis(tx, b.count("dim") ? tx.to_int(b["dim"], "dim") : 1, std::max(rank, 1));
+      axes = std::vector<int>{d};
+      keep = true;
+    }
+    VarPtr a = pointwise(tx, "abs", {x}, {});
+    VarPtr n = std::isinf(p) ? reduce(tx, OpKind::Max, "torch.amax", a, axes, keep, r.dtype)
+               : p == 1.0    ? reduce(tx, OpKind::Sum, "torch.sum", a, axes, keep, r.dtype)
+                             : pointwise(tx, "sqrt", {reduce(tx, OpKind::Sum, "torch.sum", pointwise(tx, "mul", {x, x}, {}), axes, keep, r.dtype)}, {});
+    if (name == "norm") return n;
+    const double eps = b.count("eps") ? PyFloat_AsDouble(tx.python_value(b["eps"], "normalize eps").get()) : 1e-12;
+    if (PyErr_Occurred()) python_error_break(user + ": ");
+    return pointwise(tx, "div", {x, pointwise(tx, "clamp_min", {n, tx.wrap_const(OwnedRef::steal(PyFloat_FromDouble(eps)).get())}, {})}, {});
   }
   if (name == "max" || name == "min") {
     // max(x): the largest element; max(x, dim): (values, indices); max(x, other): maximum.

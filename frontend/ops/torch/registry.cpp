@@ -43,7 +43,7 @@ const char* const kCandidates[] = {
     "bitwise_or", "bitwise_xor", "where", "relu", "sigmoid", "clamp", "clip", "clamp_min", "clamp_max", "rsqrt",
     // reductions
     "sum", "mean", "amax", "amin", "prod", "max", "min", "argmax", "argmin", "var", "std", "softmax",
-    "log_softmax", "any", "all",
+    "log_softmax", "any", "all", "logsumexp", "norm",
     // shapes and products
     "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "matmul", "mm", "bmm", "numel",
     "swapaxes",
@@ -53,7 +53,8 @@ const char* const kCandidates[] = {
     "cat", "concat", "stack", "chunk", "split", "narrow", "unbind", "masked_fill", "arange", "tril", "triu"};
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
-                                  "tanh", "layer_norm", "dropout", "embedding"};
+                                  "tanh", "layer_norm", "dropout", "embedding", "normalize", "cross_entropy",
+                                  "nll_loss"};
 // Tensor methods with no torch function of the same name.
 const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "short", "bool", "byte", "char", "to",
                                     "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",
@@ -77,9 +78,12 @@ Callables& callables() {
   return c;
 }
 
-// Tensor methods captured (x.<name>(...)); x.<name> for these is a bound method.
+// Tensor methods captured (x.<name>(...)); x.<name> for these is a bound method. Only what
+// torch.Tensor has: x.gelu() raises in eager code, so it must here too.
 bool is_method_name(const std::string& name) {
   if (!family_knows(name)) return false;
+  const TorchHandles* h = torch_handles();
+  if (!h || !PyObject_HasAttrString(reinterpret_cast<PyObject*>(h->tensor), name.c_str())) return false;
   // torch.where(cond, a, b) (Tensor.where(cond, other) differs); creation and nn have no methods.
   return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name) && name != "cat" &&
          name != "concat" && name != "stack" && name != "arange";

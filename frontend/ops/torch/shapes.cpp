@@ -289,7 +289,20 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
 }
 
 VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
-  BREAK_IF(is_advanced_index(index), "indexing a torch tensor with an index tensor, list or mask is not captured yet");
+  if (is_advanced_index(index)) {
+    // Index tensors and masks follow NumPy's advanced indexing, whose result shapes torch shares
+    // (a mask's count is known only at run time); the gather is torch's own getitem. Index
+    // tensors must be int64 or bool here (torch 1.x refuses int32; a 0-d one is an integer).
+    std::vector<VarPtr> items = is_seq(index) ? as<SeqVar>(index)->items : std::vector<VarPtr>{index};
+    for (const VarPtr& it : items) {
+      if (it->kind != VarKind::Tensor) continue;
+      const jit::TensorMeta& m = tx.meta(it);
+      BREAK_IF(m.dtype != rt::DType::Int64 && m.dtype != rt::DType::Bool,
+               "indexing a torch tensor with a " + std::string(rt::dtype_name(m.dtype)) + " index tensor");
+      BREAK_IF(m.rank() == 0, "indexing a torch tensor with a 0-d index tensor");
+    }
+    return advanced_index(tx, x, index);
+  }
   std::vector<VarPtr> items = is_seq(index) ? as<SeqVar>(index)->items : std::vector<VarPtr>{index};
   if (is_const(index) && PyTuple_Check(const_value(index)))
     items.assign(1, index);  // a constant tuple: its slices are checked below as Python objects
