@@ -24,6 +24,7 @@ import sys as _sys
 from . import _C
 from ._C import Unsupported
 from ._explain import ExplainOutput
+from ._dynamo import dynamo_backend
 from ._tensor import Tensor, from_dlpack, tensor
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "Tensor",
     "tensor",
     "from_dlpack",
+    "dynamo_backend",
 ]
 
 
@@ -173,3 +175,15 @@ config = _Config()
 # Last: the C++ side imports what it needs from this package and NumPy, once, under the import
 # lock (see Note [One-time initialization] in frontend/cpython/python_env.h).
 _C._initialize()
+
+# torch.compile(model, backend="framejit") when torch >= 2 is already loaded; otherwise
+# backend=framejit.dynamo_backend, or framejit._dynamo.register() once torch is imported.
+if "torch" in _sys.modules:
+    try:
+        from . import _dynamo
+
+        _dynamo.register()
+    except Exception as _exc:  # noqa: BLE001 — optional: framejit itself works without it
+        import warnings as _warnings
+
+        _warnings.warn(f"framejit: could not register the torch.compile backend: {_exc!r}")
