@@ -8,7 +8,8 @@ namespace framejit::frontend::ops::torch_ops {
 
 namespace {
 
-const char* const kNames[] = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"};
+const char* const kNames[] = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+                              "randn_like", "rand_like"};
 
 }  // namespace
 
@@ -20,6 +21,14 @@ bool is_creation_name(const std::string& name) {
 
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   const std::string user = "torch." + name;
+  if (name == "randn_like" || name == "rand_like") {
+    // A draw from torch's generator: a Mutate step (never dropped or merged, in program order),
+    // in x's dtype and shape. NB: no probe: a stand-in call would draw numbers too.
+    BREAK_IF(!kwargs.empty() || args.size() != 1 || args[0]->kind != VarKind::Tensor, user + " with these arguments");
+    const jit::TensorMeta m = tx.meta(args[0]);
+    BREAK_IF(!rt::dtype_is_float(m.dtype), Raises{PyExc_RuntimeError}, user + " of a " + std::string(rt::dtype_name(m.dtype)) + " tensor");
+    return add_node(tx, jit::OpKind::Mutate, {}, user, {args[0]}, {}, tensor_meta(m.dtype, m.shape));
+  }
   const bool like = name.size() > 5 && name.compare(name.size() - 5, 5, "_like") == 0;
   const bool full = name == "full" || name == "full_like";
   std::vector<VarPtr> positional = args;

@@ -19,11 +19,38 @@ bool is_none(const std::map<std::string, VarPtr>& b, const std::string& k) { ret
 
 bool is_nn_name(const std::string& name) {
   return name == "layer_norm" || name == "dropout" || name == "embedding" || name == "cross_entropy" ||
-         name == "nll_loss";
+         name == "nll_loss" || name == "binary_cross_entropy";
 }
 
 VarPtr nn_function(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   const std::string user = "torch.nn.functional." + name;
+  if (name == "binary_cross_entropy") {
+    // -(t * log(p) + (1 - t) * log(1 - p)), each log clamped at -100 as torch's kernel does.
+    auto b = bind_args(user, {"input", "target", "weight", "size_average", "reduce", "reduction"}, args, kwargs);
+    const VarPtr& p = b["input"];
+    const VarPtr& t = b["target"];
+    BREAK_IF(!p || !t || p->kind != VarKind::Tensor || t->kind != VarKind::Tensor, user + " of non-tensors");
+    for (const char* k : {"weight", "size_average", "reduce"}) BREAK_IF(!is_none(b, k), user + "(" + k + "=)");
+    std::string mode = "mean";
+    if (!is_none(b, "reduction")) mode = PyUnicode_AsUTF8(tx.python_value(b["reduction"], "reduction").get());
+    BREAK_IF(mode != "mean" && mode != "sum" && mode != "none", Raises{PyExc_ValueError}, mode + " is not a valid value for reduction");
+    const jit::TensorMeta pm = tx.meta(p), tm = tx.meta(t);
+    BREAK_IF(!rt::dtype_is_float(pm.dtype) || tm.dtype != pm.dtype, user + " of " + std::string(rt::dtype_name(pm.dtype)) +
+                                                                        " and " + std::string(rt::dtype_name(tm.dtype)));
+    bool same_shape = pm.rank() == tm.rank();
+    for (int d = 0; same_shape && d < pm.rank(); ++d)
+      same_shape = tx.out().sizes_equal(pm.shape[static_cast<size_t>(d)], tm.shape[static_cast<size_t>(d)], user + " at " + tx.location());
+    BREAK_IF(!same_shape, Raises{PyExc_ValueError}, "Using a target size that is different to the input size is deprecated");
+    VarPtr floor = number(tx, -100.0);
+    VarPtr one = number(tx, 1.0);
+    VarPtr log_p = pointwise(tx, "clamp_min", {pointwise(tx, "log", {p}, {}), floor}, {});
+    VarPtr log_q = pointwise(tx, "clamp_min", {pointwise(tx, "log", {operator_pointwise(tx, "sub", {one, p})}, {}), floor}, {});
+    VarPtr pos = pointwise(tx, "mul", {t, log_p}, {});
+    VarPtr neg = pointwise(tx, "mul", {operator_pointwise(tx, "sub", {one, t}), log_q}, {});
+    VarPtr losses = pointwise(tx, "neg", {pointwise(tx, "add", {pos, neg}, {})}, {});
+    if (mode == "none") return losses;
+    return reduction(tx, mode == "sum" ? "sum" : "mean", {losses}, {});
+  }
   if (name == "cross_entropy" || name == "nll_loss") {
     // Class indices over dim 1 of (N, C) scores: nll_loss(log_softmax(x, 1), target), the targets
     // equal to ignore_index left out of the sum and of the count the mean divides by.

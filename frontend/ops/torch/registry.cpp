@@ -48,13 +48,13 @@ const char* const kCandidates[] = {
     "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "matmul", "mm", "bmm", "numel",
     "swapaxes",
     // creation
-    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like",
     // joins and splits
     "cat", "concat", "stack", "chunk", "split", "narrow", "unbind", "masked_fill", "arange", "tril", "triu"};
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
                                   "tanh", "layer_norm", "dropout", "embedding", "normalize", "cross_entropy",
-                                  "nll_loss"};
+                                  "nll_loss", "binary_cross_entropy"};
 // Tensor methods with no torch function of the same name.
 const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "short", "bool", "byte", "char", "to",
                                     "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",
