@@ -171,7 +171,7 @@ def test_max_with_dim_gives_values_and_indices():
 
 VIEWS = [lambda x: x.reshape(4, -1) * 2, lambda x: x.view(2, 2, 15) + 1, lambda x: x.permute(2, 0, 1).exp(),
          lambda x: x.transpose(0, 1) * 1, lambda x: torch.transpose(x, -1, 0) + 0, lambda x: x.t() if x.dim() == 2 else x.flatten(1) + 1,
-         lambda x: x.unsqueeze(1) * 2, lambda x: x[None].squeeze(0) + 1 if False else x.unsqueeze(0).squeeze() + 1,
+         lambda x: x.unsqueeze(1) * 2, lambda x: x[None].squeeze(0) + 1, lambda x: x.unsqueeze(0).squeeze() + 1,
          lambda x: x.flatten() * 2, lambda x: torch.flatten(x, 0, 1) + 1, lambda x: x.sum(0, keepdim=True).expand(4, 5, 3) * 1,
          lambda x: x.permute(1, 0, 2).contiguous() + 1, lambda x: x.T + 0, lambda x: x.unsqueeze(-1).expand_as(x.unsqueeze(-1)) * 1]
 
