@@ -569,3 +569,23 @@ def test_binary_cross_entropy():
     check(lambda p, t: (F.binary_cross_entropy(p, t), F.binary_cross_entropy(p, t, reduction="sum"),
                         F.binary_cross_entropy(p, t, reduction="none")), p, t)
     check(lambda p, t: F.binary_cross_entropy(p, t), p0, torch.tensor([1.0, 0.0, 1.0]))
+
+
+def test_conv2d_and_pooling_as_library_steps():
+    torch.manual_seed(6)
+    x, w, bias = rand(2, 3, 12, 10), rand(4, 3, 3, 3), rand(4)
+    check(lambda x, w, b: F.relu(F.conv2d(x, w, b)) * 2, x, w, bias)
+    check(lambda x, w: F.conv2d(x, w, stride=2, padding=1, dilation=(1, 2)).sum(1), x, w)
+    check(lambda x: (F.max_pool2d(x, 2) * 2, F.avg_pool2d(x, (2, 3), stride=1, padding=1) + 1), x)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(1, 4, 3, 1), nn.Conv2d(4, 8, 3, 1)
+            self.fc = nn.Linear(8 * 5 * 5, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
+            return F.log_softmax(self.fc(torch.flatten(x, 1)), dim=1)
+
+    run_module(Net().eval(), rand(3, 1, 14, 14))

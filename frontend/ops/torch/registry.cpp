@@ -18,7 +18,7 @@ namespace {
 // (torch.nn.functional.<name>) and Tensor methods.
 bool family_knows(const std::string& name) {
   return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name) ||
-         is_nn_name(name) || is_join_name(name);
+         is_nn_name(name) || is_join_name(name) || is_conv_name(name);
 }
 
 VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -27,6 +27,7 @@ VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   if (is_creation_name(name)) return creation(tx, name, args, kwargs);
   if (is_nn_name(name)) return nn_function(tx, name, args, kwargs);
   if (is_join_name(name)) return join_op(tx, name, args, kwargs);
+  if (is_conv_name(name)) return conv_op(tx, name, args, kwargs);
   return pointwise(tx, name, args, kwargs);
 }
 
@@ -54,7 +55,7 @@ const char* const kCandidates[] = {
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
                                   "tanh", "layer_norm", "dropout", "embedding", "normalize", "cross_entropy",
-                                  "nll_loss", "binary_cross_entropy"};
+                                  "nll_loss", "binary_cross_entropy", "conv2d", "max_pool2d", "avg_pool2d"};
 // Tensor methods with no torch function of the same name.
 const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "short", "bool", "byte", "char", "to",
                                     "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",

@@ -93,6 +93,10 @@ VarPtr inplace_operator(Tracer& tx, const std::string& op, const VarPtr& x, cons
 VarPtr join_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 bool is_join_name(const std::string& name);
 
+/// conv2d, max_pool2d, avg_pool2d: library steps with exact result shapes (conv.cpp).
+VarPtr conv_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_conv_name(const std::string& name);
+
 /// x.<name> for attributes (shape, dtype, ndim, T, device).
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
 
