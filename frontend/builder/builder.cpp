@@ -122,17 +122,15 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // tensor that requires grad while grad mode is on would need autograd through the graph,
     // which framejit does not build yet: the statement that reads it runs in CPython (with torch's
     // autograd), so .backward() keeps working.
-    torch_fields = array_fields(value, array_adapter(ArrayKind::Torch));
-    BREAK_IF(!torch_fields.ok, std::string("a torch tensor that is not a CPU tensor of a dtype framejit has (") + key + ")");
-    OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(value, "requires_grad"));
-    if (!rg) PyErr_Clear();
-    BREAK_IF(!rg, BreakKind::Internal, "cannot read requires_grad of " + key);
+    const std::optional<TorchTensorFacts> facts = torch_tensor_facts(value);
+    BREAK_IF(!facts, std::string("a torch tensor that is not a CPU tensor of a dtype framejit has (") + key + ")");
+    torch_fields = facts->fields;
+    torch_requires_grad = facts->requires_grad;
     // Under no_grad or inference_mode it is an input like any other (a model's parameters): its
     // guard holds requires_grad and that grad mode is off.
-    BREAK_IF(rg.get() == Py_True && torch_grad_enabled(),
+    BREAK_IF(torch_requires_grad && torch_grad_enabled(),
              "autograd: " + key + " requires grad under grad mode (framejit does not build backward graphs yet; "
              "the statement runs in CPython with torch's autograd)");
-    torch_requires_grad = rg.get() == Py_True;
   }
   if (is_fj_tensor || is_torch || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
     bool is_array = is_fj_tensor || is_torch || type == np->ndarray;

@@ -202,15 +202,13 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
   if (g.kind == TensorGuard::Kind::NumPyScalar) return true;  // its exact type pins the dtype
   if (g.kind == TensorGuard::Kind::Torch) {
     // Note [Torch values]: read through the DLPack export the run keeps (Note [Torch arrays]).
-    const ArrayFields a = array_fields(v, array_adapter(ArrayKind::Torch));
-    if (!a.ok) {
+    const std::optional<TorchTensorFacts> facts = torch_tensor_facts(v);
+    if (!facts) {
       if (kVerbose) *why = "is not a CPU tensor of a dtype framejit has";
       return false;
     }
-    PyObject* rg = PyObject_GetAttrString(v, "requires_grad");  // new ref
-    const bool requires_grad = rg == Py_True;
-    Py_XDECREF(rg);
-    if (!rg) PyErr_Clear();
+    const ArrayFields& a = facts->fields;
+    const bool requires_grad = facts->requires_grad;
     if (requires_grad != g.requires_grad) {
       if (kVerbose) *why = requires_grad ? "requires grad" : "no longer requires grad";
       return false;

@@ -67,11 +67,13 @@ struct Export {
   PyObject* capsule = nullptr;  // strong
   std::unique_ptr<int64_t[]> strides;
   ArrayFields fields;
+  bool requires_grad = false;
 };
 
 struct ExportTable {
   std::vector<Export> entries;
   int scopes = 0;
+  int grad_enabled = -1;  // torch.is_grad_enabled() asked once per run; -1: not yet
 };
 
 ExportTable& table() {
@@ -80,6 +82,7 @@ ExportTable& table() {
 }
 
 void clear_exports() {
+  table().grad_enabled = -1;
   std::vector<Export> dead;
   dead.swap(table().entries);  // NB: the decrefs may run Python code that reads fields again
   for (Export& e : dead) {
@@ -88,13 +91,13 @@ void clear_exports() {
   }
 }
 
-// The fields of a torch tensor `o`, exported once per run. ok=false (no exception) when it is not
-// a CPU tensor of a strided layout and a dtype framejit has, or the export fails.
-ArrayFields export_fields(PyObject* o) {
+// The export of a torch tensor `o`, made once per run; null (no exception) when it is not a CPU
+// tensor of a strided layout and a dtype framejit has, or the export fails.
+const Export* export_of(PyObject* o) {
   ExportTable& t = table();
   for (const Export& e : t.entries)
-    if (e.tensor == o) return e.fields;
-  ArrayFields none;
+    if (e.tensor == o) return &e;
+  const Export* none = nullptr;
   const TorchHandles* h = torch_handles();
   OwnedRef source = OwnedRef::borrow(o);
   OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(o, "requires_grad"));  // new ref
@@ -144,6 +147,7 @@ ArrayFields export_fields(PyObject* o) {
   std::optional<rt::DType> dt = is_bool ? std::optional<rt::DType>(rt::DType::Bool) : dtype_from_dl(dl.dtype);
   if (!dt || dl.ndim > rt::kMaxRank || dl.device.device_type != kDLCPU) return none;
   Export e;
+  e.requires_grad = rg.get() == Py_True;
   e.strides = std::make_unique<int64_t[]>(static_cast<size_t>(std::max(dl.ndim, 1)));
   const int64_t item = rt::dtype_itemsize(*dt);
   int64_t contiguous = item;
@@ -160,14 +164,15 @@ ArrayFields export_fields(PyObject* o) {
   e.tensor = Py_NewRef(o);
   e.capsule = capsule.release();
   t.entries.push_back(std::move(e));
-  return t.entries.back().fields;
+  return &t.entries.back();
 }
 
 class TorchAdapter final : public ArrayAdapter {
 public:
   ArrayFields fields(PyObject* o) const override {
     if (!is_torch_tensor(o)) return {};
-    return export_fields(o);
+    const Export* e = export_of(o);
+    return e ? e->fields : ArrayFields{};
   }
 
   PyObject* empty(const int64_t* shape, int rank, rt::DType dtype) const override {  // new ref
@@ -212,7 +217,12 @@ public:
 
 const TorchHandles* torch_handles() {
   static TorchHandles* h = nullptr;  // set once torch is loaded and readable
-  if (!h) h = load_handles();
+  static bool unreadable = false;    // torch is loaded but its objects are not as expected
+  if (!h && !unreadable) {
+    h = load_handles();
+    // NB: loaded (in sys.modules) yet unreadable is final: not asked again on every call.
+    unreadable = !h && PyDict_GetItemString(PyImport_GetModuleDict(), "torch") != nullptr;
+  }
   return h;
 }
 
@@ -232,12 +242,27 @@ std::optional<rt::DType> dtype_of_torch(PyObject* dtype) {
 bool torch_grad_enabled() {
   const TorchHandles* h = torch_handles();
   if (!h) return false;
+  // Inside a run (the guard checks of a hit) it is asked once: nothing changes it between them.
+  ExportTable& t = table();
+  if (t.scopes > 0 && t.grad_enabled >= 0) return t.grad_enabled == 1;
   OwnedRef r = OwnedRef::steal(PyObject_CallMethod(h->module, "is_grad_enabled", nullptr));
   if (!r) PyErr_Clear();
-  return r && r.get() == Py_True;
+  const bool on = r && r.get() == Py_True;
+  if (t.scopes > 0) t.grad_enabled = on ? 1 : 0;
+  return on;
 }
 
-TorchRunScope::TorchRunScope() { ++table().scopes; }
+std::optional<TorchTensorFacts> torch_tensor_facts(PyObject* o) {
+  if (!is_torch_tensor(o)) return std::nullopt;
+  const Export* e = export_of(o);
+  if (!e) return std::nullopt;
+  return TorchTensorFacts{e->fields, e->requires_grad};
+}
+
+TorchRunScope::TorchRunScope() {
+  ++table().scopes;
+  table().grad_enabled = -1;  // asked again by each run (a nested one may follow a change of mode)
+}
 
 TorchRunScope::~TorchRunScope() {
   if (--table().scopes == 0 && !table().entries.empty()) clear_exports();

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "frontend/interop/array_adapter.h"
 #include "runtime/dtype.h"
 
 namespace framejit::frontend {
@@ -44,8 +45,16 @@ bool is_torch_tensor(PyObject* o);
 /// The DType of a torch.dtype object (borrowed); none for dtypes framejit does not have.
 std::optional<rt::DType> dtype_of_torch(PyObject* dtype);
 
-/// torch.is_grad_enabled() (false when it cannot be asked).
+/// torch.is_grad_enabled() (false when it cannot be asked); once per run inside a TorchRunScope.
 bool torch_grad_enabled();
+
+/// What a run reads of a torch tensor, from its one export of the run: its memory and whether it
+/// requires grad. None when `o` is not a CPU tensor of a strided layout and a dtype framejit has.
+struct TorchTensorFacts {
+  ArrayFields fields;
+  bool requires_grad = false;
+};
+std::optional<TorchTensorFacts> torch_tensor_facts(PyObject* o);
 
 /// Keeps the DLPack exports read by the torch adapter alive until the outermost scope ends.
 class TorchRunScope {

@@ -77,6 +77,17 @@ struct TensorVar : Var {
   }
 };
 
+/// Marks `view` (a TensorVar just made from `base` by its own node) as a view of `base`, which
+/// lists it in turn (Note [Writes into arrays]); `index_view` when basic indexing made it.
+inline void link_view(const VarPtr& view, const VarPtr& base, bool index_view) {
+  auto* v = static_cast<TensorVar*>(view.get());
+  v->is_view = true;
+  v->base = base;
+  v->view_node = v->node;
+  v->index_view = index_view;
+  static_cast<TensorVar*>(base.get())->views.push_back(view);
+}
+
 /// A Python int/float/bool that lives in the graph as a run-time value. It keeps the value it had
 /// at trace time (the hint); when Python logic needs the actual value (a branch, a range, an axis)
 /// the tracer specializes it: it records a guard that pins the value and uses the hint.

@@ -123,8 +123,8 @@ public:
   const std::vector<Node>& nodes() const { return nodes_; }
   std::vector<Node>& nodes() { return nodes_; }
   const Node& node(int i) const { return nodes_[i]; }
-  /// For a frontend finishing the node it just added with another library's builder (torch's x[0]
-  /// is a 0-d tensor where NumPy's is a scalar); passes rebuild graphs instead.
+  /// For a frontend finishing the node it just added with a shared builder whose result meta
+  /// differs in one field for its library; passes rebuild graphs instead.
   Node& mutable_node(int i) { return nodes_[i]; }
   const std::vector<SymbolInfo>& symbols() const { return symbols_; }
   /// The frontend binds an unbacked symbol once the call that makes it exists.

@@ -391,11 +391,7 @@ VarPtr advanced_index(Tracer &tx, const VarPtr &t, const VarPtr &index) {
   if (s.view) {
     // Note [Advanced indexing]: NumPy's view through an integer scalar, made
     // again after writes.
-    auto *v = as<TensorVar>(r);
-    v->is_view = true;
-    v->base = t;
-    v->view_node = v->node;
-    as<TensorVar>(t)->views.push_back(r);
+    link_view(r, t, false);
   }
   return r;
 }

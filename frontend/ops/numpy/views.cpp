@@ -26,25 +26,34 @@ void factors(const SymInt& e, int64_t& coeff, std::vector<SymInt>& out) {
   }
 }
 
-// total / known, where NumPy requires an exact division (reshape's -1).
-SymInt divide_exact(Tracer& tx, const SymInt& total, const SymInt& known) {
-  BREAK_IF(known.is_const() && known.const_value() == 0, "cannot reshape an array with a zero-size dimension and -1");
-  int64_t ct = 1, ck = 1;
-  std::vector<SymInt> ft, fk;
-  factors(total, ct, ft);
-  factors(known, ck, fk);
-  for (auto it = fk.begin(); it != fk.end();) {
-    auto match = std::find_if(ft.begin(), ft.end(), [&](const SymInt& x) { return x.same_as(*it); });
-    if (match == ft.end()) {
+// Both products with their common factors cancelled: coefficient and the factors left.
+struct Cancelled {
+  int64_t ca = 1, cb = 1;
+  std::vector<SymInt> fa, fb;
+};
+Cancelled cancel_common_factors(const SymInt& a, const SymInt& b) {
+  Cancelled c;
+  factors(a, c.ca, c.fa);
+  factors(b, c.cb, c.fb);
+  for (auto it = c.fb.begin(); it != c.fb.end();) {
+    auto match = std::find_if(c.fa.begin(), c.fa.end(), [&](const SymInt& x) { return x.same_as(*it); });
+    if (match == c.fa.end()) {
       ++it;
       continue;
     }
-    ft.erase(match);
-    it = fk.erase(it);
+    c.fa.erase(match);
+    it = c.fb.erase(it);
   }
-  if (fk.empty() && ck != 0 && ct % ck == 0) {
-    SymInt r(ct / ck);
-    for (auto& f : ft) r = r * f;
+  return c;
+}
+
+// total / known, where NumPy requires an exact division (reshape's -1).
+SymInt divide_exact(Tracer& tx, const SymInt& total, const SymInt& known) {
+  BREAK_IF(known.is_const() && known.const_value() == 0, "cannot reshape an array with a zero-size dimension and -1");
+  const Cancelled c = cancel_common_factors(total, known);
+  if (c.fb.empty() && c.cb != 0 && c.ca % c.cb == 0) {
+    SymInt r(c.ca / c.cb);
+    for (const SymInt& f : c.fa) r = r * f;
     return r;
   }
   std::string why = "reshape at " + tx.location();
@@ -55,22 +64,10 @@ SymInt divide_exact(Tracer& tx, const SymInt& total, const SymInt& known) {
 // a == b for two products of sizes: common factors cancel first, so x.reshape(b, t, h, d // h)
 // guards d % h == 0 instead of pinning every size to its value.
 bool products_equal(Tracer& tx, const SymInt& a, const SymInt& b, const std::string& why) {
-  int64_t ca = 1, cb = 1;
-  std::vector<SymInt> fa, fb;
-  factors(a, ca, fa);
-  factors(b, cb, fb);
-  for (auto it = fb.begin(); it != fb.end();) {
-    auto match = std::find_if(fa.begin(), fa.end(), [&](const SymInt& x) { return x.same_as(*it); });
-    if (match == fa.end()) {
-      ++it;
-      continue;
-    }
-    fa.erase(match);
-    it = fb.erase(it);
-  }
-  SymInt ra(ca), rb(cb);
-  for (const SymInt& f : fa) ra = ra * f;
-  for (const SymInt& f : fb) rb = rb * f;
+  const Cancelled c = cancel_common_factors(a, b);
+  SymInt ra(c.ca), rb(c.cb);
+  for (const SymInt& f : c.fa) ra = ra * f;
+  for (const SymInt& f : c.fb) rb = rb * f;
   return tx.out().sizes_equal(ra, rb, why);
 }
 
@@ -116,11 +113,7 @@ VarPtr view_result(Tracer& tx, const VarPtr& self, const std::string& target, co
                                                                             : jit::Layout::Strided;
   VarPtr r = tx.add_tensor(target, to_args(tx, args), std::move(out), to_kwargs(tx, kwargs));
   as<TensorVar>(r)->is_view = true;
-  if (self->kind == VarKind::Tensor) {
-    as<TensorVar>(self)->views.push_back(r);
-    as<TensorVar>(r)->base = self;
-    as<TensorVar>(r)->view_node = as<TensorVar>(r)->node;
-  }
+  if (self->kind == VarKind::Tensor) link_view(r, self, false);
   return r;
 }
 
@@ -444,14 +437,7 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
   jit::TensorMeta meta = tensor_meta(m.dtype, out, scalar);
   meta.layout = jit::Layout::Strided;
   VarPtr r = tx.add_tensor("getitem", {tx.to_arg(t), idx}, std::move(meta));
-  if (!scalar) {
-    auto* v = as<TensorVar>(r);
-    v->is_view = true;
-    v->base = t;
-    v->view_node = v->node;
-    v->index_view = true;
-    as<TensorVar>(t)->views.push_back(r);
-  }
+  if (!scalar) link_view(r, t, true);
   return r;
 }
 

@@ -6,17 +6,9 @@
 
 namespace framejit::frontend::ops::torch_ops {
 
-namespace {
-
-const char* const kNames[] = {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
-                              "randn_like", "rand_like"};
-
-}  // namespace
-
 bool is_creation_name(const std::string& name) {
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
+  return name_in(name, {"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+                        "randn_like", "rand_like"});
 }
 
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {

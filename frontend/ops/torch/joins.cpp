@@ -43,11 +43,8 @@ std::vector<VarPtr> tensors_of(Tracer& tx, const VarPtr& seq, const std::string&
 }  // namespace
 
 bool is_join_name(const std::string& name) {
-  static const char* const kNames[] = {"cat", "concat", "stack", "chunk", "split", "narrow", "unbind",
-                                       "masked_fill", "arange", "tril", "triu"};
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
+  return name_in(name, {"cat", "concat", "stack", "chunk", "split", "narrow", "unbind",
+                                       "masked_fill", "arange", "tril", "triu"});
 }
 
 VarPtr join_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {

@@ -71,12 +71,9 @@ std::optional<std::vector<int>> dims_of(Tracer& tx, std::map<std::string, VarPtr
 }  // namespace
 
 bool is_reduction_name(const std::string& name) {
-  static const char* const kNames[] = {"sum",    "mean", "amax",    "amin",        "prod", "max", "min", "argmax",
+  return name_in(name, {"sum",    "mean", "amax",    "amin",        "prod", "max", "min", "argmax",
                                        "argmin", "var",  "std",     "softmax",     "log_softmax", "any", "all",
-                                       "logsumexp", "norm", "normalize"};
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
+                                       "logsumexp", "norm", "normalize"});
 }
 
 VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {

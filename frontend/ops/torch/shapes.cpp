@@ -41,11 +41,7 @@ VarPtr view_node(Tracer& tx, OpKind op, jit::OpAttrs attrs, const std::string& t
   std::vector<VarPtr> args{x};
   args.insert(args.end(), rest.begin(), rest.end());
   VarPtr r = add_node(tx, op, std::move(attrs), target, args, {}, std::move(m));
-  auto* t = as<TensorVar>(r);
-  t->is_view = true;
-  t->base = x;
-  t->view_node = t->node;
-  as<TensorVar>(x)->views.push_back(r);
+  link_view(r, x, false);
   return r;
 }
 
@@ -62,8 +58,7 @@ VarPtr permute(Tracer& tx, const VarPtr& x, const std::vector<int>& perm, const 
 }
 
 // reshape/view/flatten to `shape` (one -1 allowed), by reshape's shared size rules.
-VarPtr reshape(Tracer& tx, const VarPtr& x, Shape shape, const std::string& target, const std::string& user) {
-  (void)user;
+VarPtr reshape(Tracer& tx, const VarPtr& x, Shape shape, const std::string& target) {
   shape = reshape_shape(tx, shape_of(tx, x), std::move(shape));
   jit::OpAttrs attrs;
   VarPtr sv = shape_var(tx, shape);
@@ -127,12 +122,9 @@ VarPtr matmul(Tracer& tx, const std::string& name, const VarPtr& a, const VarPtr
 }  // namespace
 
 bool is_shape_name(const std::string& name) {
-  static const char* const kNames[] = {"reshape", "view",   "permute", "transpose", "t",     "unsqueeze", "squeeze",
+  return name_in(name, {"reshape", "view",   "permute", "transpose", "t",     "unsqueeze", "squeeze",
                                        "flatten", "expand", "expand_as", "contiguous", "matmul", "mm", "bmm", "linear",
-                                       "size",    "dim",    "numel",   "ndimension", "swapaxes"};
-  for (const char* n : kNames)
-    if (name == n) return true;
-  return false;
+                                       "size",    "dim",    "numel",   "ndimension", "swapaxes"});
 }
 
 VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -181,11 +173,11 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
       BREAK_IF(!only_splits(tx, in, resolved, user + " at " + tx.location()),
                user + " that merges dims of a tensor that may not be contiguous");
     }
-    return reshape(tx, x, std::move(shape), "torch.reshape", user);
+    return reshape(tx, x, std::move(shape), "torch.reshape");
   }
   if (name == "flatten") {
     auto b = bind_args(user, {"input", "start_dim", "end_dim"}, args, kwargs);
-    if (rank == 0) return reshape(tx, x, Shape{SymInt(1)}, "torch.reshape", user);
+    if (rank == 0) return reshape(tx, x, Shape{SymInt(1)}, "torch.reshape");
     const int s = normalize_axis(tx, b.count("start_dim") ? tx.to_int(b["start_dim"], "start_dim") : 0, rank);
     const int e = normalize_axis(tx, b.count("end_dim") ? tx.to_int(b["end_dim"], "end_dim") : -1, rank);
     BREAK_IF(s > e, Raises{PyExc_RuntimeError}, "flatten() has invalid args: start_dim cannot come after end_dim");
@@ -195,7 +187,7 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
     shape.push_back(n);
     shape.insert(shape.end(), in.begin() + e + 1, in.end());
     if (s == e) return x;  // torch returns self
-    return reshape(tx, x, std::move(shape), "torch.reshape", user);
+    return reshape(tx, x, std::move(shape), "torch.reshape");
   }
   if (name == "permute") {
     Shape dims = sizes_arg(tx, rest);
@@ -320,16 +312,11 @@ VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
   }
   VarPtr r = basic_index(tx, x, index);
   if (r->kind != VarKind::Tensor) return r;
-  auto* t = as<TensorVar>(r);
-  jit::Node& n = tx.out().graph.mutable_node(t->node);
+  jit::Node& n = tx.out().graph.mutable_node(as<TensorVar>(r)->node);
   if (n.meta.scalar_object) {
     // torch: an element is a 0-d tensor that views it.
     n.meta.scalar_object = false;
-    t->is_view = true;
-    t->base = x;
-    t->view_node = t->node;
-    t->index_view = true;
-    as<TensorVar>(x)->views.push_back(r);
+    link_view(r, x, true);
   }
   return r;
 }

@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,13 @@ namespace framejit::frontend::ops::torch_ops {
 // Ops with no canonical op of their own are traced as the ops they are made of: relu is
 // maximum(x, 0) (NaN stays NaN, as in torch), sigmoid 1 / (1 + exp(-x)), softmax
 // exp(x - max) / sum, each node a torch call that computes that part.
+
+/// Whether `name` is one of `names` (the families' name lists).
+inline bool name_in(const std::string& name, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
 
 /// What torch says a call returns: its dtype and (static) shape, from the stand-in call.
 struct Answer {
