@@ -20,6 +20,9 @@ constexpr int64_t kDetachElements = 1 << 16;
 // Below this many elements in the chain's first input, a chain runs part by part (the data is in
 // cache anyway and blocking costs per-row calls).
 constexpr int64_t kChainMinElements = 1 << 15;
+// Below this many multiply-adds one product cannot give 16 threads a GEMM task of its minimum size
+// (64^3), so a batch of them runs batch-parallel (Note [Batched products]).
+constexpr int64_t kSmallGemmMacs = int64_t{1} << 22;
 
 // A value's memory as a step reads it: the value's own fields, or a folded view's layout computed
 // into caller-provided scratch. Pointers only: nothing is copied per operand. NB: no member
@@ -714,24 +717,39 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
     run.set(ep.outputs[0], alias);
   }
   const Value& cv = run.vals[step.output];
-  auto body = [&] {
-    for (int64_t bi = 0; bi < batches; ++bi) {
-      // Offset of batch bi in A and B (any strides), in the contiguous C and in the epilogue
-      // operands.
-      int64_t rem = bi, a_off = 0, b_off = 0;
-      for (int j = 0; j < eb.nops; ++j) ectx.base[j] = eb.ops[j].data;
-      for (int d = nbatch - 1; d >= 0; --d) {
-        int64_t idx = rem % out_shape[d];
-        a_off += idx * a_bstride[d];
-        b_off += idx * b_bstride[d];
-        for (int j = 0; j < eb.nops; ++j) ectx.base[j] += idx * eb.strides[j][d];
-        rem /= out_shape[d];
-      }
-      g.a = a.data + a_off;
-      g.b = b.data + b_off;
-      g.c = cv.data + bi * m * n * item;
-      step.gemm(g);
+  // Batch bi's operands: offsets into A and B (any strides), the contiguous C and the epilogue's
+  // operands. `gc` and `ec` are the caller's copies, so batches can run on different threads.
+  auto run_batch = [&](int64_t bi, GemmCall& gc, EpilogueContext& ec) {
+    int64_t rem = bi, a_off = 0, b_off = 0;
+    for (int j = 0; j < eb.nops; ++j) ec.base[j] = eb.ops[j].data;
+    for (int d = nbatch - 1; d >= 0; --d) {
+      int64_t idx = rem % out_shape[d];
+      a_off += idx * a_bstride[d];
+      b_off += idx * b_bstride[d];
+      for (int j = 0; j < eb.nops; ++j) ec.base[j] += idx * eb.strides[j][d];
+      rem /= out_shape[d];
     }
+    gc.a = a.data + a_off;
+    gc.b = b.data + b_off;
+    gc.c = cv.data + bi * m * n * item;
+    if (ep.kernel) gc.epilogue_ctx = &ec;
+    step.gemm(gc);
+  };
+  // Note [Batched products]: one GEMM splits its own C among the threads, but a small one cannot
+  // keep them busy (attention's per-head 128x64 @ 64x128 got two or three tasks, and 16 heads ran
+  // one after another). Then the batches are the parallel dimension: each runs whole on one thread
+  // (the GEMM inside a parallel_for runs as one task), in the same summation order either way.
+  const bool by_batch = batches > 1 && (batches >= num_threads() || m * n * k <= kSmallGemmMacs);
+  auto body = [&] {
+    if (!by_batch) {
+      for (int64_t bi = 0; bi < batches; ++bi) run_batch(bi, g, ectx);
+      return;
+    }
+    parallel_for(batches, 1, [&](int64_t begin, int64_t end) {
+      GemmCall gc = g;
+      EpilogueContext ec = ectx;
+      for (int64_t bi = begin; bi < end; ++bi) run_batch(bi, gc, ec);
+    });
   };
   // The GEMM parallelizes itself; detach when the product is large enough to matter.
   maybe_detached(run, batches * m * n * k >= (int64_t{1} << 18) ? kDetachElements : 0, body);

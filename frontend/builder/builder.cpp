@@ -169,6 +169,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     tg.type = type;
     tg.requires_grad = torch_requires_grad;
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
+    if (torch_requires_grad) out_.requires_grad_inputs.push_back(node);
     if (is_array) {
       ArrayFields a = is_torch ? torch_fields : array_fields(value);
       tg.type_num = is_fj_tensor || is_torch ? static_cast<int>(*dt) : descr_of(value)->type_num;

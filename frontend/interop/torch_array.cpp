@@ -9,6 +9,8 @@
 #include "frontend/cpython/pyref.h"
 #include "frontend/interop/array_adapter.h"
 #include "frontend/interop/dlpack_abi.h"
+#include "frontend/interop/pooled_array.h"
+#include "runtime/memory.h"
 #include "runtime/faults.h"
 #include "runtime/views.h"
 
@@ -37,11 +39,14 @@ TorchHandles* load_handles() {
   if (c && !base) base = attr(c.get(), "TensorBase");
   PyObject* tensor = attr(torch, "Tensor");
   h->empty = attr(torch, "empty");
+  h->to_dlpack = c ? attr(c.get(), "_to_dlpack") : nullptr;
+  h->from_dlpack = c ? attr(c.get(), "_from_dlpack") : nullptr;
   h->strided = attr(torch, "strided");
   OwnedRef device = OwnedRef::steal(attr(torch, "device"));
   h->cpu = device ? PyObject_CallFunction(device.get(), "s", "cpu") : nullptr;
   if (!h->cpu) PyErr_Clear();
-  if (!base || !PyType_Check(base) || !tensor || !PyType_Check(tensor) || !h->empty || !h->cpu || !h->strided) {
+  if (!base || !PyType_Check(base) || !tensor || !PyType_Check(tensor) || !h->empty || !h->cpu || !h->strided ||
+      !h->to_dlpack) {
     // A torch we cannot read: its tensors are no arrays here (they stay opaque objects).
     return nullptr;
   }
@@ -105,13 +110,6 @@ const Export* export_of(PyObject* o) {
     PyErr_Clear();
     return none;
   }
-  if (rg.get() == Py_True) {
-    source = OwnedRef::steal(PyObject_CallMethod(o, "detach", nullptr));
-    if (!source) {
-      PyErr_Clear();
-      return none;
-    }
-  }
   OwnedRef layout = OwnedRef::steal(PyObject_GetAttrString(o, "layout"));
   OwnedRef device = OwnedRef::steal(PyObject_GetAttrString(o, "device"));
   if (!layout || !device || layout.get() != h->strided) {
@@ -137,7 +135,7 @@ const Export* export_of(PyObject* o) {
       return none;
     }
   }
-  OwnedRef capsule = OwnedRef::steal(PyObject_CallMethod(source.get(), "__dlpack__", nullptr));
+  OwnedRef capsule = OwnedRef::steal(PyObject_CallOneArg(h->to_dlpack, source.get()));
   if (!capsule || !PyCapsule_IsValid(capsule.get(), kCapsuleName)) {
     PyErr_Clear();
     return none;
@@ -167,6 +165,68 @@ const Export* export_of(PyObject* o) {
   return &t.entries.back();
 }
 
+// Note [Torch results from the pool]
+// A fresh torch tensor of megabytes comes from glibc's malloc, which maps it fresh and unmaps it on
+// free once it is past the (moving) mmap threshold, so each call pays a page fault per 4 KiB page
+// on first touch. On the 16-core GPU machine that made a 1024x1024 softmax take 1.5 ms instead of
+// 0.19 ms (measured with torch 2.11; the same run with glibc's thresholds raised, no other change,
+// gave the 0.19 ms), and it is worse when torch's own results churn the same heap. So results of
+// kPooledArrayBytes and more are rt::pool_alloc blocks, whose free lists keep them mapped (the NumPy
+// adapter does the same, Note [Pooled arrays]), given to torch through torch._C._from_dlpack: torch
+// owns the tensor, and its storage's deleter returns the block to the pool, on whatever thread
+// drops it (pool_free needs no interpreter). The visible difference from torch.empty: the storage
+// is not resizable (`resize_` to a larger size raises torch's error). Bool results stay with
+// torch.empty (torch 1.x imports no DLPack bools).
+struct PooledResult {
+  DLManagedTensor managed;  // first: the deleter casts back
+  int64_t shape[rt::kMaxRank];
+  int64_t strides[rt::kMaxRank];
+};
+
+void release_pooled(DLManagedTensor* m) {
+  rt::pool_free(m->dl_tensor.data);
+  delete reinterpret_cast<PooledResult*>(m);
+}
+
+// A capsule torch never consumed (its import failed) still returns the block.
+void pooled_capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, kCapsuleName)) return;  // consumed: renamed "used_dltensor"
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, kCapsuleName));
+  if (m && m->deleter) m->deleter(m);
+}
+
+PyObject* pooled_tensor(const TorchHandles& h, const int64_t* shape, int rank, rt::DType dtype) {  // new ref
+  int64_t bytes = rt::dtype_itemsize(dtype);
+  for (int d = 0; d < rank; ++d) bytes *= shape[d];
+  auto r = std::make_unique<PooledResult>();
+  void* data = rt::pool_alloc(static_cast<size_t>(bytes));
+  if (!data) return PyErr_NoMemory();
+  DLTensor& t = r->managed.dl_tensor;
+  t.data = data;
+  t.device = {kDLCPU, 0};
+  t.ndim = rank;
+  t.dtype = dl_dtype(dtype);
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    r->shape[d] = shape[d];
+    r->strides[d] = stride;  // NB: always given: torch 1.13 reads strides without checking for null
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  t.shape = r->shape;
+  t.strides = r->strides;
+  t.byte_offset = 0;
+  r->managed.manager_ctx = nullptr;
+  r->managed.deleter = release_pooled;
+  PyObject* capsule = PyCapsule_New(&r->managed, kCapsuleName, pooled_capsule_destructor);
+  if (!capsule) {
+    rt::pool_free(data);
+    return nullptr;
+  }
+  r.release();  // the capsule's (then the tensor's) to free
+  OwnedRef owned = OwnedRef::steal(capsule);
+  return PyObject_CallOneArg(h.from_dlpack, capsule);
+}
+
 class TorchAdapter final : public ArrayAdapter {
 public:
   ArrayFields fields(PyObject* o) const override {
@@ -183,6 +243,9 @@ public:
       PyErr_Format(PyExc_TypeError, "framejit: torch has no dtype %s", std::string(rt::dtype_name(dtype)).c_str());
       return nullptr;
     }
+    int64_t bytes = rt::dtype_itemsize(dtype);
+    for (int d = 0; d < rank; ++d) bytes *= shape[d];
+    if (bytes >= kPooledArrayBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype);
     OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
     if (!size) return nullptr;
     for (int d = 0; d < rank; ++d) {

@@ -14,14 +14,18 @@ namespace framejit::frontend {
 // Note [Torch arrays]
 // framejit links no libtorch: torch's C++ ABI differs between releases and builds (Debian's 1.13
 // here, a 2.x wheel on the GPU machine), so everything goes through torch's Python surface, read
-// once per value and run. A tensor's memory comes from its DLPack export (`__dlpack__()`, of
-// `detach()` when it requires grad: the export refuses those): data, sizes and element strides
+// once per value and run. A tensor's memory comes from its DLPack export (which, unlike
+// `__dlpack__()`, also takes tensors that require grad): data, sizes and element strides
 // with no copy. The export's capsule must outlive the fields read from it, so the adapter keeps
 // each export, with its strides in bytes, in a small table for the length of a run: a
 // TorchRunScope around the hit path (and any other code that reads fields) clears the table when
 // the outermost one ends. Only CPU tensors in torch's strided layout are arrays here; others are
-// not this adapter's. Results are allocated by torch (torch.empty), so torch owns them, and
-// torch.Tensor.permute makes the permuted views of results laid out axis-permuted.
+// not this adapter's. The export is torch._C._to_dlpack, the C function under __dlpack__: torch
+// 2.x's __dlpack__ is Python code that checks its keyword arguments, several microseconds a tensor.
+// Results are torch tensors that torch owns (their storage's deleter frees them); torch allocates
+// small ones (torch.empty), and large ones are pool blocks handed over through DLPack (Note [Torch
+// results from the pool]). torch.Tensor.permute makes the permuted views of results laid out
+// axis-permuted.
 // Nothing imports torch: until the program has imported it, no torch tensor can exist, and the
 // handles below stay unset (torch_handles() looks for the module in sys.modules).
 
@@ -31,6 +35,8 @@ struct TorchHandles {
   PyTypeObject* tensor_base = nullptr;    // torch._C._TensorBase: every tensor, Parameters included
   PyTypeObject* tensor = nullptr;         // torch.Tensor
   PyObject* empty = nullptr;              // torch.empty
+  PyObject* to_dlpack = nullptr;          // torch._C._to_dlpack (Tensor.__dlpack__'s C core)
+  PyObject* from_dlpack = nullptr;        // torch._C._from_dlpack
   PyObject* dtypes[rt::kNumDTypes] = {};  // torch.<dtype name>, null where torch has no such type
   PyObject* cpu = nullptr;                // torch.device('cpu')
   PyObject* strided = nullptr;            // torch.strided

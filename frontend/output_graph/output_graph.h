@@ -63,6 +63,9 @@ public:
     VarPtr var;
   };
   std::vector<InputWrite> input_writes;
+  /// torch inputs that require grad (guarded): x.requires_grad reads True of these alone, as every
+  /// value computed in a graph is computed without autograd (Note [Torch values]).
+  std::vector<int> requires_grad_inputs;
   ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).

@@ -379,6 +379,18 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       return wrap_const(OwnedRef::steal(PyLong_FromSize_t(as<DictVar>(a)->items.size())).get());
     if (a->kind == VarKind::Set)
       return wrap_const(OwnedRef::steal(PyLong_FromSsize_t(PySet_GET_SIZE(as<SetVar>(a)->set.get()))).get());
+    if (a->kind == VarKind::Object && a->source) {
+      // An object whose class defines __len__ in Python (nn.ModuleList, nn.Sequential): inlined, as
+      // __getitem__ and __iter__ are.
+      PyObject* o = as<ObjectVar>(a)->obj.get();
+      static PyObject* len_name = PyUnicode_InternFromString("__len__");  // immortal
+      PyObject* len_fn = _PyType_Lookup(Py_TYPE(o), len_name);            // borrowed
+      if (len_fn && PyFunction_Check(len_fn)) {
+        VarPtr n = call(wrap(len_fn, child_source(SourceKind::TypeAttr, a->source, len_name)), {a}, {});
+        BREAK_IF(!as_sym(n), Raises{PyExc_TypeError}, "__len__ returned something other than an int");
+        return n;
+      }
+    }
     if (is_const(a)) {
       // Builtin constants only: their length runs no user code.
       PyObject* c = const_value(a);
@@ -510,12 +522,21 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
       return best;
     }
   }
-  // Pure builtins on constants (abs, int, float, bool, round, divmod, pow, math.*): run them.
   std::string mod = module_of(fn);
+  // operator.index (nn.ModuleList's indexing, range arithmetic): ints and sizes are their own index.
+  const bool index_fn = mod == "_operator" && PyCFunction_Check(fn) &&
+                        std::string_view(reinterpret_cast<PyCFunctionObject*>(fn)->m_ml->ml_name) == "index";
+  if (index_fn && nargs == 1 && kwargs.empty()) {
+    const VarPtr& a = args[0];
+    if ((a->kind == VarKind::Scalar && PyLong_CheckExact(as<ScalarVar>(a)->hint.get())) ||
+        (a->kind == VarKind::Const && PyLong_CheckExact(const_value(a))))
+      return a;
+  }
+  // Pure builtins on constants (abs, int, float, bool, round, divmod, pow, math.*): run them.
   bool pure = mod == "math" || is("abs") || is("int") || is("float") || is("bool") || is("round") ||
               is("divmod") || is("pow") || is("min") || is("max") || is("str") || is("sum") ||
               is("sorted") || is("reversed") || is("repr") || is("type") || is("callable") ||
-              is("slice") || is("dict") || is("any") || is("all");
+              is("slice") || is("dict") || is("any") || is("all") || index_fn;
   BREAK_IF(!pure, std::string("calling builtin ") +
                       (PyCFunction_Check(fn) ? reinterpret_cast<PyCFunctionObject*>(fn)->m_ml->ml_name
                                              : Py_TYPE(fn)->tp_name));
@@ -578,6 +599,17 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       PyObject* v = PyDict_GetItemWithError(PyModule_GetDict(mod), name);  // borrowed
       if (!v) {
         PyErr_Clear();
+        // A module subclass whose class forwards attributes (torch._VF to torch._C's functions): a
+        // builtin function it answers with is a constant, as the function objects of a C extension
+        // do not change.
+        if (Py_TYPE(mod) != &PyModule_Type) {
+          static PyObject* getattr_name = PyUnicode_InternFromString("__getattr__");  // immortal
+          if (_PyType_Lookup(Py_TYPE(mod), getattr_name)) {
+            OwnedRef r = OwnedRef::steal(PyObject_GetAttr(mod, name));
+            if (r && PyCFunction_Check(r.get())) return std::make_shared<BuiltinVar>(std::move(r));
+            PyErr_Clear();
+          }
+        }
         // A module __getattr__ (PEP 562) may still answer: only without one is the name missing.
         BreakKind kind = PyDict_GetItemString(PyModule_GetDict(mod), "__getattr__")
                              ? BreakKind::Unsupported

@@ -34,6 +34,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::Arcsinh: return "arcsinh";
     case OpKind::Arccosh: return "arccosh";
     case OpKind::Arctanh: return "arctanh";
+    case OpKind::Erf: return "erf";
     case OpKind::Sign: return "sign";
     case OpKind::Floor: return "floor";
     case OpKind::Ceil: return "ceil";

@@ -19,7 +19,7 @@ enum class OpKind : uint8_t {
   Extern,  // anything else: only the library callable (Node::target) can run it
   // Pointwise, unary.
   Neg, Positive, Abs, Sqrt, Square, Reciprocal, Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Cbrt,
-  Sin, Cos, Tan, Arcsin, Arccos, Arctan, Sinh, Cosh, Tanh, Arcsinh, Arccosh, Arctanh, Sign, Floor,
+  Sin, Cos, Tan, Arcsin, Arccos, Arctan, Sinh, Cosh, Tanh, Arcsinh, Arccosh, Arctanh, Erf, Sign, Floor,
   Ceil, Trunc, Rint, IsNan, IsInf, IsFinite, Signbit, Deg2Rad, Rad2Deg, Invert, LogicalNot,
   Cast,  // a converting copy to the result dtype (astype)
   // Pointwise, binary.

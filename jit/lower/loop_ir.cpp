@@ -14,7 +14,7 @@ constexpr OpInfo kOps[] = {
     {"load", 0},  {"param", 0}, {"const", 0}, {"cast", 1},    {"neg", 1},   {"abs", 1},
     {"sqrt", 1},  {"square", 1}, {"reciprocal", 1}, {"exp", 1}, {"log", 1}, {"log1p", 1},
     {"expm1", 1}, {"tanh", 1},  {"sigmoid", 1}, {"sin", 1},   {"cos", 1},   {"tan", 1},
-    {"atan", 1},  {"floor", 1}, {"ceil", 1},  {"add", 2},     {"sub", 2},   {"mul", 2},
+    {"atan", 1},  {"erf", 1},   {"floor", 1}, {"ceil", 1},  {"add", 2},     {"sub", 2},   {"mul", 2},
     {"div", 2},   {"max", 2},   {"min", 2},   {"pow", 2},     {"atan2", 2}, {"eq", 2},
     {"ne", 2},    {"lt", 2},    {"le", 2},    {"gt", 2},      {"ge", 2},    {"and", 2},
     {"or", 2},    {"xor", 2},   {"not", 1},   {"floordiv", 2}, {"mod", 2},  {"where", 3},
@@ -34,6 +34,7 @@ bool scalar_op_is_math(ScalarOp op) {
     case ScalarOp::Cos:
     case ScalarOp::Tan:
     case ScalarOp::Atan:
+    case ScalarOp::Erf:
     case ScalarOp::Pow:
     case ScalarOp::Atan2: return true;
     default: return false;

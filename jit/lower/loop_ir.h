@@ -33,6 +33,7 @@ enum class ScalarOp : uint8_t {
   Cos,
   Tan,
   Atan,
+  Erf,
   Floor,
   Ceil,
   Add,

@@ -34,6 +34,7 @@ std::optional<PointwiseInfo> pointwise_info(OpKind op) {
     case OpKind::Cos: return PointwiseInfo{ScalarOp::Cos, 1};
     case OpKind::Tan: return PointwiseInfo{ScalarOp::Tan, 1};
     case OpKind::Arctan: return PointwiseInfo{ScalarOp::Atan, 1};
+    case OpKind::Erf: return PointwiseInfo{ScalarOp::Erf, 1};
     case OpKind::Floor: return PointwiseInfo{ScalarOp::Floor, 1};
     case OpKind::Ceil: return PointwiseInfo{ScalarOp::Ceil, 1};
     case OpKind::Maximum: return PointwiseInfo{ScalarOp::Max, 2};

@@ -42,6 +42,7 @@ inline MathFn math_fn_of(ScalarOp op) {
     case ScalarOp::Cos: return MathFn::Cos;
     case ScalarOp::Tan: return MathFn::Tan;
     case ScalarOp::Atan: return MathFn::Atan;
+    case ScalarOp::Erf: return MathFn::Erf;
     case ScalarOp::Pow: return MathFn::Pow;
     default: return MathFn::Atan2;
   }

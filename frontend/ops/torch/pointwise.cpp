@@ -33,7 +33,7 @@ const std::unordered_map<std::string, Spec>& direct() {
       {"atan", {OpKind::Arctan, 1}}, {"arctan", {OpKind::Arctan, 1}}, {"sinh", {OpKind::Sinh, 1}},
       {"cosh", {OpKind::Cosh, 1}}, {"tanh", {OpKind::Tanh, 1}}, {"asinh", {OpKind::Arcsinh, 1}},
       {"arcsinh", {OpKind::Arcsinh, 1}}, {"acosh", {OpKind::Arccosh, 1}}, {"arccosh", {OpKind::Arccosh, 1}},
-      {"atanh", {OpKind::Arctanh, 1}}, {"arctanh", {OpKind::Arctanh, 1}}, {"sign", {OpKind::Sign, 1}},
+      {"atanh", {OpKind::Arctanh, 1}}, {"arctanh", {OpKind::Arctanh, 1}}, {"erf", {OpKind::Erf, 1}}, {"sign", {OpKind::Sign, 1}},
       {"floor", {OpKind::Floor, 1}}, {"ceil", {OpKind::Ceil, 1}}, {"trunc", {OpKind::Trunc, 1}},
       {"round", {OpKind::Rint, 1}}, {"isnan", {OpKind::IsNan, 1}}, {"isinf", {OpKind::IsInf, 1}},
       {"isfinite", {OpKind::IsFinite, 1}}, {"signbit", {OpKind::Signbit, 1}}, {"logical_not", {OpKind::LogicalNot, 1}},
@@ -216,14 +216,17 @@ VarPtr activation(Tracer& tx, const std::string& name, const std::vector<VarPtr>
     const Answer r = probe(tx, fn, user, {a["input"]}, a.count("approximate") ? KwArgs{{"approximate", a["approximate"]}} : KwArgs{});
     PyObject* approx = a.count("approximate") && is_const(a["approximate"]) ? const_value(a["approximate"]) : nullptr;
     const bool tanh_form = approx && PyUnicode_Check(approx) && std::string(PyUnicode_AsUTF8(approx)) == "tanh";
-    if (!tanh_form) {
-      // The exact form needs erf, which has no kernel yet: torch's own call, as one step.
-      return add_node(tx, OpKind::Extern, {}, "torch.nn.functional.gelu", {a["input"]}, {},
-                      tensor_meta(r.dtype, shape_of(tx, a["input"])));
-    }
-    // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as torch's kernel computes it.
     const VarPtr& x = a["input"];
     const DType dt = r.dtype;
+    if (!tanh_form) {
+      // 0.5 * x * (1 + erf(x / sqrt(2))), as torch's kernel computes it.
+      VarPtr e = emit(tx, OpKind::Erf, "torch.erf", {emit(tx, OpKind::Mul, "torch.mul", {x, num(tx, M_SQRT1_2)}, dt, std::nullopt)}, dt,
+                      std::nullopt);
+      VarPtr half_x = emit(tx, OpKind::Mul, "torch.mul", {x, num(tx, 0.5)}, dt, std::nullopt);
+      return emit(tx, OpKind::Mul, "torch.mul", {half_x, emit(tx, OpKind::Add, "torch.add", {e, inum(tx, 1)}, dt, std::nullopt)}, dt,
+                  std::nullopt);
+    }
+    // 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))), as torch's kernel computes it.
     VarPtr x3 = emit(tx, OpKind::Mul, "torch.mul", {emit(tx, OpKind::Mul, "torch.mul", {x, x}, dt, std::nullopt), x}, dt, std::nullopt);
     VarPtr inner = emit(tx, OpKind::Add, "torch.add", {x, emit(tx, OpKind::Mul, "torch.mul", {x3, num(tx, 0.044715)}, dt, std::nullopt)}, dt,
                         std::nullopt);

@@ -18,7 +18,7 @@ namespace {
 // (torch.nn.functional.<name>) and Tensor methods.
 bool family_knows(const std::string& name) {
   return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name) ||
-         is_nn_name(name) || is_join_name(name) || is_conv_name(name);
+         is_nn_name(name) || is_join_name(name) || is_conv_name(name) || is_rnn_name(name);
 }
 
 VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
@@ -28,6 +28,7 @@ VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   if (is_nn_name(name)) return nn_function(tx, name, args, kwargs);
   if (is_join_name(name)) return join_op(tx, name, args, kwargs);
   if (is_conv_name(name)) return conv_op(tx, name, args, kwargs);
+  if (is_rnn_name(name)) return rnn_op(tx, name, args, kwargs);
   return pointwise(tx, name, args, kwargs);
 }
 
@@ -36,7 +37,7 @@ const char* const kCandidates[] = {
     // pointwise
     "neg", "negative", "abs", "absolute", "sqrt", "square", "reciprocal", "exp", "exp2", "expm1", "log", "log2",
     "log10", "log1p", "sin", "cos", "tan", "asin", "arcsin", "acos", "arccos", "atan", "arctan", "sinh", "cosh",
-    "tanh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "sign", "floor", "ceil", "trunc", "round",
+    "tanh", "asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh", "erf", "sign", "floor", "ceil", "trunc", "round",
     "isnan", "isinf", "isfinite", "signbit", "logical_not", "bitwise_not", "add", "sub", "subtract", "mul",
     "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
     "fmax", "fmin", "atan2", "arctan2", "hypot", "copysign", "eq", "ne", "lt", "le", "gt", "ge", "less", "greater",
@@ -51,7 +52,9 @@ const char* const kCandidates[] = {
     // creation
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like",
     // joins and splits
-    "cat", "concat", "stack", "chunk", "split", "narrow", "unbind", "masked_fill", "arange", "tril", "triu"};
+    "cat", "concat", "stack", "chunk", "split", "narrow", "unbind", "masked_fill", "arange", "tril", "triu",
+    // recurrent layers (what nn.LSTM, nn.GRU and nn.RNN call)
+    "lstm", "gru", "rnn_tanh", "rnn_relu"};
 const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",     "softplus", "elu",
                                   "leaky_relu", "hardtanh", "relu6", "softmax", "log_softmax", "linear",
                                   "tanh", "layer_norm", "dropout", "embedding", "normalize", "cross_entropy",
@@ -86,7 +89,8 @@ bool is_method_name(const std::string& name) {
   const TorchHandles* h = torch_handles();
   if (!h || !PyObject_HasAttrString(reinterpret_cast<PyObject*>(h->tensor), name.c_str())) return false;
   // torch.where(cond, a, b) (Tensor.where(cond, other) differs); creation and nn have no methods.
-  return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name) && name != "cat" &&
+  return name != "linear" && name != "where" && !is_creation_name(name) && !is_nn_name(name) && !is_rnn_name(name) &&
+         name != "cat" &&
          name != "concat" && name != "stack" && name != "arange";
 }
 

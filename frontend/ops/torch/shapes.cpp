@@ -340,7 +340,19 @@ VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name) {
   }
   if (name == "device") return tx.wrap_const(torch_handles()->cpu);
   if (name == "is_cuda") return tx.wrap_const(Py_False);
-  if (name == "requires_grad") return tx.wrap_const(Py_False);  // the builder took only those
+  if (name == "requires_grad") {
+    // Inputs that require grad arrive only under no_grad (the builder breaks otherwise); what the
+    // graph computes from them does not require grad, as under no_grad in eager code.
+    const auto& rg = tx.out().requires_grad_inputs;
+    const bool input_rg = x->kind == VarKind::Tensor && std::find(rg.begin(), rg.end(), as<TensorVar>(x)->node) != rg.end();
+    return tx.wrap_const(input_rg ? Py_True : Py_False);
+  }
+  // Facts of every CPU tensor of the strided layout (the only torch values that are arrays here).
+  if (name == "is_nested" || name == "is_sparse" || name == "is_quantized" || name == "is_mkldnn" ||
+      name == "is_meta" || name == "is_complex")
+    return tx.wrap_const(Py_False);
+  if (name == "is_cpu") return tx.wrap_const(Py_True);
+  if (name == "layout") return tx.wrap_const(torch_handles()->strided);
   if (name == "T" || name == "mT") {
     std::vector<int> perm(static_cast<size_t>(m.rank()));
     std::iota(perm.begin(), perm.end(), 0);

@@ -105,6 +105,10 @@ bool is_join_name(const std::string& name);
 VarPtr conv_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 bool is_conv_name(const std::string& name);
 
+/// lstm gru rnn_tanh rnn_relu: library steps with exact result shapes (rnn.cpp, Note [Recurrent layers]).
+VarPtr rnn_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_rnn_name(const std::string& name);
+
 /// x.<name> for attributes (shape, dtype, ndim, T, device).
 VarPtr tensor_attr(Tracer& tx, const VarPtr& x, const std::string& name);
 

@@ -126,7 +126,13 @@ def disable(fn):
 
 
 def explain(fn):
-    """explain(fn)(*args, **kwargs) runs fn once under framejit and reports what it captured."""
+    """explain(fn)(*args, **kwargs) runs fn once under framejit and reports what it captured.
+    fn may be an nn.Module: its call is explained, as compile(module) compiles it."""
+    if _is_torch_module(fn):
+        module = fn
+
+        def fn(*args, **kwargs):
+            return module(*args, **kwargs)
 
     def run(*args, **kwargs):
         raw = _C.explain(fn, args, kwargs)
