@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -106,6 +107,22 @@ struct Pool {
   std::atomic<bool> stop_{false};
   Pool* retired_next_ = nullptr;  // see retire()
 };
+
+// Note [Sharing an OpenMP team]
+// Another library in the process may keep its own pool of as many threads as there are CPUs:
+// torch runs its CPU ops on OpenMP's, whose threads spin for milliseconds after each op. A
+// framejit kernel started then had twice as many runnable threads as CPUs, and its chunks waited
+// for time slices: a 512x1024 layer norm took 366 us right after a torch op against 92 us alone
+// (16-core GPU machine, torch 2.11). Inductor's kernels do not pay this, because they run on
+// torch's own OpenMP team. So when such a team is in the process (the frontend finds torch's
+// OpenMP runtime once torch is imported) parallel_for runs its chunks there too, through the
+// runtime's GOMP_parallel: one team for both libraries, its threads already awake after torch's
+// ops, and framejit's own workers idle. A call asks for num_threads() threads as the own pool
+// would use (torch may run on fewer: it counts physical cores); chunks are split as in the own
+// pool, thread t of the team running chunks t, t + size, ... A fork() child goes back to the own pool: an OpenMP runtime's threads do not
+// survive a fork, and not every runtime recovers from one.
+std::atomic<const OpenMpTeam*> g_team{nullptr};
+std::atomic<int> g_team_pid{0};
 
 std::atomic<int> g_override{0};
 std::atomic<Pool*> g_pool{nullptr};
@@ -370,6 +387,39 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return tl_in_parallel; }
 
+void share_openmp_team(const OpenMpTeam* team) {
+  g_team_pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  g_team.store(team && team->parallel && team->thread_num && team->team_size ? team : nullptr,
+               std::memory_order_release);
+}
+
+namespace {
+
+// parallel_for on a shared OpenMP team (Note [Sharing an OpenMP team]).
+void run_on_team(const OpenMpTeam& team, int64_t n, int64_t k, const Body& fn) {
+  struct Job {
+    const OpenMpTeam* team;
+    const Body* fn;
+    int64_t n, k;
+  } job{&team, &fn, n, k};
+  team.parallel(
+      [](void* data) {
+        const Job& j = *static_cast<const Job*>(data);
+        const bool was = tl_in_parallel;
+        tl_in_parallel = true;  // nested parallel_for calls from a body run inline
+        const int64_t size = std::max(j.team->team_size(), 1), me = j.team->thread_num();
+        const int64_t base = j.n / j.k, rem = j.n % j.k;
+        for (int64_t c = me; c < j.k; c += size) {
+          const int64_t begin = c * base + std::min<int64_t>(c, rem);
+          run_body(*j.fn, begin, begin + base + (c < rem ? 1 : 0));
+        }
+        tl_in_parallel = was;
+      },
+      &job, static_cast<unsigned>(k), 0);
+}
+
+}  // namespace
+
 void parallel_for(int64_t n, int64_t grain, Body fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
@@ -379,6 +429,11 @@ void parallel_for(int64_t n, int64_t grain, Body fn) {
     return;
   }
   int64_t k = std::min<int64_t>(threads, n / grain);  // every chunk >= grain
+  if (const OpenMpTeam* team = g_team.load(std::memory_order_acquire);
+      team && g_team_pid.load(std::memory_order_relaxed) == static_cast<int>(getpid())) {
+    run_on_team(*team, n, k, fn);
+    return;
+  }
   Pool* p = k > 1 ? get_pool() : nullptr;
   std::unique_lock<std::mutex> lock;
   if (p) lock = std::unique_lock<std::mutex>(p->dispatch_mu_, std::try_to_lock);

@@ -1,17 +1,22 @@
 // torch_array.cpp — torch's array adapter and handles (Note [Torch arrays]).
 #include "frontend/interop/torch_array.h"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontend/cpython/pyref.h"
 #include "frontend/interop/array_adapter.h"
 #include "frontend/interop/dlpack_abi.h"
-#include "frontend/interop/pooled_array.h"
-#include "runtime/memory.h"
 #include "runtime/faults.h"
+#include "runtime/memory.h"
+#include "runtime/threads.h"
 #include "runtime/views.h"
 
 namespace framejit::frontend {
@@ -19,6 +24,40 @@ namespace framejit::frontend {
 namespace {
 
 using namespace dlpack;  // NOLINT: the ABI's names, as dlpack.h spells them
+
+// The OpenMP runtime torch runs its CPU ops on, found among the loaded libraries once torch is
+// imported, for framejit's kernels to share (Note [Sharing an OpenMP team] in runtime/threads.cpp):
+// one inside torch's own folder (a wheel's bundled libgomp), else a system libgomp, else another
+// runtime that speaks libgomp's ABI (Intel's libiomp5, LLVM's libomp). FRAMEJIT_SHARE_OPENMP=0
+// keeps framejit's own pool.
+const rt::OpenMpTeam* torch_openmp_team() {
+  if (const char* e = std::getenv("FRAMEJIT_SHARE_OPENMP"); e && std::string_view(e) == "0") return nullptr;
+  struct Found {
+    std::string in_torch, gomp, other;
+  } found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& f = *static_cast<Found*>(data);
+        const std::string_view path = info->dlpi_name ? info->dlpi_name : "";
+        const std::string_view file = path.substr(path.rfind('/') + 1);
+        const bool gomp = file.rfind("libgomp", 0) == 0;
+        if (!gomp && file.rfind("libiomp5", 0) != 0 && file.rfind("libomp.", 0) != 0) return 0;
+        std::string& slot = path.find("/torch/") != std::string_view::npos ? f.in_torch : gomp ? f.gomp : f.other;
+        if (slot.empty()) slot = path;
+        return 0;
+      },
+      &found);
+  const std::string& path = !found.in_torch.empty() ? found.in_torch : !found.gomp.empty() ? found.gomp : found.other;
+  if (path.empty()) return nullptr;
+  // NB: never closed: the runtime stays loaded with torch, and the team keeps its entry points.
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+  if (!lib) return nullptr;
+  static rt::OpenMpTeam team;
+  team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(lib, "GOMP_parallel"));
+  team.thread_num = reinterpret_cast<decltype(team.thread_num)>(dlsym(lib, "omp_get_thread_num"));
+  team.team_size = reinterpret_cast<decltype(team.team_size)>(dlsym(lib, "omp_get_num_threads"));
+  return team.parallel && team.thread_num && team.team_size ? &team : nullptr;
+}
 
 // Filled once, when torch is first seen in sys.modules; never freed (the references must not be
 // dropped after the interpreter finalizes).
@@ -62,6 +101,7 @@ TorchHandles* load_handles() {
   const char* v = version && PyUnicode_Check(version.get()) ? PyUnicode_AsUTF8(version.get()) : nullptr;
   if (!v) PyErr_Clear();
   h->major = v ? std::atoi(v) : 0;
+  rt::share_openmp_team(torch_openmp_team());
   return h;
 }
 
@@ -171,12 +211,15 @@ const Export* export_of(PyObject* o) {
 // on first touch. On the 16-core GPU machine that made a 1024x1024 softmax take 1.5 ms instead of
 // 0.19 ms (measured with torch 2.11; the same run with glibc's thresholds raised, no other change,
 // gave the 0.19 ms), and it is worse when torch's own results churn the same heap. So results of
-// kPooledArrayBytes and more are rt::pool_alloc blocks, whose free lists keep them mapped (the NumPy
+// kTorchPooledBytes and more (glibc's smallest mmap threshold: below it malloc never maps a block
+// of its own) are rt::pool_alloc blocks, whose free lists keep them mapped (the NumPy
 // adapter does the same, Note [Pooled arrays]), given to torch through torch._C._from_dlpack: torch
 // owns the tensor, and its storage's deleter returns the block to the pool, on whatever thread
 // drops it (pool_free needs no interpreter). The visible difference from torch.empty: the storage
 // is not resizable (`resize_` to a larger size raises torch's error). Bool results stay with
 // torch.empty (torch 1.x imports no DLPack bools).
+constexpr int64_t kTorchPooledBytes = int64_t{128} << 10;
+
 struct PooledResult {
   DLManagedTensor managed;  // first: the deleter casts back
   int64_t shape[rt::kMaxRank];
@@ -245,7 +288,7 @@ public:
     }
     int64_t bytes = rt::dtype_itemsize(dtype);
     for (int d = 0; d < rank; ++d) bytes *= shape[d];
-    if (bytes >= kPooledArrayBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype);
+    if (bytes >= kTorchPooledBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype);
     OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
     if (!size) return nullptr;
     for (int d = 0; d < rank; ++d) {

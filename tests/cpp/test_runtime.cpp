@@ -311,6 +311,58 @@ TEST(ThreadPoolDeathTest, ThrowingBodyTerminates) {
   set_num_threads(0);
 }
 
+// A stand-in for an OpenMP runtime's GOMP_parallel: runs fn on `num_threads` fresh threads (a team
+// of fewer than asked when kTeamCap says so), each knowing its number, as a team would.
+namespace fake_omp {
+thread_local int tl_num = 0, tl_size = 1;
+int team_cap = 64;
+std::atomic<int> teams{0};
+void parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned) {
+  ++teams;
+  const int size = std::min<int>(static_cast<int>(num_threads), team_cap);
+  std::vector<std::thread> threads;
+  for (int t = 1; t < size; ++t)
+    threads.emplace_back([=] {
+      tl_num = t, tl_size = size;
+      fn(data);
+    });
+  tl_num = 0, tl_size = size;
+  fn(data);
+  tl_size = 1;
+  for (auto& t : threads) t.join();
+}
+int thread_num() { return tl_num; }
+int team_size() { return tl_size; }
+}  // namespace fake_omp
+
+TEST(ThreadPool, ASharedOpenMpTeamRunsEveryChunkOnce) {
+  static const OpenMpTeam team{fake_omp::parallel, fake_omp::thread_num, fake_omp::team_size};
+  share_openmp_team(&team);
+  for (int cap : {64, 2}) {  // a full team, and one smaller than asked for
+    fake_omp::team_cap = cap;
+    ThreadCount tc(4);
+    const int before = fake_omp::teams.load();
+    std::vector<Chunk> chunks = run_and_check(1000, 10);
+    EXPECT_EQ(fake_omp::teams.load(), before + 1) << "one team per call";
+    ASSERT_EQ(chunks.size(), 4u);
+    for (size_t i = 0; i < chunks.size(); ++i) EXPECT_EQ(chunks[i].end - chunks[i].begin, 250);
+    // Nested calls from a body run inline on its thread.
+    std::atomic<int> nested_teams{0};
+    const int mid = fake_omp::teams.load();
+    parallel_for(8, 1, [&](int64_t, int64_t) {
+      EXPECT_TRUE(in_parallel_region());
+      parallel_for(100, 1, [&](int64_t b, int64_t e) { nested_teams += b == 0 && e == 100; });
+    });
+    EXPECT_EQ(fake_omp::teams.load(), mid + 1);
+    EXPECT_EQ(nested_teams.load(), 4);  // each of the 4 chunks ran its nested call whole
+    EXPECT_FALSE(in_parallel_region());
+  }
+  share_openmp_team(nullptr);
+  const int after = fake_omp::teams.load();
+  run_and_check(1000, 10);
+  EXPECT_EQ(fake_omp::teams.load(), after) << "back on the own pool";
+}
+
 // ---- pooled allocator -------------------------------------------------------------------------
 
 TEST(MemoryPool, BlocksAre64ByteAlignedAndWritable) {

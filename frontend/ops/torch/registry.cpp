@@ -64,6 +64,12 @@ const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "s
                                     "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",
                                     "expand_as", "clamp", "clip", "softmax", "log_softmax"};
 
+// Questions torch's Python code asks about how it runs (library modules branch on them): traced
+// code is neither TorchScript nor torch.jit tracing, so each is a constant False.
+const char* const kNotScripting[][2] = {{"torch.jit", "is_scripting"}, {"torch._jit_internal", "is_scripting"},
+                                        {"torch.jit", "is_tracing"}, {"torch._jit_internal", "is_tracing"}};
+constexpr const char* kNotScriptingName = " not scripting";  // the callables' entry below
+
 // The callables this table owns, by identity: filled when torch is first seen.
 struct Callables {
   std::unordered_map<PyObject*, std::string> names;  // borrowed: the modules keep them
@@ -78,6 +84,13 @@ Callables& callables() {
       if (PyObject* f = torch_attr(n)) c.names.emplace(f, n);
     for (const char* n : kFunctional)
       if (PyObject* f = functional_attr(n)) c.names.emplace(f, n);
+    for (const auto& [module, name] : kNotScripting) {
+      OwnedRef m = OwnedRef::steal(PyImport_ImportModule(module));
+      OwnedRef f = m ? OwnedRef::steal(PyObject_GetAttrString(m.get(), name)) : OwnedRef();
+      if (!f) PyErr_Clear();
+      // NB: borrowed like the others: the module keeps its function.
+      if (f) c.names.emplace(f.get(), kNotScriptingName);
+    }
   }
   return c;
 }
@@ -112,6 +125,7 @@ public:
 
   VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) override {
     const std::string& name = callables().names.at(callable);
+    if (name == kNotScriptingName) return tx.wrap_const(Py_False);
     claim(tx, "torch." + name);
     return dispatch(tx, name, args, kwargs);
   }
@@ -168,8 +182,9 @@ public:
     std::vector<std::string> out;
     const TorchHandles* h = torch_handles();
     if (!h) return out;  // torch not loaded: nothing of it can be traced
+    for (const auto& [module, name] : kNotScripting) out.push_back(std::string(module) + "." + name);
     for (const auto& [f, n] : callables().names)
-      out.push_back(functional_attr(n.c_str()) == f ? "torch.nn.functional." + n : "torch." + n);
+      if (n != kNotScriptingName) out.push_back(functional_attr(n.c_str()) == f ? "torch.nn.functional." + n : "torch." + n);
     auto method = [&](const char* n) {
       if (is_method_name(n) && PyObject_HasAttrString(reinterpret_cast<PyObject*>(h->tensor), n))
         out.push_back(std::string("torch.Tensor.") + n);
