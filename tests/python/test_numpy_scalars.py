@@ -173,3 +173,16 @@ def test_a_run_time_number_with_a_numpy_scalar_constant(h):
                 np.testing.assert_allclose(g, w, rtol=1e-12)
     e = framejit.explain(smoothing_kernel)(x, h)
     assert e.graph_count == 1 and not e.breaks, str(e)
+
+
+def test_comparison_with_a_0d_array_casts_by_value_as_numpy_does():
+    # NumPy 1.x compares a float32 array with a 0-d float64 array in float32 (value-based casting);
+    # found by the fuzzer (seed 8, program 2838).
+    x1 = np.array(0.1)
+    for x0 in (np.full((2, 3), np.float32(0.1)), np.zeros((3,), np.float32)):
+        def f(x0, x1):
+            return x0 <= x1, x1 > x0, x0 == x1
+        want = f(x0, x1)
+        got = framejit.compile(f)(x0, x1)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(g, w)

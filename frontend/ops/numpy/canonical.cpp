@@ -175,7 +175,9 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
           else if (m->dtype == DType::Float64) numbers.push_back(OperandKind::PyFloat);
           else return;
         } else {
-          scalar_object |= m->scalar_object;
+          // NB: NumPy 1.x casts a 0-d array by its value too (float32 array <= 0-d float64 array
+          // compares in float32), so its comparisons are left to NumPy as a scalar's are.
+          scalar_object |= m->scalar_object || m->rank() == 0;
           arrays.push_back(m->dtype);
         }
         break;
