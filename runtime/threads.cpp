@@ -109,18 +109,17 @@ struct Pool {
 };
 
 // Note [Sharing an OpenMP team]
-// Another library in the process may keep its own pool of as many threads as there are CPUs:
-// torch runs its CPU ops on OpenMP's, whose threads spin for milliseconds after each op. A
+// Another library in the process may keep its own pool of as many threads as there are CPUs, as
+// an OpenMP team whose threads spin for milliseconds after each of its parallel regions. A
 // framejit kernel started then had twice as many runnable threads as CPUs, and its chunks waited
-// for time slices: a 512x1024 layer norm took 366 us right after a torch op against 92 us alone
-// (16-core GPU machine, torch 2.11). Inductor's kernels do not pay this, because they run on
-// torch's own OpenMP team. So when such a team is in the process (the frontend finds torch's
-// OpenMP runtime once torch is imported) parallel_for runs its chunks there too, through the
-// runtime's GOMP_parallel: one team for both libraries, its threads already awake after torch's
-// ops, and framejit's own workers idle. A call asks for num_threads() threads as the own pool
-// would use (torch may run on fewer: it counts physical cores); chunks are split as in the own
-// pool, thread t of the team running chunks t, t + size, ... A fork() child goes back to the own pool: an OpenMP runtime's threads do not
-// survive a fork, and not every runtime recovers from one.
+// for time slices: a 512x1024 layer norm took 366 us right after such a library's op against 92 us
+// alone (16 cores). Kernels compiled against that library's own OpenMP runtime do not pay this. So
+// the frontend may hand parallel_for such a team (share_openmp_team), and parallel_for then runs
+// its chunks there, through the runtime's GOMP_parallel: one team for both libraries, its threads
+// already awake, and framejit's own workers idle. A call asks for as many threads as the own pool
+// would use (the other library may run on fewer); chunks are split as in the own pool, thread t of
+// the team running chunks t, t + size, ... A fork() child goes back to the own pool: an OpenMP
+// runtime's threads do not survive a fork, and not every runtime recovers from one.
 std::atomic<const OpenMpTeam*> g_team{nullptr};
 std::atomic<int> g_team_pid{0};
 
@@ -173,12 +172,15 @@ bool may_spin(const Pool* p) {
   return p->workers_.load(std::memory_order_relaxed) + 1 <= available_cpus();
 }
 
-void run_chunk(Pool* p, uint64_t job, uint32_t c) {
-  const int64_t k = static_cast<int64_t>(job & kChunkMask);
-  const int64_t base = p->n_ / k, rem = p->n_ % k;
+// Chunk c of [0, n) cut into k chunks whose sizes differ by at most one.
+void run_chunk_of(const Body& fn, int64_t n, int64_t k, int64_t c) {
+  const int64_t base = n / k, rem = n % k;
   const int64_t begin = c * base + std::min<int64_t>(c, rem);
-  const int64_t end = begin + base + (c < rem ? 1 : 0);
-  run_body(*p->fn_, begin, end);
+  run_body(fn, begin, begin + base + (c < rem ? 1 : 0));
+}
+
+void run_chunk(Pool* p, uint64_t job, uint32_t c) {
+  run_chunk_of(*p->fn_, p->n_, static_cast<int64_t>(job & kChunkMask), c);
   if (p->unfinished_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       p->caller_sleeping_.load(std::memory_order_seq_cst))
     detail::futex_wake(&p->unfinished_, 1);
@@ -408,11 +410,7 @@ void run_on_team(const OpenMpTeam& team, int64_t n, int64_t k, const Body& fn) {
         const bool was = tl_in_parallel;
         tl_in_parallel = true;  // nested parallel_for calls from a body run inline
         const int64_t size = std::max(j.team->team_size(), 1), me = j.team->thread_num();
-        const int64_t base = j.n / j.k, rem = j.n % j.k;
-        for (int64_t c = me; c < j.k; c += size) {
-          const int64_t begin = c * base + std::min<int64_t>(c, rem);
-          run_body(*j.fn, begin, begin + base + (c < rem ? 1 : 0));
-        }
+        for (int64_t c = me; c < j.k; c += size) run_chunk_of(*j.fn, j.n, j.k, c);
         tl_in_parallel = was;
       },
       &job, static_cast<unsigned>(k), 0);

@@ -33,8 +33,8 @@ void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t begin, int6
 /// inline. Kernels use it to skip parallel set-up work that cannot pay off.
 bool in_parallel_region();
 
-/// An OpenMP runtime loaded in the process, by its entry points (libgomp's ABI, which Intel's and
-/// LLVM's runtimes also export). See Note [Sharing an OpenMP team] in threads.cpp.
+/// An OpenMP runtime loaded in the process, by its entry points (the GNU OpenMP ABI, which other
+/// OpenMP runtimes also export). See Note [Sharing an OpenMP team] in threads.cpp.
 struct OpenMpTeam {
   void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;  // GOMP_parallel
   int (*thread_num)() = nullptr;   // omp_get_thread_num

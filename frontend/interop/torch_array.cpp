@@ -238,9 +238,7 @@ void pooled_capsule_destructor(PyObject* capsule) {
   if (m && m->deleter) m->deleter(m);
 }
 
-PyObject* pooled_tensor(const TorchHandles& h, const int64_t* shape, int rank, rt::DType dtype) {  // new ref
-  int64_t bytes = rt::dtype_itemsize(dtype);
-  for (int d = 0; d < rank; ++d) bytes *= shape[d];
+PyObject* pooled_tensor(const TorchHandles& h, const int64_t* shape, int rank, rt::DType dtype, int64_t bytes) {  // new ref
   auto r = std::make_unique<PooledResult>();
   void* data = rt::pool_alloc(static_cast<size_t>(bytes));
   if (!data) return PyErr_NoMemory();
@@ -288,7 +286,7 @@ public:
     }
     int64_t bytes = rt::dtype_itemsize(dtype);
     for (int d = 0; d < rank; ++d) bytes *= shape[d];
-    if (bytes >= kTorchPooledBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype);
+    if (bytes >= kTorchPooledBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype, bytes);
     OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
     if (!size) return nullptr;
     for (int d = 0; d < rank; ++d) {

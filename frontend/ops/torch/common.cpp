@@ -130,6 +130,11 @@ rt::DType dtype_arg(Tracer& tx, const VarPtr& v, const std::string& what) {
   return *d;
 }
 
+VarPtr int_const(Tracer& tx, int64_t v) {
+  OwnedRef o = OwnedRef::steal(PyLong_FromLongLong(v));
+  return tx.wrap_const(o.get());
+}
+
 VarPtr add_node(Tracer& tx, jit::OpKind op, jit::OpAttrs attrs, const std::string& target,
                 const std::vector<VarPtr>& args, const KwArgs& kwargs, jit::TensorMeta meta) {
   int node = tx.out().graph.add_call(op, std::move(attrs), target, to_args(tx, args), to_kwargs(tx, kwargs),

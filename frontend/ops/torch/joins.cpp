@@ -11,10 +11,6 @@ namespace framejit::frontend::ops::torch_ops {
 
 namespace {
 
-VarPtr int_const(Tracer& tx, int64_t v) {
-  OwnedRef o = OwnedRef::steal(PyLong_FromLongLong(v));
-  return tx.wrap_const(o.get());
-}
 
 // x[:, ..., start:stop] along `dim` (a view, NumPy's basic indexing).
 VarPtr slice_along(Tracer& tx, const VarPtr& x, int dim, const SymInt& start, const SymInt& stop) {

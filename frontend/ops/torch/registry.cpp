@@ -3,6 +3,7 @@
 #include "frontend/ops/torch/registry.h"
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "frontend/cpython/pyref.h"
 #include "frontend/interop/torch_array.h"
@@ -68,11 +69,10 @@ const char* const kMethodsOnly[] = {"float", "double", "half", "int", "long", "s
 // code is neither TorchScript nor torch.jit tracing, so each is a constant False.
 const char* const kNotScripting[][2] = {{"torch.jit", "is_scripting"}, {"torch._jit_internal", "is_scripting"},
                                         {"torch.jit", "is_tracing"}, {"torch._jit_internal", "is_tracing"}};
-constexpr const char* kNotScriptingName = " not scripting";  // the callables' entry below
-
 // The callables this table owns, by identity: filled when torch is first seen.
 struct Callables {
   std::unordered_map<PyObject*, std::string> names;  // borrowed: the modules keep them
+  std::unordered_set<PyObject*> not_scripting;        // kNotScripting's, borrowed likewise
   bool filled = false;
 };
 
@@ -88,8 +88,7 @@ Callables& callables() {
       OwnedRef m = OwnedRef::steal(PyImport_ImportModule(module));
       OwnedRef f = m ? OwnedRef::steal(PyObject_GetAttrString(m.get(), name)) : OwnedRef();
       if (!f) PyErr_Clear();
-      // NB: borrowed like the others: the module keeps its function.
-      if (f) c.names.emplace(f.get(), kNotScriptingName);
+      if (f) c.not_scripting.insert(f.get());  // NB: borrowed: the module keeps its function
     }
   }
   return c;
@@ -120,12 +119,12 @@ class TorchOpTable final : public OpTable {
 public:
   bool owns(PyObject* callable) const override {
     if (!torch_handles()) return false;
-    return callables().names.count(callable) != 0;
+    return callables().names.count(callable) != 0 || callables().not_scripting.count(callable) != 0;
   }
 
   VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs) override {
+    if (callables().not_scripting.count(callable)) return tx.wrap_const(Py_False);
     const std::string& name = callables().names.at(callable);
-    if (name == kNotScriptingName) return tx.wrap_const(Py_False);
     claim(tx, "torch." + name);
     return dispatch(tx, name, args, kwargs);
   }
@@ -184,7 +183,7 @@ public:
     if (!h) return out;  // torch not loaded: nothing of it can be traced
     for (const auto& [module, name] : kNotScripting) out.push_back(std::string(module) + "." + name);
     for (const auto& [f, n] : callables().names)
-      if (n != kNotScriptingName) out.push_back(functional_attr(n.c_str()) == f ? "torch.nn.functional." + n : "torch." + n);
+      out.push_back(functional_attr(n.c_str()) == f ? "torch.nn.functional." + n : "torch." + n);
     auto method = [&](const char* n) {
       if (is_method_name(n) && PyObject_HasAttrString(reinterpret_cast<PyObject*>(h->tensor), n))
         out.push_back(std::string("torch.Tensor.") + n);

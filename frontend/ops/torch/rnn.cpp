@@ -5,14 +5,6 @@
 
 namespace framejit::frontend::ops::torch_ops {
 
-namespace {
-
-VarPtr int_const(Tracer& tx, int64_t v) {
-  OwnedRef o = OwnedRef::steal(PyLong_FromLongLong(v));
-  return tx.wrap_const(o.get());
-}
-
-}  // namespace
 
 // Note [Recurrent layers]
 // framejit has no recurrence kernel yet, so torch computes the layer: one extern step whose value

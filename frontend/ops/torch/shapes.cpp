@@ -21,10 +21,6 @@ IndexSpecItem full_slice() {
   return {IndexSpecItem::Kind::Slice, {jit::Arg::none(), jit::Arg::none(), jit::Arg::none()}};
 }
 
-VarPtr int_const(Tracer& tx, int64_t v) {
-  OwnedRef o = OwnedRef::steal(PyLong_FromLongLong(v));
-  return tx.wrap_const(o.get());
-}
 
 // A shape as a tuple Var whose sizes are ints or run-time sizes, for a node's arguments.
 VarPtr shape_var(Tracer& tx, const Shape& s) {

@@ -53,6 +53,9 @@ PyObject* functional_attr(const char* name);
 /// The DType of a torch.dtype constant; a break naming `what` otherwise.
 rt::DType dtype_arg(Tracer& tx, const VarPtr& v, const std::string& what);
 
+/// The Python int `v` as a constant.
+VarPtr int_const(Tracer& tx, int64_t v);
+
 /// A node computing canonical `op` (attrs given) as the torch call `target`.
 VarPtr add_node(Tracer& tx, jit::OpKind op, jit::OpAttrs attrs, const std::string& target,
                 const std::vector<VarPtr>& args, const KwArgs& kwargs, jit::TensorMeta meta);
