@@ -5,6 +5,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "frontend/interop/numpy_abi.h"
 #include "frontend/ops/numpy/promotion.h"
 
 namespace framejit::frontend::ops {
@@ -165,6 +166,8 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
   std::vector<DType> arrays;
   std::vector<OperandKind> numbers;
   bool scalar_object = false;
+  bool zero_d = false;  // a 0-d array among the operands
+  int max_rank = 0;
   for (const Arg& a : operands) {
     switch (a.kind) {
       case Arg::Kind::Node: {
@@ -175,9 +178,9 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
           else if (m->dtype == DType::Float64) numbers.push_back(OperandKind::PyFloat);
           else return;
         } else {
-          // NB: NumPy 1.x casts a 0-d array by its value too (float32 array <= 0-d float64 array
-          // compares in float32), so its comparisons are left to NumPy as a scalar's are.
-          scalar_object |= m->scalar_object || m->rank() == 0;
+          scalar_object |= m->scalar_object;
+          zero_d |= m->rank() == 0;
+          max_rank = std::max(max_rank, m->rank());
           arrays.push_back(m->dtype);
         }
         break;
@@ -188,7 +191,12 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
       default: return;
     }
   }
-  if (arrays.empty() || (scalar_object && jit::is_comparison_op(op))) return;
+  // NB: beside higher-rank arrays NumPy 1.x casts a 0-d array by its value too (a float32 array
+  // <= a 0-d float64 array compares in float32), so such comparisons are left to NumPy, as a
+  // scalar's are. NumPy 2 (NEP 50) and framejit.Tensor without NumPy promote by type.
+  const NumPyHandles* np = numpy_handles();
+  const bool by_value = scalar_object || (zero_d && max_rank > 0 && np && np->major < 2);
+  if (arrays.empty() || (by_value && jit::is_comparison_op(op))) return;
   const size_t n = operands.size();
   std::vector<DType>& loop = c.attrs.loop_dtypes;
   if (op == OpKind::Cast || op == OpKind::Positive) {
