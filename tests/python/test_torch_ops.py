@@ -256,6 +256,88 @@ def test_matmul_mm_bmm_linear():
     check(lambda x, w: F.linear(x, w), rand(3, 5, 6), w)
 
 
+def test_vector_operands_of_products():
+    a, v, w = rand(5, 4), rand(4), rand(5)
+    check(lambda a, v, w: (a @ v, w @ a, v @ v, a.mv(v), torch.mv(a, v) * 2), a, v, w)
+    check(lambda x, v, y: (torch.matmul(x, v), torch.matmul(v, y)), rand(2, 5, 4), v, rand(3, 4, 6))
+    check(lambda x, w: F.linear(x, w), v, rand(3, 4))
+    with pytest.raises(RuntimeError):
+        framejit.compile(lambda a, v: a @ v)(a, w)  # the contracted sizes differ
+
+
+def test_addmm_baddbmm_addmv():
+    a, b, c, bias = rand(5, 4), rand(4, 3), rand(5, 3), rand(3)
+    check(lambda c, a, b: (torch.addmm(c, a, b), torch.addmm(bias, a, b, beta=0.5, alpha=2), c.addmm(a, b)), c, a, b)
+    # beta=0: input is not read, so its NaNs do not reach the result (torch's rule).
+    check(lambda c, a, b: torch.addmm(c, a, b, beta=0), torch.full((5, 3), float("nan")), a, b)
+    check(lambda x, y: torch.baddbmm(torch.zeros(1, 5, 3), x, y, alpha=0.1).relu(), rand(2, 5, 4), rand(2, 4, 3))
+    check(lambda w, a, v: torch.addmv(w, a, v, beta=2), rand(5), a, rand(4))
+    with pytest.raises(RuntimeError):
+        framejit.compile(lambda a, b: torch.addmm(a, a, b))(a, b)  # input does not broadcast to (5, 3)
+    # A float alpha on integer tensors: torch's own conversion (1.13 truncates it), in CPython.
+    check(lambda x: torch.addmm(x[:, :3], x, x.t(), alpha=0.5), torch.arange(12).reshape(3, 4), whole=False)
+    check(lambda x: torch.addmm(x[:, :3], x, x.t(), alpha=2, beta=3), torch.arange(12).reshape(3, 4))
+
+
+def test_einsum():
+    a, b = rand(5, 4), rand(4, 3)
+    check(lambda a, b: (torch.einsum("ij,jk->ik", a, b), torch.einsum("ij,jk", a, b) * 2, torch.einsum("ij->j", a)), a, b)
+    check(lambda x, y: torch.einsum("bij,bjk->bik", [x, y]).softmax(-1), rand(2, 5, 4), rand(2, 4, 3))
+    check(lambda a: torch.einsum("ii", a), rand(4, 4))
+    with pytest.raises(RuntimeError):
+        framejit.compile(lambda a: torch.einsum("ij,jk->ik", a, a))(a)  # j is 4 and 5
+
+
+def test_writes_by_index_into_tensors():
+    def rows(x, i):
+        x[0] = 1.5
+        x[i] = x[i] * 3
+        y = x * 2
+        y[:, 1:3] = 0
+        y[y > 2] = -1.0
+        return y
+
+    check(rows, rand(4, 5), torch.tensor([1, 2]))
+
+    def column(x, v):
+        x[:, 0] = v
+        return x
+
+    def element(x, n):
+        x[0] = n
+        return x
+
+    def first_two(x):
+        x[0:2] = 7
+        return x
+
+    check(column, rand(3, 4), rand(3))
+    check(element, rand(3, dtype=torch.float64), 2.5)
+    check(first_two, torch.zeros(3, dtype=torch.int32))
+
+
+def test_writes_torch_refuses_raise_as_eager():
+    def overlap(x):
+        x[1:] = x[:-1]  # partly overlapping memory: torch raises, NumPy would copy
+        return x
+
+    with pytest.raises(RuntimeError):
+        framejit.compile(overlap)(rand(4))
+    def put(x, i, v):
+        x[i] = v
+        return x * 2
+
+    with pytest.raises(RuntimeError):
+        framejit.compile(put)(torch.zeros(2, dtype=torch.int8), 0, 300)  # overflows int8
+    with pytest.raises(ValueError):
+        framejit.compile(put)(rand(3), slice(None, None, -1), 1)
+    # A run-time float into float32 may overflow, which torch checks: that statement runs in CPython.
+    f = put
+    same(f(rand(3), 0, 2.5), framejit.compile(f)(rand(3), 0, 2.5))
+    e = framejit.explain(f)(rand(3), 0, 2.5)
+    assert any("torch checks overflow" in b.reason for b in e.breaks), e
+
+
 def test_casts_and_shape_queries():
     x = rand(3, 4)
     check(lambda x: (x.double() * 2, x.int(), x.to(torch.float64), x.long() + 1, x.bool(), x.half(), x.to(x)), x)

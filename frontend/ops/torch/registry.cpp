@@ -18,13 +18,14 @@ namespace {
 // Every name the families capture, as torch functions (torch.<name>), functional ones
 // (torch.nn.functional.<name>) and Tensor methods.
 bool family_knows(const std::string& name) {
-  return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_creation_name(name) ||
+  return is_pointwise_name(name) || is_reduction_name(name) || is_shape_name(name) || is_product_name(name) || is_creation_name(name) ||
          is_nn_name(name) || is_join_name(name) || is_conv_name(name) || is_rnn_name(name);
 }
 
 VarPtr dispatch(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   if (is_reduction_name(name)) return reduction(tx, name, args, kwargs);
   if (is_shape_name(name)) return shape_op(tx, name, args, kwargs);
+  if (is_product_name(name)) return product_op(tx, name, args, kwargs);
   if (is_creation_name(name)) return creation(tx, name, args, kwargs);
   if (is_nn_name(name)) return nn_function(tx, name, args, kwargs);
   if (is_join_name(name)) return join_op(tx, name, args, kwargs);
@@ -48,8 +49,8 @@ const char* const kCandidates[] = {
     "sum", "mean", "amax", "amin", "prod", "max", "min", "argmax", "argmin", "var", "std", "softmax",
     "log_softmax", "any", "all", "logsumexp", "norm",
     // shapes and products
-    "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "matmul", "mm", "bmm", "numel",
-    "swapaxes",
+    "reshape", "permute", "transpose", "t", "unsqueeze", "squeeze", "flatten", "numel", "swapaxes", "matmul", "mm",
+    "bmm", "mv", "addmm", "baddbmm", "addmv", "einsum",
     // creation
     "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "randn_like", "rand_like",
     // joins and splits
@@ -157,14 +158,14 @@ public:
 
   VarPtr getitem(Tracer& tx, const VarPtr& a, const VarPtr& index) override { return torch_getitem(tx, a, index); }
 
-  void setitem(Tracer&, const VarPtr&, const VarPtr&, const VarPtr&) override {
-    graph_break("writing into a torch tensor (x[...] = v) is not captured yet");
+  void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) override {
+    torch_setitem(tx, a, index, value);
   }
 
   VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) override {
     if (op == "matmul") {
       BREAK_IF(inplace, "in-place matmul (@=)");
-      return shape_op(tx, "matmul", {a, b}, {});
+      return product_op(tx, "matmul", {a, b}, {});
     }
     BREAK_IF(!is_operator_name(op), "operator " + op + " on torch tensors is not captured yet");
     if (inplace && a->kind == VarKind::Tensor) return inplace_operator(tx, op, a, b);

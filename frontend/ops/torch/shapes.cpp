@@ -1,6 +1,5 @@
 // shapes.cpp — torch's views and shape ops (view reshape permute transpose t unsqueeze squeeze
-// flatten expand contiguous), matrix products (matmul mm bmm linear) and shape queries, as
-// canonical ops (Note [Torch ops]).
+// flatten expand contiguous) and shape queries, as canonical ops (Note [Torch ops]).
 #include <algorithm>
 #include <numeric>
 
@@ -93,33 +92,11 @@ Shape sizes_arg(Tracer& tx, const std::vector<VarPtr>& rest) {
   return parse_shape(tx, std::make_shared<SeqVar>(VarKind::Tuple, rest));
 }
 
-VarPtr matmul(Tracer& tx, const std::string& name, const VarPtr& a, const VarPtr& b) {
-  const std::string user = "torch." + name;
-  BREAK_IF(a->kind != VarKind::Tensor || b->kind != VarKind::Tensor, user + " of a non-tensor");
-  const Answer r = probe(tx, torch_attr(name.c_str()), user, {a, b});
-  const Shape sa = shape_of(tx, a), sb = shape_of(tx, b);
-  if (name == "mm") BREAK_IF(sa.size() != 2 || sb.size() != 2, Raises{PyExc_RuntimeError}, "mm: tensors must be 2-D");
-  if (name == "bmm") BREAK_IF(sa.size() != 3 || sb.size() != 3, Raises{PyExc_RuntimeError}, "bmm: tensors must be 3-D");
-  BREAK_IF(sa.empty() || sb.empty(), Raises{PyExc_RuntimeError}, "both arguments to matmul need to be at least 1D");
-  BREAK_IF(sa.size() < 2 || sb.size() < 2, user + " with a vector operand is not captured yet");
-  const SymInt ka = sa.back(), kb = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
-  BREAK_IF(!tx.out().sizes_equal(ka, kb, user + " at " + tx.location()), Raises{PyExc_RuntimeError},
-           user + ": mat1 and mat2 shapes cannot be multiplied");
-  // matmul's shape rules are NumPy's for these operands (batch dims broadcast, 1-d promoted).
-  Shape batch_a(sa.begin(), sa.end() - std::min<size_t>(sa.size(), 2));
-  Shape batch_b(sb.begin(), sb.end() - std::min<size_t>(sb.size(), 2));
-  Shape out = broadcast_shapes(tx, {batch_a, batch_b});
-  if (sa.size() >= 2) out.push_back(sa[sa.size() - 2]);
-  if (sb.size() >= 2) out.push_back(sb.back());
-  BREAK_IF(r.dtype != tx.meta(a).dtype || r.dtype != tx.meta(b).dtype, user + " of mixed dtypes");
-  return add_node(tx, OpKind::Matmul, {}, "torch." + name, {a, b}, {}, tensor_meta(r.dtype, std::move(out)));
-}
-
 }  // namespace
 
 bool is_shape_name(const std::string& name) {
   return name_in(name, {"reshape", "view",   "permute", "transpose", "t",     "unsqueeze", "squeeze",
-                                       "flatten", "expand", "expand_as", "contiguous", "matmul", "mm", "bmm", "linear",
+                                       "flatten", "expand", "expand_as", "contiguous",
                                        "size",    "dim",    "numel",   "ndimension", "swapaxes"});
 }
 
@@ -138,19 +115,6 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   }
   if (name == "dim" || name == "ndimension") return int_const(tx, rank);
   if (name == "numel") return tx.sym_value(numel(in));
-  if (name == "matmul" || name == "mm" || name == "bmm") {
-    BREAK_IF(args.size() != 2 || !kwargs.empty(), user + " with " + std::to_string(args.size()) + " operands");
-    return matmul(tx, name, args[0], args[1]);
-  }
-  if (name == "linear") {
-    auto b = bind_args(user, {"input", "weight", "bias"}, args, kwargs);
-    const VarPtr& w = b["weight"];
-    BREAK_IF(w->kind != VarKind::Tensor || tx.meta(w).rank() != 2, user + " with a weight that is not a matrix");
-    VarPtr wt = permute(tx, w, {1, 0}, "torch.t", {});
-    VarPtr y = matmul(tx, "matmul", x, wt);
-    if (is_absent(b, "bias")) return y;
-    return pointwise(tx, "add", {y, b["bias"]}, {});
-  }
   BREAK_IF(!kwargs.empty() && name != "flatten" && name != "transpose" && name != "squeeze" && name != "unsqueeze",
            user + " with keyword arguments");
   if (name == "contiguous") {
@@ -276,11 +240,9 @@ VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& 
   graph_break(user + " is not captured yet");
 }
 
-VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
+void check_index(Tracer& tx, const VarPtr& index) {
   if (is_advanced_index(index)) {
-    // Index tensors and masks follow NumPy's advanced indexing, whose result shapes torch shares
-    // (a mask's count is known only at run time); the gather is torch's own getitem. Index
-    // tensors must be int64 or bool here (torch 1.x refuses int32; a 0-d one is an integer).
+    // Index tensors must be int64 or bool here (torch 1.x refuses int32; a 0-d one is an integer).
     std::vector<VarPtr> items = is_seq(index) ? as<SeqVar>(index)->items : std::vector<VarPtr>{index};
     for (const VarPtr& it : items) {
       if (it->kind != VarKind::Tensor) continue;
@@ -289,7 +251,7 @@ VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
                "indexing a torch tensor with a " + std::string(rt::dtype_name(m.dtype)) + " index tensor");
       BREAK_IF(m.rank() == 0, "indexing a torch tensor with a 0-d index tensor");
     }
-    return advanced_index(tx, x, index);
+    return;
   }
   std::vector<VarPtr> items = is_seq(index) ? as<SeqVar>(index)->items : std::vector<VarPtr>{index};
   if (is_const(index) && PyTuple_Check(const_value(index)))
@@ -306,6 +268,13 @@ VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
       for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); ++i) bad |= negative_step(PyTuple_GET_ITEM(c, i));
     BREAK_IF(bad, Raises{PyExc_ValueError}, "step must be greater than zero");
   }
+}
+
+VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index) {
+  check_index(tx, index);
+  // Index tensors and masks follow NumPy's advanced indexing, whose result shapes torch shares
+  // (a mask's count is known only at run time); the gather is torch's own getitem.
+  if (is_advanced_index(index)) return advanced_index(tx, x, index);
   VarPtr r = basic_index(tx, x, index);
   if (r->kind != VarKind::Tensor) return r;
   jit::Node& n = tx.out().graph.mutable_node(as<TensorVar>(r)->node);

@@ -72,10 +72,14 @@ bool is_pointwise_name(const std::string& name);
 VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 bool is_reduction_name(const std::string& name);
 
-/// Shape ops and products (shapes.cpp): reshape view permute transpose t unsqueeze squeeze
-/// flatten contiguous expand matmul mm bmm linear, casts (to, float, double ...), size/dim/numel.
+/// Shape ops (shapes.cpp): reshape view permute transpose t unsqueeze squeeze flatten contiguous
+/// expand, size/dim/numel.
 VarPtr shape_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
 bool is_shape_name(const std::string& name);
+
+/// matmul mm bmm mv linear addmm baddbmm addmv einsum (products.cpp, Note [Torch products]).
+VarPtr product_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
+bool is_product_name(const std::string& name);
 
 /// zeros ones empty full and their *_like forms (creation.cpp).
 VarPtr creation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
@@ -93,12 +97,17 @@ VarPtr module_attr(Tracer& tx, const VarPtr& obj, const std::string& name);
 /// x[index] with ints, slices (positive steps), None and Ellipsis: NumPy's basic indexing, whose
 /// rules torch shares, except that an element is a 0-d tensor (a view) and negative steps raise.
 VarPtr torch_getitem(Tracer& tx, const VarPtr& x, const VarPtr& index);
+/// Breaks with torch's error for an index torch refuses where NumPy would not (negative steps,
+/// index tensors other than int64 and bool).
+void check_index(Tracer& tx, const VarPtr& index);
 
 /// In place (writes.cpp, Note [Torch writes]): x.add_(y) & co., and `x op= y` on a tensor.
 bool is_inplace_method(const std::string& name);
 VarPtr inplace_method(Tracer& tx, const VarPtr& x, const std::string& name, const std::vector<VarPtr>& args,
                       const KwArgs& kwargs);
 VarPtr inplace_operator(Tracer& tx, const std::string& op, const VarPtr& x, const VarPtr& y);
+/// x[index] = value on a torch tensor.
+void torch_setitem(Tracer& tx, const VarPtr& x, const VarPtr& index, const VarPtr& value);
 
 /// cat stack chunk split narrow unbind masked_fill arange tril triu (joins.cpp).
 VarPtr join_op(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);

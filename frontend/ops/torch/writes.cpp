@@ -2,6 +2,8 @@
 // in-place operators (x += y) as writes into arrays (Note [Torch writes]).
 #include "frontend/cpython/pyref.h"
 #include "frontend/interop/torch_array.h"
+#include "frontend/ops/numpy/families.h"
+#include "frontend/ops/numpy/registry.h"
 #include "frontend/ops/torch/torch_ops.h"
 
 namespace framejit::frontend::ops::torch_ops {
@@ -15,11 +17,44 @@ namespace framejit::frontend::ops::torch_ops {
 // which raises torch's error. The final write into an input is torch's own `dst[...] = src`, an
 // extern step: torch bumps the tensor's version counter, which autograd checks, and framejit's
 // store kernels would not.
+// `x[index] = v` is NumPy's write (the same key, broadcast and cast rules) where torch agrees with
+// NumPy, and a break where it does not: torch raises for a negative step, for an index tensor of
+// another dtype than int64 or bool, for a number the target's dtype cannot hold (NumPy 1.x
+// wraps), and for a source that partly overlaps the target (x[1:] = x[:-1], which NumPy copies
+// as if buffered); each of those statements runs in CPython, which gives torch's behaviour.
 
 namespace {
 
 // The in-place methods captured: their out-of-place name, with the argument list they share.
 bool has_out_of_place(const std::string& base) { return is_pointwise_name(base); }
+
+// The array a chain of views ends at (the trace's own value, or an input).
+const Var* root_of(const VarPtr& v) {
+  const Var* r = v.get();
+  while (r->kind == VarKind::Tensor && static_cast<const TensorVar*>(r)->is_view && static_cast<const TensorVar*>(r)->base)
+    r = static_cast<const TensorVar*>(r)->base.get();
+  return r;
+}
+
+// Breaks when `source` is a view of the memory `target` lives in (and not `target` itself): torch
+// refuses partial overlaps and copies in an order NumPy's functional write does not reproduce.
+void check_no_overlap(const VarPtr& target, const VarPtr& source, const std::string& what) {
+  if (source->kind != VarKind::Tensor || source.get() == target.get()) return;
+  BREAK_IF(root_of(source) == root_of(target), BreakKind::SideEffect,
+           what + " from a view of the tensor written (torch refuses partly overlapping memory)");
+}
+
+// Whether torch stores the Python number `v` into a tensor of `dt`: it refuses what overflows.
+bool torch_holds(rt::DType dt, PyObject* v) {
+  PyObject* empty = torch_attr("empty");  // borrowed
+  OwnedRef shape = OwnedRef::steal(PyTuple_New(0));
+  OwnedRef kw = OwnedRef::steal(Py_BuildValue("{s:O}", "dtype", torch_handles()->dtypes[static_cast<int>(dt)]));
+  OwnedRef t = empty && shape && kw ? OwnedRef::steal(PyObject_Call(empty, OwnedRef::steal(PyTuple_Pack(1, shape.get())).get(), kw.get()))
+                                    : OwnedRef();
+  OwnedRef r = t ? OwnedRef::steal(PyObject_CallMethod(t.get(), "fill_", "O", v)) : OwnedRef();
+  if (!r) PyErr_Clear();
+  return static_cast<bool>(r);
+}
 
 VarPtr write_result(Tracer& tx, const VarPtr& x, VarPtr value, const std::string& what) {
   const jit::TensorMeta xm = tx.meta(x);  // NB: a copy: casts add nodes
@@ -51,6 +86,7 @@ VarPtr inplace_method(Tracer& tx, const VarPtr& x, const std::string& name, cons
   BREAK_IF(x->kind != VarKind::Tensor, what + " of a non-tensor");
   std::vector<VarPtr> all{x};
   all.insert(all.end(), args.begin(), args.end());
+  for (const VarPtr& a : args) check_no_overlap(x, a, what);
   // torch's verdict on the write itself (dtype and shape), from the in-place method on stand-ins.
   OwnedRef method = OwnedRef::steal(PyObject_GetAttrString(reinterpret_cast<PyObject*>(torch_handles()->tensor), name.c_str()));
   if (!method) python_error_break(what + ": ");
@@ -74,8 +110,36 @@ VarPtr inplace_operator(Tracer& tx, const std::string& op, const VarPtr& x, cons
   static PyObject* operators = PyImport_ImportModule("operator");  // kept for the process
   OwnedRef fn = operators ? OwnedRef::steal(PyObject_GetAttrString(operators, ("i" + op).c_str())) : OwnedRef();
   if (!fn) python_error_break(what + ": ");
+  check_no_overlap(x, y, what);
   probe(tx, fn.get(), what, {x, y});
   return write_result(tx, x, operator_pointwise(tx, op, {x, y}), what);
+}
+
+void torch_setitem(Tracer& tx, const VarPtr& x, const VarPtr& index, const VarPtr& value) {
+  const std::string what = "x[...] = v on a torch tensor";
+  BREAK_IF(x->kind != VarKind::Tensor, what + " of a non-tensor");
+  check_index(tx, index);
+  const rt::DType dt = tx.meta(x).dtype;
+  switch (value->kind) {
+    case VarKind::Tensor:
+      check_no_overlap(x, value, what);
+      break;
+    case VarKind::Const:
+      BREAK_IF(PyNumber_Check(const_value(value)) && !torch_holds(dt, const_value(value)), Raises{PyExc_RuntimeError},
+               "value cannot be converted to type " + std::string(rt::dtype_name(dt)) + " without overflow");
+      break;
+    case VarKind::Scalar: {
+      // A number known only at run time: only where no value of its type can overflow the target
+      // (any number into float64; an int, which the trace holds as int64, into int64).
+      const bool fits = dt == rt::DType::Float64 || (dt == rt::DType::Int64 && !rt::dtype_is_float(tx.meta(value).dtype));
+      BREAK_IF(!fits, what + " of a run-time number into a " + std::string(rt::dtype_name(dt)) +
+                          " tensor (torch checks overflow)");
+      break;
+    }
+    default:
+      break;  // NumPy's setitem names what it refuses
+  }
+  ops::setitem(tx, x, index, value);
 }
 
 }  // namespace framejit::frontend::ops::torch_ops
