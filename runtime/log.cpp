@@ -11,7 +11,7 @@
 namespace framejit::rt {
 namespace {
 constexpr std::array<std::string_view, static_cast<int>(LogTopic::Count)> kTopicNames = {
-    "graph", "guards", "recompiles", "breaks", "passes", "kernels", "asm", "ptx"};
+    "graph", "guards", "recompiles", "breaks", "passes", "kernels", "asm", "ptx", "profile"};
 
 uint32_t parse(std::string_view spec) {
   uint32_t mask = 0;

@@ -7,7 +7,7 @@
 
 namespace framejit::rt {
 
-enum class LogTopic : uint8_t { Graph, Guards, Recompiles, Breaks, Passes, Kernels, Asm, Ptx, Count };
+enum class LogTopic : uint8_t { Graph, Guards, Recompiles, Breaks, Passes, Kernels, Asm, Ptx, Profile, Count };
 
 /// True when FRAMEJIT_LOGS names the topic (comma-separated, or "all").
 bool log_enabled(LogTopic topic);

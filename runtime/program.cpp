@@ -4,11 +4,15 @@
 #include "runtime/program.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string>
 
+#include "runtime/log.h"
 #include "runtime/threads.h"
 
 namespace framejit::rt {
@@ -942,15 +946,53 @@ bool run_step(Run& run, const Step& s) {
 
 }  // namespace
 
+namespace {
+
+// FRAMEJIT_LOGS=profile: one line per run, each step's index, kind, graph node (extern steps and
+// stores), result shape and time,
+// so a slow program shows which of its steps is slow (the benchmarks time whole calls).
+void profile_step(std::string& line, int index, const Step& s, const Value* values, double us) {
+  static const char* const kKinds[] = {"kernel", "reduce", "gemm", "chain", "extern", "size", "store"};
+  char buf[96];
+  std::snprintf(buf, sizeof buf, " %d:%s", index, kKinds[static_cast<int>(s.kind)]);
+  line += buf;
+  if (s.node >= 0) line += "#" + std::to_string(s.node);
+  const int out = s.kind == Step::Kind::Gemm ? s.gemm().output : s.output;
+  if (out >= 0 && values[out].is_array()) {
+    line += "[";
+    for (int d = 0; d < values[out].nd; ++d) line += (d ? "," : "") + std::to_string(values[out].dims[d]);
+    line += "]";
+  }
+  std::snprintf(buf, sizeof buf, "=%.1f", us);
+  line += buf;
+}
+
+}  // namespace
+
 bool run_program(const Program& program, Value* values, RunHost& host) noexcept {
   Run run{program, values, host};
-  for (const Step& s : program.steps) {
+  const bool profile = log_enabled(LogTopic::Profile);
+  std::string line;
+  const auto start = std::chrono::steady_clock::now();
+  auto t = start;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const Step& s = program.steps[i];
     if (!run_step(run, s)) return false;
+    if (profile) {
+      const auto now = std::chrono::steady_clock::now();
+      profile_step(line, static_cast<int>(i), s, values, std::chrono::duration<double, std::micro>(now - t).count());
+      t = now;
+    }
     for (int v : s.release)
       if (values[v].kind != Value::Kind::Empty) {
         host.release(values[v]);
         values[v] = Value{};
       }
+  }
+  if (profile) {
+    char total[48];
+    std::snprintf(total, sizeof total, "run %.1f us:", std::chrono::duration<double, std::micro>(t - start).count());
+    log_write(LogTopic::Profile, total + line);
   }
   return true;
 }

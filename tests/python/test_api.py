@@ -557,6 +557,21 @@ def test_framejit_logs_environment_variable():
     assert r.returncode == 0 and "tanh" not in r.stderr, r.stderr
 
 
+def test_profile_log_times_each_step_of_a_compiled_call():
+    code = """
+        import numpy as np, framejit
+        f = framejit.compile(lambda a, b: np.tanh(a @ b).sum(axis=1) + 1)
+        a, b = np.ones((8, 16)), np.ones((16, 4))
+        f(a, b)
+        f(a, b)
+    """
+    r = run_python(code, env={"FRAMEJIT_LOGS": "profile"})
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("[framejit:profile] run ")]
+    assert len(lines) == 2, r.stderr
+    assert ":gemm[8,4]=" in lines[1], lines[1]  # the product's step, its result shape and time
+
+
 INSTALL_WORKLOAD = """
 import asyncio, contextlib, dataclasses, functools, itertools
 import numpy as np
