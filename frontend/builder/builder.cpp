@@ -127,8 +127,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     torch_fields = facts->fields;
     torch_requires_grad = facts->requires_grad;
     // Under no_grad or inference_mode it is an input like any other (a model's parameters): its
-    // guard holds requires_grad and that grad mode is off.
-    BREAK_IF(torch_requires_grad && torch_grad_enabled(),
+    // guard holds requires_grad and the caller's grad mode. The mode is the trace's, which a
+    // traced `with torch.no_grad():` turns off (Note [Grad-mode blocks]).
+    BREAK_IF(torch_requires_grad && grad_enabled_,
              "autograd: " + key + " requires grad under grad mode (framejit does not build backward graphs yet; "
              "the statement runs in CPython with torch's autograd)");
   }
@@ -168,6 +169,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
                            : TensorGuard::Kind::NumPyScalar;
     tg.type = type;
     tg.requires_grad = torch_requires_grad;
+    tg.grad_enabled = torch_requires_grad && torch_grad_enabled();  // the caller's mode
     int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
     if (torch_requires_grad) out_.requires_grad_inputs.push_back(node);
     if (is_array) {

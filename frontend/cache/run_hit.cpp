@@ -1,11 +1,11 @@
 // run_hit.cpp — the one cache-hit path (Note [One hit path]).
-#include "frontend/interop/torch_array.h"
 #include "frontend/cache/run_hit.h"
 
 #include <algorithm>
 #include <exception>
 #include <new>
 
+#include "frontend/interop/torch_array.h"
 #include "frontend/options/thread_state.h"
 
 namespace framejit::frontend {
@@ -71,6 +71,8 @@ bool run_program(CacheEntry& e, const HitFrame& frame, PyObject* running_code, P
   try {
     RunningScope running(running_code);
     HookBusyScope busy;  // the program's own Python (extern steps) is not traced
+    std::optional<TorchGradOff> grad_off;
+    if (e.program->grad_off()) grad_off.emplace();  // Note [Grad-mode blocks]
     return e.program->run(inputs, outputs);
   } catch (const std::bad_alloc&) {
     // NB: nothing may unwind through CPython's frames. The outputs made before the throw are

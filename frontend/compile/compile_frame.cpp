@@ -311,7 +311,10 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     if (broke && cfg.explain) explained = explain_break(*broke, og, reinterpret_cast<PyCodeObject*>(fn->func_code));
     // NB: also before any array was seen: what comes after the break may compute on arrays (a
     // function whose first statement breaks still gets its resume function).
-    if (broke && cfg.partial_graphs && !cfg.fullgraph && broke->snapshot) {
+    // Note [Grad-mode blocks]: a break inside a block the trace entered keeps nothing from its
+    // own snapshot; it stops before the block (below).
+    const bool in_grad_block = broke && broke->grad_stop >= 0;
+    if (broke && cfg.partial_graphs && !cfg.fullgraph && broke->snapshot && !in_grad_block) {
       try {
         partial = tracer.break_state(*broke->snapshot);
       } catch (GraphBreak& b) {
@@ -319,13 +322,17 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       }
     }
     Replays replays = tracer.take_replays();  // of the trace whose graph is kept (Note [Side effects])
-    if (broke && cfg.partial_graphs && !cfg.fullgraph && og.saw_tensor && broke->snapshot && broke->offset >= 0) {
+    if (broke && cfg.partial_graphs && !cfg.fullgraph && (og.saw_tensor || in_grad_block) && broke->snapshot &&
+        broke->offset >= 0) {
       // Note [Breaks inside loops]: a break inside a loop keeps the graph before the loop; one
-      // inside an inlined call keeps the graph before that call.
+      // inside an inlined call keeps the graph before that call; one inside a grad-mode block,
+      // the graph before the block's manager is made (Note [Grad-mode blocks]), or before the
+      // loop when the loop holds the block.
       Expected<int> loop = bytecode::outer_loop_start(fn->func_code, broke->offset);
       if (!loop) PyErr_Clear();
-      const bool in_loop = loop && *loop >= 0;
-      const int stop_at = in_loop ? *loop : broke->in_callee ? broke->offset : -1;
+      bool in_loop = loop && *loop >= 0;
+      if (in_grad_block && in_loop && broke->grad_stop < *loop) in_loop = false;  // the block holds the loop
+      const int stop_at = in_loop ? *loop : in_grad_block ? broke->grad_stop : broke->in_callee ? broke->offset : -1;
       if (stop_at >= 0) {
         partial.reset();  // what the break kept holds the loop's or the callee's work
         OutputGraph before;
@@ -333,6 +340,8 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
         stop.stop_at = stop_at;
         auto as = std::make_shared<GraphBreak>(broke->without_snapshot());
         if (in_loop) as->reason += "; it is inside a loop, which runs in CPython";
+        else if (in_grad_block) as->reason += "; it is inside a grad-mode block, which CPython enters";
+        as->grad_stop = -1;
         stop.stop_as = as;
         Tracer again(before, view, fn, stop);
         std::optional<GraphBreak> at_stop = again.run();
@@ -384,6 +393,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       } else {
         entry->program = std::move(*program);
         entry->program->set_array_kind(og.array_kind == ArrayKind::None ? ArrayKind::NumPy : og.array_kind);
+        entry->program->set_grad_off(!og.requires_grad_inputs.empty());  // Note [Grad-mode blocks]
       }
     }
     if (partial && st.is_ok()) {

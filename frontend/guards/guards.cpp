@@ -213,8 +213,8 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
       if (kVerbose) *why = requires_grad ? "requires grad" : "no longer requires grad";
       return false;
     }
-    if (requires_grad && torch_grad_enabled()) {
-      if (kVerbose) *why = "requires grad, and grad mode is on";
+    if (requires_grad && torch_grad_enabled() != g.grad_enabled) {
+      if (kVerbose) *why = g.grad_enabled ? "requires grad, and grad mode is off" : "requires grad, and grad mode is on";
       return false;
     }
     nd = a.nd;
@@ -485,7 +485,7 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
         s += g.ndim == 1 ? ",)" : ")";
         s += g.c_contiguous ? " C-contiguous" : " strided";
         if (g.writeable) s += " writeable";
-        if (g.requires_grad) s += " requires_grad (grad mode off)";
+        if (g.requires_grad) s += g.grad_enabled ? " requires_grad (grad mode on)" : " requires_grad (grad mode off)";
       }
       return s;
     }

@@ -27,7 +27,8 @@ struct TensorGuard {
   std::vector<int> symbols;  // symbol id per dim, -1 for static dims
   bool c_contiguous = true;
   bool writeable = false;  // NdArray: the graph writes into it, so it must still be writeable
-  bool requires_grad = false;  // Torch: as traced; true also needs grad mode off (Note [Torch values])
+  bool requires_grad = false;  // Torch: as traced; true also needs the caller's grad mode to be
+  bool grad_enabled = false;   // this one, as traced (Note [Torch values], Note [Grad-mode blocks])
   static constexpr int64_t kSymbolic = -2;
 };
 

@@ -94,6 +94,10 @@ TorchHandles* load_handles() {
   h->dtype_type = reinterpret_cast<PyTypeObject*>(dtype_type.release());
   h->device_type = reinterpret_cast<PyTypeObject*>(device.release());
   h->tensor_base = reinterpret_cast<PyTypeObject*>(base);
+  h->no_grad = attr(torch, "no_grad");
+  h->enable_grad = attr(torch, "enable_grad");
+  h->inference_mode = attr(torch, "inference_mode");
+  h->set_grad_enabled = c ? attr(c.get(), "_set_grad_enabled") : nullptr;
   h->tensor = reinterpret_cast<PyTypeObject*>(tensor);
   for (int i = 0; i < rt::kNumDTypes; ++i)
     h->dtypes[i] = attr(torch, std::string(rt::dtype_name(static_cast<rt::DType>(i))).c_str());
@@ -361,6 +365,26 @@ std::optional<TorchTensorFacts> torch_tensor_facts(PyObject* o) {
   const Export* e = export_of(o);
   if (!e) return std::nullopt;
   return TorchTensorFacts{e->fields, e->requires_grad};
+}
+
+TorchGradOff::TorchGradOff() {
+  const TorchHandles* h = torch_handles();
+  if (!h || !h->set_grad_enabled || !torch_grad_enabled()) return;
+  OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(h->set_grad_enabled, Py_False));
+  if (!r) PyErr_Clear();
+  restore_ = static_cast<bool>(r);
+  table().grad_enabled = -1;  // the mode changed under the run's memo
+}
+
+TorchGradOff::~TorchGradOff() {
+  if (!restore_) return;
+  // NB: an exception the run set must survive the call that restores the mode.
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(torch_handles()->set_grad_enabled, Py_True));
+  if (!r) PyErr_Clear();
+  PyErr_Restore(type, value, tb);
+  table().grad_enabled = -1;
 }
 
 TorchRunScope::TorchRunScope() {

@@ -42,6 +42,11 @@ struct TorchHandles {
   PyObject* strided = nullptr;            // torch.strided
   PyTypeObject* dtype_type = nullptr;     // torch.dtype
   PyTypeObject* device_type = nullptr;    // torch.device
+  // Grad-mode context managers (Note [Grad-mode blocks]) and the switch a run flips.
+  PyObject* no_grad = nullptr;            // torch.no_grad
+  PyObject* enable_grad = nullptr;        // torch.enable_grad
+  PyObject* inference_mode = nullptr;     // torch.inference_mode
+  PyObject* set_grad_enabled = nullptr;   // torch._C._set_grad_enabled
   int major = 0;                          // torch.__version__'s major number
 };
 const TorchHandles* torch_handles();
@@ -53,6 +58,19 @@ std::optional<rt::DType> dtype_of_torch(PyObject* dtype);
 
 /// torch.is_grad_enabled() (false when it cannot be asked); once per run inside a TorchRunScope.
 bool torch_grad_enabled();
+
+/// Turns torch's grad mode off for its lifetime and back on after, when it was on: a program
+/// whose graph reads tensors that require grad runs its torch calls so (Note [Grad-mode blocks]).
+class TorchGradOff {
+public:
+  TorchGradOff();
+  ~TorchGradOff();
+  TorchGradOff(const TorchGradOff&) = delete;
+  TorchGradOff& operator=(const TorchGradOff&) = delete;
+
+private:
+  bool restore_ = false;
+};
 
 /// What a run reads of a torch tensor, from its one export of the run: its memory and whether it
 /// requires grad. None when `o` is not a CPU tensor of a strided layout and a dtype framejit has.

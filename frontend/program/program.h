@@ -32,11 +32,16 @@ public:
   /// The kind of array the program makes: its trace's (Note [Program array kind] in
   /// interop/array_adapter.h). NumPy unless set.
   void set_array_kind(ArrayKind kind) { array_kind_ = kind; }
+  /// Whether its graph reads torch tensors that require grad, so it runs with torch's grad mode
+  /// off (Note [Grad-mode blocks] in frontend/trace/grad_mode.cpp).
+  bool grad_off() const { return grad_off_; }
+  void set_grad_off(bool off) { grad_off_ = off; }
 
 protected:
   int num_inputs_ = 0;
   int num_outputs_ = 0;
   ArrayKind array_kind_ = ArrayKind::NumPy;
+  bool grad_off_ = false;
 };
 
 /// The reference backend: calls the same Python callable per node that the user's code called.

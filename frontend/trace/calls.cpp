@@ -60,6 +60,8 @@ std::string module_of(PyObject* fn) {
 }  // namespace
 
 VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
+  if (auto* g = dynamic_cast<GradModeVar*>(fn.get()); g && g->role == GradModeVar::Role::Exit)
+    return exit_grad_block(args);  // Note [Grad-mode blocks]
   switch (fn->kind) {
     case VarKind::Function: return inline_function(fn, std::move(args), std::move(kwargs));
     case VarKind::Method: {
@@ -194,6 +196,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       // NumPy's type-information classes are pure functions of a dtype: numpy.finfo(float).eps
       // is a constant, made at trace time (the class is guarded by identity as it is read).
       PyObject* cls = as<ObjectVar>(fn)->obj.get();
+      if (VarPtr m = grad_mode_manager(cls, args, kwargs)) return m;  // Note [Grad-mode blocks]
       auto is_numpy = [&](const char* name) {
         const NumPyHandles* np = numpy_handles();
         OwnedRef a = OwnedRef::steal(np ? PyObject_GetAttrString(np->module, name) : nullptr);  // new ref
@@ -236,7 +239,11 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
   if (fn->real) {
     PyObject* mod = PyFunction_GET_MODULE(fn->real.get());  // borrowed, may be null
     std::string module = mod && PyUnicode_Check(mod) ? str_of(mod) : "";
-    const bool model_code = module.rfind("torch.nn.modules.", 0) == 0;
+    // torch's grad-mode decorators make a fresh manager per call with clone(), which is
+    // self.__class__(...): a manager the trace then enters (Note [Grad-mode blocks]).
+    const bool grad_clone = (module == "torch.autograd.grad_mode" || module == "torch.utils._contextlib") &&
+                            name.size() > 6 && name.compare(name.size() - 6, 6, ".clone") == 0;
+    const bool model_code = module.rfind("torch.nn.modules.", 0) == 0 || grad_clone;
     BREAK_IF(!model_code && (is_library_code(code) || module == "numpy" || module.rfind("numpy.", 0) == 0),
              (module.empty() ? "" : module + ".") + name + " is not supported by framejit yet");
   }
@@ -628,6 +635,9 @@ VarPtr Tracer::load_attr(const VarPtr& obj, PyObject* name) {
       // A graph input's methods (a random generator's draws) are the op table's to capture.
       if (as<ObjectVar>(obj)->node >= 0 && type_attr && PyObject_TypeCheck(type_attr, &PyMethodDescr_Type))
         return std::make_shared<AttrMethodVar>(obj, n);
+      // obj.__class__: the type its guard (or its making, in the trace) pins.
+      if (n == "__class__" && obj->source)
+        return std::make_shared<ObjectVar>(VarKind::Class, OwnedRef::borrow(reinterpret_cast<PyObject*>(Py_TYPE(o))));
       // Data descriptors (properties, __slots__) take precedence and run code: not traced yet.
       BREAK_IF(type_attr && Py_TYPE(type_attr)->tp_descr_set,
                "attribute '" + n + "' is a property or slot of " + Py_TYPE(o)->tp_name);

@@ -64,6 +64,8 @@ struct GraphBreak {
   OwnedRef filename;   // str: the innermost frame's co_filename; null until located
   int lineno = -1;     // the innermost instruction's line
   bool in_callee = false;  // it happened inside a call the trace inlined (Note [Breaks inside loops])
+  int grad_stop = -1;      // inside a grad-mode block the root frame entered: the byte offset of
+                           // the instruction that made its manager (Note [Grad-mode blocks])
   std::shared_ptr<FrameSnapshot> snapshot;  // null once the break outlives its trace
 
   /// The reason with " (file:line in fn)" appended when located: the text messages, logs and

@@ -79,6 +79,15 @@ struct TraceFrame {
   // the values of that stack it has popped so far, in pop order (the top first).
   size_t entry_depth = 0;
   std::vector<VarPtr> entry_popped;
+  // Grad-mode blocks entered in this frame and not yet left, innermost last (Note [Grad-mode
+  // blocks]): each one's exception handler and the mode to restore on leaving it.
+  struct GradBlock {
+    int handler;  // code unit index of the block's handler
+    int with_at;  // code unit index of its BEFORE_WITH: what covers it covers the block
+    bool outer_enabled;
+    int made_at;  // GradModeVar::made_at of its manager
+  };
+  std::vector<GradBlock> grad_blocks;
 };
 
 // Note [Break snapshot]
@@ -213,6 +222,19 @@ public:
   /// (Note [Raising under a handler]).
   void check_raise_under_handler(int node);
 
+  // -- grad mode (frontend/trace/grad_mode.cpp, Note [Grad-mode blocks]) --
+  /// torch's grad mode where the trace is: the caller's, as changed by the blocks it entered.
+  bool grad_enabled() const { return grad_enabled_; }
+  /// cls(args) when cls is torch.no_grad, enable_grad or inference_mode: the manager; else null.
+  VarPtr grad_mode_manager(PyObject* cls, const std::vector<VarPtr>& args, const KwArgs& kwargs);  // borrowed
+  /// BEFORE_WITH on `manager` in frame `f`: the block's __exit__ when it is a grad-mode manager
+  /// the trace enters itself (the caller pushes it and None); null otherwise.
+  VarPtr enter_grad_block(TraceFrame& f, const VarPtr& manager);
+  /// A grad-mode block's __exit__(None, None, None): leaves the innermost block.
+  VarPtr exit_grad_block(const std::vector<VarPtr>& args);
+  /// Breaks when node `node` reads a tensor that requires grad while grad mode is on.
+  void check_grad_use(int node);
+
 private:
   friend struct Interpreter;
   VarPtr run_frame(TraceFrame& f);
@@ -230,6 +252,7 @@ private:
   int depth_ = 0;
   int instructions_run_ = 0;
   bool discovery_stopped_ = false;
+  bool grad_enabled_ = false;  // Note [Grad-mode blocks]: the traced mode; the caller's at the start
   std::vector<std::pair<jit::SymInt, int>> sym_nodes_;  // memo: SymInt already in the graph
   std::unordered_map<std::string, VarPtr> wrapped_;     // by source text: one Var per source
   // Note [Side effects]: the log, where the root instruction being traced started it, and what

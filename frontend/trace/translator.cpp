@@ -8,6 +8,7 @@
 #include "frontend/trace/opcodes.h"
 #include "frontend/trace/python_ops.h"
 #include "frontend/trace/op_table.h"
+#include "frontend/interop/torch_array.h"
 #include "frontend/trace/tracer.h"
 
 namespace framejit::frontend {
@@ -31,7 +32,7 @@ std::string local_name(PyCodeObject* code, int i) {
 }  // namespace
 
 Tracer::Tracer(OutputGraph& out, const FrameView& view, PyFunctionObject* fn, TraceConfig cfg)
-    : out_(out), view_(view), fn_(fn), cfg_(cfg) {}
+    : out_(out), view_(view), fn_(fn), cfg_(cfg), grad_enabled_(torch_handles() && torch_grad_enabled()) {}
 
 std::string Tracer::location() const {
   if (!current_) return "<unknown>";
@@ -103,6 +104,10 @@ static bool covered_by_handler(const TraceFrame& f, int at, int depth = 0) {
   if (depth > 8) return true;  // nested further than any compiler writes: assume it matters
   for (const bytecode::ExceptionEntry& e : f.handlers) {
     if (!(e.start <= at && at < e.end)) continue;
+    // A grad-mode block the trace entered: its handler changes nothing the caller sees
+    // (Note [Grad-mode blocks]); what covers the with statement decides.
+    for (const TraceFrame::GradBlock& b : f.grad_blocks)
+      if (b.handler == e.target) return covered_by_handler(f, b.with_at, depth + 1);
     // Walk the handler: stack shuffles and local restores, then RERAISE, is transparent.
     int i = e.target;
     while (i < f.num_instrs) {
@@ -151,6 +156,7 @@ std::optional<GraphBreak> Tracer::run() {
   } catch (GraphBreak& b) {
     if (PyErr_Occurred()) PyErr_Clear();
     locate_in_root(b, root);
+    if (!root.grad_blocks.empty()) b.grad_stop = root.grad_blocks.front().made_at;  // Note [Grad-mode blocks]
     return std::move(b);
   }
   return std::nullopt;
@@ -825,6 +831,13 @@ struct Interpreter {
         case Op::Send:
         case Op::GetAwaitable: graph_break("generators and coroutines run in CPython");
         case Op::BeforeWith:
+          // (manager -- exit entered)
+          if (VarPtr exit = tx.enter_grad_block(f, f.stack.back())) {  // Note [Grad-mode blocks]
+            pop();
+            push(exit);
+            push(tx.wrap_const(Py_None));
+            break;
+          }
           // Note [With blocks]
           graph_break("entering a with block: __enter__ runs in CPython (" + with_manager_name() + ")");
         case Op::ImportName:

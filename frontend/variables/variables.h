@@ -5,7 +5,6 @@
 #include <Python.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +159,18 @@ struct ObjectVar : Var {
   /// An Object that is also a graph input (jit::ValueKind::Object): a library object whose
   /// methods the op table captures as library calls on it (a random generator). -1: none.
   int node = -1;
+};
+
+/// A grad-mode context manager the trace made (torch.no_grad(), enable_grad(), inference_mode()),
+/// or the __exit__ of one it entered (Note [Grad-mode blocks] in frontend/trace/grad_mode.cpp).
+/// Objects without a source: no break code can rebuild them, so breaks move before the block.
+struct GradModeVar : ObjectVar {
+  enum class Role : uint8_t { Manager, Exit };
+  GradModeVar(OwnedRef o, Role r, int8_t on, int made)
+      : ObjectVar(VarKind::Object, std::move(o)), role(r), enabled(on), made_at(made) {}
+  Role role;
+  int8_t enabled;  // the mode inside the block: 1 on, 0 off, -1 unchanged (inference_mode(False))
+  int made_at;                  // byte offset of the root instruction that made the manager
 };
 
 struct IteratorVar : Var {

@@ -382,8 +382,107 @@ def test_requires_grad_under_grad_mode_runs_in_cpython_so_backward_works():
     e = framejit.explain(f)(torch.ones(3), w)
     assert any("autograd" in b.reason for b in e.breaks), e
     x = torch.randn(3)
-    with torch.no_grad():  # not captured yet either: the statement runs in CPython
+    with torch.no_grad():  # an input like any other there
         same(f(x, w), framejit.compile(f)(x, w))
+
+
+def test_grad_mode_blocks_are_traced():
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 3))  # parameters require grad
+
+    def predict(model, x):
+        y = x * 2
+        with torch.no_grad():
+            logits = model(y)
+        return logits.softmax(-1) + 1  # softmax may raise on empty rows: still one graph
+
+    def one_graph(fn, *args):
+        want, got = fn(*args), framejit.compile(fn)(*args)
+        same(want, got)
+        assert not got.requires_grad
+        e = framejit.explain(fn)(*args)
+        assert e.graph_count == 1 and not e.breaks, e
+
+    x = rand(5, 4)
+    one_graph(predict, model, x)
+    # The caller's mode is part of the guard: under no_grad the same code runs another entry.
+    with torch.no_grad():
+        same(predict(model, x), framejit.compile(predict)(model, x))
+
+    def inference(model, x):
+        with torch.inference_mode():
+            return model(x).relu()
+
+    one_graph(inference, model, x)
+
+    @torch.no_grad()
+    def decorated(model, x):
+        return model(x) * 2
+
+    one_graph(decorated, model, x)
+
+
+def test_parameters_used_outside_the_block_run_with_autograd():
+    w = torch.randn(4, 4, requires_grad=True)
+
+    def f(x, w):
+        with torch.no_grad():
+            z = x @ w
+        return z * w.sum()  # w under grad mode: that statement runs in CPython
+
+    out = framejit.compile(f)(rand(3, 4), w)
+    assert out.requires_grad
+    out.sum().backward()
+    assert w.grad is not None
+    e = framejit.explain(f)(rand(3, 4), w)
+    assert any("used under grad mode" in b.reason for b in e.breaks), e
+
+    def inner(x, w):
+        with torch.no_grad():
+            a = x * 2
+            with torch.enable_grad():
+                b = a @ w
+        return b
+
+    want = inner(rand(3, 4), w)
+    got = framejit.compile(inner)(rand(3, 4), w)
+    assert got.requires_grad and want.requires_grad
+    same(want.detach(), got.detach())
+
+
+def test_optimizer_step_under_no_grad_writes_the_parameters():
+    params = [torch.randn(3, requires_grad=True), torch.randn(2, 2, requires_grad=True)]
+    grads = [torch.ones_like(p) for p in params]
+
+    def step(params, grads, lr):  # the functional form of SGD
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p.sub_(g * lr)
+
+    want = [p.detach() - 0.1 for p in params]
+    versions = [p._version for p in params]
+    framejit.compile(step)(params, grads, 0.1)
+    for p, w, v in zip(params, want, versions):
+        same(w, p.detach())
+        assert p.requires_grad and p.is_leaf and p._version > v
+    e = framejit.explain(step)([p.detach().clone().requires_grad_() for p in params], grads, 0.1)
+    assert e.graph_count == 1 and not e.breaks, e
+
+
+def test_break_inside_a_grad_mode_block_stops_before_the_block(capsys):
+    w = torch.randn(4, 4, requires_grad=True)
+
+    def f(x, w):
+        y = x + 1
+        with torch.no_grad():
+            z = y @ w
+            print("inside")  # a break: the block is entered by CPython, its body traced after
+            z = z * 2
+        return z + 1
+
+    x = rand(3, 4)
+    same(f(x, w), framejit.compile(f)(x, w))
+    e = framejit.explain(f)(x, w)
+    assert any("grad-mode block" in b.reason for b in e.breaks), e
 
 
 def test_torch_and_numpy_in_one_function_break_between_them():

@@ -141,6 +141,7 @@ VarPtr add_node(Tracer& tx, jit::OpKind op, jit::OpAttrs attrs, const std::strin
                                      std::move(meta));
   tx.out().saw_tensor = true;
   tx.check_raise_under_handler(node);
+  tx.check_grad_use(node);
   return std::make_shared<TensorVar>(node);
 }
 
