@@ -720,6 +720,30 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
     run.host.retain(alias);
     run.set(ep.outputs[0], alias);
   }
+  // Note [Batched products]: a batch of A against one B (x @ W with x of shape (b, t, k), what
+  // every linear layer on a sequence is) is one GEMM of b * t rows whenever A's batches and rows
+  // step through memory as one row sequence (a contiguous A), and so do the epilogue's operands:
+  // one large product parallelizes where b small ones, run one after another, do not (measured
+  // on a 16-core host: a GPT block's (4, 128, 256) @ (256, 1024) took 540 us as 4 GEMMs, 300 as 1).
+  auto rows_fold = [&](const int64_t* batch_strides, int64_t row_stride) {
+    int64_t want = m * row_stride;
+    for (int d = nbatch - 1; d >= 0; --d) {
+      if (out_shape[d] != 1 && batch_strides[d] != want) return false;
+      want *= out_shape[d];
+    }
+    return true;
+  };
+  bool fold = nbatch > 0 && batches > 1;
+  for (int d = 0; fold && d < nbatch; ++d) fold = b_bstride[d] == 0 || out_shape[d] == 1;
+  fold = fold && rows_fold(a_bstride, a.strides[a.nd - 2]);
+  for (int j = 0; fold && ep.kernel && j < eb.nops; ++j) fold = rows_fold(eb.strides[j], eb.strides[j][rank - 2]);
+  if (fold) {
+    g.m = m * batches;
+    for (int d = 0; d < nbatch; ++d) a_bstride[d] = b_bstride[d] = 0;
+    for (int j = 0; ep.kernel && j < eb.nops; ++j)
+      for (int d = 0; d < nbatch; ++d) eb.strides[j][d] = 0;
+    batches = 1;
+  }
   const Value& cv = run.vals[step.output];
   // Batch bi's operands: offsets into A and B (any strides), the contiguous C and the epilogue's
   // operands. `gc` and `ec` are the caller's copies, so batches can run on different threads.
@@ -756,7 +780,7 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
     });
   };
   // The GEMM parallelizes itself; detach when the product is large enough to matter.
-  maybe_detached(run, batches * m * n * k >= (int64_t{1} << 18) ? kDetachElements : 0, body);
+  maybe_detached(run, batches * g.m * n * k >= (int64_t{1} << 18) ? kDetachElements : 0, body);
   return true;
 }
 

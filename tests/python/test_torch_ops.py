@@ -214,6 +214,22 @@ def test_batched_products_with_epilogues(shape):
         assert framejit.explain(fn)(a, w, bias).graph_count == 1
 
 
+@pytest.mark.parametrize("shape", [(4, 128, 256, 96), (2, 3, 5, 7, 4)])
+def test_batches_against_one_matrix_fold_into_rows(shape):
+    # Note [Batched products]: (b, t, k) @ (k, n) is one GEMM of b * t rows when A's rows step
+    # through memory as one sequence; a transposed A, a residual of C's shape and a row bias in
+    # the epilogue must come out the same either way.
+    *batch, k, n = shape
+    x, w, bias, res = rand(*batch, k) - 0.5, rand(n, k) - 0.5, rand(n), rand(*batch, n)
+    xt = rand(*batch[:-1], k, batch[-1]).transpose(-1, -2)  # rows not one sequence: no fold
+    fn = lambda x, w, bias, res: F.gelu(F.linear(x, w, bias)) + res  # noqa: E731
+    for a in (x, xt):
+        want = fn(a, w, bias, res)
+        compiled = framejit.compile(fn)
+        for _ in range(2):
+            torch.testing.assert_close(compiled(a, w, bias, res), want, rtol=1e-4, atol=1e-4)  # k=256 sums
+
+
 REDUCTIONS = [lambda x: x.sum(), lambda x: x.sum(dim=1), lambda x: x.sum(dim=(0, 2), keepdim=True),
               lambda x: x.mean(-1), lambda x: torch.mean(x, dim=[0, 1]), lambda x: x.amax(dim=1),
               lambda x: torch.amin(x, 0, keepdim=True), lambda x: x.max(), lambda x: x.min(dim=2),
@@ -606,7 +622,7 @@ def test_recurrent_layers_are_library_steps_in_one_graph(make):
     run_module(m, torch.randn(5, 4), whole=False, tol32=1e-5)  # unbatched: the module unsqueezes it
     with torch.no_grad():
         _, h = m(torch.randn(5, 3, 4))
-        run_module(m, torch.randn(5, 3, 4), h, tol32=1e-5)  # a given hidden state
+        run_module(m, torch.randn(5, 3, 4), h, whole=whole, tol32=1e-5)  # a given hidden state
 
 
 def test_an_lstm_under_grad_mode_runs_with_autograd():
