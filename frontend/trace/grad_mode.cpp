@@ -1,5 +1,7 @@
 // grad_mode.cpp — `with torch.no_grad():`, `torch.enable_grad()` and `torch.inference_mode()`
 // blocks traced into the graph instead of breaking it (Note [Grad-mode blocks]).
+#include <algorithm>
+
 #include "frontend/interop/torch_array.h"
 #include "frontend/trace/tracer.h"
 
