@@ -46,11 +46,10 @@ void check_no_overlap(const VarPtr& target, const VarPtr& source, const std::str
 
 // Whether torch stores the Python number `v` into a tensor of `dt`: it refuses what overflows.
 bool torch_holds(rt::DType dt, PyObject* v) {
-  PyObject* empty = torch_attr("empty");  // borrowed
-  OwnedRef shape = OwnedRef::steal(PyTuple_New(0));
-  OwnedRef kw = OwnedRef::steal(Py_BuildValue("{s:O}", "dtype", torch_handles()->dtypes[static_cast<int>(dt)]));
-  OwnedRef t = empty && shape && kw ? OwnedRef::steal(PyObject_Call(empty, OwnedRef::steal(PyTuple_Pack(1, shape.get())).get(), kw.get()))
-                                    : OwnedRef();
+  const TorchHandles* h = torch_handles();
+  OwnedRef shape = OwnedRef::steal(Py_BuildValue("(())"));  // torch.empty(()): one element
+  OwnedRef kw = OwnedRef::steal(Py_BuildValue("{s:O}", "dtype", h->dtypes[static_cast<int>(dt)]));
+  OwnedRef t = shape && kw ? OwnedRef::steal(PyObject_Call(h->empty, shape.get(), kw.get())) : OwnedRef();
   OwnedRef r = t ? OwnedRef::steal(PyObject_CallMethod(t.get(), "fill_", "O", v)) : OwnedRef();
   if (!r) PyErr_Clear();
   return static_cast<bool>(r);
