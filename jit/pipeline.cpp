@@ -25,6 +25,10 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
   FJ_PROPAGATE(graph.verify());
   log_graph("capture", graph);
 
+  // Sizes proved equal spelled one way first: folding then sees the static ones.
+  report.sizes_rewritten = equal_sizes(graph);
+  log_graph("equal_sizes", graph);
+
   // Folding first: it turns static sizes and constant scalar math into literal args, which makes
   // calls that differed only by how a constant was computed equal for CSE.
   report.folded = constant_fold(graph);

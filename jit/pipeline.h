@@ -14,14 +14,15 @@ namespace framejit::jit {
 
 /// Statistics of one run of the graph passes.
 struct PassReport {
+  int sizes_rewritten = 0;
   int folded = 0;
   int cse_merged = 0;
   int dce_removed = 0;
 };
 
-/// Verifies the graph, then runs constant folding, CSE and DCE (in that order: folding exposes
-/// equal expressions, merging exposes dead ones) and verifies again. Logs the graph after each
-/// step under FRAMEJIT_LOGS=passes.
+/// Verifies the graph, then rewrites shapes with the sizes proved equal, runs constant folding, CSE
+/// and DCE (in that order: folding exposes equal expressions, merging exposes dead ones) and
+/// verifies again. Logs the graph after each step under FRAMEJIT_LOGS=passes.
 Expected<PassReport> run_graph_passes(Graph& graph);
 
 /// The compiled form of a graph: the fusion plan, the kernels the backend generated for it, and

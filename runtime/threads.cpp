@@ -116,9 +116,10 @@ struct Pool {
 // alone (16 cores). Kernels compiled against that library's own OpenMP runtime do not pay this. So
 // the frontend may hand parallel_for such a team (share_openmp_team), and parallel_for then runs
 // its chunks there, through the runtime's GOMP_parallel: one team for both libraries, its threads
-// already awake, and framejit's own workers idle. A call asks for the team's own size (Note [One
-// team size]) and splits into at most that many chunks, as in the own pool; thread t of the team
-// runs chunks t, t + size, ... A fork() child goes back to the own pool: an OpenMP
+// already awake, and framejit's own workers idle. A call asks for as many threads as the own pool
+// would use, whatever its chunk count (Note [One team size]; the other library may run on fewer);
+// chunks are split as in the own pool, thread t of the team running chunks t, t + size, ... A
+// fork() child goes back to the own pool: an OpenMP
 // runtime's threads do not survive a fork, and not every runtime recovers from one.
 std::atomic<const OpenMpTeam*> g_team{nullptr};
 std::atomic<int> g_team_pid{0};
@@ -403,20 +404,19 @@ namespace {
 // creates them again (pthread_create, fresh stacks). Kernels split into as many chunks as their
 // size allows, so consecutive steps of one program asked for 16, 4, 16, 12 threads: on the
 // 16-core GPU machine (torch 2.11) that cost 14 involuntary and 24 voluntary context switches and
-// 30 page faults per call of the GPT block sample, whose median call took 20 ms against 3.2 ms when
-// every region had the same size. So every region asks for the team's own size (what the library
-// that owns the team asks for; torch: torch.get_num_threads()), and threads past the job's chunk
-// count only pass the closing barrier.
+// 30 page faults per call of the GPT block sample, whose median call took 20 ms against 1.7 ms when
+// every region had the same size. So every region asks for num_threads() threads, whatever its
+// chunk count, and threads past the job's chunks only pass the closing barrier. (torch sizes its
+// own regions by their work, so a switch between torch's ops and framejit's may still resize the
+// team: once per switch, not once per step.)
 
 // parallel_for on a shared OpenMP team (Note [Sharing an OpenMP team]).
-void run_on_team(const OpenMpTeam& team, int64_t n, int64_t k, const Body& fn) {
+void run_on_team(const OpenMpTeam& team, int threads, int64_t n, int64_t k, const Body& fn) {
   struct Job {
     const OpenMpTeam* team;
     const Body* fn;
     int64_t n, k;
   } job{&team, &fn, n, k};
-  const int size = std::clamp(team.max_threads ? team.max_threads() : static_cast<int>(k), 1, kMaxThreads);
-  job.k = std::min<int64_t>(k, size);
   team.parallel(
       [](void* data) {
         const Job& j = *static_cast<const Job*>(data);
@@ -426,7 +426,7 @@ void run_on_team(const OpenMpTeam& team, int64_t n, int64_t k, const Body& fn) {
         for (int64_t c = me; c < j.k; c += size) run_chunk_of(*j.fn, j.n, j.k, c);
         tl_in_parallel = was;
       },
-      &job, static_cast<unsigned>(size), 0);
+      &job, static_cast<unsigned>(threads), 0);
 }
 
 }  // namespace
@@ -442,7 +442,7 @@ void parallel_for(int64_t n, int64_t grain, Body fn) {
   int64_t k = std::min<int64_t>(threads, n / grain);  // every chunk >= grain
   if (const OpenMpTeam* team = g_team.load(std::memory_order_acquire);
       team && g_team_pid.load(std::memory_order_relaxed) == static_cast<int>(getpid())) {
-    run_on_team(*team, n, k, fn);
+    run_on_team(*team, threads, n, k, fn);
     return;
   }
   Pool* p = k > 1 ? get_pool() : nullptr;

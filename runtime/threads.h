@@ -39,9 +39,6 @@ struct OpenMpTeam {
   void (*parallel)(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags) = nullptr;  // GOMP_parallel
   int (*thread_num)() = nullptr;   // omp_get_thread_num
   int (*team_size)() = nullptr;    // omp_get_num_threads
-  // The team's size outside a region (what its own library's regions ask for). Every region
-  // framejit starts asks for this many threads: see Note [One team size] in threads.cpp.
-  int (*max_threads)() = nullptr;  // omp_get_max_threads
 };
 /// From now on parallel_for runs its chunks on `team`'s threads (in this process; a fork() child
 /// goes back to framejit's own pool). The entry points must stay valid for the process's life.

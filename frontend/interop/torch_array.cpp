@@ -56,8 +56,7 @@ const rt::OpenMpTeam* torch_openmp_team() {
   team.parallel = reinterpret_cast<decltype(team.parallel)>(dlsym(lib, "GOMP_parallel"));
   team.thread_num = reinterpret_cast<decltype(team.thread_num)>(dlsym(lib, "omp_get_thread_num"));
   team.team_size = reinterpret_cast<decltype(team.team_size)>(dlsym(lib, "omp_get_num_threads"));
-  team.max_threads = reinterpret_cast<decltype(team.max_threads)>(dlsym(lib, "omp_get_max_threads"));
-  return team.parallel && team.thread_num && team.team_size && team.max_threads ? &team : nullptr;
+  return team.parallel && team.thread_num && team.team_size ? &team : nullptr;
 }
 
 // Filled once, when torch is first seen in sys.modules; never freed (the references must not be

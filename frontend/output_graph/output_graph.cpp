@@ -91,6 +91,7 @@ bool OutputGraph::decide(const jit::SymInt& expr, CmpOp op, int64_t rhs, const s
     case CmpOp::Ge: r = v >= rhs; break;
   }
   if (e.is_const()) return r;
+  if (r && op == CmpOp::Eq && e.kind() == jit::SymInt::Kind::Symbol) note_equal(e, rhs);
   // Every symbol is >= 2 by its tensor guard; a single symbol compared against a bound at or below
   // 2 is already decided, and guarding it again would only slow the check.
   if (e.kind() == jit::SymInt::Kind::Symbol) {
@@ -107,13 +108,36 @@ int64_t OutputGraph::specialize(const jit::SymInt& e, const std::string& why) {
   check_backed(e, why);
   int64_t v = hint(e);
   if (!e.is_const()) guards.add_shape({e, CmpOp::Eq, v, why});
+  if (e.kind() == jit::SymInt::Kind::Symbol) note_equal(e, v);
   return v;
+}
+
+void OutputGraph::note_equal(const jit::SymInt& a, const jit::SymInt& b) {
+  auto& facts = graph.size_facts;
+  auto resolve = [&](const jit::SymInt& e) {
+    jit::SymInt r = e;
+    while (r.kind() == jit::SymInt::Kind::Symbol && r.symbol_id() < static_cast<int>(facts.size()) &&
+           facts[r.symbol_id()])
+      r = *facts[r.symbol_id()];
+    return r;
+  };
+  jit::SymInt x = resolve(a), y = resolve(b);
+  const bool xs = x.kind() == jit::SymInt::Kind::Symbol, ys = y.kind() == jit::SymInt::Kind::Symbol;
+  if ((!xs && !ys) || x.same_as(y) || is_unbacked(x) || is_unbacked(y)) return;
+  // x becomes the symbol the fact is about, pointing at the constant, else at the older symbol:
+  // no fact points at a newer one, so the facts form no cycle.
+  if (!xs || (ys && y.symbol_id() > x.symbol_id())) std::swap(x, y);
+  const int id = x.symbol_id();
+  if (id >= static_cast<int>(facts.size())) facts.resize(id + 1);
+  facts[id] = y;
 }
 
 bool OutputGraph::sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why) {
   if (a.same_as(b)) return true;
   if (a.is_const() && b.is_const()) return a.const_value() == b.const_value();
-  return decide(a - b, CmpOp::Eq, 0, why);
+  const bool equal = decide(a - b, CmpOp::Eq, 0, why);
+  if (equal && a.kind() == jit::SymInt::Kind::Symbol && b.kind() == jit::SymInt::Kind::Symbol) note_equal(a, b);
+  return equal;
 }
 
 PyObject* build_return(const OutputSpec& spec, PyObject* const* outputs, PyObject* const* slots,

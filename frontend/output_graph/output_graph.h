@@ -92,6 +92,9 @@ public:
   bool sizes_equal(const jit::SymInt& a, const jit::SymInt& b, const std::string& why);
 
 private:
+  /// Records that `a` and `b` are the same size (a guard checks it) in graph.size_facts, when one
+  /// of them is a bare symbol (Note [Equal sizes] in jit/passes/equal_sizes.cpp).
+  void note_equal(const jit::SymInt& a, const jit::SymInt& b);
   /// Breaks when `e` holds an unbacked symbol: the trace cannot decide anything about it.
   void check_backed(const jit::SymInt& e, const std::string& why) const;
   std::vector<std::pair<int, int>> count_symbols_;  // mask node -> its count's symbol

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -150,6 +151,12 @@ public:
   /// through `remap` (a reference to a dropped node becomes -1, which verify() reports), and
   /// moves SymbolInfo::placeholder the same way.
   void rebuild(std::vector<Node> nodes, const std::vector<int>& remap);
+
+  /// Sizes the frontend proved equal while tracing, each checked by a guard before the graph runs
+  /// (Note [Equal sizes] in jit/passes/equal_sizes.cpp): size_facts[id], when set, is what symbol
+  /// `id` equals — a constant, or a symbol of a smaller id. The equal_sizes pass writes them into
+  /// every node's shape.
+  std::vector<std::optional<SymInt>> size_facts;
 
   /// Python numbers in this graph are "weak" (NumPy 2's NEP 50, framejit.Tensor's rule): a
   /// number's value never changes an op's result dtype, so kernels may take integer numbers as

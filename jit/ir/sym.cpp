@@ -382,6 +382,23 @@ int64_t SymInt::evaluate(const std::vector<int64_t>& values) const {
   return 0;
 }
 
+SymInt SymInt::substitute(const std::vector<std::optional<SymInt>>& by) const {
+  switch (kind()) {
+    case Kind::Const:
+      return *this;
+    case Kind::Symbol: {
+      const int id = symbol_id();
+      return id >= 0 && static_cast<size_t>(id) < by.size() && by[id] ? *by[id] : *this;
+    }
+    case Kind::Add:
+    case Kind::Mul:
+    case Kind::FloorDiv:
+    case Kind::Mod:
+      return make(kind(), lhs().substitute(by), rhs().substitute(by));
+  }
+  return *this;
+}
+
 bool SymInt::same_as(const SymInt& other) const {
   if (node_ == other.node_) return true;
   if (node_->hash != other.node_->hash || kind() != other.kind()) return false;

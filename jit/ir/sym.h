@@ -38,6 +38,9 @@ public:
   const SymInt& lhs() const;
   const SymInt& rhs() const;
 
+  /// The expression with each symbol `id` replaced by `by[id]` where that is set (the result is
+  /// simplified as if built that way). Symbols past the end of `by` stay.
+  SymInt substitute(const std::vector<std::optional<SymInt>>& by) const;
   /// Evaluate with `values[id]` as the value of symbol `id`. Python semantics for // and %.
   int64_t evaluate(const std::vector<int64_t>& values) const;
   /// Structural equality after the simplifications done on construction.

@@ -5,6 +5,12 @@
 
 namespace framejit::jit {
 
+/// Rewrites every node's shape with the sizes the frontend proved equal (Graph::size_facts): a
+/// symbol proved equal to a constant or to an older symbol is spelled as that, so shapes the trace
+/// built from different sources (x's s2 and a weight's 256) compare equal for fusion, and a size
+/// read of such a dim folds. Defined in equal_sizes.cpp.
+int equal_sizes(Graph& graph);
+
 /// True for calls that change state other than their result: OpKind::Mutate (in-place operators,
 /// setitem, copyto, in-place methods, draws that advance a generator's state) and any call with a
 /// non-None `out=`. Passes neither remove nor merge them. Defined in dce.cpp.

@@ -323,6 +323,42 @@ TEST(ConstantFold, StaticSizesFoldThroughChains) {
   EXPECT_EQ(constant_fold(g), 0);
 }
 
+// ----- equal sizes ---------------------------------------------------------------------------
+
+TEST(EqualSizes, ShapesAreRewrittenThroughChainsOfFacts) {
+  Graph g;
+  const SymInt s0 = SymInt::symbol(0), s1 = SymInt::symbol(1), s2 = SymInt::symbol(2);
+  int x = g.add_placeholder("x", tensor({s0, s2}));
+  int y = g.add_placeholder("y", tensor({s1, 8}));
+  g.add_symbol(x, 0, 4);
+  g.add_symbol(y, 0, 8);
+  g.add_symbol(x, 1, 8);
+  int a = test::add_call(g, "numpy.add", {n(x), n(y)}, {}, tensor({s0, s2}));
+  int f = test::add_call(g, "method.reshape", {n(a), Arg::tuple({Arg::integer(-1)})}, {}, tensor({s0 * s2}));
+  int d = test::add_call(g, "sym_size", {n(x), Arg::integer(1)}, {}, scalar(DType::Int64));
+  g.set_output({n(f), n(d)});
+  // s2 == s1 (the older symbol), s1 == 8; s0 stays.
+  g.size_facts = {std::nullopt, SymInt(8), s1};
+
+  EXPECT_EQ(equal_sizes(g), 4);  // x, y, add and reshape
+  ASSERT_TRUE(g.verify().is_ok()) << g.verify().message();
+  EXPECT_EQ(g.node(a).meta.to_string(), "f32[s0, 8]");
+  EXPECT_EQ(g.node(f).meta.to_string(), "f32[s0*8]");
+  EXPECT_EQ(g.node(y).meta.to_string(), "f32[8, 8]");
+  EXPECT_EQ(equal_sizes(g), 0);
+  // The size read of a dim now known folds.
+  EXPECT_EQ(constant_fold(g), 1);
+}
+
+TEST(SymInt, SubstituteSimplifiesAsIfBuiltThatWay) {
+  const SymInt s0 = SymInt::symbol(0), s1 = SymInt::symbol(1);
+  std::vector<std::optional<SymInt>> by = {std::nullopt, SymInt(3)};
+  EXPECT_TRUE((s0 * s1 + s1).substitute(by).same_as(s0 * 3 + 3));
+  EXPECT_TRUE(floordiv(s1 * 4, 2).substitute(by).same_as(SymInt(6)));
+  EXPECT_TRUE((s0 - s1).substitute({s1}).same_as(SymInt(0)));
+  EXPECT_TRUE(s1.substitute({}).same_as(s1));
+}
+
 TEST(ConstantFold, SymSizeOutOfRangeOrOnScalarStays) {
   Graph g;
   int x = g.add_placeholder("x", tensor({3}));

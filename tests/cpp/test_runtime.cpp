@@ -316,7 +316,6 @@ TEST(ThreadPoolDeathTest, ThrowingBodyTerminates) {
 namespace fake_omp {
 thread_local int tl_num = 0, tl_size = 1;
 int team_cap = 64;
-int max_threads_var = 6;
 std::atomic<int> teams{0};
 std::atomic<unsigned> last_asked{0};
 void parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned) {
@@ -336,11 +335,10 @@ void parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned) {
 }
 int thread_num() { return tl_num; }
 int team_size() { return tl_size; }
-int max_threads() { return max_threads_var; }
 }  // namespace fake_omp
 
 TEST(ThreadPool, ASharedOpenMpTeamRunsEveryChunkOnce) {
-  static const OpenMpTeam team{fake_omp::parallel, fake_omp::thread_num, fake_omp::team_size, fake_omp::max_threads};
+  static const OpenMpTeam team{fake_omp::parallel, fake_omp::thread_num, fake_omp::team_size};
   share_openmp_team(&team);
   for (int cap : {64, 2}) {  // a full team, and one smaller than asked for
     fake_omp::team_cap = cap;
@@ -348,12 +346,12 @@ TEST(ThreadPool, ASharedOpenMpTeamRunsEveryChunkOnce) {
     const int before = fake_omp::teams.load();
     std::vector<Chunk> chunks = run_and_check(1000, 10);
     EXPECT_EQ(fake_omp::teams.load(), before + 1) << "one team per call";
-    EXPECT_EQ(fake_omp::last_asked.load(), 6u) << "every region asks for the team's own size";
+    EXPECT_EQ(fake_omp::last_asked.load(), 4u) << "every region asks for num_threads() threads";
     ASSERT_EQ(chunks.size(), 4u);
     for (size_t i = 0; i < chunks.size(); ++i) EXPECT_EQ(chunks[i].end - chunks[i].begin, 250);
     // A job of fewer chunks than threads still asks for the whole team (Note [One team size]).
-    run_and_check(20, 10);
-    EXPECT_EQ(fake_omp::last_asked.load(), 6u);
+    EXPECT_EQ(run_and_check(20, 10).size(), 2u);
+    EXPECT_EQ(fake_omp::last_asked.load(), 4u);
     // Nested calls from a body run inline on its thread.
     std::atomic<int> nested_teams{0};
     const int mid = fake_omp::teams.load();
@@ -364,14 +362,6 @@ TEST(ThreadPool, ASharedOpenMpTeamRunsEveryChunkOnce) {
     EXPECT_EQ(fake_omp::teams.load(), mid + 1);
     EXPECT_EQ(nested_teams.load(), 4);  // each of the 4 chunks ran its nested call whole
     EXPECT_FALSE(in_parallel_region());
-  }
-  {  // a team smaller than framejit's thread count: no more chunks than its threads
-    fake_omp::team_cap = 64;
-    fake_omp::max_threads_var = 3;
-    ThreadCount tc(4);
-    EXPECT_EQ(run_and_check(999, 10).size(), 3u);
-    EXPECT_EQ(fake_omp::last_asked.load(), 3u);
-    fake_omp::max_threads_var = 6;
   }
   share_openmp_team(nullptr);
   const int after = fake_omp::teams.load();

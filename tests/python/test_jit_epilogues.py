@@ -86,6 +86,22 @@ def test_mlp_layers():
     assert s["gemms"] == 2 and s["kernels"] == 2 and s["extern_calls"] == 0, s
 
 
+def test_residual_add_joins_the_epilogue():
+    # x's last dim is a symbol, the product's is w's constant: the trace proves them equal (Note
+    # [Equal sizes]), so the residual add and the bias add are one kernel inside the GEMM.
+    def block(x, w, b):
+        return x + (x @ w + b)
+
+    x, w, b = operands(48, 32, 32, np.float32)
+    check(block, (x, w, b), np.float32, 32)
+    s = framejit.stats()
+    assert s["gemms"] == 1 and s["kernels"] == 1 and s["extern_calls"] == 0, s
+    # Another width fails the equality's guard: a new graph, still right.
+    x2, w2, b2 = operands(48, 40, 40, np.float32)
+    compiled = framejit.compile(block, backend="jit")
+    np.testing.assert_allclose(compiled(x2, w2, b2), block(x2, w2, b2), rtol=tol(np.float32, 40), atol=tol(np.float32, 40))
+
+
 @pytest.mark.parametrize(
     "sa,sb",
     [((4, 5, 6), (4, 6, 3)), ((2, 1, 5, 6), (3, 6, 7)), ((5, 6), (2, 6, 4)), ((3, 8, 16), (16, 8))],
