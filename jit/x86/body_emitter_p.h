@@ -201,10 +201,16 @@ struct RowKernel {
   std::vector<ax::Gp> ptr, stride;
 };
 
-// Tells the register allocator which registers and spill moves the kernel may use.
+// Tells the register allocator which registers and spill moves the kernel may use, and has the
+// epilogue clear the upper halves of the vector registers (vzeroupper), as compilers do at every
+// return from AVX code: a kernel that returns with them dirty leaves its caller's SSE code (the
+// runtime's row loops, the interpreter) running with a false dependency on them on Intel cores.
+// Row reductions and chains, one kernel call per row, took 205 ns a row on the GPU machine's Xeon
+// against 29 ns on an AMD core, where the state costs nothing.
 inline void set_frame_isa(FuncNode* fn, Isa isa) {
   // Without this the register allocator spills ymm values with SSE moves, which keep 128 bits.
   if (isa != Isa::Scalar) fn->frame().setAvxEnabled();
+  if (isa != Isa::Scalar) fn->frame().setAvxCleanup();
   // zmm spills, and zmm16-31 for the EVEX instructions.
   if (isa == Isa::Avx512) fn->frame().setAvx512Enabled();
 }

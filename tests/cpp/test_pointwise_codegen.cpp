@@ -672,6 +672,11 @@ TEST(PointwiseCodegen, EveryKernelAssemblesAtEveryIsa) {
       auto k = x86::generate_pointwise(ir, isa, true);
       ASSERT_TRUE(k) << x86::isa_name(isa) << ": " << k.error().message() << "\n" << ir.to_string();
       EXPECT_NE((*k)->listing.find(isa == Isa::Avx512 ? "zmm" : isa == Isa::Avx2 ? "ymm" : "xmm"), std::string::npos);
+      // AVX kernels return with the vector registers' upper halves clean (set_frame_isa).
+      const std::string& code = (*k)->listing;
+      const size_t ret = code.rfind("ret");
+      ASSERT_NE(ret, std::string::npos);
+      EXPECT_EQ(code.rfind("vzeroupper", ret) != std::string::npos, isa != Isa::Scalar) << code.substr(ret > 200 ? ret - 200 : 0);
     }
 }
 
