@@ -3,11 +3,13 @@
 # bundle made by tools/device_stage.sh, then runs the pytest suite. Nothing is fetched: what the
 # machine lacks comes from the bundle's deps folder.
 #
-#   tools/device_build.sh [--deps DIR] [--build DIR] [--ctest] [--no-test] [-- PYTEST ARGS...]
+#   tools/device_build.sh [--deps DIR] [--build DIR] [--ctest] [--gpu] [--no-test] [-- PYTEST ARGS...]
 #
 #   --deps DIR   the bundle's deps (default: ../deps beside this checkout, as device_stage lays it out)
 #   --build DIR  build tree (default: build-device in this checkout)
 #   --ctest      also run the C++ suites (ctest) before pytest
+#   --gpu        run the GPU suite (tests/gpu: ctest's gpu/ tests) before anything else; with
+#                --no-test, only it
 #   --no-test    build only
 # PYTHON=... picks the interpreter (default: python3 on PATH, which on the GPU machine is the venv's).
 # JOBS=... the build's parallelism (default: every core). FRAMEJIT_CMAKE_ARGS=... more -D options.
@@ -16,12 +18,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps=$root/../deps
 build=$root/build-device
-run_ctest=0 run_tests=1
+run_ctest=0 run_tests=1 run_gpu=0
 while (($#)); do
   case $1 in
     --deps) deps=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --ctest) run_ctest=1; shift ;;
+    --gpu) run_gpu=1; shift ;;
     --no-test) run_tests=0; shift ;;
     --) shift; break ;;
     *) echo "device_build: unknown option $1" >&2; exit 2 ;;
@@ -55,11 +58,15 @@ args+=("${extra[@]}")
 cmake -S "$root" -B "$build" "${args[@]}"
 cmake --build "$build" -j "$jobs"
 
-((run_tests)) || exit 0
+status=0
+if ((run_gpu)); then
+  # Skipped tests say why (no driver, no device) in their output.
+  ctest --test-dir "$build" --output-on-failure -R '^gpu/' || status=1
+fi
+((run_tests)) || exit $status
 # Staged pure-Python packages (pytest) come after the build's own package.
 pythonpath=$build/python
 [[ -d $deps/python ]] && pythonpath+=":$deps/python"
-status=0
 if ((run_ctest)); then
   ctest --test-dir "$build" --output-on-failure -j "$jobs" || status=1
 fi

@@ -1,0 +1,108 @@
+// driver.h — the CUDA driver API, dlopen'ed: its entry points, one error check, devices, the
+// primary context, PTX modules and launches. Nothing from the CUDA toolkit is needed to build or
+// run this: the few types the driver's ABI uses are declared here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "framejit/status.h"
+
+namespace framejit::rt::cuda {
+
+// The driver's ABI types (cuda.h spells them the same; handles are opaque pointers).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = uint64_t;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+constexpr CUresult kSuccess = 0;
+
+/// The entry points framejit calls, each resolved through cuGetProcAddress at the ABI version
+/// named in driver.cpp (so cuMemAlloc is the 64-bit `_v2` one, whatever the header macros say).
+struct Api {
+  CUresult (*Init)(unsigned flags);
+  CUresult (*DriverGetVersion)(int* version);
+  CUresult (*GetErrorName)(CUresult error, const char** name);
+  CUresult (*GetErrorString)(CUresult error, const char** text);
+  CUresult (*DeviceGetCount)(int* count);
+  CUresult (*DeviceGet)(CUdevice* device, int ordinal);
+  CUresult (*DeviceGetName)(char* name, int length, CUdevice device);
+  CUresult (*DeviceGetAttribute)(int* value, int attribute, CUdevice device);
+  CUresult (*DeviceTotalMem)(size_t* bytes, CUdevice device);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice device);
+  CUresult (*CtxSetCurrent)(CUcontext context);
+  CUresult (*CtxGetCurrent)(CUcontext* context);
+  CUresult (*CtxSynchronize)();
+  CUresult (*ModuleLoadDataEx)(CUmodule* module, const void* image, unsigned num_options, int* options,
+                               void** values);
+  CUresult (*ModuleUnload)(CUmodule module);
+  CUresult (*ModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
+  CUresult (*LaunchKernel)(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz, unsigned shared_bytes, CUstream stream, void** params, void** extra);
+  CUresult (*MemAlloc)(CUdeviceptr* ptr, size_t bytes);
+  CUresult (*MemFree)(CUdeviceptr ptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void* src, size_t bytes);
+  CUresult (*MemcpyDtoH)(void* dst, CUdeviceptr src, size_t bytes);
+  CUresult (*StreamCreate)(CUstream* stream, unsigned flags);
+  CUresult (*StreamDestroy)(CUstream stream);
+  CUresult (*StreamSynchronize)(CUstream stream);
+  CUresult (*EventCreate)(CUevent* event, unsigned flags);
+  CUresult (*EventDestroy)(CUevent event);
+  CUresult (*EventRecord)(CUevent event, CUstream stream);
+  CUresult (*EventSynchronize)(CUevent event);
+  CUresult (*EventElapsedTime)(float* ms, CUevent start, CUevent end);
+};
+
+/// The driver, loaded and initialized on first use (once per process, thread-safe; a fork()
+/// child loads it again). Never crashes: without libcuda.so.1 (FRAMEJIT_CUDA_DRIVER names another
+/// file), with a driver too old for an entry point, or when cuInit fails (no device, no
+/// permission), the error says which, in the driver's own words where it has some.
+Expected<const Api*> driver();
+
+/// Ok for CUDA_SUCCESS; otherwise an internal error "<what>: CUDA_ERROR_<NAME> (<the driver's
+/// text>)". Every driver call goes through it.
+Status check(CUresult result, std::string_view what);
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;  // compute capability: 9.0 for H100 / H200
+  int multiprocessors = 0;
+  size_t memory_bytes = 0;
+  int driver_version = 0;  // 13000 for CUDA 13.0
+};
+/// How many devices the driver sees (an error when it cannot be loaded).
+Expected<int> device_count();
+Expected<DeviceInfo> device_info(int ordinal);
+
+/// Device `ordinal`'s primary context — the one the runtime API, PyTorch and CuPy use — retained
+/// once for the process and made current on the calling thread.
+Expected<CUcontext> use_device(int ordinal);
+
+/// A PTX module loaded by the driver's JIT (cuModuleLoadDataEx). `jit_ms` is the load's wall time:
+/// PTX-to-SASS, or a hit in the driver's disk cache.
+struct Module {
+  CUmodule handle = nullptr;
+  double jit_ms = 0;
+};
+/// Loads `ptx` (the text of a whole module) into the current context with JIT optimization level
+/// `opt_level` (0–4). A rejected module's error carries the driver's error log.
+Expected<Module> load_ptx(std::string_view ptx, int opt_level = 4);
+Status unload(CUmodule module);
+Expected<CUfunction> function(CUmodule module, const char* name);
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+/// Launches `f` on `stream` (null: the legacy default stream) with kernel parameters `params`
+/// (cuLaunchKernel's array of pointers to each argument).
+Status launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params);
+
+}  // namespace framejit::rt::cuda
