@@ -119,8 +119,8 @@ struct Pool {
 // already awake, and framejit's own workers idle. A call asks for as many threads as the own pool
 // would use, whatever its chunk count (Note [One team size]; the other library may run on fewer);
 // chunks are split as in the own pool, thread t of the team running chunks t, t + size, ... A
-// fork() child goes back to the own pool: an OpenMP
-// runtime's threads do not survive a fork, and not every runtime recovers from one.
+// fork() child goes back to the own pool: an OpenMP runtime's threads do not survive a fork, and
+// not every runtime recovers from one.
 std::atomic<const OpenMpTeam*> g_team{nullptr};
 std::atomic<int> g_team_pid{0};
 

@@ -4,12 +4,13 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace framejit::rt::cuda {
@@ -81,7 +82,6 @@ Status load(Driver& d) {
   resolve(a.DeviceGetAttribute, "cuDeviceGetAttribute");
   resolve(a.DeviceTotalMem, "cuDeviceTotalMem");
   resolve(a.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-  resolve(a.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease");
   resolve(a.CtxSetCurrent, "cuCtxSetCurrent");
   resolve(a.CtxGetCurrent, "cuCtxGetCurrent");
   resolve(a.CtxSynchronize, "cuCtxSynchronize");
@@ -227,7 +227,7 @@ Expected<Module> load_ptx(std::string_view ptx, int opt_level) {
   // CUjit_option: ERROR_LOG_BUFFER 5, ERROR_LOG_BUFFER_SIZE_BYTES 6, OPTIMIZATION_LEVEL 7.
   int options[] = {5, 6, 7};
   void* values[] = {log.data(), reinterpret_cast<void*>(static_cast<uintptr_t>(log.size() - 1)),
-                    reinterpret_cast<void*>(static_cast<uintptr_t>(opt_level < 0 ? 0 : opt_level > 4 ? 4 : opt_level))};
+                    reinterpret_cast<void*>(static_cast<uintptr_t>(std::clamp(opt_level, 0, 4)))};
   Module m;
   const auto t0 = std::chrono::steady_clock::now();
   const CUresult r = a.ModuleLoadDataEx(&m.handle, image.c_str(), 3, options, values);

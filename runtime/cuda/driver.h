@@ -36,7 +36,6 @@ struct Api {
   CUresult (*DeviceGetAttribute)(int* value, int attribute, CUdevice device);
   CUresult (*DeviceTotalMem)(size_t* bytes, CUdevice device);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext* context, CUdevice device);
-  CUresult (*DevicePrimaryCtxRelease)(CUdevice device);
   CUresult (*CtxSetCurrent)(CUcontext context);
   CUresult (*CtxGetCurrent)(CUcontext* context);
   CUresult (*CtxSynchronize)();
@@ -61,7 +60,7 @@ struct Api {
 };
 
 /// The driver, loaded and initialized on first use (once per process, thread-safe; a fork()
-/// child loads it again). Never crashes: without libcuda.so.1 (FRAMEJIT_CUDA_DRIVER names another
+/// child of a process that loaded it gets an error, Note [CUDA and fork]). Never crashes: without libcuda.so.1 (FRAMEJIT_CUDA_DRIVER names another
 /// file), with a driver too old for an entry point, or when cuInit fails (no device, no
 /// permission), the error says which, in the driver's own words where it has some.
 Expected<const Api*> driver();
