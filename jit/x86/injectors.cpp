@@ -2,11 +2,17 @@
 // float64 where the float64 emitter is used (the SSE2 scalar path, and pow).
 #include "jit/x86/injectors.h"
 
-#include "jit/x86/injectors/math_p.h"
+#include "jit/math/atan.h"
+#include "jit/math/erf.h"
+#include "jit/math/exp_log.h"
+#include "jit/math/pow.h"
+#include "jit/math/tanh_sigmoid.h"
+#include "jit/math/trig.h"
+#include "jit/x86/injectors/vec_ops_p.h"
 
 // Note [Math injector design]
-// Each function is written once against VecOps (injectors/vec_ops_p.h), which lowers it to SSE2
-// scalar, AVX2+FMA or AVX-512; the families live in injectors/*.cpp. Techniques: range reduction
+// Each function is written once, in jit/math (Note [One math library]), against VecOps
+// (injectors/vec_ops_p.h), which lowers it to SSE2 scalar, AVX2+FMA or AVX-512. Techniques: range reduction
 // (Cody–Waite with split constants, Payne–Hanek out of line for huge trig arguments), minimax
 // polynomials fitted for this code, exponents built with integer ops, special values by blends.
 //  * float32 on the Scalar ISA runs the float64 emitter on widened lanes: the SSE2 path has no
@@ -21,7 +27,7 @@
 //    with vmovss/vmovsd, which zeroes the other lanes): legacy SSE after 256-bit code pays an
 //    AVX/SSE transition on some Intel cores, and the Scalar float32 path (computed in float64)
 //    rounds differently from the vector one, so a value's result would depend on its position.
-//  * sin/cos/tan call injectors::reduce_pio2_* when a lane exceeds the inline reduction's range
+//  * sin/cos/tan call injectors::reduce_pio2_* (VecOps::reduce_pio2_huge) when a lane exceeds the inline reduction's range
 //    (2^16 float32, 2^20 float64); the Compiler spills live vector registers around that call.
 
 namespace framejit::jit::x86 {
@@ -33,20 +39,20 @@ using injectors::VecOps;
 
 Vec apply(VecOps& o, MathFn fn, const Vec& a, const Vec& b) {
   switch (fn) {
-    case MathFn::Exp: return injectors::emit_exp(o, a);
-    case MathFn::Log: return injectors::emit_log(o, a);
-    case MathFn::Log1p: return injectors::emit_log1p(o, a);
-    case MathFn::Expm1: return injectors::emit_expm1(o, a);
-    case MathFn::Tanh: return injectors::emit_tanh(o, a);
-    case MathFn::Sigmoid: return injectors::emit_sigmoid(o, a);
-    case MathFn::Erf: return injectors::emit_erf(o, a);
-    case MathFn::Sin: return injectors::emit_sin(o, a);
-    case MathFn::Cos: return injectors::emit_cos(o, a);
-    case MathFn::Tan: return injectors::emit_tan(o, a);
-    case MathFn::Atan: return injectors::emit_atan(o, a);
-    case MathFn::Atan2: return injectors::emit_atan2(o, a, b);
+    case MathFn::Exp: return math::emit_exp(o, a);
+    case MathFn::Log: return math::emit_log(o, a);
+    case MathFn::Log1p: return math::emit_log1p(o, a);
+    case MathFn::Expm1: return math::emit_expm1(o, a);
+    case MathFn::Tanh: return math::emit_tanh(o, a);
+    case MathFn::Sigmoid: return math::emit_sigmoid(o, a);
+    case MathFn::Erf: return math::emit_erf(o, a);
+    case MathFn::Sin: return math::emit_sin(o, a);
+    case MathFn::Cos: return math::emit_cos(o, a);
+    case MathFn::Tan: return math::emit_tan(o, a);
+    case MathFn::Atan: return math::emit_atan(o, a);
+    case MathFn::Atan2: return math::emit_atan2(o, a, b);
     case MathFn::Sqrt: return o.sqrt(a);
-    case MathFn::Pow: return injectors::emit_pow(o, a, b);
+    case MathFn::Pow: return math::emit_pow(o, a, b);
   }
   return a;
 }

@@ -1,6 +1,8 @@
 // vec_ops.cpp — VecOps: one math-emitter vocabulary lowered to SSE2 scalar, AVX2+FMA or AVX-512.
 #include "jit/x86/injectors/vec_ops_p.h"
 
+#include "jit/x86/injectors/math_p.h"
+
 #include <cstring>
 
 namespace framejit::jit::x86::injectors {
@@ -479,6 +481,49 @@ Vec VecOps::mul_round_bits(const Vec& x, double scale) {
 
 Vec VecOps::pow2_from_bits(const Vec& int_bits) {
   return ishl(iadd(int_bits, bits(static_cast<uint64_t>(exp_bias()))), mant_bits());
+}
+
+void VecOps::reduce_pio2_huge(const Vec& ax, double limit, Vec& r, Vec& r_lo, Vec& q) {
+  const bool d = f64();
+  Label inline_ok = cc_.newLabel();
+  jump_if_none(cmp(ax, c(limit), Cmp::kGt), inline_ok);
+  // The whole register goes through memory to the C reduction; the Compiler spills live vector
+  // registers around the call.
+  const uint32_t bytes = static_cast<uint32_t>(vbytes());
+  Mem sx = cc_.newStack(bytes, 64), sr = cc_.newStack(bytes, 64), slo = cc_.newStack(bytes, 64);
+  Mem sq = cc_.newStack(bytes, 64);
+  store(sx, ax);
+  asmjit::x86::Gp px = cc_.newIntPtr(), pr = cc_.newIntPtr(), plo = cc_.newIntPtr(), pq = cc_.newIntPtr();
+  cc_.lea(px, sx);
+  cc_.lea(pr, sr);
+  cc_.lea(plo, slo);
+  cc_.lea(pq, sq);
+  asmjit::InvokeNode* call = nullptr;
+  if (d) {
+    cc_.invoke(&call, reinterpret_cast<uint64_t>(&reduce_pio2_f64),
+               asmjit::FuncSignatureT<void, const double*, double*, double*, int64_t*, int64_t>());
+    call->setArg(0, px);
+    call->setArg(1, pr);
+    call->setArg(2, plo);
+    call->setArg(3, pq);
+    call->setArg(4, asmjit::imm(lanes()));
+  } else {
+    cc_.invoke(&call, reinterpret_cast<uint64_t>(&reduce_pio2_f32),
+               asmjit::FuncSignatureT<void, const float*, float*, int32_t*, int64_t>());
+    call->setArg(0, px);
+    call->setArg(1, pr);
+    call->setArg(2, pq);
+    call->setArg(3, asmjit::imm(lanes()));
+  }
+  load_into(r, sr);
+  if (d) load_into(r_lo, slo);
+  if (isa_ == Isa::Scalar) {
+    // q went out as an integer; only its low bits matter, so a raw load is enough.
+    cc_.movsd(q.xmm(), sq.cloneResized(8));
+  } else {
+    load_into(q, sq);
+  }
+  cc_.bind(inline_ok);
 }
 
 }  // namespace framejit::jit::x86::injectors

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "jit/math/ops.h"
 #include "jit/x86/isa.h"
 
 namespace framejit::jit::x86::injectors {
@@ -33,22 +34,7 @@ struct Mask {
   KReg k;
 };
 
-/// Compare predicates, with AVX's encoding. Ordered predicates are false when either side is NaN;
-/// kNe, kNlt, kNle, kNgt, kNge are true when either side is NaN.
-enum class Cmp : uint8_t {
-  kEq = 0x00,     // EQ_OQ
-  kLt = 0x01,     // LT_OS
-  kLe = 0x02,     // LE_OS
-  kUnord = 0x03,  // UNORD_Q
-  kNe = 0x04,     // NEQ_UQ
-  kNlt = 0x05,    // NLT_US
-  kNle = 0x06,    // NLE_US
-  kOrd = 0x07,    // ORD_Q
-  kNge = 0x09,    // NGE_US
-  kNgt = 0x0A,    // NGT_US
-  kGe = 0x0D,     // GE_OS
-  kGt = 0x0E,     // GT_OS
-};
+using math::Cmp;
 
 /// A double-double value hi + lo with |lo| <= ulp(hi)/2 (or close to it).
 struct VecPair {
@@ -65,8 +51,13 @@ struct RegPool {
   void release_all() { next_vec = next_kb = next_kw = 0; }
 };
 
+/// The x86 Ops of Note [One math library] (jit/math/ops.h).
 class VecOps {
 public:
+  using Vec = asmjit::x86::Vec;
+  using Mask = injectors::Mask;
+  using Pair = VecPair;
+
   /// With `pool`, registers come from it and must all be dead when the caller releases it.
   VecOps(Compiler& cc, Isa isa, Elem elem, RegPool* pool = nullptr);
 
@@ -171,6 +162,11 @@ public:
   /// 2^n from integer bits n, |n| < bias: (n + bias) << mant. mul_round_bits' result may be
   /// passed as is: the magic number's bits above the low ones shift out.
   Vec pow2_from_bits(const Vec& int_bits);
+
+  // ---- trig ----------------------------------------------------------------------------------
+  /// When some lane of `ax` (= |x|) exceeds `limit`, reduces the whole register out of line
+  /// (reduce_pio2_f32/f64 in trig_reduce.cpp) into r, r_lo (float64) and q; else leaves them.
+  void reduce_pio2_huge(const Vec& ax, double limit, Vec& r, Vec& r_lo, Vec& q);
 
 private:
   Mem sized(const Mem& m, bool scalar_op) const;

@@ -1,27 +1,34 @@
-// pow.cpp — power emitter (float64 lanes; float32 runs it widened): exp(y * log|x|) with log|x|
-// carried as a double-double, then C99/NumPy's special cases applied as lane masks.
+// pow.h — power (float64 only; float32 runs it widened): exp(y * log|x|) with log|x| carried as
+// a double-double, then C99/NumPy's special cases applied as masks (Note [One math library]).
+#pragma once
+
 #include <limits>
 
-#include "jit/x86/injectors/math_p.h"
+#include "jit/math/exp_log.h"
 
-namespace framejit::jit::x86::injectors {
+namespace framejit::jit::math {
 
-namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kLn2Hi = 0x1.62e42fefa3800p-1, kLn2Lo = 0x1.ef35793c76730p-45;  // hi: 42 bits
-constexpr double kTwoThirdsHi = 0x1.5555555555555p-1, kTwoThirdsLo = 0x1.5555555555555p-55;
+namespace pow_detail {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kLn2Hi = 0x1.62e42fefa3800p-1, kLn2Lo = 0x1.ef35793c76730p-45;  // hi: 42 bits
+inline constexpr double kTwoThirdsHi = 0x1.5555555555555p-1, kTwoThirdsLo = 0x1.5555555555555p-55;
 // ln m = 2s + (2/3) s^3 + s^5 P(s^2), s = (m-1)/(m+1), s^2 <= (3-2sqrt2)^2 (error 2^-65 of ln m).
-constexpr double kLogTail[] = {0x1.9999999999b31p-2, 0x1.2492492457b67p-2, 0x1.c71c722d94baep-3,
+inline constexpr double kLogTail[] = {0x1.9999999999b31p-2, 0x1.2492492457b67p-2, 0x1.c71c722d94baep-3,
                                0x1.745ce9d276a3bp-3, 0x1.3b1eef4ab0326p-3, 0x1.0f7f98df6ae07p-3,
                                0x1.0e45c91ac81e7p-3};
 
 /// log|x| as hi + lo, relative error about 2^-64 (y log|x| must be right to ~2^-53 absolute
 /// for |y log x| up to 745). |x| = 0 and inf give -inf and inf with lo = 0.
-VecPair log_dd(VecOps& o, const Vec& ax) {
+template <class O>
+typename O::Pair log_dd(O& o, const typename O::Vec& ax) {
+  using Vec = typename O::Vec;
+  using Mask = typename O::Mask;
+  using VecPair = typename O::Pair;
   Mask sub = o.cmp(ax, o.c(0x1p-1022), Cmp::kLt);
-  LogSplit sp = log_split(o, o.blend(sub, ax, o.mul(ax, o.c(0x1p54))));
+  LogSplit<O> sp = log_split(o, o.blend(sub, ax, o.mul(ax, o.c(0x1p54))));
   Vec e = o.sub(sp.e, o.select_or_zero(sub, o.load(o.c(54.0))));
   const Vec& f = sp.f;
   // s = f / (2 + f) = sh + sl
@@ -50,9 +57,14 @@ VecPair log_dd(VecOps& o, const Vec& ax) {
   return l;
 }
 
-}  // namespace
+}  // namespace pow_detail
 
-Vec emit_pow(VecOps& o, const Vec& x, const Vec& y) {
+template <class O>
+typename O::Vec emit_pow(O& o, const typename O::Vec& x, const typename O::Vec& y) {
+  using namespace pow_detail;
+  using Vec = typename O::Vec;
+  using Mask = typename O::Mask;
+  using VecPair = typename O::Pair;
   Vec ax = o.abs(x), ay = o.abs(y);
   VecPair l = log_dd(o, ax);
   // w = y log|x| as a pair. Where y l.hi overflows, is inf * 0, or (Dekker, Scalar path) y is
@@ -85,4 +97,4 @@ Vec emit_pow(VecOps& o, const Vec& x, const Vec& y) {
   return o.blend(one, r, o.c(1.0));
 }
 
-}  // namespace framejit::jit::x86::injectors
+}  // namespace framejit::jit::math

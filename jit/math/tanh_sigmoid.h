@@ -1,20 +1,26 @@
-// tanh_sigmoid.cpp — tanh and sigmoid emitters, both built on exp's core.
-#include "jit/x86/injectors/math_p.h"
+// tanh_sigmoid.h — tanh and sigmoid, both built on exp's core (Note [One math library]).
+#pragma once
 
-namespace framejit::jit::x86::injectors {
+#include "jit/math/exp_log.h"
 
-Vec emit_tanh(VecOps& o, const Vec& x) {
+namespace framejit::jit::math {
+
+template <class O>
+typename O::Vec emit_tanh(O& o, const typename O::Vec& x) {
+  using Vec = typename O::Vec;
   const bool d = o.f64();
   // tanh|x| = t / (t + 2) with t = expm1(2|x|): no cancellation anywhere, and for subnormal x
   // t = 2|x| exactly. Past the clamp the result is 1 to the last bit.
-  Vec ax = o.min(o.load(o.c(d ? 19.5 : 9.1)), o.abs(x));                // NaN passes
-  ExpCore e = exp_core(o, o.add(ax, ax), nullptr, /*one_scale=*/true);  // 2^n, n <= 57
+  Vec ax = o.min(o.load(o.c(d ? 19.5 : 9.1)), o.abs(x));                    // NaN passes
+  ExpCore<O> e = exp_core(o, o.add(ax, ax), nullptr, /*one_scale=*/true);  // 2^n, n <= 57
   Vec t = o.fma(e.s1, e.em1, o.sub(e.s1, o.c(1.0)));
   Vec th = o.div(t, o.add(t, o.c(2.0)));
   return o.bor(th, o.sign_of(x));
 }
 
-Vec emit_sigmoid(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_sigmoid(O& o, const typename O::Vec& x) {
+  using Vec = typename O::Vec;
   // e = exp(-|x|) in (0, 1]; sigmoid = 1/(1+e) for x >= 0 and e/(1+e) for x < 0, so neither side
   // overflows and tiny results keep their precision.
   Vec nx = o.max(o.load(o.c(-exp_clamp_limit(o))), o.bor(x, o.bits(o.sign_bit())));
@@ -23,4 +29,4 @@ Vec emit_sigmoid(VecOps& o, const Vec& x) {
   return o.div(num, o.add(e, o.c(1.0)));
 }
 
-}  // namespace framejit::jit::x86::injectors
+}  // namespace framejit::jit::math

@@ -1,45 +1,67 @@
-// exp_log.cpp — exp, expm1, log and log1p emitters, and the exp/log cores other families reuse.
-#include <cmath>
+// exp_log.h — exp, expm1, log and log1p, and the exp/log cores other families reuse
+// (Note [One math library] in jit/math/ops.h).
+#pragma once
+
 #include <limits>
 
-#include "jit/x86/injectors/math_p.h"
+#include "jit/math/ops.h"
 
-namespace framejit::jit::x86::injectors {
+namespace framejit::jit::math {
 
-namespace {
+namespace exp_log_detail {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // e^r = 1 + r + r^2 P(r) on |r| <= ln2/2 (minimax, relative error 2^-31 / 2^-63 after rounding
 // the coefficients).
-constexpr double kExpF32[] = {0x1.0000000000000p-1, 0x1.55553c0000000p-3,  0x1.5554f20000000p-5,
-                              0x1.11371e0000000p-7, 0x1.6d40f40000000p-10, 0x1.6b95f00000000p-13};
-constexpr double kExpF64[] = {0x1.0000000000000p-1,  0x1.555555555555dp-3,  0x1.555555555556cp-5,
-                              0x1.111111110e549p-7,  0x1.6c16c16c0a41fp-10, 0x1.a01a01b5f4d92p-13,
-                              0x1.a01a01e8a9500p-16, 0x1.71ddeaaba5180p-19, 0x1.27e44a6e6e7a2p-22,
-                              0x1.af744b24f0c6bp-26, 0x1.2050d5b875ec9p-29};
+inline constexpr double kExpF32[] = {0x1.0000000000000p-1, 0x1.55553c0000000p-3,  0x1.5554f20000000p-5,
+                                     0x1.11371e0000000p-7, 0x1.6d40f40000000p-10, 0x1.6b95f00000000p-13};
+inline constexpr double kExpF64[] = {0x1.0000000000000p-1,  0x1.555555555555dp-3,  0x1.555555555556cp-5,
+                                     0x1.111111110e549p-7,  0x1.6c16c16c0a41fp-10, 0x1.a01a01b5f4d92p-13,
+                                     0x1.a01a01e8a9500p-16, 0x1.71ddeaaba5180p-19, 0x1.27e44a6e6e7a2p-22,
+                                     0x1.af744b24f0c6bp-26, 0x1.2050d5b875ec9p-29};
 // ln2 = kLn2Hi + kLn2Lo. The float64 high part has 42 significant bits so n * kLn2Hi is exact for
 // |n| < 2^11 without FMA; the float32 one relies on FMA (always there on the float32 path).
-constexpr double kLn2HiF64 = 0x1.62e42fefa3800p-1, kLn2LoF64 = 0x1.ef35793c76730p-45;
-constexpr double kLn2HiF32 = 0x1.62e430p-1, kLn2LoF32 = -0x1.05c610p-29;
-constexpr double kLog2e = 0x1.71547652b82fep+0;
+inline constexpr double kLn2HiF64 = 0x1.62e42fefa3800p-1, kLn2LoF64 = 0x1.ef35793c76730p-45;
+inline constexpr double kLn2HiF32 = 0x1.62e430p-1, kLn2LoF32 = -0x1.05c610p-29;
+inline constexpr double kLog2e = 0x1.71547652b82fep+0;
 
 // log(1+f) = f + f^2 Q(f), f in [sqrt(1/2)-1, sqrt(2)-1] (float32, relative error 2^-27.8).
-constexpr double kLogF32[] = {-0x1.fffff80000000p-2, 0x1.5555500000000p-2,  -0x1.0004300000000p-2,
-                              0x1.99a41a0000000p-3,  -0x1.5426300000000p-3, 0x1.226e4a0000000p-3,
-                              -0x1.0f3ca20000000p-3, 0x1.085d5a0000000p-3,  -0x1.384bc20000000p-4};
+inline constexpr double kLogF32[] = {-0x1.fffff80000000p-2, 0x1.5555500000000p-2,  -0x1.0004300000000p-2,
+                                     0x1.99a41a0000000p-3,  -0x1.5426300000000p-3, 0x1.226e4a0000000p-3,
+                                     -0x1.0f3ca20000000p-3, 0x1.085d5a0000000p-3,  -0x1.384bc20000000p-4};
 // float64: s = f/(2+f), z = s^2, 2 atanh(s) = 2s + s R, R = z T(z) on z <= (3-2sqrt2)^2
 // (|error of R| <= 2^-58.5).
-constexpr double kLogF64[] = {0x1.5555555555593p-1, 0x1.999999997fb2ep-2, 0x1.249249420f45bp-2,
-                              0x1.c71c51f33044ep-3, 0x1.74664338edfc3p-3, 0x1.39a14e226e3a4p-3,
-                              0x1.2f09a14b4bd35p-3};
+inline constexpr double kLogF64[] = {0x1.5555555555593p-1, 0x1.999999997fb2ep-2, 0x1.249249420f45bp-2,
+                                     0x1.c71c51f33044ep-3, 0x1.74664338edfc3p-3, 0x1.39a14e226e3a4p-3,
+                                     0x1.2f09a14b4bd35p-3};
 
-}  // namespace
+}  // namespace exp_log_detail
 
-double exp_clamp_limit(const VecOps& o) { return o.f64() ? 1100.0 : 150.0; }
+/// |x| beyond which exp over/underflows for sure, yet n = round(x/ln2) keeps both halves normal.
+template <class O>
+double exp_clamp_limit(const O& o) {
+  return o.f64() ? 1100.0 : 150.0;
+}
 
-ExpCore exp_core(VecOps& o, const Vec& x, const Vec* x_lo, bool one_scale) {
+/// exp's reduction for x already clamped to exp_clamp_limit(): e^x = (1 + em1) * s1 * s2 with
+/// s1 = 2^n1, s2 = 2^n2, n1 + n2 = n, each factor a normal number (so subnormal results round
+/// once). `x_lo`, when given, is a low-order part added to the reduced argument (pow's
+/// double-double). With `one_scale` (for callers whose x keeps 2^n normal: |x| < 87 for float32),
+/// s1 = 2^n and s2 is left empty (has_s2 false).
+template <class O>
+struct ExpCore {
+  typename O::Vec em1;
+  typename O::Vec s1;
+  typename O::Vec s2;
+  bool has_s2 = false;
+};
+
+template <class O>
+ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo = nullptr, bool one_scale = false) {
+  using namespace exp_log_detail;
+  using Vec = typename O::Vec;
   const bool d = o.f64();
   Vec t = o.mul_round_bits(x, kLog2e);  // low bits: n = round(x / ln2)
   Vec n = o.sub(t, o.c(o.magic()));
@@ -47,7 +69,7 @@ ExpCore exp_core(VecOps& o, const Vec& x, const Vec* x_lo, bool one_scale) {
   r = o.fnma(n, o.c(d ? kLn2LoF64 : kLn2LoF32), r);
   if (x_lo) r = o.add(r, *x_lo);
   Vec p = d ? o.poly(r, kExpF64) : o.poly(r, kExpF32);
-  ExpCore e;
+  ExpCore<O> e;
   e.em1 = o.fma(o.mul(r, r), p, r);
   if (one_scale) {
     e.s1 = o.pow2_from_bits(t);
@@ -57,24 +79,30 @@ ExpCore exp_core(VecOps& o, const Vec& x, const Vec* x_lo, bool one_scale) {
   Vec t1 = o.mul_round_bits(n, 0.5);
   e.s1 = o.pow2_from_bits(t1);
   e.s2 = o.pow2_from_bits(o.isub(t, t1));  // the magic offsets cancel: n - n1
+  e.has_s2 = true;
   return e;
 }
 
-Vec exp_finish(VecOps& o, const ExpCore& e) {
-  Vec v = o.fma(e.em1, e.s1, e.s1);
-  return e.s2.isValid() ? o.mul(v, e.s2) : v;
+/// (1 + em1) * s1 * s2
+template <class O>
+typename O::Vec exp_finish(O& o, const ExpCore<O>& e) {
+  typename O::Vec v = o.fma(e.em1, e.s1, e.s1);
+  return e.has_s2 ? o.mul(v, e.s2) : v;
 }
 
-Vec emit_exp(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_exp(O& o, const typename O::Vec& x) {
   const double lim = exp_clamp_limit(o);
   return exp_finish(o, exp_core(o, o.clamp(x, -lim, lim)));
 }
 
-Vec emit_expm1(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_expm1(O& o, const typename O::Vec& x) {
+  using Vec = typename O::Vec;
   const bool d = o.f64();
   // Below the lower clamp the result is -1 to the last bit; the clamp keeps 2^n normal.
   Vec xc = o.clamp(x, d ? -60.0 : -25.0, exp_clamp_limit(o));
-  ExpCore e = exp_core(o, xc);
+  ExpCore<O> e = exp_core(o, xc);
   // expm1(x) = 2^n em1 + (2^n - 1): the scaling is exact and 2^n - 1 is exact for small |n|.
   Vec s = o.mul(e.s1, e.s2);
   Vec moderate = o.fma(s, e.em1, o.sub(s, o.c(1.0)));
@@ -84,7 +112,16 @@ Vec emit_expm1(VecOps& o, const Vec& x) {
   return o.blend(o.cmp(o.abs(x), o.c(d ? 0x1p-54 : 0x1p-25), Cmp::kLt), res, x);
 }
 
-LogSplit log_split(VecOps& o, const Vec& x) {
+/// x = 2^e * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)), for positive normal x (e as a float).
+template <class O>
+struct LogSplit {
+  typename O::Vec e;
+  typename O::Vec f;
+};
+
+template <class O>
+LogSplit<O> log_split(O& o, const typename O::Vec& x) {
+  using Vec = typename O::Vec;
   const bool d = o.f64();
   const uint64_t one = d ? 0x3FF0000000000000ull : 0x3F800000ull;
   const uint64_t sqrt_half = d ? 0x3FE6A09E667F3BCDull : 0x3F3504F3ull;
@@ -94,17 +131,19 @@ LogSplit log_split(VecOps& o, const Vec& x) {
   // The exponent field as a float: OR it under 2^mant, subtract 2^mant + bias.
   const double two_mant = d ? 0x1p52 : 0x1p23;
   Vec k = o.bor(o.ishr(ix, o.mant_bits()), o.c(two_mant));
-  LogSplit s;
+  LogSplit<O> s;
   s.e = o.sub(k, o.c(two_mant + o.exp_bias()));
   Vec m = o.iadd(o.band(ix, o.bits(mant_mask)), o.bits(sqrt_half));
   s.f = o.sub(m, o.c(1.0));  // exact
   return s;
 }
 
-namespace {
+namespace exp_log_detail {
 
 // log(2^e (1 + f)) + corr, where corr is a small correction (log1p's rounding of 1 + x).
-Vec log_from_split(VecOps& o, const LogSplit& s, const Vec* corr) {
+template <class O>
+typename O::Vec log_from_split(O& o, const LogSplit<O>& s, const typename O::Vec* corr) {
+  using Vec = typename O::Vec;
   if (!o.f64()) {
     Vec q = o.poly(s.f, kLogF32);
     Vec lm = o.fma(o.mul(s.f, s.f), q, s.f);
@@ -124,15 +163,19 @@ Vec log_from_split(VecOps& o, const LogSplit& s, const Vec* corr) {
   return o.fms(s.e, o.c(kLn2HiF64), t);
 }
 
-}  // namespace
+}  // namespace exp_log_detail
 
-Vec emit_log(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_log(O& o, const typename O::Vec& x) {
+  using namespace exp_log_detail;
+  using Vec = typename O::Vec;
+  using Mask = typename O::Mask;
   const bool d = o.f64();
   // Subnormals: scale into the normal range first.
   Mask sub = o.cmp(x, o.c(d ? 0x1p-1022 : 0x1p-126), Cmp::kLt);
   const double k = d ? 54.0 : 25.0;
   Vec xs = o.blend(sub, x, o.mul(x, o.c(d ? 0x1p54 : 0x1p25)));
-  LogSplit s = log_split(o, xs);
+  LogSplit<O> s = log_split(o, xs);
   s.e = o.sub(s.e, o.select_or_zero(sub, o.load(o.c(k))));
   Vec res = log_from_split(o, s, nullptr);
   res = o.blend(o.cmp(x, o.c(0.0), Cmp::kEq), res, o.c(-kInf));  // log(±0) = -inf
@@ -140,12 +183,15 @@ Vec emit_log(VecOps& o, const Vec& x) {
   return o.blend(o.cmp(x, o.c(kInf), Cmp::kEq), res, o.c(kInf));
 }
 
-Vec emit_log1p(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_log1p(O& o, const typename O::Vec& x) {
+  using namespace exp_log_detail;
+  using Vec = typename O::Vec;
   const bool d = o.f64();
   // u = 1 + x rounds; log1p(x) = log(u) + (x - (u - 1)) / u to first order.
   Vec u = o.add(x, o.c(1.0));
   Vec corr = o.div(o.sub(x, o.sub(u, o.c(1.0))), u);
-  LogSplit s = log_split(o, u);  // u >= 2^-24 when x > -1: never subnormal
+  LogSplit<O> s = log_split(o, u);  // u >= 2^-24 when x > -1: never subnormal
   Vec res = log_from_split(o, s, &corr);
   res = o.blend(o.cmp(o.abs(x), o.c(d ? 0x1p-54 : 0x1p-25), Cmp::kLt), res, x);  // ±0, tiny
   res = o.blend(o.cmp(x, o.c(-1.0), Cmp::kEq), res, o.c(-kInf));
@@ -153,4 +199,4 @@ Vec emit_log1p(VecOps& o, const Vec& x) {
   return o.blend(o.cmp(x, o.c(kInf), Cmp::kEq), res, o.c(kInf));
 }
 
-}  // namespace framejit::jit::x86::injectors
+}  // namespace framejit::jit::math

@@ -1,37 +1,47 @@
-// atan.cpp — arctan and arctan2 emitters: reduction to |u| <= tan(pi/8) by the identities
-// atan t = pi/4 + atan((t-1)/(t+1)) and pi/2 - atan(1/t), then a minimax odd polynomial.
+// atan.h — arctan and arctan2: reduction to |u| <= tan(pi/8) by the identities
+// atan t = pi/4 + atan((t-1)/(t+1)) and pi/2 - atan(1/t), then a minimax odd polynomial
+// (Note [One math library] in jit/math/ops.h).
+#pragma once
+
 #include <limits>
 
-#include "jit/x86/injectors/math_p.h"
+#include "jit/math/ops.h"
 
-namespace framejit::jit::x86::injectors {
+namespace framejit::jit::math {
 
-namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kTanPi8 = 0x1.a827999fcef32p-2, kTan3Pi8 = 0x1.3504f333f9de6p+1;
+namespace atan_detail {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kTanPi8 = 0x1.a827999fcef32p-2, kTan3Pi8 = 0x1.3504f333f9de6p+1;
 // pi/4 = hi + lo, with hi short enough that k * hi is exact for k <= 4 (50 / 21 significant bits).
-constexpr double kPi4HiF64 = 0x1.921fb54442d18p-1, kPi4LoF64 = 0x1.1a62633145c07p-55;
-constexpr double kPi4HiF32 = 0x1.921fb0p-1, kPi4LoF32 = 0x1.5110b4p-23;
+inline constexpr double kPi4HiF64 = 0x1.921fb54442d18p-1, kPi4LoF64 = 0x1.1a62633145c07p-55;
+inline constexpr double kPi4HiF32 = 0x1.921fb0p-1, kPi4LoF32 = 0x1.5110b4p-23;
 
 // atan u = u + u^3 A(u^2) on |u| <= tan(pi/8) (relative error 2^-30.4 / 2^-59.4).
-constexpr double kAtanF32[] = {-0x1.55554ap-2, 0x1.9991e2p-3, -0x1.23b9a2p-3, 0x1.b2245cp-4,
+inline constexpr double kAtanF32[] = {-0x1.55554ap-2, 0x1.9991e2p-3, -0x1.23b9a2p-3, 0x1.b2245cp-4,
                                -0x1.f2e5f6p-5};
-constexpr double kAtanF64[] = {-0x1.555555555553dp-2, 0x1.9999999995867p-3,  -0x1.24924922ad3d7p-3,
+inline constexpr double kAtanF64[] = {-0x1.555555555553dp-2, 0x1.9999999995867p-3,  -0x1.24924922ad3d7p-3,
                                0x1.c71c70e5fecfap-4,  -0x1.745cf8da6474ap-4, 0x1.3b1118f81844cp-4,
                                -0x1.10ebb6bd2d8e4p-4, 0x1.df0f36752e306p-5,  -0x1.9cd26802936a6p-5,
                                0x1.37d4e3c8eba16p-5,  -0x1.2568e544dd7c5p-6};
 
 /// u^3 A(u^2) — atan u minus u.
-Vec atan_tail(VecOps& o, const Vec& u) {
+template <class O>
+typename O::Vec atan_tail(O& o, const typename O::Vec& u) {
+  using Vec = typename O::Vec;
   Vec z = o.mul(u, u);
   Vec a = o.f64() ? o.poly(z, kAtanF64) : o.poly(z, kAtanF32);
   return o.mul(o.mul(u, z), a);
 }
 
-}  // namespace
+}  // namespace atan_detail
 
-Vec emit_atan(VecOps& o, const Vec& x) {
+template <class O>
+typename O::Vec emit_atan(O& o, const typename O::Vec& x) {
+  using namespace atan_detail;
+  using Vec = typename O::Vec;
+  using Mask = typename O::Mask;
   const bool d = o.f64();
   const double pi4_hi = d ? kPi4HiF64 : kPi4HiF32, pi4_lo = d ? kPi4LoF64 : kPi4LoF32;
   Vec ax = o.abs(x);
@@ -48,7 +58,11 @@ Vec emit_atan(VecOps& o, const Vec& x) {
   return o.bxor(res, o.sign_of(x));
 }
 
-Vec emit_atan2(VecOps& o, const Vec& y, const Vec& x) {
+template <class O>
+typename O::Vec emit_atan2(O& o, const typename O::Vec& y, const typename O::Vec& x) {
+  using namespace atan_detail;
+  using Vec = typename O::Vec;
+  using Mask = typename O::Mask;
   const bool d = o.f64();
   const double pi4_hi = d ? kPi4HiF64 : kPi4HiF32, pi4_lo = d ? kPi4LoF64 : kPi4LoF32;
   Vec ay = o.abs(y), ax = o.abs(x);
@@ -87,4 +101,4 @@ Vec emit_atan2(VecOps& o, const Vec& y, const Vec& x) {
   return o.blend(o.cmp(y, x, Cmp::kUnord), res, o.add(x, y));  // NaN in, NaN out
 }
 
-}  // namespace framejit::jit::x86::injectors
+}  // namespace framejit::jit::math
