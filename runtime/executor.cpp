@@ -12,17 +12,10 @@ namespace {
 constexpr int64_t kElementsPerChunk = 1 << 15;
 }  // namespace
 
-void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
-                   const ParamValue* params, int num_params) {
-  auto fn = reinterpret_cast<PointwiseFn>(kernel.entry);
-  int64_t total = 1;
-  for (int d = 0; d < rank; ++d) total *= shape[d];
-  if (total == 0) return;
-
-  // Collapse: drop size-1 dims, then merge dim d into d+1 when every operand steps through them as
-  // one (stride[d] == stride[d+1] * shape[d+1]). Fixed-size arrays: no allocation per launch.
-  int64_t dims[kMaxRank];
-  int64_t strides[kMaxKernelOperands][kMaxRank];
+int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operand* operands, int64_t* dims,
+                  int64_t (*strides)[kMaxRank]) {
+  // Drop size-1 dims, then merge dim d into d+1 when every operand steps through them as one
+  // (stride[d] == stride[d+1] * shape[d+1]). Fixed-size arrays: no allocation per launch.
   int nd = 0;
   for (int d = 0; d < rank; ++d) {
     if (shape[d] == 1) continue;
@@ -43,6 +36,19 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
     for (int k = 0; k < num_operands; ++k) strides[k][0] = 0;
     nd = 1;
   }
+  return nd;
+}
+
+void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
+                   const ParamValue* params, int num_params) {
+  auto fn = reinterpret_cast<PointwiseFn>(kernel.entry);
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= shape[d];
+  if (total == 0) return;
+
+  int64_t dims[kMaxRank];
+  int64_t strides[kMaxKernelOperands][kMaxRank];
+  const int nd = collapse_dims(rank, shape, num_operands, operands, dims, strides);
   const int outer_rank = nd - 1;
   const int64_t row = dims[nd - 1];
   int64_t rows = 1;  // total / row, without a division

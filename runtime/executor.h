@@ -88,6 +88,13 @@ struct Operand {
   int itemsize = 0;
 };
 
+/// The iteration space `shape` (rank dims, `operands` strided over it) with size-1 dims dropped
+/// and neighbours merged where every operand steps through them as one: `dims` and per operand
+/// `strides` (outermost first) get the result's dims; returns their number (at least 1, a single
+/// element being one dim of size 1).
+int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operand* operands, int64_t* dims,
+                  int64_t (*strides)[kMaxRank]);
+
 /// Runs `kernel` over the iteration space `shape` (rank dims). Dimensions are collapsed where
 /// every operand allows it, the innermost one becomes the kernel's row, and rows (or pieces of a
 /// long single row) are spread over the thread pool when there is enough work.

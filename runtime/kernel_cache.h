@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/dtype.h"
+
 namespace framejit::rt {
 
 /// A piece of executable code and what keeps it alive (e.g. an asmjit runtime allocation).
@@ -15,7 +17,8 @@ struct Kernel {
   Kernel& operator=(const Kernel&) = delete;
   ~Kernel();
 
-  void* entry = nullptr;        // the function to call
+  void* entry = nullptr;        // the function to call (a CUfunction for a device kernel)
+  Device device;                // where it runs: the host, or a CUDA device (runtime/cuda/launch.h)
   std::string name;             // for logs
   std::string listing;          // loop IR / assembly text when FRAMEJIT_LOGS=kernels,asm asked for it
   std::function<void()> release;  // frees the executable memory; called when the last user drops it

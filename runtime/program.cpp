@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "runtime/cuda/launch.h"
 #include "runtime/log.h"
 #include "runtime/threads.h"
 
@@ -66,6 +67,15 @@ struct Run {
   const Program& p;
   Value* vals;
   RunHost& host;
+  // A device launch's failure, recorded where the host's lock may be released and reported by
+  // device_ok() once it is held again.
+  std::string device_error;
+
+  bool device_ok() {
+    if (device_error.empty()) return true;
+    host.fail_device(device_error);
+    return false;
+  }
 
   // Whether reading v may run the library's copying reshape (a folded reshape somewhere in its
   // views), which reads v's source data when the step binds.
@@ -429,7 +439,12 @@ RowLaunch row_launch(const Kernel& kernel, bool reduction, int64_t ddof, const B
   return l;
 }
 
-void launch_kernel(const Kernel& kernel, const Bound& b) {
+void launch_kernel(Run& run, const Kernel& kernel, const Bound& b) {
+  if (kernel.device.type == DeviceType::CUDA) {
+    Status s = cuda::run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
+    if (!s && run.device_error.empty()) run.device_error = s.message();
+    return;
+  }
   run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
 }
 
@@ -484,8 +499,8 @@ bool finish_kernel(Run& run, const KernelStep& step) {
 bool run_kernel_step(Run& run, const KernelStep& step) {
   Bound b;
   if (!bind_kernel(run, step, b)) return false;
-  maybe_detached(run, b.total, [&] { launch_kernel(*step.kernel, b); });
-  return finish_kernel(run, step);
+  maybe_detached(run, b.total, [&] { launch_kernel(run, *step.kernel, b); });
+  return run.device_ok() && finish_kernel(run, step);
 }
 
 bool run_reduction_step(Run& run, const ReductionStep& step) {
@@ -502,6 +517,9 @@ bool run_reduction_step(Run& run, const ReductionStep& step) {
 bool row_blockable(const Run& run, const ChainStep& chain, const Bound* b) {
   const int rank = b[0].rank;
   if (rank < 2) return false;
+  // Device kernels take whole arrays: the blocking is the GPU's own.
+  for (const ChainStep::Part& p : chain.parts)
+    if (!p.reduction && p.kernel.kernel->device.type != DeviceType::CPU) return false;
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= b[0].shape[d];
   if (rows < 2 * num_threads()) return false;  // too few rows: split rows instead
@@ -535,7 +553,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
   auto launch = [&](size_t j, const Bound& b) {
     const ChainStep::Part& p = chain.parts[j];
     if (p.reduction) launch_reduction(p.red, b);
-    else launch_kernel(*p.kernel.kernel, b);
+    else launch_kernel(run, *p.kernel.kernel, b);
   };
   auto finish = [&] {
     for (const ChainStep::Part& p : chain.parts)
@@ -562,6 +580,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
       Bound b;
       if (!bind(j, b)) return false;
       maybe_detached(run, b.total, [&] { launch(j, b); });
+      if (!run.device_ok()) return false;
     }
     return finish();
   }
@@ -573,7 +592,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
     maybe_detached(run, size, [&] {
       for (size_t j = 0; j < n; ++j) launch(j, b[j]);
     });
-    return finish();
+    return run.device_ok() && finish();
   }
   RowLaunch launches[kMaxChainParts];
   for (size_t j = 0; j < n; ++j) {
@@ -951,8 +970,8 @@ bool run_store_step(Run& run, const Step& s) {
     b.total = 1;
     if (!bind_store(run, st, in, region, b)) return false;
   }
-  maybe_detached(run, b.total, [&] { launch_kernel(*k.kernel, b); });
-  return true;
+  maybe_detached(run, b.total, [&] { launch_kernel(run, *k.kernel, b); });
+  return run.device_ok();
 }
 
 bool run_step(Run& run, const Step& s) {
@@ -994,7 +1013,7 @@ void profile_step(std::string& line, int index, const Step& s, const Value* valu
 }  // namespace
 
 bool run_program(const Program& program, Value* values, RunHost& host) noexcept {
-  Run run{program, values, host};
+  Run run{program, values, host, {}};
   const bool profile = log_enabled(LogTopic::Profile);
   std::string line;
   const auto start = std::chrono::steady_clock::now();

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/dtype.h"
@@ -59,6 +60,7 @@ enum class RunError : uint8_t {
   ParamOverflow,      // an integer parameter does not fit 64 bits
   ParamType,          // a parameter is not a number
   NoMemory,           // scratch memory could not be allocated
+  Device,             // a device call failed (RunHost::fail_device carries the driver's words)
 };
 
 enum class ReduceKind : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
@@ -85,6 +87,11 @@ public:
   /// Reads an Object value as a number (a NumPy scalar where a Python float was traced...).
   virtual bool read_number(const Value& v, bool want_int, ParamValue& out) = 0;
   virtual void fail(RunError error, int64_t detail) = 0;
+  /// A device call failed: `message` names the call and the driver's error.
+  virtual void fail_device(const std::string& message) {
+    (void)message;
+    fail(RunError::Device, 0);
+  }
   /// Lets other threads run the host's interpreter during a long launch; returns a token for
   /// reattach. Hosts without a lock return null.
   virtual void* detach() { return nullptr; }

@@ -17,6 +17,8 @@
 #include "frontend/tensor/object.h"
 #include "frontend/tensor/views.h"
 #include "frontend/trace/op_table.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/memory.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/log.h"
@@ -74,6 +76,14 @@ py::dict stats_dict() {
   const framejit::rt::PoolStats pool = framejit::rt::pool_stats();
   d["pool_bytes_in_use"] = pool.bytes_in_use;  // pooled arrays alive (Note [Pooled arrays])
   d["pool_bytes_cached"] = pool.bytes_cached;  // freed blocks kept mapped for reuse
+  // CUDA: device memory of framejit.Tensors, and the driver's PTX-to-SASS work (Note [PTX size]).
+  const framejit::rt::cuda::DeviceMemoryStats dev = framejit::rt::cuda::device_memory_stats();
+  d["device_bytes_in_use"] = dev.bytes_in_use;
+  d["device_bytes_cached"] = dev.bytes_cached;
+  const framejit::rt::cuda::ModuleStats mods = framejit::rt::cuda::module_stats();
+  d["cuda_modules_loaded"] = mods.loaded;
+  d["cuda_live_modules"] = mods.live;
+  d["ptx_jit_ms"] = mods.jit_ms;
   return d;
 }
 
@@ -242,6 +252,25 @@ PYBIND11_MODULE(_C, m) {
     // Kernels still used by a program that is running elsewhere live until it is done.
     framejit::rt::kernel_cache_clear();
     framejit::rt::pool_trim();
+    framejit::rt::cuda::device_trim();
+  });
+  m.def("_cuda_device_count", [] {
+    // (count, why): 0 and the driver's reason where there is no usable driver.
+    auto n = framejit::rt::cuda::device_count();
+    return n ? py::make_tuple(*n, "") : py::make_tuple(0, n.error().message());
+  });
+  m.def("_cuda_device_name", [](int index) {
+    auto info = framejit::rt::cuda::device_info(index);
+    if (!info) throw std::runtime_error(info.error().message());
+    return info->name;
+  });
+  m.def("_cuda_synchronize", [](int index) {
+    framejit::Status st;
+    {
+      py::gil_scoped_release release;
+      st = framejit::rt::cuda::synchronize(index);
+    }
+    if (!st) throw std::runtime_error("framejit: " + st.message());
   });
   m.def("set_recompile_limit", [](int n) {
     if (n < 0) throw py::value_error("framejit.config.recompile_limit must be >= 0");

@@ -16,6 +16,13 @@
 namespace framejit::frontend {
 
 namespace {
+std::string device_label(rt::Device d) {
+  return d.type == rt::DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(d.index);
+}
+}  // namespace
+
+
+namespace {
 
 // A readable placeholder name from a source: L['self'].w -> self_w, L['xs'][0] -> xs_0.
 std::string name_from_source(const Source& s) {
@@ -150,8 +157,15 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
                       (is_array && !is_fj_tensor && !is_torch ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
                       ") are not supported");
-    BREAK_IF(is_fj_tensor && as_tensor(value)->tensor.device().type != rt::DeviceType::CPU,
-             "framejit.Tensor on a device other than the CPU");
+    // Note [One device per graph]
+    // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
+    // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
+    // that mixes them raises as torch's does when CPython runs it.
+    const rt::Device device = is_fj_tensor ? as_tensor(value)->tensor.device() : rt::Device{};
+    BREAK_IF(out_.has_device && !(out_.device == device),
+             "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
+    out_.has_device = true;
+    out_.device = device;
     // Note [One array kind per graph]
     // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
     // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
@@ -162,7 +176,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     out_.array_kind = kind;
     jit::TensorMeta m;
     m.dtype = *dt;
+    m.device = device;
     TensorGuard tg;
+    tg.device = device;
     tg.kind = is_fj_tensor ? TensorGuard::Kind::Tensor
               : is_torch   ? TensorGuard::Kind::Torch
               : is_array   ? TensorGuard::Kind::NdArray

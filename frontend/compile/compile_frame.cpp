@@ -104,7 +104,7 @@ Expected<std::unique_ptr<Program>> run_backend(const CompileConfig& cfg, const O
     return build_callable_program(cfg.backend.get(), og.graph, examples);
   }
   if (PyUnicode_CompareWithASCIIString(cfg.backend.get(), "eager") == 0) return build_eager_program(og.graph);
-  return build_jit_program(og.graph);
+  return build_jit_program(og.graph, og.device);
 }
 
 // The break code of a partial graph (Note [Break entries]) into `e`, whose program (if any) is
@@ -393,6 +393,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
       } else {
         entry->program = std::move(*program);
         entry->program->set_array_kind(og.array_kind == ArrayKind::None ? ArrayKind::NumPy : og.array_kind);
+        entry->program->set_device(og.device);
         entry->program->set_grad_off(!og.requires_grad_inputs.empty());  // Note [Grad-mode blocks]
       }
     }

@@ -11,6 +11,7 @@
 #include "frontend/cpython/pyref.h"
 #include "frontend/guards/source.h"
 #include "jit/ir/sym.h"
+#include "runtime/dtype.h"
 
 namespace framejit::frontend {
 
@@ -26,6 +27,7 @@ struct TensorGuard {
   std::vector<int64_t> sizes;
   std::vector<int> symbols;  // symbol id per dim, -1 for static dims
   bool c_contiguous = true;
+  rt::Device device;  // Tensor: where its data lives (a cuda tensor never passes a cpu guard)
   bool writeable = false;  // NdArray: the graph writes into it, so it must still be writeable
   bool requires_grad = false;  // Torch: as traced; true also needs the caller's grad mode to be
   bool grad_enabled = false;   // this one, as traced (Note [Torch values], Note [Grad-mode blocks])

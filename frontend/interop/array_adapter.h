@@ -47,6 +47,12 @@ public:
   virtual ArrayFields fields(PyObject* o) const = 0;
   /// A new uninitialized C-ordered array. New ref, or null with an exception set.
   virtual PyObject* empty(const int64_t* shape, int rank, rt::DType dtype) const = 0;
+  /// The same on `device`; libraries without device arrays raise for anything but the CPU.
+  virtual PyObject* empty_on(const int64_t* shape, int rank, rt::DType dtype, rt::Device device) const {
+    if (device.type == rt::DeviceType::CPU) return empty(shape, rank, dtype);
+    PyErr_SetString(PyExc_RuntimeError, "framejit: this array library has no arrays on CUDA devices here");
+    return nullptr;
+  }
   /// `base` (one of this library's arrays) with its axes permuted: axis outer_first[i] of the
   /// result is axis i of `base`; the same memory. New ref, or null with an exception set.
   virtual PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const = 0;

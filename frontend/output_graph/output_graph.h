@@ -66,6 +66,10 @@ public:
   /// torch inputs that require grad (guarded): x.requires_grad reads True of these alone, as every
   /// value computed in a graph is computed without autograd (Note [Torch values]).
   std::vector<int> requires_grad_inputs;
+  /// The device of the graph's arrays (Note [One device per graph] in frontend/builder): set by
+  /// the first array input.
+  rt::Device device;
+  bool has_device = false;
   ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).

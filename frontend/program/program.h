@@ -32,6 +32,9 @@ public:
   /// The kind of array the program makes: its trace's (Note [Program array kind] in
   /// interop/array_adapter.h). NumPy unless set.
   void set_array_kind(ArrayKind kind) { array_kind_ = kind; }
+  /// Where the program's arrays live (Note [One device per graph]): it allocates its results there.
+  rt::Device device() const { return device_; }
+  void set_device(rt::Device device) { device_ = device; }
   /// Whether its graph reads torch tensors that require grad, so it runs with torch's grad mode
   /// off (Note [Grad-mode blocks] in frontend/trace/grad_mode.cpp).
   bool grad_off() const { return grad_off_; }
@@ -41,6 +44,7 @@ protected:
   int num_inputs_ = 0;
   int num_outputs_ = 0;
   ArrayKind array_kind_ = ArrayKind::NumPy;
+  rt::Device device_;
   bool grad_off_ = false;
 };
 
@@ -49,7 +53,7 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph);
 
 /// The "jit" backend: fused pointwise groups run as generated machine code (jit::compile_graph);
 /// every other node runs as in the eager backend.
-Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph);
+Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& graph, rt::Device device = {});
 
 /// A user backend: `backend(graph_view, example_inputs) -> callable`; the callable takes the graph
 /// inputs positionally and returns a tuple or list of the outputs. `backend` borrowed.

@@ -14,6 +14,7 @@
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/ops/numpy/vector_products.h"
 #include "jit/pipeline.h"
+#include "jit/cuda/backend.h"
 #include "jit/x86/backend.h"
 #include "runtime/program.h"
 
@@ -199,6 +200,9 @@ public:
   bool to_scalar(rt::Value& v) override;
   bool read_number(const rt::Value& v, bool want_int, rt::ParamValue& out) override;
   void fail(rt::RunError error, int64_t detail) override;
+  void fail_device(const std::string& message) override {
+    PyErr_Format(PyExc_RuntimeError, "framejit: %s", message.c_str());
+  }
   void* detach() override { return PyEval_SaveThread(); }
   void reattach(void* token) override { PyEval_RestoreThread(static_cast<PyThreadState*>(token)); }
 
@@ -341,12 +345,13 @@ public:
 
 bool PyHost::alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) {
   PyObject* o;
+  const rt::Device device = p_.device();
   if (!outer_first) {
-    o = arrays_.empty(shape, rank, dtype);
+    o = arrays_.empty_on(shape, rank, dtype, device);
   } else {
     int64_t permuted[rt::kMaxRank];
     for (int i = 0; i < rank; ++i) permuted[i] = shape[outer_first[i]];
-    OwnedRef base = OwnedRef::steal(arrays_.empty(permuted, rank, dtype));
+    OwnedRef base = OwnedRef::steal(arrays_.empty_on(permuted, rank, dtype, device));
     o = base ? arrays_.permuted_view(base.get(), outer_first, rank) : nullptr;
   }
   if (!o) return false;
@@ -440,6 +445,7 @@ void PyHost::fail(rt::RunError error, int64_t detail) {
       return;
     case E::ParamType: PyErr_SetString(PyExc_TypeError, "framejit: internal error: a parameter is not a number"); return;
     case E::NoMemory: PyErr_NoMemory(); return;
+    case E::Device: PyErr_SetString(PyExc_RuntimeError, "framejit: a CUDA call failed"); return;
   }
 }
 
@@ -571,12 +577,39 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
 constexpr long long kExternBoundMin = 64;   // at least this many extern steps...
 constexpr long long kExternBoundRatio = 2;  // ...and more than this many per compiled step
 
-Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured) {
+// What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels, and
+// nothing else of a graph runs on a device (an extern step would call back into the library with
+// device arrays it cannot read, a reduction or product has no device kernel yet).
+Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
+  const std::string where = " on cuda:" + std::to_string(device.index);
+  for (const rt::Step& s : program.steps) {
+    switch (s.kind) {
+      case rt::Step::Kind::Kernel:
+      case rt::Step::Kind::Size: continue;
+      case rt::Step::Kind::Chain:
+        for (const rt::ChainStep::Part& p : s.chain().parts)
+          if (p.reduction) return Status::unsupported("reductions" + where + " are not compiled yet");
+        continue;
+      case rt::Step::Kind::Reduction: return Status::unsupported("reductions" + where + " are not compiled yet");
+      case rt::Step::Kind::Gemm: return Status::unsupported("matrix products" + where + " are not compiled yet");
+      case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
+      case rt::Step::Kind::Extern:
+        return Status::unsupported(graph.nodes()[s.node].target + where + " is not compiled yet");
+    }
+  }
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured, rt::Device device) {
   // The program runs on the backend's form of the graph (Note [Vector products]).
   std::optional<jit::Graph> rewritten = ops::vector_products_as_reductions(captured);
   const jit::Graph& graph = rewritten ? *rewritten : captured;
-  auto compiled = jit::compile_graph(graph, jit::x86::backend());
+  // The backend follows the graph's device (Note [One device per graph] in frontend/builder).
+  const bool on_device = device.type == rt::DeviceType::CUDA;
+  jit::Backend& backend = on_device ? jit::cuda::backend(device.index) : jit::x86::backend();
+  auto compiled = jit::compile_graph(graph, backend);
   if (!compiled) return compiled.error();
+  if (on_device) FJ_PROPAGATE(check_device_program(graph, compiled->program, device));
   long long compiled_steps = static_cast<long long>(
       compiled->plan.groups.size() + compiled->plan.reductions.size() + compiled->plan.gemms.size());
   // A store that only writes its value replaces one __setitem__, about what the step itself costs;

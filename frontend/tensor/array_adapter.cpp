@@ -28,6 +28,11 @@ public:
     return tensor_empty(shape, rank, dtype);
   }
 
+  PyObject* empty_on(const int64_t* shape, int rank, rt::DType dtype, rt::Device device) const override {  // new ref
+    if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
+    return tensor_empty(shape, rank, dtype, device);
+  }
+
   PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const override {  // new ref
     TensorObject* t = as_tensor(base);
     int64_t shape[rt::kMaxRank], strides[rt::kMaxRank];

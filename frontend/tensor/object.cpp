@@ -13,6 +13,7 @@
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/cpython/pyref.h"
 #include "frontend/tensor/object_p.h"
+#include "runtime/cuda/memory.h"
 #include "runtime/memory.h"
 
 namespace framejit::frontend {
@@ -221,11 +222,24 @@ bool parse_device(PyObject* o, const char* fn, rt::Device& out) {
   const std::string d = s;
   if (d == "cpu" || d == "cpu:0") return true;
   if (d == "cuda" || d.rfind("cuda:", 0) == 0) {
-    PyErr_Format(PyExc_RuntimeError,
-                 "%s: device '%s' is not available: framejit has no CUDA support in this build yet "
-                 "(use device='cpu')",
-                 fn, s);
-    return false;
+    int index = 0;
+    if (d.size() > 5) {
+      char* end = nullptr;
+      const long v = std::strtol(d.c_str() + 5, &end, 10);
+      if (*end || v < 0 || v > 63 || end == d.c_str() + 5) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown device '%s' (expected 'cpu', 'cuda' or 'cuda:N')", fn, s);
+        return false;
+      }
+      index = static_cast<int>(v);
+    }
+    auto n = rt::cuda::device_count();
+    if (!n || index >= *n) {
+      const std::string why = !n ? n.error().message() : "the CUDA driver sees " + std::to_string(*n) + " device(s)";
+      PyErr_Format(PyExc_RuntimeError, "%s: device '%s' is not available: %s", fn, s, why.c_str());
+      return false;
+    }
+    out = rt::Device{rt::DeviceType::CUDA, index};
+    return true;
   }
   PyErr_Format(PyExc_ValueError, "%s: unknown device '%s' (expected 'cpu' or 'cuda')", fn, s);
   return false;
@@ -517,6 +531,14 @@ PyObject* get_base(PyObject* self, void*) {
 }
 PyObject* get_flags(PyObject* self, void*) { return PyLong_FromLong(as_tensor(self)->flags); }
 
+// The array interfaces' type string ("<f4").
+std::string typestr_of(DType dt) {
+  const char kind = dt == DType::Bool ? 'b' : rt::dtype_is_complex(dt) ? 'c' : rt::dtype_is_float(dt) ? 'f'
+                    : rt::dtype_is_signed(dt) ? 'i' : 'u';
+  const int size = rt::dtype_itemsize(dt);
+  return std::string(size == 1 ? "|" : "<") + kind + std::to_string(size);
+}
+
 // NumPy's array interface, version 3. The consumer keeps the tensor itself alive (NumPy sets the
 // array's base to it).
 PyObject* get_array_interface(PyObject* self, void*) {
@@ -525,11 +547,7 @@ PyObject* get_array_interface(PyObject* self, void*) {
     PyErr_SetString(PyExc_AttributeError, "__array_interface__ is only defined for cpu tensors");
     return nullptr;
   }
-  const DType dt = t->dtype;
-  const char kind = dt == DType::Bool ? 'b' : rt::dtype_is_complex(dt) ? 'c' : rt::dtype_is_float(dt) ? 'f'
-                    : rt::dtype_is_signed(dt) ? 'i' : 'u';
-  const int size = rt::dtype_itemsize(dt);
-  std::string typestr = std::string(size == 1 ? "|" : "<") + kind + std::to_string(size);
+  const std::string typestr = typestr_of(t->dtype);
   OwnedRef shape = OwnedRef::steal(int_tuple(t->shape, t->nd));
   OwnedRef strides = (t->flags & kTensorCContiguous) ? OwnedRef::borrow(Py_None)
                                                       : OwnedRef::steal(int_tuple(t->strides, t->nd));
@@ -539,7 +557,35 @@ PyObject* get_array_interface(PyObject* self, void*) {
                        strides.get(), "version", 3);
 }
 
+// __cuda_array_interface__ (version 3) of a device tensor: how CuPy, torch and Numba read it
+// without a copy. `stream` is framejit's (Note [One stream per device]): consumers order their
+// work after what framejit issued on it. AttributeError for host tensors, as the protocol wants.
+PyObject* get_cuda_array_interface(PyObject* self, void*) {
+  TensorObject* t = as_tensor(self);
+  const rt::Device d = t->tensor.device();
+  if (d.type != rt::DeviceType::CUDA) {
+    PyErr_SetString(PyExc_AttributeError, "__cuda_array_interface__: a cpu tensor has none (it exports a buffer)");
+    return nullptr;
+  }
+  auto st = rt::cuda::stream(d.index);
+  if (!st) {
+    PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.error().message().c_str());
+    return nullptr;
+  }
+  OwnedRef shape = OwnedRef::steal(int_tuple(t->shape, t->nd)), strides = OwnedRef::steal(int_tuple(t->strides, t->nd));
+  if (!shape || !strides) return nullptr;
+  const std::string typestr = typestr_of(t->dtype);
+  const bool c = (t->flags & kTensorCContiguous) != 0;
+  return Py_BuildValue("{s:O,s:s,s:(K,O),s:i,s:O,s:K}", "shape", shape.get(), "typestr", typestr.c_str(), "data",
+                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(t->data)),
+                       (t->flags & kTensorWriteable) ? Py_False : Py_True, "version", 3, "strides",
+                       c ? Py_None : strides.get(), "stream",
+                       static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(*st)));
+}
+
 PyGetSetDef tensor_getset[] = {
+    {"__cuda_array_interface__", get_cuda_array_interface, nullptr,
+     "The CUDA array interface (version 3) of a device tensor.", nullptr},
     {"shape", get_shape, nullptr, "Sizes of the dimensions (a tuple).", nullptr},
     {"dtype", get_dtype, nullptr, "Element type, as NumPy names it (\"float32\").", nullptr},
     {"device", get_device, nullptr, "Where the data lives: \"cpu\" (or \"cuda:N\").", nullptr},
@@ -571,6 +617,21 @@ PyObject* m_numpy(PyObject* self, PyObject*) { return tensor_to_ndarray(self); }
 
 PyObject* m_data_ptr(PyObject* self, PyObject*) { return PyLong_FromVoidPtr(as_tensor(self)->data); }
 
+PyObject* m_to(PyObject* self, PyObject* device_o) {
+  rt::Device device;
+  if (!parse_device(device_o, "framejit.Tensor.to", device)) return nullptr;
+  return tensor_to_device(self, device);
+}
+PyObject* m_cpu(PyObject* self, PyObject*) { return tensor_to_device(self, rt::Device{}); }
+PyObject* m_cuda(PyObject* self, PyObject* args) {
+  PyObject* index = Py_None;
+  if (!PyArg_ParseTuple(args, "|O:cuda", &index)) return nullptr;
+  OwnedRef name = OwnedRef::steal(index == Py_None ? PyUnicode_FromString("cuda")
+                                                   : PyUnicode_FromFormat("cuda:%S", index));
+  if (!name) return nullptr;
+  return m_to(self, name.get());
+}
+
 // __array__(dtype=None, copy=None): NumPy 1 passes only dtype; NumPy 2 also copy.
 PyObject* m_array(PyObject* self, PyObject* args, PyObject* kwargs) {
   static const char* kwlist[] = {"dtype", "copy", nullptr};
@@ -601,6 +662,10 @@ PyObject* m_array(PyObject* self, PyObject* args, PyObject* kwargs) {
 PyMethodDef tensor_methods[] = {
     {"tolist", m_tolist, METH_NOARGS, "The elements as nested lists of Python numbers (a number for a 0-d tensor)."},
     {"item", m_item, METH_NOARGS, "The only element as a Python number; ValueError unless size == 1."},
+    {"to", m_to, METH_O, "to(device): this tensor on `device` ('cpu', 'cuda', 'cuda:N'): itself if it is there, "
+                          "else a contiguous copy."},
+    {"cpu", m_cpu, METH_NOARGS, "This tensor in host memory (itself, or a copy of a device tensor)."},
+    {"cuda", m_cuda, METH_VARARGS, "cuda(index=None): this tensor on CUDA device `index` (default 0)."},
     {"numpy", m_numpy, METH_NOARGS,
      "A NumPy array over the same memory (no copy; the array keeps the tensor alive). Needs NumPy."},
     {"data_ptr", m_data_ptr, METH_NOARGS, "Address of the first element."},
@@ -656,8 +721,9 @@ PyObject* f_tensor(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   OwnedRef t = OwnedRef::steal(from_object(data, dtype ? &*dtype : nullptr));
   if (!t) return nullptr;
-  if (dtype && as_tensor(t.get())->dtype != *dtype) return convert_copy(t.get(), *dtype);
-  return t.release();
+  if (dtype && as_tensor(t.get())->dtype != *dtype) t = OwnedRef::steal(convert_copy(t.get(), *dtype));
+  if (!t || device.type == rt::DeviceType::CPU) return t.release();
+  return tensor_to_device(t.get(), device);
 }
 
 PyObject* f_from_dlpack(PyObject*, PyObject* args, PyObject* kwargs) {
@@ -851,11 +917,6 @@ PyObject* convert_copy(PyObject* src, DType dtype) {
 
 
 PyObject* tensor_empty(const int64_t* shape, int nd, DType dtype, rt::Device device) {
-  if (device.type != rt::DeviceType::CPU) {
-    PyErr_Format(PyExc_RuntimeError, "framejit: cannot allocate a tensor on %s: no CUDA support in this build yet",
-                 device_text(device).c_str());
-    return nullptr;
-  }
   int64_t bytes = rt::dtype_itemsize(dtype);
   for (int d = 0; d < nd; ++d) {
     if (shape[d] < 0) {
@@ -865,16 +926,80 @@ PyObject* tensor_empty(const int64_t* shape, int nd, DType dtype, rt::Device dev
     if (shape[d] != 0 && bytes > INT64_MAX / shape[d]) return PyErr_NoMemory();
     bytes *= shape[d];
   }
-  void* mem = rt::pool_alloc(static_cast<size_t>(bytes));
-  if (!mem) return PyErr_NoMemory();
+  void* mem = nullptr;
+  if (device.type == rt::DeviceType::CUDA) {
+    auto block = rt::cuda::device_alloc(device.index, static_cast<size_t>(bytes));
+    if (!block) {
+      PyErr_Format(PyExc_MemoryError, "framejit: %s", block.error().message().c_str());
+      return nullptr;
+    }
+    mem = *block;
+  } else {
+    mem = rt::pool_alloc(static_cast<size_t>(bytes));
+    if (!mem) return PyErr_NoMemory();
+  }
   std::shared_ptr<void> owner;
   try {
-    owner = std::shared_ptr<void>(mem, rt::pool_free);
+    owner = device.type == rt::DeviceType::CUDA ? std::shared_ptr<void>(mem, rt::cuda::device_free)
+                                                 : std::shared_ptr<void>(mem, rt::pool_free);
   } catch (const std::bad_alloc&) {  // the control block; shared_ptr then frees `mem` itself
     return PyErr_NoMemory();
   }
   std::optional<Tensor> t = blob(mem, shape, nullptr, nd, dtype, std::move(owner), device);
   return t ? make_tensor(std::move(*t), nullptr, true) : nullptr;
+}
+
+PyObject* tensor_to_device(PyObject* obj, rt::Device device) {
+  TensorObject* t = as_tensor(obj);
+  const rt::Device from = t->tensor.device();
+  if (from == device) return Py_NewRef(obj);
+  const int64_t item = rt::dtype_itemsize(t->dtype);
+  if (from.type == rt::DeviceType::CPU) {
+    // Host -> device: a contiguous copy of the elements, one transfer.
+    OwnedRef src = (t->flags & kTensorCContiguous) ? OwnedRef::borrow(obj) : OwnedRef::steal(convert_copy(obj, t->dtype));
+    if (!src) return nullptr;
+    OwnedRef out = OwnedRef::steal(tensor_empty(t->shape, t->nd, t->dtype, device));
+    if (!out) return nullptr;
+    Status s = rt::cuda::copy_to_device(device.index, as_tensor(out.get())->data, as_tensor(src.get())->data,
+                                        static_cast<size_t>(numel_of(t) * item));
+    if (!s) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+      return nullptr;
+    }
+    return out.release();
+  }
+  // Device -> host: the bytes the view spans (any strides, negative ones too) in one transfer,
+  // then a contiguous copy on the host when the view is not contiguous itself.
+  const int64_t n = numel_of(t);
+  int64_t lo = 0, hi = n ? item : 0;
+  for (int d = 0; d < t->nd && n; ++d) {
+    const int64_t ext = (t->shape[d] - 1) * t->strides[d];
+    (ext < 0 ? lo : hi) += ext;
+  }
+  const int64_t span_bytes = hi - lo;
+  void* mem = rt::pool_alloc(static_cast<size_t>(span_bytes));
+  if (!mem) return PyErr_NoMemory();
+  std::shared_ptr<void> owner;
+  try {
+    owner = std::shared_ptr<void>(mem, rt::pool_free);
+  } catch (const std::bad_alloc&) {
+    return PyErr_NoMemory();
+  }
+  Status s = rt::cuda::copy_to_host(from.index, mem, t->data + lo, static_cast<size_t>(span_bytes));
+  if (!s) {
+    PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+    return nullptr;
+  }
+  std::optional<Tensor> host = blob(static_cast<char*>(mem) - lo, t->shape, t->strides, t->nd, t->dtype,
+                                    std::move(owner), rt::Device{});
+  if (!host) return nullptr;
+  OwnedRef h = OwnedRef::steal(make_tensor(std::move(*host), nullptr, true));
+  if (!h) return nullptr;
+  if (device.type == rt::DeviceType::CPU) {
+    if (as_tensor(h.get())->flags & kTensorCContiguous) return h.release();
+    return convert_copy(h.get(), t->dtype);
+  }
+  return tensor_to_device(h.get(), device);  // another device: through the host
 }
 
 PyObject* tensor_view(PyObject* parent, char* data, int nd, const int64_t* shape, const int64_t* strides) {

@@ -66,6 +66,9 @@ bool tensor_is_private(PyObject* t);
 
 /// A NumPy array viewing `t`'s memory (new ref; needs NumPy; the array keeps `t` alive).
 PyObject* tensor_to_ndarray(PyObject* t);
+/// `t` on `device`: itself when it is there, else a C-contiguous copy (host <-> device through
+/// framejit's stream; reading a device tensor waits for the kernels that write it). New ref.
+PyObject* tensor_to_device(PyObject* t, rt::Device device);
 /// A tensor viewing a NumPy array's memory (new ref; keeps the array alive). Null with TypeError
 /// for dtypes framejit does not know, and for non-native byte order.
 PyObject* tensor_from_ndarray(PyObject* arr);

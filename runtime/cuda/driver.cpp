@@ -93,6 +93,10 @@ Status load(Driver& d) {
   resolve(a.MemFree, "cuMemFree");
   resolve(a.MemcpyHtoD, "cuMemcpyHtoD");
   resolve(a.MemcpyDtoH, "cuMemcpyDtoH");
+  resolve(a.MemcpyHtoDAsync, "cuMemcpyHtoDAsync");
+  resolve(a.MemcpyDtoHAsync, "cuMemcpyDtoHAsync");
+  resolve(a.MemcpyDtoDAsync, "cuMemcpyDtoDAsync");
+  resolve(a.MemsetD8Async, "cuMemsetD8Async");
   resolve(a.StreamCreate, "cuStreamCreate");
   resolve(a.StreamDestroy, "cuStreamDestroy");
   resolve(a.StreamSynchronize, "cuStreamSynchronize");
@@ -218,6 +222,16 @@ Expected<CUcontext> use_device(int ordinal) {
   return ctx;
 }
 
+namespace {
+std::mutex g_module_mu;
+ModuleStats g_modules;
+}  // namespace
+
+ModuleStats module_stats() {
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  return g_modules;
+}
+
 Expected<Module> load_ptx(std::string_view ptx, int opt_level) {
   auto api = driver();
   if (!api) return api.error();
@@ -237,12 +251,20 @@ Expected<Module> load_ptx(std::string_view ptx, int opt_level) {
     const std::string text(log.data());
     return Status::internal(s.message() + (text.empty() ? "" : "\n" + text));
   }
+  std::lock_guard<std::mutex> lock(g_module_mu);
+  ++g_modules.loaded;
+  ++g_modules.live;
+  g_modules.jit_ms += m.jit_ms;
   return m;
 }
 
 Status unload(CUmodule module) {
   auto api = driver();
   if (!api) return api.error();
+  {
+    std::lock_guard<std::mutex> lock(g_module_mu);
+    --g_modules.live;
+  }
   return check((*api)->ModuleUnload(module), "cuModuleUnload");
 }
 

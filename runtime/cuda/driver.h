@@ -49,6 +49,10 @@ struct Api {
   CUresult (*MemFree)(CUdeviceptr ptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr dst, const void* src, size_t bytes);
   CUresult (*MemcpyDtoH)(void* dst, CUdeviceptr src, size_t bytes);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream);
+  CUresult (*MemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
+  CUresult (*MemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
   CUresult (*StreamCreate)(CUstream* stream, unsigned flags);
   CUresult (*StreamDestroy)(CUstream stream);
   CUresult (*StreamSynchronize)(CUstream stream);
@@ -95,6 +99,13 @@ struct Module {
 /// `opt_level` (0–4). A rejected module's error carries the driver's error log.
 Expected<Module> load_ptx(std::string_view ptx, int opt_level = 4);
 Status unload(CUmodule module);
+/// Modules loaded by load_ptx in this process and their total JIT time (framejit.stats()).
+struct ModuleStats {
+  long long loaded = 0;
+  long long live = 0;
+  double jit_ms = 0;
+};
+ModuleStats module_stats();
 Expected<CUfunction> function(CUmodule module, const char* name);
 
 struct Dim3 {

@@ -2,30 +2,16 @@
 // loads assembled by ptxas wherever the toolkit's ptxas is (CI has it, and no GPU).
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "runtime/cuda/driver.h"
+#include "tests/gpu/gpu_test_util.h"
 #include "tests/gpu/ptx_samples.h"
 
 namespace framejit::rt::cuda {
 namespace {
-
-// Skips the test where there is no usable GPU, saying why.
-#define REQUIRE_GPU()                                                            \
-  do {                                                                           \
-    auto n_ = device_count();                                                    \
-    if (!n_) GTEST_SKIP() << n_.error().message();                               \
-    if (*n_ == 0) GTEST_SKIP() << "the CUDA driver sees no device";              \
-  } while (0)
-
-std::string sm_target(const DeviceInfo& d) { return "sm_" + std::to_string(d.cc_major * 10 + d.cc_minor); }
 
 TEST(CudaDriver, DescribesTheDevice) {
   REQUIRE_GPU();
@@ -49,7 +35,7 @@ TEST(CudaDriver, LoadsPtxAndLaunchesIt) {
   ASSERT_TRUE(info) << info.error().message();
   auto ctx = use_device(0);
   ASSERT_TRUE(ctx) << ctx.error().message();
-  auto mod = load_ptx(test::add_one_ptx(sm_target(*info)), 4);
+  auto mod = load_ptx(test::add_one_ptx(test::sm_target(*info)), 4);
   ASSERT_TRUE(mod) << mod.error().message();
   EXPECT_GT(mod->jit_ms, 0.0);
   std::printf("add_one: PTX loaded in %.2f ms\n", mod->jit_ms);
@@ -86,41 +72,19 @@ TEST(CudaDriver, RejectedPtxCarriesTheDriversLog) {
   auto info = device_info(0);
   ASSERT_TRUE(info);
   ASSERT_TRUE(use_device(0));
-  auto mod = load_ptx(test::broken_ptx(sm_target(*info)));
+  auto mod = load_ptx(test::broken_ptx(test::sm_target(*info)));
   ASSERT_FALSE(mod);
   const std::string& m = mod.error().message();
   EXPECT_NE(m.find("cuModuleLoadDataEx: CUDA_ERROR_"), std::string::npos) << m;
   EXPECT_NE(m.find("f1"), std::string::npos) << "the driver's log names the bad register:\n" << m;
 }
 
-// The toolkit's ptxas, where installed (CI machines: /usr/local/cuda/bin), else empty.
-std::string find_ptxas() {
-  if (const char* e = std::getenv("FRAMEJIT_PTXAS")) return e;
-  for (const char* p : {"/usr/local/cuda/bin/ptxas"})
-    if (access(p, X_OK) == 0) return p;
-  return std::system("command -v ptxas >/dev/null 2>&1") == 0 ? "ptxas" : "";
-}
-
-// Assembles `ptx` for `arch`; returns ptxas's exit status and leaves its messages in `log`.
-int ptxas(const std::string& tool, const std::string& ptx, const std::string& arch, std::string& log) {
-  char dir[] = "/tmp/framejit-ptxas-XXXXXX";
-  if (!mkdtemp(dir)) return -1;
-  const std::string in = std::string(dir) + "/m.ptx", out = std::string(dir) + "/m.cubin",
-                    msgs = std::string(dir) + "/log.txt";
-  std::ofstream(in) << ptx;
-  const int rc = std::system((tool + " -arch=" + arch + " " + in + " -o " + out + " > " + msgs + " 2>&1").c_str());
-  std::ifstream f(msgs);
-  log.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  std::filesystem::remove_all(dir);
-  return rc;
-}
-
 TEST(Ptx, SamplesAssembleWithPtxas) {
-  const std::string tool = find_ptxas();
+  const std::string tool = test::find_ptxas();
   if (tool.empty()) GTEST_SKIP() << "no ptxas on this machine";
   std::string log;
-  EXPECT_EQ(ptxas(tool, test::add_one_ptx("sm_90"), "sm_90", log), 0) << log;
-  EXPECT_NE(ptxas(tool, test::broken_ptx("sm_90"), "sm_90", log), 0) << "ptxas must reject it";
+  EXPECT_EQ(test::ptxas(tool, test::add_one_ptx("sm_90"), "sm_90", log), 0) << log;
+  EXPECT_NE(test::ptxas(tool, test::broken_ptx("sm_90"), "sm_90", log), 0) << "ptxas must reject it";
 }
 
 }  // namespace

@@ -129,10 +129,13 @@ def test_bad_dtype_and_device():
         framejit.tensor([1], dtype="float128")
     with pytest.raises(TypeError, match="unknown dtype"):
         framejit.tensor([1], dtype=3)
+    if not framejit.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            framejit.tensor([1], device="cuda")
     with pytest.raises(RuntimeError, match="cuda"):
-        framejit.tensor([1], device="cuda")
-    with pytest.raises(RuntimeError, match="cuda"):
-        framejit.tensor([1], device="cuda:1")
+        framejit.tensor([1], device="cuda:63")
+    with pytest.raises(ValueError, match="unknown device"):
+        framejit.tensor([1], device="cuda:x")
     with pytest.raises(ValueError, match="unknown device"):
         framejit.tensor([1], device="tpu")
     assert framejit.tensor([1], device="cpu").device == "cpu"

@@ -96,8 +96,34 @@ std::string op_name(PyCodeObject* code) {
 
 // The op on NumPy views of its operands, run by CPython (see the Note). New ref or null. `broke`:
 // the graph break that kept the op from being compiled, if that is why it runs here.
+// The device of the first device tensor among `v` (recursing into tuples and lists), if any.
+bool find_device_tensor(PyObject* v, rt::Device& out) {
+  if (PyTuple_Check(v) || PyList_Check(v)) {
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(v); ++i)
+      if (find_device_tensor(PySequence_Fast_GET_ITEM(v, i), out)) return true;
+    return false;
+  }
+  if (!is_tensor(v) || as_tensor(v)->tensor.device().type == rt::DeviceType::CPU) return false;
+  out = as_tensor(v)->tensor.device();
+  return true;
+}
+
 PyObject* run_with_numpy(PyObject* fn, PyObject* const* args, Py_ssize_t nargs, const std::string& why,
                          const GraphBreak* broke = nullptr) {
+  // Device tensors have no NumPy view: the op is an error, the trace's own where it has one (a
+  // failed broadcast), else what keeps it from the device.
+  rt::Device device;
+  for (Py_ssize_t i = 0; i < nargs; ++i)
+    if (find_device_tensor(args[i], device)) {
+      if (broke && broke->exc_type) {
+        PyErr_SetString(broke->exc_type.get(), broke->message().c_str());
+        return nullptr;
+      }
+      PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s on cuda:%d is not supported yet (%s)",
+                   op_name(reinterpret_cast<PyCodeObject*>(PyFunction_GET_CODE(fn))).c_str(), device.index,
+                   why.c_str());
+      return nullptr;
+    }
   if (!numpy_handles()) {
     // No NumPy to run it: raise what CPython raises where the trace says the op is an error in
     // eager code (the break carries the exception type), else say the op needs NumPy.

@@ -26,6 +26,7 @@ from ._C import Unsupported
 from ._explain import ExplainOutput
 from ._dynamo import dynamo_backend
 from ._tensor import Tensor, from_dlpack, tensor
+from . import cuda
 
 __all__ = [
     "compile",

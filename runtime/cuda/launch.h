@@ -1,0 +1,51 @@
+// launch.h — running compiled CUDA kernels over strided device arrays: the pointwise kernel ABI
+// the PTX generator (jit/cuda) emits against, and the launcher that fills it.
+#pragma once
+
+#include <cstdint>
+
+#include "framejit/status.h"
+#include "runtime/executor.h"
+
+namespace framejit::rt::cuda {
+
+// Note [CUDA pointwise kernel ABI]
+// A pointwise kernel takes one parameter, a PointwiseArgs by value (kernel parameter space, read
+// through the constant cache). Thread t of T handles 4-element chunks t, t+T, ... below `nvec`
+// with 16-byte vector accesses where an operand is contiguous along dim 0 (a broadcast one,
+// stride 0, is read once per chunk), then elements 4*nvec + t, + 2T, ... below `n` one at a
+// time. An element's index is split into coordinates innermost first (32-bit divisions by
+// `shape`, only for rank > 1); operand k's element is at ptr[k] + sum coord[d] * stride[k][d].
+// The launcher guarantees n < 2^31 (so indices never overflow 32 bits), rank <= kLaunchRank (it
+// loops over outer dims or splits the outermost one otherwise), and for nvec > 0: shape[0] a
+// multiple of 4 (or rank 1), every non-broadcast operand contiguous along dim 0 with its pointer
+// and outer strides multiples of 4 elements, no output broadcast.
+constexpr int kLaunchRank = 4;
+struct PointwiseArgs {
+  uint32_t n;
+  uint32_t rank;
+  uint32_t shape[kLaunchRank];  // innermost first; dims past rank are 1
+  uint32_t nvec;
+  uint32_t pad;
+  uint64_t ptr[kMaxKernelOperands];                  // inputs, then outputs
+  int64_t stride[kMaxKernelOperands][kLaunchRank];  // bytes, innermost first
+  ParamValue params[kMaxKernelParams];
+};
+// The offsets the generated code reads (checked against the struct here, once).
+constexpr int kArgsN = 0, kArgsRank = 4, kArgsShape = 8, kArgsNvec = 24, kArgsPtr = 32;
+constexpr int kArgsStride = kArgsPtr + 8 * kMaxKernelOperands;
+constexpr int kArgsParams = kArgsStride + 8 * kLaunchRank * kMaxKernelOperands;
+constexpr int kArgsSize = kArgsParams + 8 * kMaxKernelParams;
+static_assert(offsetof(PointwiseArgs, shape) == kArgsShape && offsetof(PointwiseArgs, nvec) == kArgsNvec &&
+              offsetof(PointwiseArgs, ptr) == kArgsPtr && offsetof(PointwiseArgs, stride) == kArgsStride &&
+              offsetof(PointwiseArgs, params) == kArgsParams && sizeof(PointwiseArgs) == kArgsSize);
+/// Threads per block of a pointwise launch.
+constexpr int kPointwiseBlock = 256;
+
+/// Runs device kernel `kernel` over `shape` (rank dims; operands' data are device pointers on the
+/// kernel's device) on framejit's stream (Note [One stream per device]). Returns once the work is
+/// issued; an error names the failing driver call.
+Status run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
+                     const ParamValue* params, int num_params);
+
+}  // namespace framejit::rt::cuda

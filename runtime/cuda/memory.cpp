@@ -1,0 +1,183 @@
+// memory.cpp — framejit's device stream and caching allocator (Note [One stream per device]).
+#include "runtime/cuda/memory.h"
+
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace framejit::rt::cuda {
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr CUresult kOutOfMemory = 2;  // CUDA_ERROR_OUT_OF_MEMORY
+constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
+
+struct Streams {
+  std::mutex mu;
+  CUstream streams[kMaxDevices] = {};
+};
+Streams& streams() {
+  static auto* s = new Streams;  // NB: immortal: streams live until the process ends
+  return *s;
+}
+
+// Size classes: 512-byte steps below 1 MiB, 1 MiB steps up to 64 MiB, 8 MiB steps above, so a
+// block is at most 12.5% larger than asked for beyond 64 MiB and reuse finds the same size often.
+size_t size_class(size_t bytes) {
+  auto round_up = [](size_t n, size_t step) { return (n + step - 1) / step * step; };
+  if (bytes < (size_t{1} << 20)) return round_up(bytes ? bytes : 1, 512);
+  if (bytes < (size_t{64} << 20)) return round_up(bytes, size_t{1} << 20);
+  return round_up(bytes, size_t{8} << 20);
+}
+
+struct Block {
+  int device = 0;
+  size_t size = 0;
+};
+
+struct Allocator {
+  std::mutex mu;
+  std::unordered_map<CUdeviceptr, Block> live;                  // handed out
+  std::map<std::pair<int, size_t>, std::vector<CUdeviceptr>> free;  // (device, class) -> blocks
+  DeviceMemoryStats stats;
+};
+Allocator& allocator() {
+  static auto* a = new Allocator;  // NB: immortal: no driver calls during static destruction
+  return *a;
+}
+
+// Frees every cached block; the caller holds a.mu and has the context current.
+void trim_locked(Allocator& a, const Api& api) {
+  for (auto& [key, blocks] : a.free)
+    for (CUdeviceptr p : blocks) {
+      (void)api.MemFree(p);  // best effort: a failure leaves the block to the process's end
+      a.stats.bytes_cached -= key.second;
+    }
+  a.free.clear();
+}
+
+}  // namespace
+
+Expected<CUstream> stream(int device) {
+  if (device < 0 || device >= kMaxDevices) return Status::invalid("CUDA device " + std::to_string(device) + " is out of range");
+  // The context is current per thread; the stream is per process.
+  thread_local CUcontext current[kMaxDevices] = {};
+  thread_local int last = -1;
+  if (last != device || !current[device]) {
+    auto ctx = use_device(device);
+    if (!ctx) return ctx.error();
+    current[device] = *ctx;
+    last = device;
+  }
+  Streams& s = streams();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.streams[device]) {
+    auto api = driver();
+    if (!api) return api.error();
+    CUstream st = nullptr;
+    FJ_PROPAGATE(check((*api)->StreamCreate(&st, kStreamNonBlocking), "cuStreamCreate"));
+    s.streams[device] = st;
+  }
+  return s.streams[device];
+}
+
+Expected<void*> device_alloc(int device, size_t bytes) {
+  auto st = stream(device);  // the context current for cuMemAlloc
+  if (!st) return st.error();
+  const Api& api = **driver();
+  const size_t size = size_class(bytes);
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mu);
+  ++a.stats.allocations;
+  auto it = a.free.find({device, size});
+  if (it != a.free.end() && !it->second.empty()) {
+    CUdeviceptr p = it->second.back();
+    it->second.pop_back();
+    a.live[p] = {device, size};
+    a.stats.bytes_cached -= size;
+    a.stats.bytes_in_use += size;
+    ++a.stats.reuses;
+    return reinterpret_cast<void*>(p);
+  }
+  CUdeviceptr p = 0;
+  CUresult r = api.MemAlloc(&p, size);
+  if (r == kOutOfMemory) {
+    // The cache may hold what this allocation needs: give it back and try once more. A cached
+    // block may still be read by an issued kernel; cuMemFree waits for the device first.
+    trim_locked(a, api);
+    r = api.MemAlloc(&p, size);
+  }
+  if (r != kSuccess) {
+    Status s = check(r, "cuMemAlloc of " + std::to_string(bytes) + " bytes");
+    return Status::internal(s.message() + " (framejit holds " + std::to_string(a.stats.bytes_in_use) +
+                            " bytes of device memory in arrays)");
+  }
+  a.live[p] = {device, size};
+  a.stats.bytes_in_use += size;
+  return reinterpret_cast<void*>(p);
+}
+
+void device_free(void* ptr) {
+  if (!ptr) return;
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mu);
+  auto it = a.live.find(reinterpret_cast<CUdeviceptr>(ptr));
+  if (it == a.live.end()) return;  // not ours (or freed twice): nothing to do that is safe
+  const Block b = it->second;
+  a.live.erase(it);
+  a.stats.bytes_in_use -= b.size;
+  a.stats.bytes_cached += b.size;
+  a.free[{b.device, b.size}].push_back(reinterpret_cast<CUdeviceptr>(ptr));
+}
+
+void device_trim() {
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (a.free.empty()) return;
+  auto api = driver();
+  if (!api) return;
+  trim_locked(a, **api);
+}
+
+DeviceMemoryStats device_memory_stats() {
+  Allocator& a = allocator();
+  std::lock_guard<std::mutex> lock(a.mu);
+  return a.stats;
+}
+
+Status copy_to_device(int device, void* dst, const void* src, size_t bytes) {
+  auto st = stream(device);
+  if (!st) return st.error();
+  if (!bytes) return Status::ok();
+  // From pageable memory the driver stages the data before returning: `src` may be reused after.
+  return check((*driver())->MemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, *st),
+               "cuMemcpyHtoDAsync");
+}
+
+Status copy_to_host(int device, void* dst, const void* src, size_t bytes) {
+  auto st = stream(device);
+  if (!st) return st.error();
+  const Api& api = **driver();
+  if (bytes)
+    FJ_PROPAGATE(check(api.MemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), bytes, *st), "cuMemcpyDtoHAsync"));
+  return check(api.StreamSynchronize(*st), "cuStreamSynchronize");
+}
+
+Status copy_on_device(int device, void* dst, const void* src, size_t bytes) {
+  auto st = stream(device);
+  if (!st) return st.error();
+  if (!bytes) return Status::ok();
+  return check((*driver())->MemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(dst), reinterpret_cast<CUdeviceptr>(src),
+                                             bytes, *st),
+               "cuMemcpyDtoDAsync");
+}
+
+Status synchronize(int device) {
+  auto st = stream(device);
+  if (!st) return st.error();
+  return check((*driver())->StreamSynchronize(*st), "cuStreamSynchronize");
+}
+
+}  // namespace framejit::rt::cuda

@@ -1,0 +1,53 @@
+// memory.h — device memory: framejit's stream per device, its caching allocator, and copies
+// between host and device memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "framejit/status.h"
+#include "runtime/cuda/driver.h"
+
+namespace framejit::rt::cuda {
+
+// Note [One stream per device]
+// Everything framejit does on a device for framejit.Tensors (kernels, copies, memsets) runs on
+// one stream of its own per device, created non-blocking, so it never waits on or for the
+// legacy default stream. Work on one stream runs in the order it was issued, which is what makes
+// the caching allocator safe without events: a block freed by the host after the kernels that
+// use it were *issued* can be handed to the next allocation at once, because whatever the next
+// owner issues runs after those kernels. The price is that memory must not be shared with other
+// streams behind framejit's back: arrays of other libraries (torch, CuPy) are read on their own
+// stream, through events, once they are supported.
+
+/// The primary context of `device` made current on this thread, and framejit's stream on it
+/// (created on first use). Cheap after the first call on a thread.
+Expected<CUstream> stream(int device);
+
+/// At least `bytes` of device memory on `device` (256-byte aligned; 0 bytes gives a valid unique
+/// block), reused from the cache when a block of the same size class was freed. An error (never
+/// a crash) when the device is out of memory after the cache was returned to the driver.
+Expected<void*> device_alloc(int device, size_t bytes);
+/// Returns a block from device_alloc to the cache (see Note [One stream per device]). nullptr is
+/// ignored.
+void device_free(void* p);
+/// Returns every cached block to the driver (framejit.reset(), and before an allocation fails).
+void device_trim();
+
+struct DeviceMemoryStats {
+  size_t bytes_in_use = 0;
+  size_t bytes_cached = 0;
+  size_t allocations = 0;  // device_alloc calls
+  size_t reuses = 0;       // served from the cache
+};
+DeviceMemoryStats device_memory_stats();
+
+/// Copies on framejit's stream. To the device: returns once `src` may be reused. To the host:
+/// waits for everything issued before it on the stream, so the data is the kernels' results.
+Status copy_to_device(int device, void* dst, const void* src, size_t bytes);
+Status copy_to_host(int device, void* dst, const void* src, size_t bytes);
+Status copy_on_device(int device, void* dst, const void* src, size_t bytes);
+/// Waits for everything issued on framejit's stream of `device`.
+Status synchronize(int device);
+
+}  // namespace framejit::rt::cuda

@@ -1,0 +1,149 @@
+"""framejit.Tensor on a CUDA device: transfers, ops as PTX kernels, compiled functions, guards,
+and the errors for what does not run there yet. Skipped without a GPU (the GPU machine runs it:
+tools/device_build.sh --gpu)."""
+import math
+
+import numpy as np
+import pytest
+
+import framejit
+
+pytestmark = pytest.mark.skipif(not framejit.cuda.is_available(),
+                                reason="no CUDA device: " + framejit.cuda.why_unavailable())
+
+
+def cuda(a):
+    return framejit.tensor(a, device="cuda")
+
+
+def host(t):
+    return np.asarray(t.cpu())
+
+
+def same(a, b):
+    """Bitwise equality, NaNs equal."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype.kind == "f":
+        assert np.array_equal(a, b, equal_nan=True), np.argwhere(~((a == b) | (np.isnan(a) & np.isnan(b))))[:5]
+    else:
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float32", "float64"])
+def test_round_trip(dtype):
+    a = (np.arange(-50, 50) % 7).astype(dtype).reshape(10, 10)
+    t = cuda(a)
+    assert t.device == "cuda:0" and t.shape == (10, 10) and t.dtype == dtype
+    same(host(t), a)
+    same(host(t.T), a.T)                   # a strided device view comes back contiguous
+    same(host(t[::-2, 1::3]), a[::-2, 1::3])
+    same(host(framejit.tensor(a.T, device="cuda")), a.T)
+    assert t.cuda() is t and t.to("cuda:0") is t
+    with pytest.raises(RuntimeError, match="cpu"):
+        t.tolist()
+
+
+def rng_array(shape, dtype, seed=0):
+    r = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        a = r.standard_normal(shape).astype(dtype) * 3
+        a.flat[::17] = np.nan
+        a.flat[1::23] = np.inf
+        return a
+    if dtype == "bool":
+        return r.integers(0, 2, shape).astype(bool)
+    return r.integers(-100 if dtype != "uint8" else 0, 100, shape).astype(dtype)
+
+
+UNARY = [
+    lambda x: -x, lambda x: abs(x), lambda x: np.exp(x), lambda x: np.log(x), lambda x: np.tanh(x),
+    lambda x: np.sqrt(x), lambda x: np.log1p(x), lambda x: np.expm1(x), lambda x: np.arctan(x),
+    lambda x: np.floor(x), lambda x: 1 / (1 + np.exp(-x)), lambda x: x * 2.5 - 1,
+    lambda x: np.maximum(x, 0.5), lambda x: (x > 0.25).astype(np.float32), lambda x: x ** 2,
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("k", range(len(UNARY)))
+def test_float_ops_match_the_cpu_kernels(dtype, k):
+    # The GPU and x86 kernels share their math routines: same bits (Note [One math library]).
+    fn = framejit.compile(UNARY[k])
+    a = rng_array((37, 129), dtype)
+    with np.errstate(all="ignore"):
+        same(host(fn(cuda(a))), np.asarray(fn(framejit.tensor(a))))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+def test_int_ops(dtype):
+    a, b = rng_array((5, 203), dtype, 1), rng_array((5, 203), dtype, 2)
+
+    def f(x, y):
+        return (x + y) * 3 - (x // (y | 1)) + (x % 7), x < y, np.where(x > y, x, y)
+
+    cf = framejit.compile(f)
+    got = cf(cuda(a), cuda(b))
+    want = f(framejit.tensor(a), framejit.tensor(b))
+    for g, w in zip(got, want):
+        same(host(g), np.asarray(w))
+
+
+def test_broadcasting_layouts_and_casts():
+    x = rng_array((64, 48), "float32")
+    bias = rng_array((48,), "float32", 3)
+    col = rng_array((64, 1), "float64", 4)
+
+    def f(x, b, c):
+        return np.tanh(x * 0.5 + b) * c, (x + b).astype(np.int32)
+
+    cf = framejit.compile(f)
+    for xs in (x, x.T.copy().T, x[:, ::2].copy(), x[::-1]):
+        with np.errstate(all="ignore"):
+            got = cf(cuda(xs), cuda(bias[: xs.shape[1]]), cuda(col))
+            want = f(framejit.tensor(xs), framejit.tensor(bias[: xs.shape[1]]), framejit.tensor(col))
+        for g, w in zip(got, want):
+            same(host(g), np.asarray(w))
+    # A transposed device view as the input (strided reads on the device).
+    t = cuda(x.T.copy())
+    with np.errstate(all="ignore"):
+        same(host(cf(t.T, cuda(bias), cuda(col))[0]),
+             np.asarray(f(framejit.tensor(x), framejit.tensor(bias), framejit.tensor(col))[0]))
+
+
+def test_large_and_odd_sizes():
+    for n in (1, 3, 4, 5, 1023, 1 << 20, (1 << 20) + 3):
+        a = rng_array((n,), "float32", n)
+        with np.errstate(all="ignore"):
+            same(host(cuda(a) * 2 + 1), (a * 2 + 1).astype(np.float32))
+
+
+def test_guards_keep_devices_apart():
+    f = framejit.compile(lambda x: x * 3 + 1)
+    a = np.arange(10, dtype=np.float32)
+    same(np.asarray(f(framejit.tensor(a))), a * 3 + 1)
+    same(host(f(cuda(a))), a * 3 + 1)
+    same(np.asarray(f(framejit.tensor(a))), a * 3 + 1)
+
+
+def test_what_does_not_run_on_the_device_says_so():
+    t = cuda(np.ones((4, 4), np.float32))
+    with pytest.raises(NotImplementedError, match="cuda:0"):
+        t.sum()
+    with pytest.raises(Exception, match="cuda|device"):
+        t + framejit.tensor(np.ones((4, 4), np.float32))
+
+
+def test_cuda_array_interface_and_stats():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = cuda(a)
+    cai = t.__cuda_array_interface__
+    assert cai["shape"] == (3, 4) and cai["typestr"] == "<f8" and cai["version"] == 3
+    assert cai["data"][0] == t.data_ptr() and cai["strides"] is None
+    assert cuda(a).T.__cuda_array_interface__["strides"] == (8, 32)
+    with pytest.raises(AttributeError):
+        framejit.tensor(a).__cuda_array_interface__
+    framejit.reset()
+    (cuda(a) * 7.25).cpu()
+    s = framejit.stats()
+    assert s["cuda_modules_loaded"] >= 1 and s["ptx_jit_ms"] > 0 and s["device_bytes_in_use"] >= 0
+    framejit.cuda.synchronize()
