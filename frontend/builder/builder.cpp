@@ -16,13 +16,10 @@
 namespace framejit::frontend {
 
 namespace {
+
 std::string device_label(rt::Device d) {
   return d.type == rt::DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(d.index);
 }
-}  // namespace
-
-
-namespace {
 
 // A readable placeholder name from a source: L['self'].w -> self_w, L['xs'][0] -> xs_0.
 std::string name_from_source(const Source& s) {
@@ -161,7 +158,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
     // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
     // that mixes them raises as torch's does when CPython runs it.
-    const rt::Device device = is_fj_tensor ? as_tensor(value)->tensor.device() : rt::Device{};
+    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : rt::Device{};
     BREAK_IF(out_.has_device && !(out_.device == device),
              "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
     out_.has_device = true;

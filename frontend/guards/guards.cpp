@@ -223,7 +223,7 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     c = fields_c_contiguous(a);
   } else if (g.kind == TensorGuard::Kind::Tensor) {
     const TensorObject* t = as_tensor(v);
-    if (!(t->tensor.device() == g.device)) {
+    if (!(t->device == g.device)) {
       if (kVerbose) *why = "is on another device";
       return false;
     }

@@ -893,6 +893,7 @@ PyObject* make_tensor(Tensor t, PyObject* base, bool writeable) {
   self->data = static_cast<char*>(self->tensor.data_ptr());
   self->nd = self->tensor.ndim();
   self->dtype = self->tensor.dtype();
+  self->device = self->tensor.device();
   self->shape = self->tensor.shape().data();
   self->strides = self->tensor.strides().data();
   self->flags = compute_flags(self->data, self->nd, self->shape, self->strides, self->dtype, writeable);

@@ -34,6 +34,7 @@ struct TensorObject {
   char* data;
   int nd;
   rt::DType dtype;
+  rt::Device device;       // where the data lives (guards read it on every call)
   int flags;               // kTensor* bits
   const int64_t* shape;    // nd sizes, pointing into `tensor`
   const int64_t* strides;  // nd byte strides, pointing into `tensor`

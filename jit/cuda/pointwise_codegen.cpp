@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "jit/cuda/ptx_ops.h"
+#include "jit/lower/lowering.h"
 #include "jit/math/atan.h"
 #include "jit/math/erf.h"
 #include "jit/math/exp_log.h"
@@ -39,11 +40,6 @@ const char* itype(DType t) {
     case DType::Int32: return "s32";
     default: return "u32";  // uint8, bool
   }
-}
-
-bool supported_dtype(DType t) {
-  return t == DType::Bool || t == DType::UInt8 || t == DType::Int32 || t == DType::Int64 || t == DType::Float32 ||
-         t == DType::Float64;
 }
 
 class Emitter {
@@ -430,16 +426,11 @@ bool has_math(const PointwiseKernelIR& ir) {
 }  // namespace
 
 bool pointwise_supported(const PointwiseKernelIR& ir) {
-  if (ir.body.empty() || ir.outputs.empty()) return false;
-  if (ir.input_dtypes.size() + ir.outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
-  if (ir.param_dtypes.size() > static_cast<size_t>(rt::kMaxKernelParams)) return false;
+  if (!ir.well_formed()) return false;
   for (DType t : ir.input_dtypes)
-    if (!supported_dtype(t)) return false;
-  for (size_t j = 0; j < ir.outputs.size(); ++j)
-    if (ir.body[ir.outputs[j]].dtype != ir.output_dtypes[j]) return false;
+    if (!pointwise_dtype(t)) return false;
   for (const ScalarExpr& e : ir.body) {
-    if (!supported_dtype(e.dtype)) return false;
-    if (e.op == ScalarOp::Load && e.dtype != ir.input_dtypes[e.input]) return false;
+    if (!pointwise_dtype(e.dtype)) return false;
     if (e.op == ScalarOp::Sin || e.op == ScalarOp::Cos || e.op == ScalarOp::Tan) return false;
     if (scalar_op_is_math(e.op) && !is_fp(e.dtype)) return false;
   }

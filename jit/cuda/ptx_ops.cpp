@@ -113,9 +113,10 @@ PtxVal PtxOps::poly(const Vec& x, std::span<const double> coef) {
 }
 
 PtxVal PtxOps::bitop(const char* op, const Vec& a, const Vec& b) {
+  // Two immediates fold here (sigmoid's bor of two constants); PTX wants a register operand.
+  if (!a.is_reg() && !b.is_reg()) return load(bits(op[0] == 'a' ? a.imm & b.imm : op[0] == 'o' ? a.imm | b.imm : a.imm ^ b.imm));
   Vec r = fresh();
   const std::string t = btype();
-  if (!a.is_reg() && !b.is_reg()) return load(bits(op[0] == 'a' ? a.imm & b.imm : op[0] == 'o' ? a.imm | b.imm : a.imm ^ b.imm));
   w_.op(std::string(op) + "." + t + " " + r.reg + ", " + text(a, t) + ", " + text(b, t));
   return r;
 }

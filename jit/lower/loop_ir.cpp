@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "runtime/executor.h"
+
 namespace framejit::jit {
 
 namespace {
@@ -42,6 +44,17 @@ bool scalar_op_is_math(ScalarOp op) {
 }
 
 const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
+
+bool PointwiseKernelIR::well_formed() const {
+  if (body.empty() || outputs.empty() || output_dtypes.size() != outputs.size()) return false;
+  if (input_dtypes.size() + outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
+  if (param_dtypes.size() > static_cast<size_t>(rt::kMaxKernelParams)) return false;
+  for (size_t j = 0; j < outputs.size(); ++j)
+    if (body[outputs[j]].dtype != output_dtypes[j]) return false;
+  for (const ScalarExpr& e : body)
+    if (e.op == ScalarOp::Load && e.dtype != input_dtypes[e.input]) return false;
+  return true;
+}
 
 std::string PointwiseKernelIR::to_string() const {
   std::string s = "pointwise(";

@@ -99,6 +99,10 @@ struct PointwiseKernelIR {
   std::vector<int> outputs;         // body indices stored to output j
   std::vector<DType> output_dtypes;
 
+  /// Whether the kernel is one a code generator can take as it stands: a body and outputs, operands
+  /// and parameters within the launch ABIs' limits, loads and outputs of their operands' dtypes.
+  /// Backends add their own dtype and op tests.
+  bool well_formed() const;
   /// Readable text (FRAMEJIT_LOGS=kernels): `t3 = add(t1, t2) : f32` ...
   std::string to_string() const;
   /// A string that identifies the kernel's code (the kernel cache key, with the ISA).

@@ -124,16 +124,11 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
 }  // namespace
 
 bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
-  if (ir.body.empty() || ir.outputs.empty()) return false;
-  if (ir.input_dtypes.size() + ir.outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
-  if (ir.param_dtypes.size() > static_cast<size_t>(rt::kMaxKernelParams)) return false;
+  if (!ir.well_formed()) return false;
   for (DType t : ir.input_dtypes)
     if (!pointwise_dtype(t)) return false;
-  for (size_t j = 0; j < ir.outputs.size(); ++j)
-    if (ir.body[ir.outputs[j]].dtype != ir.output_dtypes[j]) return false;
   for (const ScalarExpr& e : ir.body) {
     if (!pointwise_dtype(e.dtype)) return false;
-    if (e.op == ScalarOp::Load && e.dtype != ir.input_dtypes[e.input]) return false;
     if (scalar_op_is_math(e.op) && !math_injector_supports(math_fn_of(e.op), e.dtype)) return false;
     if ((e.op == ScalarOp::Floor || e.op == ScalarOp::Ceil) && isa == Isa::Scalar &&
         !CpuInfo::host().features().x86().hasSSE4_1())

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <mutex>
+#include <atomic>
 
 #include "runtime/cuda/memory.h"
 
@@ -17,16 +17,17 @@ constexpr int64_t kMaxLaunchElements = int64_t{1} << 31;
 // latency on every SM, few enough that each thread loops a few times.
 constexpr int kBlocksPerSm = 16;
 
+// Read once per device; per launch an atomic load, no lock.
 int multiprocessors(int device) {
-  static std::mutex mu;
-  static int count[64] = {};
-  std::lock_guard<std::mutex> lock(mu);
+  static std::atomic<int> count[64] = {};
   if (device < 0 || device >= 64) return 1;
-  if (!count[device]) {
+  int n = count[device].load(std::memory_order_relaxed);
+  if (!n) {
     auto info = device_info(device);
-    count[device] = info ? std::max(1, info->multiprocessors) : 1;
+    n = info ? std::max(1, info->multiprocessors) : 1;
+    count[device].store(n, std::memory_order_relaxed);
   }
-  return count[device];
+  return n;
 }
 
 struct Launch {

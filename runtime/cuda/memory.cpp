@@ -62,15 +62,13 @@ void trim_locked(Allocator& a, const Api& api) {
 
 Expected<CUstream> stream(int device) {
   if (device < 0 || device >= kMaxDevices) return Status::invalid("CUDA device " + std::to_string(device) + " is out of range");
-  // The context is current per thread; the stream is per process.
-  thread_local CUcontext current[kMaxDevices] = {};
+  // Every launch asks: the last device this thread used, with its context made current and its
+  // stream, answers without a lock. (The context is current per thread; the stream is per process.)
   thread_local int last = -1;
-  if (last != device || !current[device]) {
-    auto ctx = use_device(device);
-    if (!ctx) return ctx.error();
-    current[device] = *ctx;
-    last = device;
-  }
+  thread_local CUstream last_stream = nullptr;
+  if (device == last) return last_stream;
+  auto ctx = use_device(device);
+  if (!ctx) return ctx.error();
   Streams& s = streams();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.streams[device]) {
@@ -80,7 +78,9 @@ Expected<CUstream> stream(int device) {
     FJ_PROPAGATE(check((*api)->StreamCreate(&st, kStreamNonBlocking), "cuStreamCreate"));
     s.streams[device] = st;
   }
-  return s.streams[device];
+  last = device;
+  last_stream = s.streams[device];
+  return last_stream;
 }
 
 Expected<void*> device_alloc(int device, size_t bytes) {
