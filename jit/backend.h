@@ -35,6 +35,15 @@ public:
   /// Code for one fused pointwise kernel / one reduction (shared through the kernel cache).
   virtual Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) = 0;
   virtual Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) = 0;
+  /// One kernel for a chain of parts over the same rows (RowChainIR), or unsupported: the chain
+  /// then runs part by part. Device backends fuse chains this way; the x86 backend blocks the
+  /// rows of separate kernels instead (rt::run_row_blocked).
+  virtual bool fuses_row_chains() const { return false; }
+  virtual Expected<KernelArtifact> compile(const RowChainIR&) { return Status::unsupported("no row-chain kernels"); }
+  /// Whether a reduction should store an expensive operand for its group to read back instead of
+  /// the group recomputing it (Note [Stored reduction operands]): on a GPU, memory traffic costs
+  /// more than recomputing an exp.
+  virtual bool stores_reduction_operands() const { return true; }
 };
 
 }  // namespace framejit::jit

@@ -48,7 +48,7 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
 
 // The schedule passes, in order (each in jit/schedule/<name>.cpp).
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
-                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction) {
+                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction, bool store_operands) {
   FusionState state(graph);
   // Which nodes are what, once. Reductions only when the backend generates reduction kernels:
   // without one they run as calls.
@@ -59,7 +59,7 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
   fuse_pointwise(state, accept_reduction, accept);
   log_fusion_pass("fuse_pointwise", state);
   // Before the kernels are built: a stored operand is an input of its group's kernel, not a member.
-  store_reduction_operands(state);
+  if (store_operands) store_reduction_operands(state);
   log_fusion_pass("store_reduction_operands", state);
   build_pointwise_kernels(state, accept);
   log_fusion_pass("build_pointwise_kernels", state);
@@ -85,7 +85,7 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   // (the rest run as extern steps).
   out.plan = plan_fusion(
       graph, [&](const PointwiseKernelIR& ir) { return backend.supports(ir); },
-      [&](const ReductionKernelIR& ir) { return backend.supports(ir); });
+      [&](const ReductionKernelIR& ir) { return backend.supports(ir); }, backend.stores_reduction_operands());
   if (rt::log_enabled(rt::LogTopic::Kernels) || !rt::dump_dir().empty()) {
     std::string text = "plan (" + std::string(backend.name()) + "):\n" + out.plan.to_string(graph);
     if (rt::log_enabled(rt::LogTopic::Kernels)) rt::log_write(rt::LogTopic::Kernels, text);
@@ -117,6 +117,8 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   auto program = schedule_program(graph, &compiled);
   if (!program) return program.error();
   out.program = std::move(*program);
+  // A device runs a chain of row-wise steps as one kernel (softmax, layer norm).
+  FJ_PROPAGATE(fuse_row_chains(out.program, compiled, backend));
   out.codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

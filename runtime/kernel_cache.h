@@ -19,6 +19,7 @@ struct Kernel {
 
   void* entry = nullptr;        // the function to call (a CUfunction for a device kernel)
   Device device;                // where it runs: the host, or a CUDA device (runtime/cuda/launch.h)
+  void* module = nullptr;       // a device kernel's CUmodule (its other entries are looked up there)
   std::string name;             // for logs
   std::string listing;          // loop IR / assembly text when FRAMEJIT_LOGS=kernels,asm asked for it
   std::function<void()> release;  // frees the executable memory; called when the last user drops it

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "runtime/cuda/launch.h"
+#include "runtime/cuda/reduction.h"
+#include "runtime/cuda/row_chain.h"
 #include "runtime/log.h"
 #include "runtime/threads.h"
 
@@ -398,7 +400,8 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   if (!run.host.alloc(out, step.output_dtype, out_rank, out_shape, nullptr)) return false;
   run.set(step.output, out);
   const Value& o = run.vals[step.output];
-  if (b.count == 0) fill_identity(o, step.kind == ReduceKind::Prod ? 1 : 0);  // nothing to launch reads it
+  // Nothing to launch reads it on the host; a device kernel reduces nothing to the identity itself.
+  if (b.count == 0 && step.row->device.type == DeviceType::CPU) fill_identity(o, step.kind == ReduceKind::Prod ? 1 : 0);
   for (int d = 0, od = 0; d < b.rank; ++d) {
     b.out_strides[d] = step.reduced[d] ? 0 : o.strides[od];
     if (!step.reduced[d] || step.keepdims) ++od;
@@ -448,8 +451,9 @@ void launch_kernel(Run& run, const Kernel& kernel, const Bound& b) {
   run_pointwise(kernel, b.rank, b.shape, b.nops, b.ops, b.params, b.nparams);
 }
 
-void launch_reduction(const ReductionStep& step, const Bound& b) {
-  if (step.value_output >= 0) {
+void launch_reduction(Run& run, const ReductionStep& step, const Bound& b) {
+  const bool device = step.row->device.type == DeviceType::CUDA;
+  if (step.value_output >= 0 && !device) {
     // Only the row kernel stores the values: run it row by row, whatever the layout.
     RowLaunch l = row_launch(*step.row, true, step.ddof, b);
     run_row_blocked(b.rank - 1, b.shape, &l, 1);
@@ -471,7 +475,12 @@ void launch_reduction(const ReductionStep& step, const Bound& b) {
   launch.out_strides = b.out_strides;
   launch.params = b.params;
   launch.num_params = b.nparams;
-  run_reduction(launch);
+  if (!device) {
+    run_reduction(launch);
+    return;
+  }
+  Status s = cuda::run_reduction(launch);
+  if (!s && run.device_error.empty()) run.device_error = s.message();
 }
 
 // Runs `fn` with the host's lock released when `elements` is worth it.
@@ -506,8 +515,8 @@ bool run_kernel_step(Run& run, const KernelStep& step) {
 bool run_reduction_step(Run& run, const ReductionStep& step) {
   Bound b;
   if (!bind_reduction(run, step, b)) return false;
-  maybe_detached(run, b.total, [&] { launch_reduction(step, b); });
-  return finish_reduction(run, step);
+  maybe_detached(run, b.total, [&] { launch_reduction(run, step, b); });
+  return run.device_ok() && finish_reduction(run, step);
 }
 
 // Whether a bound chain can run row block by row block: every part iterates over the same
@@ -519,7 +528,7 @@ bool row_blockable(const Run& run, const ChainStep& chain, const Bound* b) {
   if (rank < 2) return false;
   // Device kernels take whole arrays: the blocking is the GPU's own.
   for (const ChainStep::Part& p : chain.parts)
-    if (!p.reduction && p.kernel.kernel->device.type != DeviceType::CPU) return false;
+    if ((p.reduction ? p.red.row : p.kernel.kernel)->device.type != DeviceType::CPU) return false;
   int64_t rows = 1;
   for (int d = 0; d < rank - 1; ++d) rows *= b[0].shape[d];
   if (rows < 2 * num_threads()) return false;  // too few rows: split rows instead
@@ -544,6 +553,42 @@ bool row_blockable(const Run& run, const ChainStep& chain, const Bound* b) {
   return true;
 }
 
+// Runs a chain's fused device kernel over its bound parts; false (nothing issued) when the layout
+// does not fit it. A launch that failed is recorded as the run's device error.
+bool run_fused_chain(Run& run, const ChainStep& chain, const Bound* b) {
+  const size_t n = chain.parts.size();
+  cuda::RowChainPart parts[kMaxChainParts];
+  bool forwarded[kMaxChainParts][kMaxKernelOperands] = {};
+  for (size_t j = 0; j < n; ++j) {
+    const ChainStep::Part& p = chain.parts[j];
+    const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
+    for (size_t k = 0; k < inputs.size(); ++k)
+      for (size_t i = 0; i < j; ++i)
+        forwarded[j][k] = forwarded[j][k] || (chain.parts[i].reduction && chain.parts[i].red.output == inputs[k]);
+    cuda::RowChainPart& c = parts[j];
+    c.reduction = p.reduction;
+    c.rank = b[j].rank;
+    c.shape = b[j].shape;
+    c.num_inputs = static_cast<int>(inputs.size());
+    c.num_operands = b[j].nops;
+    c.operands = b[j].ops;
+    c.out = b[j].out;
+    c.out_strides = b[j].out_strides;
+    c.divisor = b[j].count - (p.reduction ? p.red.ddof : 0);
+    c.forwarded = forwarded[j];
+    c.params = b[j].params;
+    c.num_params = b[j].nparams;
+    // Only last-axis reductions fuse: one that reduces anything else runs part by part.
+    if (p.reduction && (b[j].rank < 1 || !b[j].reduced[b[j].rank - 1])) return false;
+    for (int d = 0; p.reduction && d + 1 < b[j].rank; ++d)
+      if (b[j].reduced[d] && b[j].shape[d] != 1) return false;
+  }
+  Status s = cuda::run_row_chain(*chain.fused, parts, static_cast<int>(n));
+  if (s.code() == StatusCode::Unsupported) return false;
+  if (!s && run.device_error.empty()) run.device_error = s.message();
+  return true;
+}
+
 bool run_chain_step(Run& run, const ChainStep& chain) {
   const size_t n = chain.parts.size();
   auto bind = [&](size_t j, Bound& b) {
@@ -552,7 +597,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
   };
   auto launch = [&](size_t j, const Bound& b) {
     const ChainStep::Part& p = chain.parts[j];
-    if (p.reduction) launch_reduction(p.red, b);
+    if (p.reduction) launch_reduction(run, p.red, b);
     else launch_kernel(run, *p.kernel.kernel, b);
   };
   auto finish = [&] {
@@ -572,6 +617,16 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
     int64_t s = 1;
     for (int d = 0; d < r.nd; ++d) s *= r.dims[d];
     size = std::max(size, s);
+  }
+  // A device's one kernel for the chain (Note [Row chains on a device] in jit/schedule), whatever
+  // the size: it saves launches as much as memory traffic.
+  if (chain.fused && !may_copy) {
+    Bound b[kMaxChainParts];
+    for (size_t j = 0; j < n; ++j)
+      if (!bind(j, b[j])) return false;
+    if (run_fused_chain(run, chain, b)) return run.device_ok() && finish();
+    for (size_t j = 0; j < n; ++j) launch(j, b[j]);
+    return run.device_ok() && finish();
   }
   // Part by part: small data, or a view that the library may have to copy when its remap does
   // not apply (it must read its source after the part computing the source has run).

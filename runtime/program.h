@@ -160,6 +160,9 @@ struct ChainStep {
     ReductionStep red;  // reduction
   };
   std::vector<Part> parts;  // at most kMaxChainParts
+  /// A device backend's one kernel for the whole chain (jit's RowChainIR), or null. Used when the
+  /// bound layout fits it (rt::cuda::run_row_chain), else the parts run one by one.
+  KernelPtr fused;
 };
 constexpr int kMaxChainParts = kMaxRowLaunches;
 

@@ -257,7 +257,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cuda_device_count", [] {
     // (count, why): 0 and the driver's reason where there is no usable driver.
     auto n = framejit::rt::cuda::device_count();
-    return n ? py::make_tuple(*n, "") : py::make_tuple(0, n.error().message());
+    // NB: py::tuple, not the two make_tuple types (newer pybind11 types them differently).
+    return n ? py::tuple(py::make_tuple(*n, "")) : py::tuple(py::make_tuple(0, n.error().message()));
   });
   m.def("_cuda_device_name", [](int index) {
     auto info = framejit::rt::cuda::device_info(index);

@@ -577,20 +577,17 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
 constexpr long long kExternBoundMin = 64;   // at least this many extern steps...
 constexpr long long kExternBoundRatio = 2;  // ...and more than this many per compiled step
 
-// What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels, and
-// nothing else of a graph runs on a device (an extern step would call back into the library with
-// device arrays it cannot read, a reduction or product has no device kernel yet).
+// What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels and
+// reductions, and nothing else of a graph runs on a device (an extern step would call back into
+// the library with device arrays it cannot read, a product has no device kernel yet).
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
     switch (s.kind) {
       case rt::Step::Kind::Kernel:
-      case rt::Step::Kind::Size: continue;
+      case rt::Step::Kind::Size:
       case rt::Step::Kind::Chain:
-        for (const rt::ChainStep::Part& p : s.chain().parts)
-          if (p.reduction) return Status::unsupported("reductions" + where + " are not compiled yet");
-        continue;
-      case rt::Step::Kind::Reduction: return Status::unsupported("reductions" + where + " are not compiled yet");
+      case rt::Step::Kind::Reduction: continue;
       case rt::Step::Kind::Gemm: return Status::unsupported("matrix products" + where + " are not compiled yet");
       case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
       case rt::Step::Kind::Extern:

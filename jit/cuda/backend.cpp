@@ -9,6 +9,8 @@
 #include <string>
 
 #include "jit/cuda/pointwise_codegen.h"
+#include "jit/cuda/reduction_codegen.h"
+#include "jit/cuda/row_chain_codegen.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/log.h"
 
@@ -51,8 +53,10 @@ public:
 
   std::string_view name() const override { return name_; }
   bool supports(const PointwiseKernelIR& ir) const override { return pointwise_supported(ir); }
-  bool supports(const ReductionKernelIR&) const override { return false; }
+  bool supports(const ReductionKernelIR& ir) const override { return reduction_supported(ir); }
   rt::GemmFn gemm(DType) const override { return nullptr; }
+  bool stores_reduction_operands() const override { return false; }
+  bool fuses_row_chains() const override { return true; }
 
   Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) override {
     const std::string name = "fj_pointwise";
@@ -60,8 +64,21 @@ public:
     if (!ptx) return ptx.error();
     return load(*ptx, name);
   }
-  Expected<ReductionArtifact> compile(const ReductionKernelIR&) override {
-    return Status::unsupported("reductions on CUDA devices are not generated yet");
+  Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) override {
+    const std::string name = "fj_reduce";
+    auto ptx = reduction_ptx(ir, name);
+    if (!ptx) return ptx.error();
+    auto main = load(*ptx, name);
+    if (!main) return main.error();
+    auto combine = sibling(*main, name + "_combine");
+    if (!combine) return combine.error();
+    return ReductionArtifact{*main, *combine};
+  }
+  Expected<KernelArtifact> compile(const RowChainIR& chain) override {
+    const std::string name = "fj_row_chain";
+    auto ptx = row_chain_ptx(chain, name);
+    if (!ptx) return ptx.error();
+    return load(*ptx, name);
   }
 
 private:
@@ -96,6 +113,7 @@ private:
       kernel->entry = *fn;
       kernel->device = rt::Device{rt::DeviceType::CUDA, ordinal};
       kernel->name = entry;
+      kernel->module = module->handle;
       if (rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Ptx)) kernel->listing = ptx;
       CUmoduleHandle handle = module->handle;
       kernel->release = [handle, ordinal] {
@@ -106,6 +124,21 @@ private:
     });
     if (!k) return failure.is_ok() ? Status::internal("CUDA kernel generation failed") : failure;
     return k;
+  }
+
+  // Another entry of `first`'s module, keeping `first` (and so the module) alive.
+  static Expected<KernelArtifact> sibling(const KernelArtifact& first, const std::string& entry) {
+    auto ctx = rt::cuda::use_device(first->device.index);
+    if (!ctx) return ctx.error();
+    auto fn = rt::cuda::function(static_cast<rt::cuda::CUmodule>(first->module), entry.c_str());
+    if (!fn) return fn.error();
+    auto kernel = std::make_shared<rt::Kernel>();
+    kernel->entry = *fn;
+    kernel->device = first->device;
+    kernel->name = entry;
+    kernel->module = first->module;
+    kernel->release = [first] {};
+    return KernelArtifact(kernel);
   }
 
   using CUmoduleHandle = rt::cuda::CUmodule;

@@ -108,4 +108,16 @@ std::string ReductionKernelIR::to_string() const {
   return s + " of:\n" + prologue.to_string();
 }
 
+std::string RowChainIR::to_string() const {
+  std::string out;
+  for (size_t j = 0; j < parts.size(); ++j) {
+    const Part& p = parts[j];
+    out += "part " + std::to_string(j) + ":";
+    for (size_t k = 0; k < p.forwarded.size(); ++k)
+      if (p.forwarded[k] >= 0) out += " in" + std::to_string(k) + " = part " + std::to_string(p.forwarded[k]) + ";";
+    out += "\n" + (p.reduction ? p.red.to_string() : p.kernel.to_string());
+  }
+  return out;
+}
+
 }  // namespace framejit::jit

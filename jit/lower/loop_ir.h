@@ -145,4 +145,22 @@ struct ReductionKernelIR {
   std::string key() const { return to_string(); }
 };
 
+/// Consecutive kernels and reductions of the last axis over the same rows, as one kernel: a device
+/// backend's form of a chain step (rt::ChainStep). Each row runs the parts in order. Part j reads
+/// its inputs from memory, except an input that is the result of an earlier reduction part (one
+/// value per row), which it takes from that part directly; the launcher checks that the input is
+/// broadcast along the row before using the kernel.
+struct RowChainIR {
+  struct Part {
+    bool reduction = false;
+    PointwiseKernelIR kernel;  // !reduction
+    ReductionKernelIR red;     // reduction
+    /// Per input: the earlier reduction part whose result it is, or -1.
+    std::vector<int> forwarded;
+  };
+  std::vector<Part> parts;
+
+  std::string to_string() const;
+};
+
 }  // namespace framejit::jit

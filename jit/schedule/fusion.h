@@ -90,8 +90,10 @@ struct FusionPlan {
 /// `accept` decides whether code generation supports a candidate kernel (so a group the backend
 /// cannot compile runs as calls instead).
 /// `accept_reduction` does the same for reduction kernels. A reduction whose operand comes from
-/// the open pointwise group takes the operand's computation as its prologue.
+/// the open pointwise group takes the operand's computation as its prologue. `store_operands`:
+/// whether reductions store expensive operands for their groups (Backend::stores_reduction_operands).
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
-                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction = nullptr);
+                       const std::function<bool(const ReductionKernelIR&)>& accept_reduction = nullptr,
+                       bool store_operands = true);
 
 }  // namespace framejit::jit

@@ -233,7 +233,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.gemm().output = i;
       s.gemm().dtype = mm.dtype;
       s.gemm().gemm = compiled->backend.gemm(mm.dtype);
-      if (!s.gemm().gemm) return Status::internal("the backend has no GEMM for a planned product");
+      if (!s.gemm().gemm)
+        return Status::unsupported("matrix products on " + std::string(compiled->backend.name()) + " are not compiled yet");
       use(use, mm.a, here());
       use(use, mm.b, here());
       if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {

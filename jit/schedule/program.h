@@ -28,4 +28,8 @@ struct PlanKernels {
 /// write is told whose memory it may write (Note [Lowered writes]).
 Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* compiled);
 
+/// Gives each chain step one kernel for the whole chain where `backend` makes one (Note [Row
+/// chains on a device] in fuse_row_chains.cpp); the others run as they are.
+Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backend& backend);
+
 }  // namespace framejit::jit

@@ -17,18 +17,6 @@ constexpr int64_t kMaxLaunchElements = int64_t{1} << 31;
 // latency on every SM, few enough that each thread loops a few times.
 constexpr int kBlocksPerSm = 16;
 
-// Read once per device; per launch an atomic load, no lock.
-int multiprocessors(int device) {
-  static std::atomic<int> count[64] = {};
-  if (device < 0 || device >= 64) return 1;
-  int n = count[device].load(std::memory_order_relaxed);
-  if (!n) {
-    auto info = device_info(device);
-    n = info ? std::max(1, info->multiprocessors) : 1;
-    count[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
 
 struct Launch {
   const Kernel& kernel;
@@ -105,6 +93,19 @@ Status run_piece(const Launch& l, int nd, const int64_t* dims, const int64_t (*s
 }
 
 }  // namespace
+
+// Read once per device; per launch an atomic load, no lock.
+int multiprocessors(int device) {
+  static std::atomic<int> count[64] = {};
+  if (device < 0 || device >= 64) return 1;
+  int n = count[device].load(std::memory_order_relaxed);
+  if (!n) {
+    auto info = device_info(device);
+    n = info ? std::max(1, info->multiprocessors) : 1;
+    count[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
 
 Status run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
                      const ParamValue* params, int num_params) {

@@ -42,6 +42,9 @@ static_assert(offsetof(PointwiseArgs, shape) == kArgsShape && offsetof(Pointwise
 /// Threads per block of a pointwise launch.
 constexpr int kPointwiseBlock = 256;
 
+/// The number of SMs of `device` (1 when it cannot be read), cached per device.
+int multiprocessors(int device);
+
 /// Runs device kernel `kernel` over `shape` (rank dims; operands' data are device pointers on the
 /// kernel's device) on framejit's stream (Note [One stream per device]). Returns once the work is
 /// issued; an error names the failing driver call.

@@ -127,8 +127,8 @@ def test_guards_keep_devices_apart():
 
 def test_what_does_not_run_on_the_device_says_so():
     t = cuda(np.ones((4, 4), np.float32))
-    with pytest.raises(NotImplementedError, match="cuda:0"):
-        t.sum()
+    with pytest.raises(NotImplementedError, match="matrix products on cuda:0"):
+        np.matmul(t, t)
     with pytest.raises(Exception, match="cuda|device"):
         t + framejit.tensor(np.ones((4, 4), np.float32))
 
@@ -147,3 +147,96 @@ def test_cuda_array_interface_and_stats():
     s = framejit.stats()
     assert s["cuda_modules_loaded"] >= 1 and s["ptx_jit_ms"] > 0 and s["device_bytes_in_use"] >= 0
     framejit.cuda.synchronize()
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+
+def finite_array(shape, dtype, seed=0):
+    r = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return (r.standard_normal(shape) * 3).astype(dtype)
+    return rng_array(shape, dtype, seed)
+
+
+def close(got, want, dtype, exact):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype, got.shape, want.shape)
+    if exact or got.dtype.kind != "f":
+        same(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=2e-5 if dtype == "float32" else 1e-12, atol=1e-5 if dtype == "float32" else 1e-12)
+
+
+AXES = [None, 0, 1, 2, -1, (0, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "uint8", "bool"])
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin"])
+def test_reductions_match_the_cpu(dtype, name):
+    # The same reductions as the x86 kernels: exact where the order of combination cannot matter.
+    if name in ("mean", "var", "std") and dtype == "bool":
+        pytest.skip("NumPy has no bool mean loop")
+    for special in (False, True):
+        a = rng_array((33, 70, 5), dtype, 5) if special else finite_array((33, 70, 5), dtype, 6)
+        if name == "prod" and dtype.startswith("float"):
+            a = (1 + a / 64).astype(dtype)
+        for axis in AXES:
+            if name.startswith("arg") and isinstance(axis, tuple):
+                continue
+            g, c = cuda(a), framejit.tensor(a)
+            with np.errstate(all="ignore"):
+                got = getattr(g, name)(axis=axis)
+                want = getattr(c, name)(axis=axis)
+            exact = name in ("max", "min", "argmax", "argmin")
+            close(host(got) if isinstance(got, framejit.Tensor) else got, np.asarray(want), dtype, exact)
+
+
+def test_reduction_layouts_and_sizes():
+    # Views, keepdims, a split full reduction, long and short rows and columns.
+    a = finite_array((512, 300), "float32", 1)
+    t = cuda(a)
+    for view, ref in ((t.T, a.T), (t[::3, 1::2], a[::3, 1::2]), (t[:, ::-1], a[:, ::-1])):
+        close(host(view.sum(axis=1)), a.dtype.type(0) + ref.sum(axis=1, dtype=np.float64).astype(np.float32), "float32", False)
+        same(host(view.max(axis=0, keepdims=True)), ref.max(axis=0, keepdims=True))
+        same(host(view.argmin(axis=1)), ref.argmin(axis=1))
+    big = finite_array((1 << 22) + 5, "float32", 2)
+    got = cuda(big).sum()
+    np.testing.assert_allclose(float(np.asarray(got.cpu())), big.astype(np.float64).sum(), rtol=1e-5)
+    same(np.asarray(cuda(big).argmax().cpu()), np.asarray(big.argmax()))
+    tall = finite_array((300000, 3), "float64", 3)
+    np.testing.assert_allclose(host(cuda(tall).mean(axis=0)), tall.mean(axis=0), rtol=1e-12)
+    ints = rng_array((1000, 1000), "int32", 4)
+    same(host(cuda(ints).sum(axis=1)), ints.sum(axis=1))
+    same(np.asarray(cuda(ints).sum().cpu()), np.asarray(ints.sum()))
+    # Sums of nothing are the identity; NaN wins max and argmax.
+    empty = np.zeros((4, 0), np.float32)
+    same(host(cuda(empty).sum(axis=1)), empty.sum(axis=1))
+    same(host(cuda(empty).prod(axis=1)), empty.prod(axis=1))
+    n = np.arange(40, dtype=np.float32).reshape(4, 10)
+    n[1, 3] = n[1, 7] = np.nan
+    same(host(cuda(n).max(axis=1)), n.max(axis=1))
+    same(host(cuda(n).argmax(axis=1)), n.argmax(axis=1))
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, w, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * w + b
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (64, 33), (1000, 1024), (7, 3000), (2, 8, 129)])
+def test_softmax_and_layernorm(shape):
+    x = finite_array(shape, "float32", 8)
+    w = finite_array(shape[-1:], "float32", 9)
+    b = finite_array(shape[-1:], "float32", 10)
+    sm, ln = framejit.compile(softmax), framejit.compile(layernorm)
+    np.testing.assert_allclose(host(sm(cuda(x))), np.asarray(sm(framejit.tensor(x))), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(host(ln(cuda(x), cuda(w), cuda(b))),
+                               np.asarray(ln(framejit.tensor(x), framejit.tensor(w), framejit.tensor(b))),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(host(sm(cuda(x))), softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-7)

@@ -1,0 +1,274 @@
+// reduction_codegen.cpp — PTX for reductions: groups of lanes per output, butterfly shuffles,
+// partial results combined by a second entry (Note [CUDA reduction kernel ABI]).
+#include "jit/cuda/reduction_codegen.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "jit/cuda/combiner_p.h"
+#include "jit/cuda/pointwise_codegen.h"
+#include "runtime/cuda/reduction.h"
+
+namespace framejit::jit::cuda {
+
+namespace {
+
+using rt::DType;
+namespace abi = rt::cuda;
+
+// One entry of a reduction module: the reduction, or (combine) its partials' combination.
+class ReductionEmitter {
+public:
+  ReductionEmitter(const ReductionKernelIR& r, bool combine)
+      : r_(r), ir_(twin_prologue(r)), combine_(combine), e_(w_), c_(e_, r.op, r.dtype()), t_(c_.type()), arg_(c_.arg()) {}
+
+  // The entry's body (without its header), or the first thing the element emitter refused.
+  Expected<std::string> body();
+
+private:
+  std::string at(int offset) const { return "[args+" + std::to_string(offset) + "]"; }
+  std::string u32(int offset) {
+    std::string v = w_.reg(32);
+    w_.op("ld.param.u32 " + v + ", " + at(offset));
+    return v;
+  }
+  std::string u64(int offset) {
+    std::string v = w_.reg(64);
+    w_.op("ld.param.u64 " + v + ", " + at(offset));
+    return v;
+  }
+
+  const ReductionKernelIR& r_;
+  PointwiseKernelIR ir_;
+  bool combine_;
+  PtxWriter w_;
+  ElementEmitter e_;
+  Combiner c_;
+  DType t_;
+  bool arg_;
+};
+
+Expected<std::string> ReductionEmitter::body() {
+  const int nin = static_cast<int>(ir_.input_dtypes.size());
+  // The combine entry reads partials only: no operands.
+  const int nops = combine_ ? 0 : nin + (r_.store_value ? 1 : 0);
+  const std::string bt = btype(t_);
+  const int vbytes = reg_bits(t_) / 8;
+
+  std::string tid = w_.reg(32), ntid = w_.reg(32), ctaid = w_.reg(32), nctaid = w_.reg(32), y = w_.reg(32);
+  w_.op("mov.u32 " + tid + ", %tid.x");
+  w_.op("mov.u32 " + ntid + ", %ntid.x");
+  w_.op("mov.u32 " + ctaid + ", %ctaid.x");
+  w_.op("mov.u32 " + nctaid + ", %nctaid.x");
+  w_.op("mov.u32 " + y + ", %ctaid.y");
+  const std::string outputs = u32(abi::kRedOutputs), count = u32(abi::kRedCount);
+  const std::string kept_rank = u32(abi::kRedKeptRank), red_rank = u32(abi::kRedRedRank);
+  std::array<std::string, 3> kept_shape, red_shape;
+  for (int d = 0; d < 3; ++d) {
+    kept_shape[d] = u32(abi::kRedKeptShape + 4 * d);
+    red_shape[d] = u32(abi::kRedRedShape + 4 * d);
+  }
+  const std::string lanes_log2 = u32(abi::kRedLanesLog2), splits = u32(abi::kRedSplits), chunk = u32(abi::kRedChunk);
+  std::string lanes = w_.reg(32), lane = w_.reg(32), group = w_.reg(32), groups = w_.reg(32);
+  w_.op("mov.u32 " + lanes + ", 1");
+  w_.op("shl.b32 " + lanes + ", " + lanes + ", " + lanes_log2);
+  w_.op("sub.u32 " + lane + ", " + lanes + ", 1");
+  w_.op("and.b32 " + lane + ", " + tid + ", " + lane);
+  w_.op("shr.u32 " + group + ", " + tid + ", " + lanes_log2);
+  w_.op("shr.u32 " + groups + ", " + ntid + ", " + lanes_log2);
+
+  // Operands: each input's (and the stored values') pointer with its kept and reduced strides; the
+  // output's pointer and kept strides.
+  std::vector<std::string> ptr(nops);
+  std::vector<std::array<std::string, 4>> kept_stride(nops + 1), red_stride(nops);
+  for (int k = 0; k < nops; ++k) {
+    ptr[k] = u64(abi::kRedPtr + 8 * k);
+    for (int d = 0; d < abi::kReduceRank; ++d) {
+      kept_stride[k][d] = u64(abi::kRedKeptStride + 8 * (abi::kReduceRank * k + d));
+      red_stride[k][d] = u64(abi::kRedRedStride + 8 * (abi::kReduceRank * k + d));
+    }
+  }
+  const std::string out = u64(abi::kRedOut);
+  for (int d = 0; d < abi::kReduceRank; ++d) kept_stride[nops][d] = u64(abi::kRedOutStride + 8 * d);
+  const std::string pvalue = u64(abi::kRedPartialValue), pindex = u64(abi::kRedPartialIndex);
+  const std::vector<std::string> hoisted = combine_ ? std::vector<std::string>() : e_.hoist(ir_, "args", abi::kRedParams);
+
+  // This block's slice of every output's reduced elements.
+  std::string r_begin = w_.reg(32), r_end = w_.reg(32);
+  w_.op("mul.lo.u32 " + r_begin + ", " + y + ", " + chunk);
+  w_.op("add.u32 " + r_end + ", " + r_begin + ", " + chunk);
+  w_.op("min.u32 " + r_end + ", " + r_end + ", " + count);
+
+  std::string tile = w_.reg(32), o = w_.reg(32), p = w_.reg(1), active = w_.reg(1);
+  std::string tile_loop = w_.label(), done = w_.label();
+  w_.op("mov.u32 " + tile + ", " + ctaid);
+  w_.place(tile_loop);
+  w_.op("mul.lo.u32 " + o + ", " + tile + ", " + groups);
+  w_.op("setp.ge.u32 " + p + ", " + o + ", " + outputs);
+  w_.op("@" + p + " bra.uni " + done);  // the same for the whole block
+  w_.op("add.u32 " + o + ", " + o + ", " + group);
+  w_.op("setp.lt.u32 " + active + ", " + o + ", " + outputs);
+
+  std::vector<std::string> kept_off = strided_offsets(w_, o, kept_rank, kept_shape, kept_stride);
+  std::vector<std::string> base(nops);
+  for (int k = 0; k < nops; ++k) {
+    base[k] = w_.reg(64);
+    w_.op("add.s64 " + base[k] + ", " + ptr[k] + ", " + kept_off[k]);
+  }
+  // Where this output's partials are: o * (partials per output) + slice.
+  std::string slot = w_.reg(32);
+  w_.op("mad.lo.u32 " + slot + ", " + o + ", " + (combine_ ? count : splits) + ", " + (combine_ ? "0" : y));
+
+  std::string acc = e_.reg(t_), acc_i = arg_ ? w_.reg(64) : std::string();
+  w_.op("mov." + bt + " " + acc + ", " + c_.identity());
+  if (arg_) w_.op("mov.b64 " + acc_i + ", 0x7FFFFFFFFFFFFFFF");
+
+  std::string rr = w_.reg(32), elem_loop = w_.label(), elem_done = w_.label();
+  w_.op("add.u32 " + rr + ", " + r_begin + ", " + lane);
+  w_.op("@!" + active + " mov.u32 " + rr + ", " + r_end);
+  w_.place(elem_loop);
+  w_.op("setp.ge.u32 " + p + ", " + rr + ", " + r_end);
+  w_.op("@" + p + " bra " + elem_done);
+  {
+    std::string v, v_i;
+    if (combine_) {
+      std::string idx = w_.reg(32), wide = w_.reg(64), addr = w_.reg(64);
+      w_.op("add.u32 " + idx + ", " + slot + ", " + rr);
+      w_.op("mul.wide.u32 " + wide + ", " + idx + ", " + std::to_string(vbytes));
+      w_.op("add.s64 " + addr + ", " + pvalue + ", " + wide);
+      v = e_.reg(t_);
+      w_.op("ld.global." + bt + " " + v + ", [" + addr + "]");
+      if (arg_) {
+        v_i = w_.reg(64);
+        w_.op("mul.wide.u32 " + wide + ", " + idx + ", 8");
+        w_.op("add.s64 " + addr + ", " + pindex + ", " + wide);
+        w_.op("ld.global.b64 " + v_i + ", [" + addr + "]");
+      }
+    } else {
+      std::vector<std::string> red_off = strided_offsets(w_, rr, red_rank, red_shape, red_stride);
+      std::vector<std::string> addr(nops), in(nin);
+      for (int k = 0; k < nops; ++k) {
+        addr[k] = w_.reg(64);
+        w_.op("add.s64 " + addr[k] + ", " + base[k] + ", " + red_off[k]);
+      }
+      for (int k = 0; k < nin; ++k) in[k] = e_.load(ir_.input_dtypes[k], addr[k]);
+      v = e_.body(ir_, hoisted, in)[ir_.outputs[0]];
+      if (r_.store_value) e_.store(t_, addr[nin], v);
+      if (arg_) {
+        v_i = w_.reg(64);
+        w_.op("cvt.u64.u32 " + v_i + ", " + rr);
+      }
+    }
+    c_.combine(acc, acc_i, v, v_i);
+  }
+  w_.op("add.u32 " + rr + ", " + rr + ", " + lanes);
+  w_.op("bra " + elem_loop);
+  w_.place(elem_done);
+
+  // The group's lanes, then (a group of the whole block) the warps.
+  std::string warp_lanes = w_.reg(32);
+  w_.op("min.u32 " + warp_lanes + ", " + lanes + ", 32");
+  c_.butterfly(acc, acc_i, warp_lanes, 16);
+  {
+    std::string skip = w_.label();
+    w_.op("setp.le.u32 " + p + ", " + lanes + ", 32");
+    w_.op("@" + p + " bra.uni " + skip);
+    c_.block_combine(acc, acc_i, tid, ntid, false);
+    w_.place(skip);
+  }
+
+  // Lane 0 of an active group stores: the finished result, or this slice's partial.
+  std::string store = w_.reg(1), skip_store = w_.label();
+  w_.op("setp.eq.u32 " + store + ", " + lane + ", 0");
+  w_.op("and.pred " + store + ", " + store + ", " + active);
+  w_.op("@!" + store + " bra " + skip_store);
+  {
+    std::string to_partial = w_.label(), stored = w_.label();
+    if (!combine_) {
+      w_.op("setp.gt.u32 " + p + ", " + splits + ", 1");
+      w_.op("@" + p + " bra " + to_partial);
+    }
+    std::string addr = w_.reg(64);
+    w_.op("add.s64 " + addr + ", " + out + ", " + kept_off[nops]);
+    if (arg_) {
+      w_.op("st.global.b64 [" + addr + "], " + acc_i);
+    } else {
+      e_.store(t_, addr, c_.finish(r_, acc, at(abi::kRedDivisor)));
+    }
+    if (!combine_) {
+      w_.op("bra " + stored);
+      w_.place(to_partial);
+      std::string wide = w_.reg(64), paddr = w_.reg(64);
+      w_.op("mul.wide.u32 " + wide + ", " + slot + ", " + std::to_string(vbytes));
+      w_.op("add.s64 " + paddr + ", " + pvalue + ", " + wide);
+      w_.op("st.global." + bt + " [" + paddr + "], " + acc);
+      if (arg_) {
+        w_.op("mul.wide.u32 " + wide + ", " + slot + ", 8");
+        w_.op("add.s64 " + paddr + ", " + pindex + ", " + wide);
+        w_.op("st.global.b64 [" + paddr + "], " + acc_i);
+      }
+    }
+    w_.place(stored);
+  }
+  w_.place(skip_store);
+  w_.op("add.u32 " + tile + ", " + tile + ", " + nctaid);
+  w_.op("bra.uni " + tile_loop);
+  w_.place(done);
+  w_.op("ret");
+  if (!e_.failed().empty()) return Status::unsupported(e_.failed());
+  return w_.body();
+}
+
+}  // namespace
+
+bool reduction_supported(const ReductionKernelIR& r) {
+  const PointwiseKernelIR& ir = r.prologue;
+  if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return false;
+  const DType dtype = r.dtype();
+  const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
+  if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return false;
+  if (r.sqrt && !r.mean) return false;
+  if ((r.mean || r.store_value) && !fp) return false;
+  if (ir.input_dtypes.size() + 1 > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8: return pointwise_supported(ir);
+    case DType::Bool: return r.op != ReduceOp::Sum && r.op != ReduceOp::Prod && pointwise_supported(ir);
+    case DType::UInt64: {
+      // A uint8 or bool sum's or product's accumulator: its last cast from one of those.
+      if (r.op != ReduceOp::Sum && r.op != ReduceOp::Prod) return false;
+      const ScalarExpr& last = ir.body.at(ir.outputs[0]);
+      if (last.op != ScalarOp::Cast || last.a < 0) return false;
+      const DType from = ir.body[last.a].dtype;
+      return (from == DType::UInt8 || from == DType::Bool) && pointwise_supported(twin_prologue(r));
+    }
+    default: return false;
+  }
+}
+
+Expected<std::string> reduction_ptx(const ReductionKernelIR& r, const std::string& name) {
+  if (!reduction_supported(r)) return Status::unsupported("the PTX generator does not support this reduction");
+  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
+  const std::string text = r.to_string();
+  for (size_t from = 0; from < text.size();) {
+    size_t end = text.find('\n', from);
+    if (end == std::string::npos) end = text.size();
+    ptx += "// " + text.substr(from, end - from) + "\n";
+    from = end + 1;
+  }
+  ptx += "\n" + Combiner::shared_declarations();
+  for (bool combine : {false, true}) {
+    ReductionEmitter e(r, combine);
+    auto body = e.body();
+    if (!body) return body.error();
+    ptx += "\n.visible .entry " + name + (combine ? "_combine" : "") + "(\n\t.param .align 8 .b8 args[" +
+           std::to_string(abi::kRedSize) + "]\n)\n{\n" + *body + "}\n";
+  }
+  return ptx;
+}
+
+}  // namespace framejit::jit::cuda

@@ -1,0 +1,279 @@
+// row_chain_codegen.cpp — PTX for a chain of kernels and last-axis reductions over the same rows
+// as one kernel (Note [CUDA row-chain kernel ABI]): softmax and layer norm read their input once
+// from memory and the rest from cache.
+#include "jit/cuda/row_chain_codegen.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "jit/cuda/combiner_p.h"
+#include "jit/cuda/pointwise_codegen.h"
+#include "jit/cuda/reduction_codegen.h"
+#include "runtime/cuda/row_chain.h"
+
+namespace framejit::jit::cuda {
+
+namespace {
+
+using rt::DType;
+namespace abi = rt::cuda;
+
+std::string at(int offset) { return "[args+" + std::to_string(offset) + "]"; }
+
+}  // namespace
+
+bool row_chain_supported(const RowChainIR& chain) {
+  if (chain.parts.empty() || chain.parts.size() > static_cast<size_t>(abi::kChainParts)) return false;
+  size_t slots = 0, params = 0;
+  for (size_t j = 0; j < chain.parts.size(); ++j) {
+    const RowChainIR::Part& p = chain.parts[j];
+    const PointwiseKernelIR& ir = p.reduction ? p.red.prologue : p.kernel;
+    if (p.reduction ? (!reduction_supported(p.red) || is_arg_reduce(p.red.op)) : !pointwise_supported(p.kernel))
+      return false;
+    if (p.forwarded.size() != ir.input_dtypes.size()) return false;
+    for (size_t k = 0; k < p.forwarded.size(); ++k) {
+      const int f = p.forwarded[k];
+      if (f < 0) continue;
+      if (f >= static_cast<int>(j) || !chain.parts[f].reduction) return false;
+      if (acc_type(chain.parts[f].red.dtype()) != acc_type(ir.input_dtypes[k])) return false;
+    }
+    slots += ir.input_dtypes.size() + (p.reduction ? 1 + (p.red.store_value ? 1 : 0) : ir.outputs.size());
+    params += ir.param_dtypes.size();
+  }
+  return slots <= static_cast<size_t>(abi::kChainSlots) && params <= static_cast<size_t>(abi::kChainParams);
+}
+
+Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& name) {
+  if (!row_chain_supported(chain)) return Status::unsupported("the PTX generator does not support this chain");
+  PtxWriter w;
+  ElementEmitter e(w);
+  auto u32 = [&](int offset) {
+    std::string v = w.reg(32);
+    w.op("ld.param.u32 " + v + ", " + at(offset));
+    return v;
+  };
+  auto u64 = [&](int offset) {
+    std::string v = w.reg(64);
+    w.op("ld.param.u64 " + v + ", " + at(offset));
+    return v;
+  };
+
+  std::string tid = w.reg(32), ntid = w.reg(32), ctaid = w.reg(32), nctaid = w.reg(32);
+  w.op("mov.u32 " + tid + ", %tid.x");
+  w.op("mov.u32 " + ntid + ", %ntid.x");
+  w.op("mov.u32 " + ctaid + ", %ctaid.x");
+  w.op("mov.u32 " + nctaid + ", %nctaid.x");
+  const std::string rows = u32(abi::kChainRows), lead_rank = u32(abi::kChainLeadRankAt);
+  const std::string lanes_log2 = u32(abi::kChainLanesLog2);
+  std::array<std::string, 3> lead_shape;
+  for (int d = 0; d < 3; ++d) lead_shape[d] = u32(abi::kChainLeadShape + 4 * d);
+  std::string lanes = w.reg(32), lane = w.reg(32), group = w.reg(32), groups = w.reg(32), warp_lanes = w.reg(32);
+  std::string block_group = w.reg(1);
+  w.op("mov.u32 " + lanes + ", 1");
+  w.op("shl.b32 " + lanes + ", " + lanes + ", " + lanes_log2);
+  w.op("sub.u32 " + lane + ", " + lanes + ", 1");
+  w.op("and.b32 " + lane + ", " + tid + ", " + lane);
+  w.op("shr.u32 " + group + ", " + tid + ", " + lanes_log2);
+  w.op("shr.u32 " + groups + ", " + ntid + ", " + lanes_log2);
+  w.op("min.u32 " + warp_lanes + ", " + lanes + ", 32");
+  w.op("setp.gt.u32 " + block_group + ", " + lanes + ", 32");
+
+  // Slots in ABI order, with their pointers, lead strides and inner strides.
+  struct PartSlots {
+    std::vector<int> in, out;  // slot numbers: inputs; a kernel's outputs or a reduction's result (+ values)
+  };
+  std::vector<PartSlots> part_slots(chain.parts.size());
+  std::vector<std::string> ptr, inner;
+  std::vector<std::array<std::string, 4>> lead_stride;
+  std::vector<std::vector<std::string>> hoisted(chain.parts.size());
+  std::vector<PointwiseKernelIR> irs(chain.parts.size());
+  int param = 0;
+  for (size_t j = 0; j < chain.parts.size(); ++j) {
+    const RowChainIR::Part& p = chain.parts[j];
+    irs[j] = p.reduction ? twin_prologue(p.red) : p.kernel;
+    const PointwiseKernelIR& ir = irs[j];
+    const int nout = p.reduction ? 1 + (p.red.store_value ? 1 : 0) : static_cast<int>(ir.outputs.size());
+    auto add_slot = [&](std::vector<int>& to) {
+      const int s = static_cast<int>(ptr.size());
+      to.push_back(s);
+      ptr.push_back(u64(abi::kChainPtr + 8 * s));
+      inner.push_back(u64(abi::kChainInner + 8 * s));
+      std::array<std::string, 4> ls;
+      for (int d = 0; d < 4; ++d) ls[d] = u64(abi::kChainLeadStride + 8 * (4 * s + d));
+      lead_stride.push_back(ls);
+    };
+    for (size_t k = 0; k < ir.input_dtypes.size(); ++k) add_slot(part_slots[j].in);
+    for (int k = 0; k < nout; ++k) add_slot(part_slots[j].out);
+    hoisted[j] = e.hoist(ir, "args", abi::kChainParamsAt + 8 * param);
+    param += static_cast<int>(ir.param_dtypes.size());
+  }
+
+  std::string tile = w.reg(32), row = w.reg(32), p = w.reg(1), active = w.reg(1);
+  std::string tile_loop = w.label(), done = w.label();
+  w.op("mov.u32 " + tile + ", " + ctaid);
+  w.place(tile_loop);
+  w.op("mul.lo.u32 " + row + ", " + tile + ", " + groups);
+  w.op("setp.ge.u32 " + p + ", " + row + ", " + rows);
+  w.op("@" + p + " bra.uni " + done);  // the same for the whole block
+  w.op("add.u32 " + row + ", " + row + ", " + group);
+  w.op("setp.lt.u32 " + active + ", " + row + ", " + rows);
+  std::vector<std::string> lead_off = strided_offsets(w, row, lead_rank, lead_shape, lead_stride);
+  std::vector<std::string> base(ptr.size());
+  for (size_t s = 0; s < ptr.size(); ++s) {
+    base[s] = w.reg(64);
+    w.op("add.s64 " + base[s] + ", " + ptr[s] + ", " + lead_off[s]);
+  }
+
+  std::vector<std::string> result(chain.parts.size());  // each reduction part's finished value
+  for (size_t j = 0; j < chain.parts.size(); ++j) {
+    const RowChainIR::Part& part = chain.parts[j];
+    const PointwiseKernelIR& ir = irs[j];
+    const PartSlots& sl = part_slots[j];
+    const int nin = static_cast<int>(ir.input_dtypes.size());
+    w.comment("part " + std::to_string(j) + (part.reduction ? ": reduction" : ": kernel"));
+    std::string n = u32(abi::kChainN + 4 * static_cast<int>(j));
+    Combiner c(e, part.reduction ? part.red.op : ReduceOp::Sum, part.reduction ? part.red.dtype() : DType::Float32);
+    std::string acc;
+    if (part.reduction) {
+      acc = e.reg(c.type());
+      w.op(std::string("mov.") + btype(c.type()) + " " + acc + ", " + c.identity());
+    }
+    // Vector chunks (4 elements, 16-byte accesses), then single elements. A broadcast input
+    // (inner stride 0) is read once per chunk; a forwarded one is its reduction's register.
+    std::string nvec = u32(abi::kChainNvec + 4 * static_cast<int>(j));
+    {
+      std::string chunk = w.reg(32), loop = w.label(), loop_done = w.label(), wide = w.reg(64);
+      w.op("mov.u32 " + chunk + ", " + lane);
+      w.op("@!" + active + " mov.u32 " + chunk + ", " + nvec);
+      w.place(loop);
+      w.op("setp.ge.u32 " + p + ", " + chunk + ", " + nvec);
+      w.op("@" + p + " bra " + loop_done);
+      w.op("mul.wide.u32 " + wide + ", " + chunk + ", 4");
+      auto addr_of = [&](int s) {
+        std::string a = w.reg(64);
+        w.op("mad.lo.s64 " + a + ", " + wide + ", " + inner[s] + ", " + base[s]);
+        return a;
+      };
+      std::vector<std::array<std::string, 4>> lanes4(nin);
+      for (int k = 0; k < nin; ++k) {
+        if (part.forwarded[k] >= 0) {
+          lanes4[k].fill(result[part.forwarded[k]]);
+          continue;
+        }
+        const DType t = ir.input_dtypes[k];
+        const int s = sl.in[k];
+        std::string a = addr_of(s), bcast = w.reg(1), vec_load = w.label(), loaded = w.label();
+        for (auto& r : lanes4[k]) r = e.reg(t);
+        w.op("setp.eq.s64 " + bcast + ", " + inner[s] + ", 0");
+        w.op("@!" + bcast + " bra " + vec_load);
+        std::string one = e.load(t, a);
+        for (auto& r : lanes4[k]) w.op(std::string("mov.") + btype(t) + " " + r + ", " + one);
+        w.op("bra " + loaded);
+        w.place(vec_load);
+        std::vector<std::string> v4 = e.load4(t, a);
+        for (int l = 0; l < 4; ++l) w.op(std::string("mov.") + btype(t) + " " + lanes4[k][l] + ", " + v4[l]);
+        w.place(loaded);
+      }
+      std::vector<std::vector<std::string>> values(4);
+      for (int l = 0; l < 4; ++l) {
+        std::vector<std::string> in(nin);
+        for (int k = 0; k < nin; ++k) in[k] = lanes4[k][l];
+        values[l] = e.body(ir, hoisted[j], in);
+      }
+      if (part.reduction) {
+        std::vector<std::string> v(4);
+        for (int l = 0; l < 4; ++l) v[l] = values[l][ir.outputs[0]];
+        if (part.red.store_value) e.store4(c.type(), addr_of(sl.out[1]), v);
+        for (int l = 0; l < 4; ++l) c.combine(acc, "", v[l], "");
+      } else {
+        for (size_t o = 0; o < ir.outputs.size(); ++o) {
+          std::vector<std::string> v(4);
+          for (int l = 0; l < 4; ++l) v[l] = values[l][ir.outputs[o]];
+          e.store4(ir.output_dtypes[o], addr_of(sl.out[o]), v);
+        }
+      }
+      w.op("add.u32 " + chunk + ", " + chunk + ", " + lanes);
+      w.op("bra " + loop);
+      w.place(loop_done);
+    }
+    std::string el = w.reg(32), loop = w.label(), loop_done = w.label();
+    w.op("shl.b32 " + el + ", " + nvec + ", 2");
+    w.op("add.u32 " + el + ", " + el + ", " + lane);
+    w.op("@!" + active + " mov.u32 " + el + ", " + n);
+    w.place(loop);
+    w.op("setp.ge.u32 " + p + ", " + el + ", " + n);
+    w.op("@" + p + " bra " + loop_done);
+    {
+      std::string wide = w.reg(64);
+      w.op("cvt.u64.u32 " + wide + ", " + el);
+      auto addr_of = [&](int s) {
+        std::string a = w.reg(64);
+        w.op("mad.lo.s64 " + a + ", " + wide + ", " + inner[s] + ", " + base[s]);
+        return a;
+      };
+      std::vector<std::string> in(nin);
+      for (int k = 0; k < nin; ++k)
+        in[k] = part.forwarded[k] >= 0 ? result[part.forwarded[k]] : e.load(ir.input_dtypes[k], addr_of(sl.in[k]));
+      std::vector<std::string> v = e.body(ir, hoisted[j], in);
+      if (part.reduction) {
+        const std::string& value = v[ir.outputs[0]];
+        if (part.red.store_value) e.store(c.type(), addr_of(sl.out[1]), value);
+        c.combine(acc, "", value, "");
+      } else {
+        for (size_t o = 0; o < ir.outputs.size(); ++o) e.store(ir.output_dtypes[o], addr_of(sl.out[o]), v[ir.outputs[o]]);
+      }
+    }
+    w.op("add.u32 " + el + ", " + el + ", " + lanes);
+    w.op("bra " + loop);
+    w.place(loop_done);
+    if (part.reduction) {
+      // Every lane of the group ends with the row's value: the butterfly leaves it in each lane
+      // of a warp's group; a block's group broadcasts it through shared memory.
+      c.butterfly(acc, "", warp_lanes, 16);
+      std::string skip = w.label();
+      w.op("@!" + block_group + " bra.uni " + skip);
+      c.block_combine(acc, "", tid, ntid, true);
+      w.place(skip);
+      result[j] = c.finish(part.red, acc, at(abi::kChainDivisor + 8 * static_cast<int>(j)));
+      std::string store = w.reg(1);
+      w.op("setp.eq.u32 " + store + ", " + lane + ", 0");
+      w.op("and.pred " + store + ", " + store + ", " + active);
+      std::string skip_store = w.label();
+      w.op("@!" + store + " bra " + skip_store);
+      e.store(c.type(), base[sl.out[0]], result[j]);
+      w.place(skip_store);
+    }
+    if (j + 1 < chain.parts.size()) {
+      // What this part wrote is read by other lanes of the group in later parts.
+      std::string warp_sync = w.label(), synced = w.label();
+      w.op("@!" + block_group + " bra.uni " + warp_sync);
+      w.op("bar.sync 0");
+      w.op("bra.uni " + synced);
+      w.place(warp_sync);
+      w.op("bar.warp.sync -1");
+      w.place(synced);
+    }
+  }
+  w.op("add.u32 " + tile + ", " + tile + ", " + nctaid);
+  w.op("bra.uni " + tile_loop);
+  w.place(done);
+  w.op("ret");
+  if (!e.failed().empty()) return Status::unsupported(e.failed());
+
+  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
+  const std::string text = chain.to_string();
+  for (size_t from = 0; from < text.size();) {
+    size_t end = text.find('\n', from);
+    if (end == std::string::npos) end = text.size();
+    ptx += "// " + text.substr(from, end - from) + "\n";
+    from = end + 1;
+  }
+  ptx += "\n" + Combiner::shared_declarations();
+  ptx += "\n.visible .entry " + name + "(\n\t.param .align 8 .b8 args[" + std::to_string(abi::kChainSize) + "]\n)\n{\n";
+  ptx += w.body();
+  ptx += "}\n";
+  return ptx;
+}
+
+}  // namespace framejit::jit::cuda

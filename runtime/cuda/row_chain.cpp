@@ -1,0 +1,93 @@
+// row_chain.cpp — the launcher of Note [CUDA row-chain kernel ABI].
+#include "runtime/cuda/row_chain.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cuda/launch.h"
+#include "runtime/cuda/memory.h"
+
+namespace framejit::rt::cuda {
+
+namespace {
+
+constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
+constexpr int64_t kThreadsPerSm = 2048;
+
+}  // namespace
+
+Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count) {
+  if (count < 1 || count > kChainParts) return Status::unsupported("chain length");
+  const int rank = parts[0].rank;
+  const int lead = rank - 1;
+  if (rank < 1 || lead > kChainLeadRank) return Status::unsupported("chain rank");
+  ChainArgs args;
+  std::memset(&args, 0, sizeof args);
+  int64_t rows = 1, longest = 0;
+  for (int d = 0; d < lead; ++d) rows *= parts[0].shape[d];
+  int slot = 0, param = 0;
+  for (int j = 0; j < count; ++j) {
+    const RowChainPart& p = parts[j];
+    if (p.rank != rank || !std::equal(p.shape, p.shape + lead, parts[0].shape))
+      return Status::unsupported("parts disagree on the rows");
+    const int64_t n = p.shape[rank - 1];
+    if (n > kMaxIndex || rows > kMaxIndex) return Status::unsupported("2^31 elements");
+    args.n[j] = static_cast<uint32_t>(n);
+    args.divisor[j] = p.divisor;
+    longest = std::max(longest, n);
+    const int slots = p.num_operands + (p.reduction ? 1 : 0);
+    if (slot + slots > kChainSlots || param + p.num_params > kChainParams) return Status::unsupported("too many operands");
+    auto put = [&](const char* data, const int64_t* strides) {
+      args.ptr[slot] = reinterpret_cast<uint64_t>(data);
+      for (int d = 0; d < lead; ++d) args.lead_stride[slot][d] = strides[lead - 1 - d];
+      args.inner[slot] = strides[rank - 1];
+      ++slot;
+    };
+    // Vector chunks when every operand the part reads or writes per element is contiguous along
+    // the row (or broadcast along it) and 16-byte aligned at every row.
+    bool vec = n >= 4;
+    auto vectorizable = [&](const Operand& o) {
+      const int64_t inner = o.strides[rank - 1];
+      if (inner == 0) return true;
+      if (inner != o.itemsize || reinterpret_cast<uint64_t>(o.data) % 16) return false;
+      for (int d = 0; d < lead; ++d)
+        if (o.strides[d] % 16) return false;
+      return true;
+    };
+    for (int k = 0; k < p.num_inputs; ++k) {
+      // A forwarded input must be the same value along the row (its reduction's keepdims result).
+      if (p.forwarded[k] && p.operands[k].strides[rank - 1] != 0 && n > 1)
+        return Status::unsupported("a forwarded input varies along the row");
+      if (!p.forwarded[k]) vec = vec && vectorizable(p.operands[k]);
+      put(p.operands[k].data, p.operands[k].strides);
+    }
+    if (p.reduction) put(p.out, p.out_strides);
+    for (int k = p.num_inputs; k < p.num_operands; ++k) {
+      vec = vec && vectorizable(p.operands[k]) && p.operands[k].strides[rank - 1] != 0;
+      put(p.operands[k].data, p.operands[k].strides);
+    }
+    args.nvec[j] = vec ? static_cast<uint32_t>(n / 4) : 0;
+    std::copy_n(p.params, p.num_params, args.params + param);
+    param += p.num_params;
+  }
+  if (rows == 0) return Status::ok();
+  args.rows = static_cast<uint32_t>(rows);
+  args.lead_rank = static_cast<uint32_t>(std::max(lead, 1));
+  for (int d = 0; d < kChainLeadRank; ++d) args.lead_shape[d] = d < lead ? static_cast<uint32_t>(parts[0].shape[lead - 1 - d]) : 1;
+  // Lanes per row as a reduction of the longest part picks them: about 8 elements a lane.
+  int lanes_log2 = 0;
+  while ((1 << lanes_log2) < kChainBlock && (int64_t{8} << lanes_log2) < longest) ++lanes_log2;
+  if ((1 << lanes_log2) > 32) while ((1 << lanes_log2) < kChainBlock) ++lanes_log2;
+  args.lanes_log2 = static_cast<uint32_t>(lanes_log2);
+  auto st = stream(kernel.device.index);
+  if (!st) return st.error();
+  const int64_t per_block = kChainBlock >> lanes_log2;
+  const int sms = multiprocessors(kernel.device.index);
+  const auto blocks = static_cast<unsigned>(
+      std::clamp<int64_t>((rows + per_block - 1) / per_block, 1, int64_t{sms} * (kThreadsPerSm / kChainBlock)));
+  void* params[] = {&args};
+  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, 0, *st,
+                params);
+}
+
+}  // namespace framejit::rt::cuda

@@ -1,0 +1,84 @@
+// row_chain.h — running fused row chains on a CUDA device: the kernel ABI of jit/cuda's
+// row-chain generator (one kernel for softmax, layer norm and the like) and its launcher.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "framejit/status.h"
+#include "runtime/executor.h"
+
+namespace framejit::rt::cuda {
+
+// Note [CUDA row-chain kernel ABI]
+// A chain's parts (kernels and reductions of the last axis) share their leading dims: `rows`
+// positions over `lead_rank` dims (innermost first; at most kChainLeadRank). Part j iterates over
+// n[j] elements of each row. Threads work in groups of 2^lanes_log2 lanes (at most a warp, or the
+// whole block) as reductions do (Note [CUDA reduction kernel ABI]): a group takes one row, and runs
+// every part over it in order, lane l taking 4-element chunks l, l + lanes, ... below nvec[j] with
+// vector accesses, then single elements 4 * nvec[j] + l, + lanes, ... A reduction part combines
+// its group's lanes and every lane keeps the result; lane 0 stores it. A barrier separates the
+// parts, so a part reads what earlier parts wrote, and a part takes an input that is an earlier
+// reduction's result (broadcast along the row) from that reduction directly. Operand slots run
+// part by part: each part's inputs, then its outputs (a kernel's), or its result and the stored
+// values' array (a reduction's). Slot s of row r, element e is at
+// ptr[s] + sum lead coord(r)[d] * lead_stride[s][d] + e * inner[s]. Parameters run part by part
+// too, each part's after the previous ones'. nvec[j] is nonzero only when every slot part j reads
+// from or writes to memory is contiguous along the row (or broadcast along it, inner stride 0) and
+// 16-byte aligned at every row.
+constexpr int kChainLeadRank = 4;
+constexpr int kChainSlots = 32;
+constexpr int kChainParams = 32;
+constexpr int kChainParts = kMaxRowLaunches;
+constexpr int kChainBlock = 256;
+struct ChainArgs {
+  uint32_t rows, lead_rank, lanes_log2, pad;
+  uint32_t lead_shape[kChainLeadRank];
+  uint32_t n[kChainParts];
+  uint32_t nvec[kChainParts];    // 4-element chunks done with vector accesses (0: none)
+  int64_t divisor[kChainParts];  // a mean part's count - ddof
+  uint64_t ptr[kChainSlots];
+  int64_t lead_stride[kChainSlots][kChainLeadRank];
+  int64_t inner[kChainSlots];
+  ParamValue params[kChainParams];
+};
+constexpr int kChainRows = 0, kChainLeadRankAt = 4, kChainLanesLog2 = 8, kChainLeadShape = 16;
+constexpr int kChainN = kChainLeadShape + 4 * kChainLeadRank;
+constexpr int kChainNvec = kChainN + 4 * kChainParts;
+constexpr int kChainDivisor = kChainNvec + 4 * kChainParts;
+constexpr int kChainPtr = kChainDivisor + 8 * kChainParts;
+constexpr int kChainLeadStride = kChainPtr + 8 * kChainSlots;
+constexpr int kChainInner = kChainLeadStride + 8 * kChainLeadRank * kChainSlots;
+constexpr int kChainParamsAt = kChainInner + 8 * kChainSlots;
+constexpr int kChainSize = kChainParamsAt + 8 * kChainParams;
+static_assert(offsetof(ChainArgs, lead_shape) == kChainLeadShape && offsetof(ChainArgs, n) == kChainN &&
+              offsetof(ChainArgs, nvec) == kChainNvec &&
+              offsetof(ChainArgs, divisor) == kChainDivisor && offsetof(ChainArgs, ptr) == kChainPtr &&
+              offsetof(ChainArgs, lead_stride) == kChainLeadStride && offsetof(ChainArgs, inner) == kChainInner &&
+              offsetof(ChainArgs, params) == kChainParamsAt && sizeof(ChainArgs) == kChainSize);
+
+/// One part of a chain as the run bound it: its iteration space (the chain's lead dims, then its
+/// row), its operands broadcast to it (inputs, then a kernel's outputs or a reduction's stored
+/// values), a reduction's result, and which inputs the kernel takes from an earlier reduction.
+struct RowChainPart {
+  bool reduction = false;
+  int rank = 0;
+  const int64_t* shape = nullptr;
+  int num_inputs = 0;
+  int num_operands = 0;
+  const Operand* operands = nullptr;
+  char* out = nullptr;                   // reduction: the result, strides over the iteration dims
+  const int64_t* out_strides = nullptr;  // (0 along the row)
+  int64_t divisor = 1;
+  const bool* forwarded = nullptr;  // per input
+  const ParamValue* params = nullptr;
+  int num_params = 0;
+};
+
+/// Runs a fused chain kernel over bound parts on framejit's stream. Unsupported (and nothing
+/// issued) when the layout does not fit the kernel: parts that disagree on the leading dims, more
+/// than kChainLeadRank of them, 2^31 rows or elements, or a forwarded input that is not broadcast
+/// along the row; the caller then runs the parts one by one.
+Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count);
+
+}  // namespace framejit::rt::cuda
