@@ -576,6 +576,7 @@ bool run_fused_chain(Run& run, const ChainStep& chain, const Bound* b) {
     c.out_strides = b[j].out_strides;
     c.divisor = b[j].count - (p.reduction ? p.red.ddof : 0);
     c.forwarded = forwarded[j];
+    c.cached = j < chain.cached.size() ? chain.cached[j].data() : nullptr;
     c.params = b[j].params;
     c.num_params = b[j].nparams;
     // Only last-axis reductions fuse: one that reduces anything else runs part by part.

@@ -163,6 +163,8 @@ struct ChainStep {
   /// A device backend's one kernel for the whole chain (jit's RowChainIR), or null. Used when the
   /// bound layout fits it (rt::cuda::run_row_chain), else the parts run one by one.
   KernelPtr fused;
+  /// With `fused`: per part, per input, the fused kernel's row cache it reads, or -1.
+  std::vector<std::vector<int>> cached;
 };
 constexpr int kMaxChainParts = kMaxRowLaunches;
 

@@ -115,6 +115,8 @@ std::string RowChainIR::to_string() const {
     out += "part " + std::to_string(j) + ":";
     for (size_t k = 0; k < p.forwarded.size(); ++k)
       if (p.forwarded[k] >= 0) out += " in" + std::to_string(k) + " = part " + std::to_string(p.forwarded[k]) + ";";
+    for (size_t k = 0; k < p.cached.size(); ++k)
+      if (p.cached[k] >= 0) out += " in" + std::to_string(k) + " cached as row " + std::to_string(p.cached[k]) + ";";
     out += "\n" + (p.reduction ? p.red.to_string() : p.kernel.to_string());
   }
   return out;

@@ -157,8 +157,12 @@ struct RowChainIR {
     ReductionKernelIR red;     // reduction
     /// Per input: the earlier reduction part whose result it is, or -1.
     std::vector<int> forwarded;
+    /// Per input: the row cache it reads (an array read by several parts: the first of them
+    /// fills the cache as it reads memory, the later ones read the cache), or -1.
+    std::vector<int> cached;
   };
   std::vector<Part> parts;
+  int caches = 0;
 
   std::string to_string() const;
 };

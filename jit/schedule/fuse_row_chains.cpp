@@ -57,13 +57,47 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
       }
       ir.parts.push_back(std::move(part));
     }
+    // Arrays of 4 or 8 bytes an element that several parts read from memory get a row cache.
+    std::vector<int> cache_value;  // per cache: the value id
+    std::vector<std::vector<int>> cached(chain.parts.size());
+    for (size_t j = 0; j < chain.parts.size() && fits; ++j) {
+      const rt::ChainStep::Part& p = chain.parts[j];
+      const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
+      const PointwiseKernelIR& pir = p.reduction ? ir.parts[j].red.prologue : ir.parts[j].kernel;
+      RowChainIR::Part& part = ir.parts[j];
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const int v = inputs[k];
+        int q = -1;
+        const int size = rt::dtype_itemsize(pir.input_dtypes[k]);
+        if (part.forwarded[k] < 0 && (size == 4 || size == 8)) {
+          for (size_t c = 0; c < cache_value.size(); ++c)
+            if (cache_value[c] == v) q = static_cast<int>(c);
+          int readers = 0;
+          for (size_t i = 0; q < 0 && i < chain.parts.size(); ++i) {
+            const rt::ChainStep::Part& o = chain.parts[i];
+            const std::vector<int>& in = o.reduction ? o.red.inputs : o.kernel.inputs;
+            readers += std::count(in.begin(), in.end(), v) > 0;
+          }
+          if (q < 0 && readers >= 2) {
+            q = static_cast<int>(cache_value.size());
+            cache_value.push_back(v);
+          }
+        }
+        part.cached.push_back(q);
+      }
+      cached[j] = part.cached;
+    }
+    ir.caches = static_cast<int>(cache_value.size());
     const std::string what = "chain of " + std::to_string(chain.parts.size()) + " parts";
     if (!fits) {
       if (log) rt::log_write(rt::LogTopic::Kernels, what + ": runs part by part (a part is not row-wise)");
       continue;
     }
     auto fused = backend.compile(ir);
-    if (fused) chain.fused = *fused;
+    if (fused) {
+      chain.fused = *fused;
+      chain.cached = std::move(cached);
+    }
     else if (fused.error().code() != StatusCode::Unsupported) return fused.error();
     if (log)
       rt::log_write(rt::LogTopic::Kernels, what + (fused ? ": one row-chain kernel" : ": runs part by part (" + fused.error().message() + ")"));

@@ -71,6 +71,36 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
     param += p.num_params;
   }
   if (rows == 0) return Status::ok();
+  // Row caches: on when each cached array is contiguous along the row wherever it is read, with
+  // one row length, and every group's caches fit in shared memory.
+  int64_t cache_n[kChainCaches] = {}, cache_size[kChainCaches] = {};
+  bool cache_on = true;
+  int caches = 0;
+  for (int j = 0; j < count; ++j) {
+    const RowChainPart& p = parts[j];
+    for (int k = 0; p.cached && k < p.num_inputs; ++k) {
+      const int q = p.cached[k];
+      if (q < 0) continue;
+      if (q >= kChainCaches) return Status::unsupported("row caches");
+      caches = std::max(caches, q + 1);
+      const int64_t n = p.shape[rank - 1];
+      const Operand& o = p.operands[k];
+      if (o.strides[rank - 1] != o.itemsize || (cache_n[q] && cache_n[q] != n)) cache_on = false;
+      if (!cache_n[q]) {  // the first reader's rows are the ones copied
+        bool aligned = reinterpret_cast<uint64_t>(o.data) % 16 == 0;
+        for (int d = 0; d < lead; ++d) aligned = aligned && o.strides[d] % 16 == 0;
+        args.cache_chunks[q] = aligned ? static_cast<uint32_t>(n * o.itemsize / 16) : 0;
+      }
+      cache_n[q] = n;
+      args.cache_n[q] = static_cast<uint32_t>(n);
+      cache_size[q] = o.itemsize;
+    }
+  }
+  int64_t group_bytes = 0;
+  for (int q = 0; q < caches; ++q) {
+    args.cache_offset[q] = static_cast<uint32_t>(group_bytes);
+    group_bytes += (cache_n[q] * cache_size[q] + 15) / 16 * 16;
+  }
   args.rows = static_cast<uint32_t>(rows);
   args.lead_rank = static_cast<uint32_t>(std::max(lead, 1));
   for (int d = 0; d < kChainLeadRank; ++d) args.lead_shape[d] = d < lead ? static_cast<uint32_t>(parts[0].shape[lead - 1 - d]) : 1;
@@ -82,12 +112,16 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   auto st = stream(kernel.device.index);
   if (!st) return st.error();
   const int64_t per_block = kChainBlock >> lanes_log2;
+  cache_on = cache_on && caches > 0 && group_bytes * per_block <= kChainCacheBytes;
+  args.cache_on = cache_on;
+  args.group_bytes = cache_on ? static_cast<uint32_t>(group_bytes) : 0;
+  const auto shared = static_cast<unsigned>(cache_on ? group_bytes * per_block : 0);
   const int sms = multiprocessors(kernel.device.index);
   const auto blocks = static_cast<unsigned>(
       std::clamp<int64_t>((rows + per_block - 1) / per_block, 1, int64_t{sms} * (kThreadsPerSm / kChainBlock)));
   void* params[] = {&args};
-  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, 0, *st,
-                params);
+  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, shared,
+                *st, params);
 }
 
 }  // namespace framejit::rt::cuda

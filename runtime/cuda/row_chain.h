@@ -26,13 +26,26 @@ namespace framejit::rt::cuda {
 // too, each part's after the previous ones'. nvec[j] is nonzero only when every slot part j reads
 // from or writes to memory is contiguous along the row (or broadcast along it, inner stride 0) and
 // 16-byte aligned at every row.
+// Row caches: an array that several parts read is copied into shared memory when a group starts a
+// row (each group has group_bytes there, cache q at cache_offset[q]: cache_n[q] elements, the
+// first cache_chunks[q] * 16 bytes as 16-byte asynchronous copies, which need 16-byte aligned
+// rows), and every part reads it from there. The launcher turns caching on (cache_on) only when every cached array
+// is contiguous along the row in every part that reads it, with the same row length, and all
+// groups' caches fit in kChainCacheBytes; otherwise every part reads memory.
 constexpr int kChainLeadRank = 4;
 constexpr int kChainSlots = 32;
 constexpr int kChainParams = 32;
 constexpr int kChainParts = kMaxRowLaunches;
 constexpr int kChainBlock = 256;
+constexpr int kChainCaches = 4;
+constexpr int kChainCacheBytes = 48 * 1024;  // dynamic shared memory a launch may ask for as is
 struct ChainArgs {
-  uint32_t rows, lead_rank, lanes_log2, pad;
+  uint32_t rows, lead_rank, lanes_log2, cache_on;
+  uint32_t group_bytes;                   // row caches of one group, in shared memory
+  uint32_t cache_offset[kChainCaches];    // each cache's place in its group's bytes
+  uint32_t cache_n[kChainCaches];         // each cache's elements per row
+  uint32_t cache_chunks[kChainCaches];    // of which 16-byte chunks copied whole (0: unaligned rows)
+  uint32_t pad;
   uint32_t lead_shape[kChainLeadRank];
   uint32_t n[kChainParts];
   uint32_t nvec[kChainParts];    // 4-element chunks done with vector accesses (0: none)
@@ -42,7 +55,11 @@ struct ChainArgs {
   int64_t inner[kChainSlots];
   ParamValue params[kChainParams];
 };
-constexpr int kChainRows = 0, kChainLeadRankAt = 4, kChainLanesLog2 = 8, kChainLeadShape = 16;
+constexpr int kChainRows = 0, kChainLeadRankAt = 4, kChainLanesLog2 = 8, kChainCacheOn = 12, kChainGroupBytes = 16;
+constexpr int kChainCacheOffset = 20;
+constexpr int kChainCacheN = kChainCacheOffset + 4 * kChainCaches;
+constexpr int kChainCacheChunks = kChainCacheN + 4 * kChainCaches;
+constexpr int kChainLeadShape = kChainCacheChunks + 4 * kChainCaches + 4;
 constexpr int kChainN = kChainLeadShape + 4 * kChainLeadRank;
 constexpr int kChainNvec = kChainN + 4 * kChainParts;
 constexpr int kChainDivisor = kChainNvec + 4 * kChainParts;
@@ -51,7 +68,9 @@ constexpr int kChainLeadStride = kChainPtr + 8 * kChainSlots;
 constexpr int kChainInner = kChainLeadStride + 8 * kChainLeadRank * kChainSlots;
 constexpr int kChainParamsAt = kChainInner + 8 * kChainSlots;
 constexpr int kChainSize = kChainParamsAt + 8 * kChainParams;
-static_assert(offsetof(ChainArgs, lead_shape) == kChainLeadShape && offsetof(ChainArgs, n) == kChainN &&
+static_assert(offsetof(ChainArgs, cache_on) == kChainCacheOn && offsetof(ChainArgs, group_bytes) == kChainGroupBytes &&
+              offsetof(ChainArgs, cache_offset) == kChainCacheOffset && offsetof(ChainArgs, cache_n) == kChainCacheN &&
+              offsetof(ChainArgs, cache_chunks) == kChainCacheChunks && offsetof(ChainArgs, lead_shape) == kChainLeadShape && offsetof(ChainArgs, n) == kChainN &&
               offsetof(ChainArgs, nvec) == kChainNvec &&
               offsetof(ChainArgs, divisor) == kChainDivisor && offsetof(ChainArgs, ptr) == kChainPtr &&
               offsetof(ChainArgs, lead_stride) == kChainLeadStride && offsetof(ChainArgs, inner) == kChainInner &&
@@ -71,6 +90,7 @@ struct RowChainPart {
   const int64_t* out_strides = nullptr;  // (0 along the row)
   int64_t divisor = 1;
   const bool* forwarded = nullptr;  // per input
+  const int* cached = nullptr;      // per input: its row cache, or -1 (null: none)
   const ParamValue* params = nullptr;
   int num_params = 0;
 };

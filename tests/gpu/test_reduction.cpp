@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -295,6 +297,7 @@ RowChainIR softmax_chain(DType t) {
   max.reduction = true;
   max.red = reduction(ReduceOp::Max, t, t);
   max.forwarded = {-1};
+  max.cached = {0};
   RowChainIR::Part sum;
   sum.reduction = true;
   sum.red.op = ReduceOp::Sum;
@@ -304,6 +307,7 @@ RowChainIR softmax_chain(DType t) {
   sum.red.prologue.outputs = {3};
   sum.red.prologue.output_dtypes = {t};
   sum.forwarded = {-1, 0};
+  sum.cached = {0, -1};
   RowChainIR::Part div;
   div.kernel.input_dtypes = {t, t, t};
   div.kernel.body = {{ScalarOp::Load, t, -1, -1, 0, 0}, {ScalarOp::Load, t, -1, -1, 1, 0},
@@ -312,7 +316,9 @@ RowChainIR softmax_chain(DType t) {
   div.kernel.outputs = {5};
   div.kernel.output_dtypes = {t};
   div.forwarded = {-1, 0, 1};
+  div.cached = {0, -1, -1};
   c.parts = {max, sum, div};
+  c.caches = 1;
   return c;
 }
 
@@ -324,6 +330,7 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
     m.reduction = true;
     m.red = reduction(ReduceOp::Sum, DType::Float64, DType::Float64, true);
     m.forwarded = {-1};
+    m.cached = {0};
     RowChainIR::Part v;
     v.reduction = true;
     v.red = squared_deviation(DType::Float64, true, true, false);
@@ -331,19 +338,28 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
     v.red.prologue.input_dtypes = {DType::Float64, DType::Float64};
     v.red.prologue.param_dtypes = {};
     v.forwarded = {-1, 0};
+    v.cached = {0, -1};
     mean_var.parts = {m, v};
+    mean_var.caches = 1;
   }
   for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var}) {
     ASSERT_TRUE(cuda::row_chain_supported(c)) << c.to_string();
     auto ptx = cuda::row_chain_ptx(c, "chain");
     ASSERT_TRUE(ptx) << ptx.error().message();
+    // FRAMEJIT_TEST_PTX: keep the modules as <it>.chain<n> (for ptxas -v and line numbers).
+    static int modules = 0;
+    if (const char* keep = std::getenv("FRAMEJIT_TEST_PTX"))
+      std::ofstream(std::string(keep) + ".chain" + std::to_string(modules++)) << *ptx;
     if (tool.empty()) continue;
     std::string log;
     EXPECT_EQ(test::ptxas(tool, *ptx, "sm_90", log), 0) << log;
   }
-  // A forwarded input must come from an earlier reduction.
+  // A forwarded input must come from an earlier reduction; a cache must be declared.
   RowChainIR bad = softmax_chain(DType::Float32);
   bad.parts[1].forwarded = {-1, 2};
+  EXPECT_FALSE(cuda::row_chain_supported(bad));
+  bad = softmax_chain(DType::Float32);
+  bad.caches = 0;
   EXPECT_FALSE(cuda::row_chain_supported(bad));
   if (tool.empty()) GTEST_SKIP() << "no ptxas on this machine (the kernels were generated)";
 }
