@@ -30,7 +30,10 @@ namespace framejit::jit::cuda {
 // Level 3 compiles fastest of the optimizing levels and runs as fast as 4: it is the default. With
 // the driver's disk cache warm, a second process loads each of these in 0.2 ms. Emitting a math
 // body once, in the element loop only (no vector loop), was tried: the chain fell to 1924 GB/s
-// (tanh alone 2251) for no clear JIT gain (51 ms), so math kernels keep the lane loop.
+// (tanh alone 2251) for no clear JIT gain (51 ms), so math kernels keep the lane loop. Sending the
+// remaining elements through the vector loop's lane loop too (one copy of the body per kernel)
+// was tried on the H200: ptxas here went from 29 to 23 ms, the driver's JIT showed no clear gain
+// (65 ms, within its run-to-run spread), and the chain fell from 2114 to 1986 GB/s — reverted.
 //
 // The cache key is the PTX text itself plus the device: two graphs whose kernels generate the same
 // code share one module, and nothing but the text decides what the module computes.

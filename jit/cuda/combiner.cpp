@@ -190,7 +190,7 @@ void Combiner::block_combine(const std::string& acc, const std::string& acc_i, c
 
 
 std::vector<std::string> strided_offsets(PtxWriter& w_, const std::string& idx, const std::string& rank,
-                                         const std::array<std::string, 3>& shape,
+                                         const std::array<std::string, 3>& shape, const std::array<FastDivRegs, 3>& div,
                                          const std::vector<std::array<std::string, 4>>& strides) {
   const size_t n = strides.size();
   std::vector<std::string> off(n);
@@ -212,7 +212,7 @@ std::vector<std::string> strided_offsets(PtxWriter& w_, const std::string& idx, 
     w_.op("bra " + done);
     w_.place(divide);
     std::string nq = w_.reg(32), c = w_.reg(32);
-    w_.op("div.u32 " + nq + ", " + q + ", " + shape[d]);
+    fast_divide(w_, nq, q, div[d]);
     w_.op("mul.lo.u32 " + c + ", " + nq + ", " + shape[d]);
     w_.op("sub.u32 " + c + ", " + q + ", " + c);
     add(c, d);
@@ -223,5 +223,18 @@ std::vector<std::string> strided_offsets(PtxWriter& w_, const std::string& idx, 
   return off;
 }
 
+
+FastDivRegs load_fast_div(PtxWriter& w, const std::string& args, int offset) {
+  FastDivRegs f{w.reg(32), w.reg(32)};
+  w.op("ld.param.v2.u32 {" + f.magic + ", " + f.shift + "}, [" + args + "+" + std::to_string(offset) + "]");
+  return f;
+}
+
+void fast_divide(PtxWriter& w, const std::string& q, const std::string& x, const FastDivRegs& d) {
+  std::string wide = w.reg(64);
+  w.op("mul.wide.u32 " + wide + ", " + x + ", " + d.magic);
+  w.op("shr.b64 " + wide + ", " + wide + ", " + d.shift);
+  w.op("cvt.u32.u64 " + q + ", " + wide);
+}
 
 }  // namespace framejit::jit::cuda

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "jit/cuda/element_emitter_p.h"
+#include "jit/cuda/combiner_p.h"
 #include "jit/lower/lowering.h"
 #include "runtime/cuda/launch.h"
 
@@ -60,9 +60,11 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
   w.op("ld.param.u32 " + rank + ", " + at(abi::kArgsRank));
   w.op("ld.param.u32 " + nvec + ", " + at(abi::kArgsNvec));
   std::string shape[abi::kLaunchRank];
+  FastDivRegs div[abi::kLaunchRank];
   for (int d = 0; d < abi::kLaunchRank - 1; ++d) {  // the outermost dim is never divided by
     shape[d] = w.reg(32);
     w.op("ld.param.u32 " + shape[d] + ", " + at(abi::kArgsShape + 4 * d));
+    div[d] = load_fast_div(w, args, abi::kArgsDiv + 8 * d);
   }
   std::vector<std::string> ptr(nops);
   std::vector<std::array<std::string, abi::kLaunchRank>> stride(nops);
@@ -103,7 +105,7 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
       w.op("bra.uni " + done);
       w.place(divide);
       std::string nq = w.reg(32), c = w.reg(32);
-      w.op("div.u32 " + nq + ", " + q + ", " + shape[d]);
+      fast_divide(w, nq, q, div[d]);
       w.op("mul.lo.u32 " + c + ", " + nq + ", " + shape[d]);
       w.op("sub.u32 " + c + ", " + q + ", " + c);
       add_coord(c, d);

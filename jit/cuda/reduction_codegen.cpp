@@ -65,9 +65,12 @@ Expected<std::string> ReductionEmitter::body() {
   const std::string outputs = u32(abi::kRedOutputs), count = u32(abi::kRedCount);
   const std::string kept_rank = u32(abi::kRedKeptRank), red_rank = u32(abi::kRedRedRank);
   std::array<std::string, 3> kept_shape, red_shape;
+  std::array<FastDivRegs, 3> kept_div, red_div;
   for (int d = 0; d < 3; ++d) {
     kept_shape[d] = u32(abi::kRedKeptShape + 4 * d);
     red_shape[d] = u32(abi::kRedRedShape + 4 * d);
+    kept_div[d] = load_fast_div(w_, "args", abi::kRedKeptDiv + 8 * d);
+    red_div[d] = load_fast_div(w_, "args", abi::kRedRedDiv + 8 * d);
   }
   const std::string lanes_log2 = u32(abi::kRedLanesLog2), splits = u32(abi::kRedSplits), chunk = u32(abi::kRedChunk);
   std::string lanes = w_.reg(32), lane = w_.reg(32), group = w_.reg(32), groups = w_.reg(32);
@@ -110,7 +113,7 @@ Expected<std::string> ReductionEmitter::body() {
   w_.op("add.u32 " + o + ", " + o + ", " + group);
   w_.op("setp.lt.u32 " + active + ", " + o + ", " + outputs);
 
-  std::vector<std::string> kept_off = strided_offsets(w_, o, kept_rank, kept_shape, kept_stride);
+  std::vector<std::string> kept_off = strided_offsets(w_, o, kept_rank, kept_shape, kept_div, kept_stride);
   std::vector<std::string> base(nops);
   for (int k = 0; k < nops; ++k) {
     base[k] = w_.reg(64);
@@ -146,7 +149,7 @@ Expected<std::string> ReductionEmitter::body() {
         w_.op("ld.global.b64 " + v_i + ", [" + addr + "]");
       }
     } else {
-      std::vector<std::string> red_off = strided_offsets(w_, rr, red_rank, red_shape, red_stride);
+      std::vector<std::string> red_off = strided_offsets(w_, rr, red_rank, red_shape, red_div, red_stride);
       std::vector<std::string> addr(nops), in(nin);
       for (int k = 0; k < nops; ++k) {
         addr[k] = w_.reg(64);

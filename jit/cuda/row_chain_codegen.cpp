@@ -75,7 +75,11 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
   const std::string rows = u32(abi::kChainRows), lead_rank = u32(abi::kChainLeadRankAt);
   const std::string lanes_log2 = u32(abi::kChainLanesLog2);
   std::array<std::string, 3> lead_shape;
-  for (int d = 0; d < 3; ++d) lead_shape[d] = u32(abi::kChainLeadShape + 4 * d);
+  std::array<FastDivRegs, 3> lead_div;
+  for (int d = 0; d < 3; ++d) {
+    lead_shape[d] = u32(abi::kChainLeadShape + 4 * d);
+    lead_div[d] = load_fast_div(w, "args", abi::kChainLeadDiv + 8 * d);
+  }
   std::string lanes = w.reg(32), lane = w.reg(32), group = w.reg(32), groups = w.reg(32), warp_lanes = w.reg(32);
   std::string block_group = w.reg(1);
   w.op("mov.u32 " + lanes + ", 1");
@@ -170,7 +174,7 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
   w.op("@" + p + " bra.uni " + done);  // the same for the whole block
   w.op("add.u32 " + row + ", " + row + ", " + group);
   w.op("setp.lt.u32 " + active + ", " + row + ", " + rows);
-  std::vector<std::string> lead_off = strided_offsets(w, row, lead_rank, lead_shape, lead_stride);
+  std::vector<std::string> lead_off = strided_offsets(w, row, lead_rank, lead_shape, lead_div, lead_stride);
   std::vector<std::string> base(ptr.size());
   for (size_t s = 0; s < ptr.size(); ++s) {
     base[s] = w.reg(64);

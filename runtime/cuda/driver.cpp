@@ -190,8 +190,10 @@ Expected<DeviceInfo> device_info(int ordinal) {
   char name[256] = {};
   FJ_PROPAGATE(check(a.DeviceGetName(name, sizeof name - 1, *dev), "cuDeviceGetName"));
   info.name = name;
-  // CU_DEVICE_ATTRIBUTE_*: MULTIPROCESSOR_COUNT 16, COMPUTE_CAPABILITY_MAJOR 75, _MINOR 76.
+  // CU_DEVICE_ATTRIBUTE_*: MULTIPROCESSOR_COUNT 16, COMPUTE_CAPABILITY_MAJOR 75, _MINOR 76,
+  // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR 81.
   FJ_PROPAGATE(check(a.DeviceGetAttribute(&info.multiprocessors, 16, *dev), "cuDeviceGetAttribute"));
+  FJ_PROPAGATE(check(a.DeviceGetAttribute(&info.shared_per_multiprocessor, 81, *dev), "cuDeviceGetAttribute"));
   FJ_PROPAGATE(check(a.DeviceGetAttribute(&info.cc_major, 75, *dev), "cuDeviceGetAttribute"));
   FJ_PROPAGATE(check(a.DeviceGetAttribute(&info.cc_minor, 76, *dev), "cuDeviceGetAttribute"));
   FJ_PROPAGATE(check(a.DeviceTotalMem(&info.memory_bytes, *dev), "cuDeviceTotalMem"));

@@ -78,6 +78,7 @@ struct DeviceInfo {
   std::string name;
   int cc_major = 0, cc_minor = 0;  // compute capability: 9.0 for H100 / H200
   int multiprocessors = 0;
+  int shared_per_multiprocessor = 0;  // bytes of shared memory an SM has for its blocks
   size_t memory_bytes = 0;
   int driver_version = 0;  // 13000 for CUDA 13.0
 };

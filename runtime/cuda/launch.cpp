@@ -83,7 +83,10 @@ Status run_piece(const Launch& l, int nd, const int64_t* dims, const int64_t (*s
   }
   args.n = static_cast<uint32_t>(total);
   args.rank = static_cast<uint32_t>(nd);
-  for (int d = 0; d < kLaunchRank; ++d) args.shape[d] = d < nd ? static_cast<uint32_t>(dims[nd - 1 - d]) : 1;
+  for (int d = 0; d < kLaunchRank; ++d) {
+    args.shape[d] = d < nd ? static_cast<uint32_t>(dims[nd - 1 - d]) : 1;
+    args.div[d] = fast_div(args.shape[d]);
+  }
   for (int k = 0; k < l.num_operands; ++k) {
     args.ptr[k] = ptr[k];
     for (int d = 0; d < kLaunchRank; ++d) args.stride[k][d] = d < nd ? strides[k][nd - 1 - d] : 0;
@@ -105,6 +108,38 @@ int multiprocessors(int device) {
     count[device].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+
+FastDiv fast_div(uint32_t divisor) {
+  FastDiv f{0, 0};
+  if (divisor == 0) return f;  // never divided by: a dim of 0 launches nothing
+  uint32_t l = 0;
+  while ((uint64_t{1} << l) < divisor) ++l;
+  f.magic = static_cast<uint32_t>(((uint64_t{1} << (31 + l)) + divisor - 1) / divisor);
+  f.shift = 31 + l;
+  return f;
+}
+
+int resident_blocks(int device, int threads, int64_t shared) {
+  static std::atomic<int> smem[64] = {};
+  int per_sm = device >= 0 && device < 64 ? smem[device].load(std::memory_order_relaxed) : 0;
+  if (!per_sm) {
+    auto info = device_info(device);
+    per_sm = info && info->shared_per_multiprocessor > 0 ? info->shared_per_multiprocessor : 48 * 1024;
+    if (device >= 0 && device < 64) smem[device].store(per_sm, std::memory_order_relaxed);
+  }
+  // 2048 resident threads per SM on sm_80 and later; the driver reserves 1 KiB of shared memory
+  // per block, and the generators' own shared words take about 1 KiB more.
+  int blocks = 2048 / std::max(threads, 1);
+  if (shared > 0) blocks = std::min<int64_t>(blocks, per_sm / (shared + 2048));
+  return std::max(blocks, 1);
+}
+
+int64_t grid_blocks(int device, int64_t tiles, int threads, int64_t shared) {
+  const int64_t resident = 32 * int64_t{multiprocessors(device)} * resident_blocks(device, threads, shared);
+  if (tiles <= resident) return std::max<int64_t>(tiles, 1);
+  const int64_t per_block = (tiles + resident - 1) / resident;
+  return (tiles + per_block - 1) / per_block;
 }
 
 Status run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,

@@ -9,6 +9,17 @@
 
 namespace framejit::rt::cuda {
 
+// Note [Division by a run-time size]
+// Kernels split a flat index into coordinates by dividing by the launch's dim sizes. A PTX
+// div.u32 is some twenty instructions; a multiply-high and a shift by numbers the launcher
+// computes once per size (Granlund and Montgomery's method) give the same quotient for every
+// dividend below 2^31, which launchers guarantee: with l = ceil(log2 d) and
+// magic = ceil(2^(31 + l) / d) (which fits 32 bits), x / d = (x * magic) >> (31 + l).
+struct FastDiv {
+  uint32_t magic, shift;  // NB: no initializers: the argument structs are memset, so trivial
+};
+FastDiv fast_div(uint32_t divisor);
+
 // Note [CUDA pointwise kernel ABI]
 // A pointwise kernel takes one parameter, a PointwiseArgs by value (kernel parameter space, read
 // through the constant cache). Thread t of T handles 4-element chunks t, t+T, ... below `nvec`
@@ -30,20 +41,30 @@ struct PointwiseArgs {
   uint64_t ptr[kMaxKernelOperands];                  // inputs, then outputs
   int64_t stride[kMaxKernelOperands][kLaunchRank];  // bytes, innermost first
   ParamValue params[kMaxKernelParams];
+  FastDiv div[kLaunchRank];  // shape[d]'s (Note [Division by a run-time size])
 };
 // The offsets the generated code reads (checked against the struct here, once).
 constexpr int kArgsN = 0, kArgsRank = 4, kArgsShape = 8, kArgsNvec = 24, kArgsPtr = 32;
 constexpr int kArgsStride = kArgsPtr + 8 * kMaxKernelOperands;
 constexpr int kArgsParams = kArgsStride + 8 * kLaunchRank * kMaxKernelOperands;
-constexpr int kArgsSize = kArgsParams + 8 * kMaxKernelParams;
+constexpr int kArgsDiv = kArgsParams + 8 * kMaxKernelParams;
+constexpr int kArgsSize = kArgsDiv + 8 * kLaunchRank;
 static_assert(offsetof(PointwiseArgs, shape) == kArgsShape && offsetof(PointwiseArgs, nvec) == kArgsNvec &&
               offsetof(PointwiseArgs, ptr) == kArgsPtr && offsetof(PointwiseArgs, stride) == kArgsStride &&
-              offsetof(PointwiseArgs, params) == kArgsParams && sizeof(PointwiseArgs) == kArgsSize);
+              offsetof(PointwiseArgs, params) == kArgsParams && offsetof(PointwiseArgs, div) == kArgsDiv &&
+              sizeof(PointwiseArgs) == kArgsSize);
 /// Threads per block of a pointwise launch.
 constexpr int kPointwiseBlock = 256;
 
 /// The number of SMs of `device` (1 when it cannot be read), cached per device.
 int multiprocessors(int device);
+/// Blocks of `threads` threads using `shared` bytes of shared memory that fit on one SM of
+/// `device` at once (threads, shared memory; registers are the caller's to keep in bounds).
+int resident_blocks(int device, int threads, int64_t shared);
+/// A grid-stride launch's blocks for `tiles` units of work: a block per tile, so the hardware's
+/// block scheduler balances uneven tiles and SMs, up to 32 waves of resident blocks; past that,
+/// as few blocks as give each the same number of tiles (or one fewer), amortizing their setup.
+int64_t grid_blocks(int device, int64_t tiles, int threads, int64_t shared);
 
 /// Runs device kernel `kernel` over `shape` (rank dims; operands' data are device pointers on the
 /// kernel's device) on framejit's stream (Note [One stream per device]). Returns once the work is

@@ -71,6 +71,8 @@ Status run_piece(const Plan& pl, const FixedVector<const Dim*, kMaxRank + 1>& ke
   for (int d = 0; d < kReduceRank; ++d) {
     args.kept_shape[d] = d < static_cast<int>(kept.size()) ? static_cast<uint32_t>(kept[kept.size() - 1 - d]->size) : 1;
     args.red_shape[d] = d < static_cast<int>(red.size()) ? static_cast<uint32_t>(red[red.size() - 1 - d]->size) : 1;
+    args.kept_div[d] = fast_div(args.kept_shape[d]);
+    args.red_div[d] = fast_div(args.red_shape[d]);
   }
   for (int k = 0; k < pl.nops; ++k) {
     args.ptr[k] = reinterpret_cast<uint64_t>(L.inputs[k].data) + off[k];
@@ -96,7 +98,7 @@ Status run_piece(const Plan& pl, const FixedVector<const Dim*, kMaxRank + 1>& ke
   args.chunk = static_cast<uint32_t>(std::max<int64_t>(chunk, 1));
   auto grid = [&](int64_t lanes_per_output) {
     const int64_t per_block = kReduceBlock / lanes_per_output;
-    return static_cast<unsigned>(std::clamp<int64_t>((outputs + per_block - 1) / per_block, 1, pl.sms * (kThreadsPerSm / kReduceBlock)));
+    return static_cast<unsigned>(grid_blocks(pl.main.device.index, (outputs + per_block - 1) / per_block, kReduceBlock, 0));
   };
   if (splits == 1) return launch_one(pl.main, grid(lanes), 1, pl.stream, args);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "framejit/status.h"
+#include "runtime/cuda/launch.h"
 #include "runtime/executor.h"
 
 namespace framejit::rt::cuda {
@@ -42,6 +43,7 @@ struct ReduceArgs {
   uint64_t partial_value, partial_index;
   int64_t divisor;  // mean: count - ddof, converted to the result's type by the kernel
   ParamValue params[kMaxKernelParams];
+  FastDiv kept_div[kReduceRank], red_div[kReduceRank];  // Note [Division by a run-time size]
 };
 constexpr int kRedOutputs = 0, kRedCount = 4, kRedKeptRank = 8, kRedRedRank = 12, kRedKeptShape = 16;
 constexpr int kRedRedShape = kRedKeptShape + 4 * kReduceRank;
@@ -55,14 +57,17 @@ constexpr int kRedOutStride = kRedOut + 8;
 constexpr int kRedPartialValue = kRedOutStride + 8 * kReduceRank, kRedPartialIndex = kRedPartialValue + 8;
 constexpr int kRedDivisor = kRedPartialIndex + 8;
 constexpr int kRedParams = kRedDivisor + 8;
-constexpr int kRedSize = kRedParams + 8 * kMaxKernelParams;
+constexpr int kRedKeptDiv = kRedParams + 8 * kMaxKernelParams;
+constexpr int kRedRedDiv = kRedKeptDiv + 8 * kReduceRank;
+constexpr int kRedSize = kRedRedDiv + 8 * kReduceRank;
 static_assert(offsetof(ReduceArgs, kept_shape) == kRedKeptShape && offsetof(ReduceArgs, red_shape) == kRedRedShape &&
               offsetof(ReduceArgs, lanes_log2) == kRedLanesLog2 && offsetof(ReduceArgs, splits) == kRedSplits &&
               offsetof(ReduceArgs, chunk) == kRedChunk && offsetof(ReduceArgs, ptr) == kRedPtr &&
               offsetof(ReduceArgs, kept_stride) == kRedKeptStride && offsetof(ReduceArgs, red_stride) == kRedRedStride &&
               offsetof(ReduceArgs, out) == kRedOut && offsetof(ReduceArgs, out_stride) == kRedOutStride &&
               offsetof(ReduceArgs, partial_value) == kRedPartialValue && offsetof(ReduceArgs, divisor) == kRedDivisor &&
-              offsetof(ReduceArgs, params) == kRedParams && sizeof(ReduceArgs) == kRedSize);
+              offsetof(ReduceArgs, params) == kRedParams && offsetof(ReduceArgs, kept_div) == kRedKeptDiv &&
+              offsetof(ReduceArgs, red_div) == kRedRedDiv && sizeof(ReduceArgs) == kRedSize);
 
 /// Runs a reduction on the kernels' device, on framejit's stream: `launch.row` is the reduction
 /// entry, `launch.column` its combine entry; `launch.inputs` holds every operand of the kernel

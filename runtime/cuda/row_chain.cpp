@@ -12,7 +12,6 @@ namespace framejit::rt::cuda {
 namespace {
 
 constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
-constexpr int64_t kThreadsPerSm = 2048;
 
 }  // namespace
 
@@ -103,7 +102,10 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   }
   args.rows = static_cast<uint32_t>(rows);
   args.lead_rank = static_cast<uint32_t>(std::max(lead, 1));
-  for (int d = 0; d < kChainLeadRank; ++d) args.lead_shape[d] = d < lead ? static_cast<uint32_t>(parts[0].shape[lead - 1 - d]) : 1;
+  for (int d = 0; d < kChainLeadRank; ++d) {
+    args.lead_shape[d] = d < lead ? static_cast<uint32_t>(parts[0].shape[lead - 1 - d]) : 1;
+    args.lead_div[d] = fast_div(args.lead_shape[d]);
+  }
   // Lanes per row as a reduction of the longest part picks them: about 8 elements a lane.
   int lanes_log2 = 0;
   while ((1 << lanes_log2) < kChainBlock && (int64_t{8} << lanes_log2) < longest) ++lanes_log2;
@@ -116,9 +118,8 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   args.cache_on = cache_on;
   args.group_bytes = cache_on ? static_cast<uint32_t>(group_bytes) : 0;
   const auto shared = static_cast<unsigned>(cache_on ? group_bytes * per_block : 0);
-  const int sms = multiprocessors(kernel.device.index);
-  const auto blocks = static_cast<unsigned>(
-      std::clamp<int64_t>((rows + per_block - 1) / per_block, 1, int64_t{sms} * (kThreadsPerSm / kChainBlock)));
+  const auto blocks =
+      static_cast<unsigned>(grid_blocks(kernel.device.index, (rows + per_block - 1) / per_block, kChainBlock, shared));
   void* params[] = {&args};
   return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, shared,
                 *st, params);

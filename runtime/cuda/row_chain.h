@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "framejit/status.h"
+#include "runtime/cuda/launch.h"
 #include "runtime/executor.h"
 
 namespace framejit::rt::cuda {
@@ -54,6 +55,7 @@ struct ChainArgs {
   int64_t lead_stride[kChainSlots][kChainLeadRank];
   int64_t inner[kChainSlots];
   ParamValue params[kChainParams];
+  FastDiv lead_div[kChainLeadRank];  // Note [Division by a run-time size]
 };
 constexpr int kChainRows = 0, kChainLeadRankAt = 4, kChainLanesLog2 = 8, kChainCacheOn = 12, kChainGroupBytes = 16;
 constexpr int kChainCacheOffset = 20;
@@ -67,14 +69,16 @@ constexpr int kChainPtr = kChainDivisor + 8 * kChainParts;
 constexpr int kChainLeadStride = kChainPtr + 8 * kChainSlots;
 constexpr int kChainInner = kChainLeadStride + 8 * kChainLeadRank * kChainSlots;
 constexpr int kChainParamsAt = kChainInner + 8 * kChainSlots;
-constexpr int kChainSize = kChainParamsAt + 8 * kChainParams;
+constexpr int kChainLeadDiv = kChainParamsAt + 8 * kChainParams;
+constexpr int kChainSize = kChainLeadDiv + 8 * kChainLeadRank;
 static_assert(offsetof(ChainArgs, cache_on) == kChainCacheOn && offsetof(ChainArgs, group_bytes) == kChainGroupBytes &&
               offsetof(ChainArgs, cache_offset) == kChainCacheOffset && offsetof(ChainArgs, cache_n) == kChainCacheN &&
               offsetof(ChainArgs, cache_chunks) == kChainCacheChunks && offsetof(ChainArgs, lead_shape) == kChainLeadShape && offsetof(ChainArgs, n) == kChainN &&
               offsetof(ChainArgs, nvec) == kChainNvec &&
               offsetof(ChainArgs, divisor) == kChainDivisor && offsetof(ChainArgs, ptr) == kChainPtr &&
               offsetof(ChainArgs, lead_stride) == kChainLeadStride && offsetof(ChainArgs, inner) == kChainInner &&
-              offsetof(ChainArgs, params) == kChainParamsAt && sizeof(ChainArgs) == kChainSize);
+              offsetof(ChainArgs, params) == kChainParamsAt && offsetof(ChainArgs, lead_div) == kChainLeadDiv &&
+              sizeof(ChainArgs) == kChainSize);
 
 /// One part of a chain as the run bound it: its iteration space (the chain's lead dims, then its
 /// row), its operands broadcast to it (inputs, then a kernel's outputs or a reduction's stored

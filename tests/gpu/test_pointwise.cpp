@@ -124,6 +124,28 @@ std::vector<Case> catalog() {
     ir.output_dtypes = {t};
     add("gelu_chain_f32", ir);
   }
+  // The GPU benchmark's form: 0.5 y (1 + tanh(0.79788 (y + 0.044715 y^3))) / (1 + exp(-x)), y = x a + b.
+  {
+    const DType t = DType::Float32;
+    PointwiseKernelIR ir;
+    ir.input_dtypes = {t};
+    ir.param_dtypes = {DType::Float64, DType::Float64};
+    ir.body = {{ScalarOp::Load, t, -1, -1, 0, 0},      {ScalarOp::Param, t, -1, -1, 0, 0},
+               {ScalarOp::Param, t, -1, -1, 1, 0},     {ScalarOp::Mul, t, 0, 1, -1, 0},
+               {ScalarOp::Add, t, 3, 2, -1, 0},        {ScalarOp::Mul, t, 4, 4, -1, 0},
+               {ScalarOp::Mul, t, 5, 4, -1, 0},        {ScalarOp::Const, t, -1, -1, -1, 0.044715},
+               {ScalarOp::Mul, t, 7, 6, -1, 0},        {ScalarOp::Add, t, 4, 8, -1, 0},
+               {ScalarOp::Const, t, -1, -1, -1, 0.7978845608028654}, {ScalarOp::Mul, t, 10, 9, -1, 0},
+               {ScalarOp::Tanh, t, 11, -1, -1, 0},     {ScalarOp::Const, t, -1, -1, -1, 1},
+               {ScalarOp::Add, t, 13, 12, -1, 0},      {ScalarOp::Const, t, -1, -1, -1, 0.5},
+               {ScalarOp::Mul, t, 15, 4, -1, 0},       {ScalarOp::Mul, t, 16, 14, -1, 0},
+               {ScalarOp::Neg, t, 0, -1, -1, 0},       {ScalarOp::Exp, t, 18, -1, -1, 0},
+               {ScalarOp::Add, t, 13, 19, -1, 0},      {ScalarOp::Div, t, 13, 20, -1, 0},
+               {ScalarOp::Mul, t, 17, 21, -1, 0}};
+    ir.outputs = {22};
+    ir.output_dtypes = {t};
+    add("gelu_tanh_chain_f32", ir);
+  }
   return out;
 }
 
