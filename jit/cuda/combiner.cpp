@@ -2,8 +2,6 @@
 // butterflies and the block-wide step through shared memory.
 #include "jit/cuda/combiner_p.h"
 
-#include <array>
-#include <vector>
 
 namespace framejit::jit::cuda {
 
@@ -188,53 +186,5 @@ void Combiner::block_combine(const std::string& acc, const std::string& acc_i, c
   }
 }
 
-
-std::vector<std::string> strided_offsets(PtxWriter& w_, const std::string& idx, const std::string& rank,
-                                         const std::array<std::string, 3>& shape, const std::array<FastDivRegs, 3>& div,
-                                         const std::vector<std::array<std::string, 4>>& strides) {
-  const size_t n = strides.size();
-  std::vector<std::string> off(n);
-  for (auto& o : off) {
-    o = w_.reg(64);
-    w_.op("mov.u64 " + o + ", 0");
-  }
-  std::string done = w_.label(), q = w_.reg(32), wide = w_.reg(64), last = w_.reg(1);
-  w_.op("mov.u32 " + q + ", " + idx);
-  auto add = [&](const std::string& coord, int d) {
-    w_.op("cvt.u64.u32 " + wide + ", " + coord);
-    for (size_t k = 0; k < n; ++k) w_.op("mad.lo.s64 " + off[k] + ", " + wide + ", " + strides[k][d] + ", " + off[k]);
-  };
-  for (int d = 0; d < 4 - 1; ++d) {
-    std::string divide = w_.label();
-    w_.op("setp.ne.u32 " + last + ", " + rank + ", " + std::to_string(d + 1));
-    w_.op("@" + last + " bra " + divide);
-    add(q, d);
-    w_.op("bra " + done);
-    w_.place(divide);
-    std::string nq = w_.reg(32), c = w_.reg(32);
-    fast_divide(w_, nq, q, div[d]);
-    w_.op("mul.lo.u32 " + c + ", " + nq + ", " + shape[d]);
-    w_.op("sub.u32 " + c + ", " + q + ", " + c);
-    add(c, d);
-    w_.op("mov.u32 " + q + ", " + nq);
-  }
-  add(q, 4 - 1);
-  w_.place(done);
-  return off;
-}
-
-
-FastDivRegs load_fast_div(PtxWriter& w, const std::string& args, int offset) {
-  FastDivRegs f{w.reg(32), w.reg(32)};
-  w.op("ld.param.v2.u32 {" + f.magic + ", " + f.shift + "}, [" + args + "+" + std::to_string(offset) + "]");
-  return f;
-}
-
-void fast_divide(PtxWriter& w, const std::string& q, const std::string& x, const FastDivRegs& d) {
-  std::string wide = w.reg(64);
-  w.op("mul.wide.u32 " + wide + ", " + x + ", " + d.magic);
-  w.op("shr.b64 " + wide + ", " + wide + ", " + d.shift);
-  w.op("cvt.u32.u64 " + q + ", " + wide);
-}
 
 }  // namespace framejit::jit::cuda

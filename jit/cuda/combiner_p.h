@@ -3,9 +3,7 @@
 // reduction and row-chain generators.
 #pragma once
 
-#include <array>
 #include <string>
-#include <vector>
 
 #include "jit/cuda/element_emitter_p.h"
 
@@ -57,21 +55,5 @@ private:
   rt::DType t_;
   bool arg_;
 };
-
-/// A size's division registers (Note [Division by a run-time size] in runtime/cuda/launch.h).
-struct FastDivRegs {
-  std::string magic, shift;
-};
-/// Loads the FastDiv at `offset` of the parameter struct `args`.
-FastDivRegs load_fast_div(PtxWriter& w, const std::string& args, int offset);
-/// q = x / d for x below 2^31.
-void fast_divide(PtxWriter& w, const std::string& q, const std::string& x, const FastDivRegs& d);
-
-/// Byte offsets (64-bit registers) of position `idx` in a space of `rank` dims (a register; at
-/// most 4 dims, innermost first, `shape` the sizes of all but the outermost, which takes the
-/// remaining quotient; `div` their divisions), one per set of strides.
-std::vector<std::string> strided_offsets(PtxWriter& w, const std::string& idx, const std::string& rank,
-                                         const std::array<std::string, 3>& shape, const std::array<FastDivRegs, 3>& div,
-                                         const std::vector<std::array<std::string, 4>>& strides);
 
 }  // namespace framejit::jit::cuda

@@ -6,7 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "jit/cuda/combiner_p.h"
+#include "jit/cuda/element_emitter_p.h"
+#include "jit/cuda/indexing_p.h"
 #include "jit/lower/lowering.h"
 #include "runtime/cuda/launch.h"
 
@@ -59,9 +60,9 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
   w.op("ld.param.u32 " + n + ", " + at(abi::kArgsN));
   w.op("ld.param.u32 " + rank + ", " + at(abi::kArgsRank));
   w.op("ld.param.u32 " + nvec + ", " + at(abi::kArgsNvec));
-  std::string shape[abi::kLaunchRank];
-  FastDivRegs div[abi::kLaunchRank];
-  for (int d = 0; d < abi::kLaunchRank - 1; ++d) {  // the outermost dim is never divided by
+  std::array<std::string, 3> shape;  // the outermost dim is never divided by
+  std::array<FastDivRegs, 3> div;
+  for (int d = 0; d < abi::kLaunchRank - 1; ++d) {
     shape[d] = w.reg(32);
     w.op("ld.param.u32 " + shape[d] + ", " + at(abi::kArgsShape + 4 * d));
     div[d] = load_fast_div(w, args, abi::kArgsDiv + 8 * d);
@@ -76,43 +77,13 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
       w.op("ld.param.u64 " + stride[k][d] + ", " + at(abi::kArgsStride + 8 * (abi::kLaunchRank * k + d)));
     }
   }
-  std::string rank_is[abi::kLaunchRank];  // rank_is[d]: rank == d + 1
-  for (int d = 0; d < abi::kLaunchRank - 1; ++d) {
-    rank_is[d] = w.reg(1);
-    w.op("setp.eq.u32 " + rank_is[d] + ", " + rank + ", " + std::to_string(d + 1));
-  }
+  const std::array<std::string, 3> rank_is = rank_predicates(w, rank);
+
   const std::vector<std::string> hoisted = e.hoist(ir, args, abi::kArgsParams);
 
-  // Each operand's address of element `idx` (coordinates innermost first; the last used dim
-  // takes the remaining quotient).
+  // Each operand's address of element `idx`.
   auto addresses = [&](const std::string& idx) {
-    std::vector<std::string> off(nops);
-    for (int k = 0; k < nops; ++k) {
-      off[k] = w.reg(64);
-      w.op("mov.u64 " + off[k] + ", 0");
-    }
-    std::string done = w.label();
-    std::string q = w.reg(32), wide = w.reg(64);
-    w.op("mov.u32 " + q + ", " + idx);
-    auto add_coord = [&](const std::string& coord, int d) {
-      w.op("cvt.u64.u32 " + wide + ", " + coord);
-      for (int k = 0; k < nops; ++k) w.op("mad.lo.s64 " + off[k] + ", " + wide + ", " + stride[k][d] + ", " + off[k]);
-    };
-    for (int d = 0; d < abi::kLaunchRank - 1; ++d) {
-      std::string divide = w.label();
-      w.op("@!" + rank_is[d] + " bra.uni " + divide);
-      add_coord(q, d);
-      w.op("bra.uni " + done);
-      w.place(divide);
-      std::string nq = w.reg(32), c = w.reg(32);
-      fast_divide(w, nq, q, div[d]);
-      w.op("mul.lo.u32 " + c + ", " + nq + ", " + shape[d]);
-      w.op("sub.u32 " + c + ", " + q + ", " + c);
-      add_coord(c, d);
-      w.op("mov.u32 " + q + ", " + nq);
-    }
-    add_coord(q, abi::kLaunchRank - 1);
-    w.place(done);
+    std::vector<std::string> off = strided_offsets(w, idx, rank_is, shape, div, stride);
     std::vector<std::string> addr(nops);
     for (int k = 0; k < nops; ++k) {
       addr[k] = w.reg(64);
@@ -223,15 +194,7 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
   w.op("ret");
   if (!e.failed().empty()) return Status::unsupported(e.failed());
 
-  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
-  // The loop IR, as comments.
-  const std::string text = ir.to_string();
-  for (size_t from = 0; from < text.size();) {
-    size_t end = text.find('\n', from);
-    if (end == std::string::npos) end = text.size();
-    ptx += "// " + text.substr(from, end - from) + "\n";
-    from = end + 1;
-  }
+  std::string ptx = module_header(ir.to_string());
   ptx += "\n.visible .entry " + name + "(\n\t.param .align 8 .b8 " + args + "[" + std::to_string(abi::kArgsSize) + "]\n)\n{\n";
   ptx += w.body();
   ptx += "}\n";

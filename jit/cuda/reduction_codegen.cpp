@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "jit/cuda/combiner_p.h"
+#include "jit/cuda/indexing_p.h"
 #include "jit/cuda/pointwise_codegen.h"
 #include "runtime/cuda/reduction.h"
 
@@ -56,14 +57,11 @@ Expected<std::string> ReductionEmitter::body() {
   const std::string bt = btype(t_);
   const int vbytes = reg_bits(t_) / 8;
 
-  std::string tid = w_.reg(32), ntid = w_.reg(32), ctaid = w_.reg(32), nctaid = w_.reg(32), y = w_.reg(32);
-  w_.op("mov.u32 " + tid + ", %tid.x");
-  w_.op("mov.u32 " + ntid + ", %ntid.x");
-  w_.op("mov.u32 " + ctaid + ", %ctaid.x");
-  w_.op("mov.u32 " + nctaid + ", %nctaid.x");
+  std::string y = w_.reg(32);
   w_.op("mov.u32 " + y + ", %ctaid.y");
   const std::string outputs = u32(abi::kRedOutputs), count = u32(abi::kRedCount);
-  const std::string kept_rank = u32(abi::kRedKeptRank), red_rank = u32(abi::kRedRedRank);
+  const std::array<std::string, 3> kept_rank_is = rank_predicates(w_, u32(abi::kRedKeptRank));
+  const std::array<std::string, 3> red_rank_is = rank_predicates(w_, u32(abi::kRedRedRank));
   std::array<std::string, 3> kept_shape, red_shape;
   std::array<FastDivRegs, 3> kept_div, red_div;
   for (int d = 0; d < 3; ++d) {
@@ -72,14 +70,9 @@ Expected<std::string> ReductionEmitter::body() {
     kept_div[d] = load_fast_div(w_, "args", abi::kRedKeptDiv + 8 * d);
     red_div[d] = load_fast_div(w_, "args", abi::kRedRedDiv + 8 * d);
   }
-  const std::string lanes_log2 = u32(abi::kRedLanesLog2), splits = u32(abi::kRedSplits), chunk = u32(abi::kRedChunk);
-  std::string lanes = w_.reg(32), lane = w_.reg(32), group = w_.reg(32), groups = w_.reg(32);
-  w_.op("mov.u32 " + lanes + ", 1");
-  w_.op("shl.b32 " + lanes + ", " + lanes + ", " + lanes_log2);
-  w_.op("sub.u32 " + lane + ", " + lanes + ", 1");
-  w_.op("and.b32 " + lane + ", " + tid + ", " + lane);
-  w_.op("shr.u32 " + group + ", " + tid + ", " + lanes_log2);
-  w_.op("shr.u32 " + groups + ", " + ntid + ", " + lanes_log2);
+  const std::string splits = u32(abi::kRedSplits), chunk = u32(abi::kRedChunk);
+  LaneGroups g(w_, u32(abi::kRedLanesLog2));
+  const std::string &lanes = g.lanes, &lane = g.lane;
 
   // Operands: each input's (and the stored values') pointer with its kept and reduced strides; the
   // output's pointer and kept strides.
@@ -103,17 +96,11 @@ Expected<std::string> ReductionEmitter::body() {
   w_.op("add.u32 " + r_end + ", " + r_begin + ", " + chunk);
   w_.op("min.u32 " + r_end + ", " + r_end + ", " + count);
 
-  std::string tile = w_.reg(32), o = w_.reg(32), p = w_.reg(1), active = w_.reg(1);
-  std::string tile_loop = w_.label(), done = w_.label();
-  w_.op("mov.u32 " + tile + ", " + ctaid);
-  w_.place(tile_loop);
-  w_.op("mul.lo.u32 " + o + ", " + tile + ", " + groups);
-  w_.op("setp.ge.u32 " + p + ", " + o + ", " + outputs);
-  w_.op("@" + p + " bra.uni " + done);  // the same for the whole block
-  w_.op("add.u32 " + o + ", " + o + ", " + group);
-  w_.op("setp.lt.u32 " + active + ", " + o + ", " + outputs);
+  std::string p = w_.reg(1);
+  g.open(outputs);
+  const std::string &o = g.item, &active = g.active;
 
-  std::vector<std::string> kept_off = strided_offsets(w_, o, kept_rank, kept_shape, kept_div, kept_stride);
+  std::vector<std::string> kept_off = strided_offsets(w_, o, kept_rank_is, kept_shape, kept_div, kept_stride);
   std::vector<std::string> base(nops);
   for (int k = 0; k < nops; ++k) {
     base[k] = w_.reg(64);
@@ -149,7 +136,7 @@ Expected<std::string> ReductionEmitter::body() {
         w_.op("ld.global.b64 " + v_i + ", [" + addr + "]");
       }
     } else {
-      std::vector<std::string> red_off = strided_offsets(w_, rr, red_rank, red_shape, red_div, red_stride);
+      std::vector<std::string> red_off = strided_offsets(w_, rr, red_rank_is, red_shape, red_div, red_stride);
       std::vector<std::string> addr(nops), in(nin);
       for (int k = 0; k < nops; ++k) {
         addr[k] = w_.reg(64);
@@ -170,14 +157,11 @@ Expected<std::string> ReductionEmitter::body() {
   w_.place(elem_done);
 
   // The group's lanes, then (a group of the whole block) the warps.
-  std::string warp_lanes = w_.reg(32);
-  w_.op("min.u32 " + warp_lanes + ", " + lanes + ", 32");
-  c_.butterfly(acc, acc_i, warp_lanes, 16);
+  c_.butterfly(acc, acc_i, g.warp_lanes, 16);
   {
     std::string skip = w_.label();
-    w_.op("setp.le.u32 " + p + ", " + lanes + ", 32");
-    w_.op("@" + p + " bra.uni " + skip);
-    c_.block_combine(acc, acc_i, tid, ntid, false);
+    w_.op("@!" + g.block_group + " bra.uni " + skip);
+    c_.block_combine(acc, acc_i, g.tid, g.ntid, false);
     w_.place(skip);
   }
 
@@ -215,9 +199,7 @@ Expected<std::string> ReductionEmitter::body() {
     w_.place(stored);
   }
   w_.place(skip_store);
-  w_.op("add.u32 " + tile + ", " + tile + ", " + nctaid);
-  w_.op("bra.uni " + tile_loop);
-  w_.place(done);
+  g.close();
   w_.op("ret");
   if (!e_.failed().empty()) return Status::unsupported(e_.failed());
   return w_.body();
@@ -255,14 +237,7 @@ bool reduction_supported(const ReductionKernelIR& r) {
 
 Expected<std::string> reduction_ptx(const ReductionKernelIR& r, const std::string& name) {
   if (!reduction_supported(r)) return Status::unsupported("the PTX generator does not support this reduction");
-  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
-  const std::string text = r.to_string();
-  for (size_t from = 0; from < text.size();) {
-    size_t end = text.find('\n', from);
-    if (end == std::string::npos) end = text.size();
-    ptx += "// " + text.substr(from, end - from) + "\n";
-    from = end + 1;
-  }
+  std::string ptx = module_header(r.to_string());
   ptx += "\n" + Combiner::shared_declarations();
   for (bool combine : {false, true}) {
     ReductionEmitter e(r, combine);

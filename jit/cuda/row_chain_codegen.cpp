@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "jit/cuda/combiner_p.h"
+#include "jit/cuda/indexing_p.h"
 #include "jit/cuda/pointwise_codegen.h"
 #include "jit/cuda/reduction_codegen.h"
 #include "runtime/cuda/row_chain.h"
@@ -67,29 +68,15 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
     return v;
   };
 
-  std::string tid = w.reg(32), ntid = w.reg(32), ctaid = w.reg(32), nctaid = w.reg(32);
-  w.op("mov.u32 " + tid + ", %tid.x");
-  w.op("mov.u32 " + ntid + ", %ntid.x");
-  w.op("mov.u32 " + ctaid + ", %ctaid.x");
-  w.op("mov.u32 " + nctaid + ", %nctaid.x");
+  LaneGroups g(w, u32(abi::kChainLanesLog2));
+  const std::string &lanes = g.lanes, &lane = g.lane, &group = g.group, &block_group = g.block_group;
   const std::string rows = u32(abi::kChainRows), lead_rank = u32(abi::kChainLeadRankAt);
-  const std::string lanes_log2 = u32(abi::kChainLanesLog2);
   std::array<std::string, 3> lead_shape;
   std::array<FastDivRegs, 3> lead_div;
   for (int d = 0; d < 3; ++d) {
     lead_shape[d] = u32(abi::kChainLeadShape + 4 * d);
     lead_div[d] = load_fast_div(w, "args", abi::kChainLeadDiv + 8 * d);
   }
-  std::string lanes = w.reg(32), lane = w.reg(32), group = w.reg(32), groups = w.reg(32), warp_lanes = w.reg(32);
-  std::string block_group = w.reg(1);
-  w.op("mov.u32 " + lanes + ", 1");
-  w.op("shl.b32 " + lanes + ", " + lanes + ", " + lanes_log2);
-  w.op("sub.u32 " + lane + ", " + lanes + ", 1");
-  w.op("and.b32 " + lane + ", " + tid + ", " + lane);
-  w.op("shr.u32 " + group + ", " + tid + ", " + lanes_log2);
-  w.op("shr.u32 " + groups + ", " + ntid + ", " + lanes_log2);
-  w.op("min.u32 " + warp_lanes + ", " + lanes + ", 32");
-  w.op("setp.gt.u32 " + block_group + ", " + lanes + ", 32");
 
   // Slots in ABI order, with their pointers, lead strides and inner strides.
   struct PartSlots {
@@ -165,16 +152,10 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
     w.place(synced);
   };
 
-  std::string tile = w.reg(32), row = w.reg(32), p = w.reg(1), active = w.reg(1);
-  std::string tile_loop = w.label(), done = w.label();
-  w.op("mov.u32 " + tile + ", " + ctaid);
-  w.place(tile_loop);
-  w.op("mul.lo.u32 " + row + ", " + tile + ", " + groups);
-  w.op("setp.ge.u32 " + p + ", " + row + ", " + rows);
-  w.op("@" + p + " bra.uni " + done);  // the same for the whole block
-  w.op("add.u32 " + row + ", " + row + ", " + group);
-  w.op("setp.lt.u32 " + active + ", " + row + ", " + rows);
-  std::vector<std::string> lead_off = strided_offsets(w, row, lead_rank, lead_shape, lead_div, lead_stride);
+  std::string p = w.reg(1);
+  g.open(rows);
+  const std::string &row = g.item, &active = g.active;
+  std::vector<std::string> lead_off = strided_offsets(w, row, rank_predicates(w, lead_rank), lead_shape, lead_div, lead_stride);
   std::vector<std::string> base(ptr.size());
   for (size_t s = 0; s < ptr.size(); ++s) {
     base[s] = w.reg(64);
@@ -361,10 +342,10 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
     if (part.reduction) {
       // Every lane of the group ends with the row's value: the butterfly leaves it in each lane
       // of a warp's group; a block's group broadcasts it through shared memory.
-      c.butterfly(acc, "", warp_lanes, 16);
+      c.butterfly(acc, "", g.warp_lanes, 16);
       std::string skip = w.label();
       w.op("@!" + block_group + " bra.uni " + skip);
-      c.block_combine(acc, "", tid, ntid, true);
+      c.block_combine(acc, "", g.tid, g.ntid, true);
       w.place(skip);
       result[j] = c.finish(part.red, acc, at(abi::kChainDivisor + 8 * static_cast<int>(j)));
       std::string store = w.reg(1);
@@ -379,20 +360,11 @@ Expected<std::string> row_chain_ptx(const RowChainIR& chain, const std::string& 
     // caches overwrite what this row's parts read.
     group_barrier();
   }
-  w.op("add.u32 " + tile + ", " + tile + ", " + nctaid);
-  w.op("bra.uni " + tile_loop);
-  w.place(done);
+  g.close();
   w.op("ret");
   if (!e.failed().empty()) return Status::unsupported(e.failed());
 
-  std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
-  const std::string text = chain.to_string();
-  for (size_t from = 0; from < text.size();) {
-    size_t end = text.find('\n', from);
-    if (end == std::string::npos) end = text.size();
-    ptx += "// " + text.substr(from, end - from) + "\n";
-    from = end + 1;
-  }
+  std::string ptx = module_header(chain.to_string());
   ptx += "\n" + Combiner::shared_declarations() + ".extern .shared .align 16 .b8 fj_rows[];\n";
   ptx += "\n.visible .entry " + name + "(\n\t.param .align 8 .b8 args[" + std::to_string(abi::kChainSize) + "]\n)\n{\n";
   ptx += w.body();
