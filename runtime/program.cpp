@@ -562,9 +562,7 @@ bool run_fused_chain(Run& run, const ChainStep& chain, const Bound* b) {
   for (size_t j = 0; j < n; ++j) {
     const ChainStep::Part& p = chain.parts[j];
     const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
-    for (size_t k = 0; k < inputs.size(); ++k)
-      for (size_t i = 0; i < j; ++i)
-        forwarded[j][k] = forwarded[j][k] || (chain.parts[i].reduction && chain.parts[i].red.output == inputs[k]);
+    for (size_t k = 0; k < inputs.size(); ++k) forwarded[j][k] = chain.forwarded[j][k] >= 0;
     cuda::RowChainPart& c = parts[j];
     c.reduction = p.reduction;
     c.rank = b[j].rank;
@@ -576,7 +574,7 @@ bool run_fused_chain(Run& run, const ChainStep& chain, const Bound* b) {
     c.out_strides = b[j].out_strides;
     c.divisor = b[j].count - (p.reduction ? p.red.ddof : 0);
     c.forwarded = forwarded[j];
-    c.cached = j < chain.cached.size() ? chain.cached[j].data() : nullptr;
+    c.cached = chain.cached[j].data();
     c.params = b[j].params;
     c.num_params = b[j].nparams;
     // Only last-axis reductions fuse: one that reduces anything else runs part by part.

@@ -163,8 +163,9 @@ struct ChainStep {
   /// A device backend's one kernel for the whole chain (jit's RowChainIR), or null. Used when the
   /// bound layout fits it (rt::cuda::run_row_chain), else the parts run one by one.
   KernelPtr fused;
-  /// With `fused`: per part, per input, the fused kernel's row cache it reads, or -1.
-  std::vector<std::vector<int>> cached;
+  /// With `fused`: per part, per input, the earlier reduction part whose result the kernel takes
+  /// for it (or -1), and the row cache it reads (or -1).
+  std::vector<std::vector<int>> forwarded, cached;
 };
 constexpr int kMaxChainParts = kMaxRowLaunches;
 

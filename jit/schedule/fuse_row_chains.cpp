@@ -57,9 +57,14 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
       }
       ir.parts.push_back(std::move(part));
     }
-    // Arrays of 4 or 8 bytes an element that several parts read from memory get a row cache.
+    // Arrays of 4 or 8 bytes an element that several parts read from memory get a row cache —
+    // not ones a part of the chain writes: caches are filled when a row starts.
     std::vector<int> cache_value;  // per cache: the value id
-    std::vector<std::vector<int>> cached(chain.parts.size());
+    std::vector<int> written;
+    for (const rt::ChainStep::Part& p : chain.parts) {
+      if (!p.reduction) written.insert(written.end(), p.kernel.outputs.begin(), p.kernel.outputs.end());
+      else written.insert(written.end(), {p.red.output, p.red.value_output});
+    }
     for (size_t j = 0; j < chain.parts.size() && fits; ++j) {
       const rt::ChainStep::Part& p = chain.parts[j];
       const std::vector<int>& inputs = p.reduction ? p.red.inputs : p.kernel.inputs;
@@ -69,7 +74,9 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
         const int v = inputs[k];
         int q = -1;
         const int size = rt::dtype_itemsize(pir.input_dtypes[k]);
-        if (part.forwarded[k] < 0 && (size == 4 || size == 8)) {
+        // (A folded view's memory is its source's, which the chain may write.)
+        const bool chain_writes = program.is_folded(v) || std::find(written.begin(), written.end(), v) != written.end();
+        if (part.forwarded[k] < 0 && !chain_writes && (size == 4 || size == 8)) {
           for (size_t c = 0; c < cache_value.size(); ++c)
             if (cache_value[c] == v) q = static_cast<int>(c);
           int readers = 0;
@@ -85,7 +92,6 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
         }
         part.cached.push_back(q);
       }
-      cached[j] = part.cached;
     }
     ir.caches = static_cast<int>(cache_value.size());
     const std::string what = "chain of " + std::to_string(chain.parts.size()) + " parts";
@@ -94,13 +100,16 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
       continue;
     }
     auto fused = backend.compile(ir);
-    if (fused) {
-      chain.fused = *fused;
-      chain.cached = std::move(cached);
-    }
-    else if (fused.error().code() != StatusCode::Unsupported) return fused.error();
+    if (!fused && fused.error().code() != StatusCode::Unsupported) return fused.error();
     if (log)
-      rt::log_write(rt::LogTopic::Kernels, what + (fused ? ": one row-chain kernel" : ": runs part by part (" + fused.error().message() + ")"));
+      rt::log_write(rt::LogTopic::Kernels,
+                    what + (fused ? ": one row-chain kernel" : ": runs part by part (" + fused.error().message() + ")"));
+    if (!fused) continue;
+    chain.fused = *fused;
+    for (const RowChainIR::Part& part : ir.parts) {
+      chain.forwarded.push_back(part.forwarded);
+      chain.cached.push_back(part.cached);
+    }
   }
   return Status::ok();
 }

@@ -240,3 +240,22 @@ def test_softmax_and_layernorm(shape):
                                np.asarray(ln(framejit.tensor(x), framejit.tensor(w), framejit.tensor(b))),
                                rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(host(sm(cuda(x))), softmax(x.astype(np.float64)), rtol=1e-5, atol=1e-7)
+
+
+def test_chains_that_write_what_they_read():
+    # Arrays a chain writes and reads again, views of reduction results, several outputs: the
+    # fused row kernel gives what the CPU gives (row caches hold only arrays no part writes).
+    def f(x, y):
+        t = x * 2 + y
+        s = t.sum(axis=-1, keepdims=True)
+        m = t.max(axis=-1)
+        return t, t / s, m, (t - m[:, None]) * 0.5
+
+    cf = framejit.compile(f)
+    for shape in ((5, 7), (64, 300), (300, 4096)):
+        # Positive values: sums without cancellation, so t / s compares closely whatever the order.
+        x, y = (np.abs(finite_array(shape, "float32", seed)) + 0.5 for seed in (11, 12))
+        got = cf(cuda(x), cuda(y))
+        want = f(framejit.tensor(x), framejit.tensor(y))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(host(g), np.asarray(w), rtol=1e-4, atol=1e-5)
