@@ -3,6 +3,7 @@
 // framejit_codegen_tests binary, which does not link libpython).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -207,6 +208,76 @@ TEST(Program, SoftmaxChainAndFoldedTransposeRunWithoutPython) {
     }
   }
   release_all(host, vals);
+}
+
+// A backend that fuses row chains the way a device backend does (Note [Row chains on a device]),
+// with the x86 backend's kernels for the parts: what the scheduler gives the fused kernel can be
+// checked without a GPU. The program is inspected, not run.
+class RowChainRecorder final : public Backend {
+public:
+  std::string_view name() const override { return "row-chain recorder"; }
+  bool supports(const PointwiseKernelIR& ir) const override { return x86::backend().supports(ir); }
+  bool supports(const ReductionKernelIR& ir) const override { return x86::backend().supports(ir); }
+  rt::GemmFn gemm(DType t) const override { return x86::backend().gemm(t); }
+  Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) override { return x86::backend().compile(ir); }
+  Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) override { return x86::backend().compile(ir); }
+  bool fuses_row_chains() const override { return true; }
+  bool stores_reduction_operands() const override { return false; }
+  Expected<KernelArtifact> compile(const RowChainIR& chain) override {
+    chains.push_back(chain);
+    return KernelArtifact(std::make_shared<rt::Kernel>());
+  }
+  std::vector<RowChainIR> chains;
+};
+
+TEST(Program, RowChainsForwardReductionsAndCacheRereadInputs) {
+  // softmax(x) as one row-chain kernel: the reductions' results reach later parts directly, and x,
+  // which every part reads, gets a row cache.
+  Graph g;
+  int x = g.add_placeholder("x", f32({4, 6}));
+  int mx = call(g, OpKind::Max, {Arg::node(x)}, f32({4, 1}), axis_attrs({1}, true));
+  int sub = call(g, OpKind::Sub, {Arg::node(x), Arg::node(mx)}, f32({4, 6}));
+  int ex = call(g, OpKind::Exp, {Arg::node(sub)}, f32({4, 6}));
+  int sm = call(g, OpKind::Sum, {Arg::node(ex)}, f32({4, 1}), axis_attrs({1}, true));
+  int div = call(g, OpKind::Div, {Arg::node(ex), Arg::node(sm)}, f32({4, 6}));
+  g.set_output({Arg::node(div)});
+  ASSERT_TRUE(g.verify());
+
+  RowChainRecorder backend;
+  auto compiled = compile_graph(g, backend);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  ASSERT_EQ(backend.chains.size(), 1u) << compiled->plan.to_string(g);
+  const RowChainIR& c = backend.chains[0];
+  ASSERT_EQ(c.parts.size(), 3u) << c.to_string();
+  EXPECT_TRUE(c.parts[0].reduction && c.parts[1].reduction && !c.parts[2].reduction);
+  EXPECT_FALSE(c.parts[1].red.store_value) << "a device recomputes exp instead of storing it";
+  // The sum reads max's result from part 0; the division reads both results from their parts.
+  auto forwards = [](const RowChainIR::Part& p, int from) {
+    return std::count(p.forwarded.begin(), p.forwarded.end(), from);
+  };
+  EXPECT_EQ(forwards(c.parts[1], 0), 1) << c.to_string();
+  EXPECT_EQ(forwards(c.parts[2], 0), 1) << c.to_string();
+  EXPECT_EQ(forwards(c.parts[2], 1), 1) << c.to_string();
+  // x: one row cache, read by every part.
+  EXPECT_EQ(c.caches, 1) << c.to_string();
+  for (const RowChainIR::Part& p : c.parts) EXPECT_EQ(std::count(p.cached.begin(), p.cached.end(), 0), 1) << c.to_string();
+  // The program's chain step carries the same choices for the launcher.
+  int chains = 0;
+  for (const rt::Step& s : compiled->program.steps) {
+    if (s.kind != rt::Step::Kind::Chain) continue;
+    ++chains;
+    EXPECT_TRUE(s.chain().fused);
+    ASSERT_EQ(s.chain().forwarded.size(), 3u);
+    EXPECT_EQ(s.chain().forwarded[2], c.parts[2].forwarded);
+    EXPECT_EQ(s.chain().cached[1], c.parts[1].cached);
+  }
+  EXPECT_EQ(chains, 1);
+
+  // The x86 backend blocks rows of separate kernels instead: no fused kernel.
+  auto x86 = compile_graph(g, x86::backend());
+  ASSERT_TRUE(x86);
+  for (const rt::Step& st : x86->program.steps)
+    if (st.kind == rt::Step::Kind::Chain) EXPECT_FALSE(st.chain().fused);
 }
 
 TEST(Program, GemmWithEpilogueAndVarianceRunWithoutPython) {
