@@ -5,6 +5,7 @@
     ... --backend eager            # the reference interpreter instead of the JIT
     ... --time-budget 30           # stop generating after 30 s
     ... --replay 17                # only program 17 of the seed (what a failure report names)
+    ... --device cuda              # the compiled side on framejit.Tensors on the GPU (or cpu)
 
 How a program is made
 ---------------------
@@ -36,6 +37,17 @@ both raised: whatever CPython wrote before raising must be there.
 For the tolerance, variables that may share memory form classes (a view joins its operand's,
 aliasing arguments start in one); a write makes the whole class as inexact as the value written.
 Int and bool targets only take exact values, constants within the target's range.
+
+Devices (--device)
+------------------
+By default both sides take NumPy arrays. With `--device cpu` or `--device cuda` the compiled
+function takes framejit.Tensors on that device instead (made from the same arrays; on cuda a copy,
+so arguments that alias on the CPU do not on the GPU) and its results and arguments come back as
+NumPy values for the comparison. A program the device does not run yet (NotImplementedError, or a
+NumPy function the Tensor protocols decline) is counted as unsupported, not as a failure: the
+summary says how many programs each device ran. The reference stays CPython with NumPy arrays,
+so a mismatch is either the device's or framejit.Tensor's own difference from NumPy: replay it
+with `--device cpu` to tell which.
 
 Tolerance policy (Note [Exactness])
 -----------------------------------
@@ -1130,8 +1142,42 @@ def compare(exp, act, inexact, tol, path="result"):
     return None
 
 
-def run_program(prog, framejit, backend, ref=None):
-    """Runs `prog` on its three calls; returns None or a mismatch message."""
+class Unsupported(str):
+    """run_program's answer for a program the device does not run yet (not a mismatch)."""
+
+
+def to_device(args, framejit, device):
+    """`args` for the compiled side: arrays as framejit.Tensors on `device` (None: as they are)."""
+    if device is None:
+        return args
+    return [framejit.tensor(x, device=device) if isinstance(x, np.ndarray) else x for x in args]
+
+
+def from_device(v, framejit, like):
+    """A compiled result or argument as NumPy would hold it: Tensors as arrays, and a 0-d array
+    as a NumPy scalar where NumPy gave one (`like`)."""
+    if isinstance(v, tuple):
+        return tuple(from_device(x, framejit, like[i] if isinstance(like, tuple) and i < len(like) else None)
+                     for i, x in enumerate(v))
+    if isinstance(v, framejit.Tensor):
+        v = np.asarray(v.cpu())
+        if isinstance(like, np.generic) and v.ndim == 0:
+            v = v[()]
+    return v
+
+
+def device_declined(exc):
+    """Whether the compiled side's exception says the device does not run this yet."""
+    if isinstance(exc, NotImplementedError):
+        return True
+    # The Tensor type lacks the method, the write or the NumPy function (its protocols declined).
+    text = str(exc)
+    return isinstance(exc, (TypeError, AttributeError)) and any(
+        k in text for k in ("__array_function__", "__array_ufunc__", "framejit.Tensor", "'Tensor' object"))
+
+
+def run_program(prog, framejit, backend, ref=None, device=None):
+    """Runs `prog` on its three calls; returns None, a mismatch message, or Unsupported."""
     taint = prog.taints()
     inexact = [taint.get(n, False) for n in prog.ret]
     if not prog.ret_tuple:
@@ -1149,9 +1195,14 @@ def run_program(prog, framejit, backend, ref=None):
             _measure(x)
         n = max([np.size(x) for x in ref_args] + [1])
         want, want_exc = call(ref_fn, ref_args)
-        args = make_inputs(prog.specs, dims, seed)
+        args = to_device(make_inputs(prog.specs, dims, seed), framejit, device)
         got, got_exc = call(cf, args)
         where = f"call {label} (sizes {dims})"
+        if device is not None:
+            if got_exc is not None and device_declined(got_exc):
+                return Unsupported(f"{where}: {type(got_exc).__name__}: {got_exc}")
+            got = from_device(got, framejit, want)
+            args = [from_device(x, framejit, x0) for x, x0 in zip(args, ref_args)]
         if want_exc is not None:
             if got_exc is None:
                 return f"{where}: CPython raised {type(want_exc).__name__}: {want_exc}, " \
@@ -1283,16 +1334,23 @@ def main(argv=None):
                     "(known framejit bugs a fixed-seed run must step over; see test_fuzz.py)")
     ap.add_argument("--no-reduce", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program")
+    ap.add_argument("--device", default="numpy", choices=["numpy", "cpu", "cuda"],
+                    help="what the compiled side takes: NumPy arrays, or framejit.Tensors on a device")
     opt = ap.parse_args(argv)
 
     import framejit
+
+    device = None if opt.device == "numpy" else opt.device
+    if device == "cuda" and not framejit.cuda.is_available():
+        print(f"fuzz: no CUDA device: {framejit.cuda.why_unavailable()}", flush=True)
+        return 2
 
     warnings.simplefilter("ignore")
     start = time.monotonic()
     skip = {int(i) for i in opt.skip.split(",") if i.strip()}
     indices = [opt.replay] if opt.replay is not None else \
         [i for i in range(opt.count) if i not in skip]
-    failures = ran = raising = 0
+    failures = ran = raising = unsupported = 0
     stats = {"graph_breaks": 0, "extern_calls": 0, "captured": 0}
     for index in indices:
         if opt.time_budget is not None and time.monotonic() - start > opt.time_budget:
@@ -1306,18 +1364,26 @@ def main(argv=None):
         if opt.verbose:
             print(f"--- program {index}\n{prog.source()}", flush=True)
         ran += 1
-        msg = run_program(prog, framejit, opt.backend)
+        msg = run_program(prog, framejit, opt.backend, device=device)
         if msg is None:
+            continue
+        if isinstance(msg, Unsupported):
+            unsupported += 1
+            if opt.verbose:
+                print(f"    unsupported on {device}: {msg}", flush=True)
             continue
         failures += 1
         if not opt.no_reduce:
             def fails(p):
                 try:
-                    return not _ref_broken(p) and run_program(p, framejit, opt.backend) is not None
+                    if _ref_broken(p):
+                        return False
+                    m = run_program(p, framejit, opt.backend, device=device)
+                    return m is not None and not isinstance(m, Unsupported)
                 except Exception:  # noqa: BLE001 - a broken reduction candidate
                     return False
             small = reduce_program(prog, fails)
-            msg = run_program(small, framejit, opt.backend) or msg
+            msg = run_program(small, framejit, opt.backend, device=device) or msg
             prog = small
         print(report(prog, msg, opt.seed, index, opt.backend), flush=True)
         if failures >= opt.max_failures:
@@ -1327,7 +1393,8 @@ def main(argv=None):
         stats[k] += st.get(k, 0)
     elapsed = time.monotonic() - start
     rate = ran / elapsed * 60 if elapsed > 0 else 0.0
-    print(f"fuzz: seed {opt.seed} backend {opt.backend}: {ran} programs in {elapsed:.1f} s "
+    on = "" if device is None else f" device {device} ({unsupported} of them unsupported there)"
+    print(f"fuzz: seed {opt.seed} backend {opt.backend}{on}: {ran} programs in {elapsed:.1f} s "
           f"({rate:.0f}/min), {failures} failure(s); graphs {stats['captured']}, "
           f"graph breaks {stats['graph_breaks']}, extern calls {stats['extern_calls']}",
           flush=True)

@@ -85,3 +85,28 @@ def test_argument_check_catches_lost_writes():
     msg = run.run_program(prog, CopyingJit, "jit")
     assert msg is not None and "argument x0 after the call" in msg, msg
     assert run.run_program(prog, framejit, "jit") is None
+
+
+def test_device_option_runs_tensors_and_counts_what_a_device_declines():
+    """--device cpu runs the compiled side on framejit.Tensors (results and arguments back as
+    NumPy values); programs the Tensor type cannot run are counted, not failed; --device cuda
+    without a GPU says so instead of running."""
+    run = _load_run()
+    warnings.simplefilter("ignore")
+    outcomes = [run.run_program(run.gen_program(1, i), framejit, "jit", device="cpu") for i in range(40)]
+    # Most programs compare equal on Tensors; some are declined; none crash the fuzzer.
+    assert sum(m is None for m in outcomes) >= 10, outcomes
+    assert any(isinstance(m, run.Unsupported) for m in outcomes), outcomes
+    # A write through a Tensor is declined (the Tensor type has no item assignment yet).
+    assert run.device_declined(TypeError("'Tensor' object does not support item assignment"))
+    assert not run.device_declined(TypeError("unsupported operand type(s)"))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    out = subprocess.run([sys.executable, str(RUN), "--seed", "1", "--count", "60", "--device", "cpu",
+                          "--max-failures", "100", "--no-reduce"], env=env, capture_output=True, text=True,
+                         timeout=240).stdout
+    assert "device cpu (" in out and "unsupported there" in out, out[-3000:]
+    if not framejit.cuda.is_available():
+        proc = subprocess.run([sys.executable, str(RUN), "--count", "5", "--device", "cuda"], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and "no CUDA device" in proc.stdout
