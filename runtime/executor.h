@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "runtime/dtype.h"
+#include "runtime/fixed_vector.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/views.h"
 
@@ -119,6 +120,19 @@ struct ReductionLaunch {
   const ParamValue* params = nullptr;
   int num_params = 0;
 };
+
+/// One dim of a reduction's iteration space with every operand's byte stride: the inputs, then
+/// the output (0 along reduced dims, so all the elements reduced into an output share it).
+struct ReductionDim {
+  int64_t size = 1;
+  bool reduced = false;
+  int64_t stride[kMaxKernelOperands + 1] = {};
+};
+/// `launch`'s iteration space as Note [Reduction layouts] in runtime/reduction_executor.cpp
+/// orders it: size-1 dims dropped, the rest by stride (argmax/argmin: in logical order), and
+/// neighbours of one kind that every operand steps through as one merged, into `out` (emptied
+/// first; room for one more dim stays for the caller).
+void reduction_dims(const ReductionLaunch& launch, FixedVector<ReductionDim, kMaxRank + 1>& out);
 
 /// Runs a reduction: picks the kernel form from the layout (reduced elements innermost in memory:
 /// the row kernel; kept elements innermost: the column kernel, which streams whole rows), splits

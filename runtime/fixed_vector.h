@@ -14,6 +14,8 @@ public:
   void push_back(const T& v) { items_[size_++] = v; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
+  void clear() { size_ = 0; }
+  void resize(size_t n) { size_ = n; }  // n <= size(): drops the tail
   T& operator[](size_t i) { return items_[i]; }
   const T& operator[](size_t i) const { return items_[i]; }
   T& back() { return items_[size_ - 1]; }

@@ -24,13 +24,7 @@ constexpr int64_t kColumnChunk = 1 << 14;
 // slices of 4 K elements (4 or 8 pages) still stream well.
 constexpr int64_t kMinColumnChunk = 1 << 12;
 
-// One dimension of the iteration space with every operand's byte stride: the inputs, then the
-// output (stride 0 along reduced dims, so all the elements reduced into an output share it).
-struct Dim {
-  int64_t size = 1;
-  bool reduced = false;
-  int64_t stride[kMaxKernelOperands + 1] = {};
-};
+using Dim = ReductionDim;
 
 // Walks some dims in C order (last fastest): the operands' byte offsets of the idx-th position.
 struct Walk {
@@ -96,39 +90,49 @@ bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
 // thread count. argmax/argmin keep the logical dim order (the index is a position, not an
 // address) and use the row kernel only: a single axis is one strided row per output, and the
 // whole array is C-order rows combined here by `later_row_wins`.
-void run_reduction(const ReductionLaunch& L) {
-  const int nin = L.num_inputs, nops = nin + 1;
-  const int itemsize = dtype_itemsize(L.value_dtype);
-  FixedVector<Dim, kMaxRank> dims;  // no heap per launch
+void reduction_dims(const ReductionLaunch& L, FixedVector<ReductionDim, kMaxRank + 1>& out) {
+  const int n = L.num_inputs;  // operands; the output's strides follow
+  out.clear();
   for (int d = 0; d < L.rank; ++d) {
-    if (L.shape[d] == 0) return;  // no outputs (a reduced dim of 0 is the caller's to handle)
     if (L.shape[d] == 1) continue;
     Dim x;
     x.size = L.shape[d];
     x.reduced = L.reduced[d];
-    for (int k = 0; k < nin; ++k) x.stride[k] = L.inputs[k].strides[d];
-    x.stride[nin] = L.reduced[d] ? 0 : L.out_strides[d];
-    dims.push_back(x);
+    for (int k = 0; k < n; ++k) x.stride[k] = L.inputs[k].strides[d];
+    x.stride[n] = L.reduced[d] ? 0 : L.out_strides[d];
+    out.push_back(x);
   }
   if (!L.arg) {
     auto key = [&](const Dim& x) {
       int64_t m = 0;
-      for (int k = 0; k < nin; ++k) m = std::max<int64_t>(m, x.stride[k] < 0 ? -x.stride[k] : x.stride[k]);
+      for (int k = 0; k < n; ++k) m = std::max<int64_t>(m, x.stride[k] < 0 ? -x.stride[k] : x.stride[k]);
       return m;
     };
-    std::stable_sort(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) { return key(a) > key(b); });
+    std::stable_sort(out.begin(), out.end(), [&](const Dim& a, const Dim& b) { return key(a) > key(b); });
   }
-  FixedVector<Dim, kMaxRank + 1> merged;
-  for (const Dim& x : dims) {
-    bool merge = !merged.empty() && merged.back().reduced == x.reduced;
-    for (int k = 0; merge && k < nops; ++k) merge = merged.back().stride[k] == x.stride[k] * x.size;
+  // Merge in place: dims [0, kept) are final.
+  size_t kept = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Dim x = out[i];
+    bool merge = kept > 0 && out[kept - 1].reduced == x.reduced;
+    for (int k = 0; merge && k <= n; ++k) merge = out[kept - 1].stride[k] == x.stride[k] * x.size;
     if (merge) {
-      merged.back().size *= x.size;
-      for (int k = 0; k < nops; ++k) merged.back().stride[k] = x.stride[k];
+      out[kept - 1].size *= x.size;
+      for (int k = 0; k <= n; ++k) out[kept - 1].stride[k] = x.stride[k];
     } else {
-      merged.push_back(x);
+      out[kept++] = x;
     }
   }
+  out.resize(kept);
+}
+
+void run_reduction(const ReductionLaunch& L) {
+  const int nin = L.num_inputs, nops = nin + 1;
+  const int itemsize = dtype_itemsize(L.value_dtype);
+  for (int d = 0; d < L.rank; ++d)
+    if (L.shape[d] == 0) return;  // no outputs (a reduced dim of 0 is the caller's to handle)
+  FixedVector<Dim, kMaxRank + 1> merged;
+  reduction_dims(L, merged);
   int rdim = -1;
   for (int i = 0; i < static_cast<int>(merged.size()); ++i)
     if (merged[i].reduced) rdim = i;

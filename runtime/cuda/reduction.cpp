@@ -18,11 +18,7 @@ constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
 // gives each SM this many has enough loads in flight to hide memory latency.
 constexpr int64_t kThreadsPerSm = 2048;
 
-struct Dim {
-  int64_t size = 1;
-  bool reduced = false;
-  int64_t stride[kMaxKernelOperands + 1] = {};  // operands, then the output (0 along reduced dims)
-};
+using Dim = ReductionDim;
 
 struct Plan {
   const ReductionLaunch& L;
@@ -150,36 +146,10 @@ Status run_reduction(const ReductionLaunch& L) {
   if (!st) return st.error();
   const int sms = multiprocessors(L.row->device.index);
 
-  // Size-1 dims dropped; sum/prod/max/min order the dims by stride (the innermost in memory
-  // last) while argmax/argmin keep the logical order (their index is a position); neighbours of
-  // one kind that every operand steps through as one merge.
-  FixedVector<Dim, kMaxRank> dims;
-  for (int d = 0; d < L.rank; ++d) {
-    if (L.shape[d] == 1) continue;
-    Dim x;
-    x.size = L.shape[d];
-    x.reduced = L.reduced[d];
-    for (int k = 0; k < nops; ++k) x.stride[k] = L.inputs[k].strides[d];
-    x.stride[nops] = L.reduced[d] ? 0 : L.out_strides[d];
-    dims.push_back(x);
-  }
-  auto key = [&](const Dim& x) {
-    int64_t m = 0;
-    for (int k = 0; k < nops; ++k) m = std::max<int64_t>(m, x.stride[k] < 0 ? -x.stride[k] : x.stride[k]);
-    return m;
-  };
-  if (!L.arg) std::stable_sort(dims.begin(), dims.end(), [&](const Dim& a, const Dim& b) { return key(a) > key(b); });
-  FixedVector<Dim, kMaxRank> merged;
-  for (const Dim& x : dims) {
-    bool merge = !merged.empty() && merged.back().reduced == x.reduced;
-    for (int k = 0; merge && k <= nops; ++k) merge = merged.back().stride[k] == x.stride[k] * x.size;
-    if (merge) {
-      merged.back().size *= x.size;
-      for (int k = 0; k <= nops; ++k) merged.back().stride[k] = x.stride[k];
-    } else {
-      merged.push_back(x);
-    }
-  }
+  // Note [Reduction layouts] in runtime/reduction_executor.cpp (dims of size 0 kept: a count of 0
+  // launches, and the kernel stores the identity).
+  FixedVector<Dim, kMaxRank + 1> merged;
+  reduction_dims(L, merged);
   FixedVector<const Dim*, kMaxRank + 1> kept, red;
   for (const Dim& x : merged) (x.reduced ? red : kept).push_back(&x);
   int64_t count = 1;
