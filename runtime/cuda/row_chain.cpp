@@ -15,13 +15,15 @@ constexpr int64_t kMaxIndex = (int64_t{1} << 31) - 1;
 
 }  // namespace
 
-Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count) {
+Status plan_row_chain(const RowChainPart* parts, int count, RowChainLaunch& launch) {
   if (count < 1 || count > kChainParts) return Status::unsupported("chain length");
   const int rank = parts[0].rank;
   const int lead = rank - 1;
   if (rank < 1 || lead > kChainLeadRank) return Status::unsupported("chain rank");
-  ChainArgs args;
+  ChainArgs& args = launch.args;
   std::memset(&args, 0, sizeof args);
+  launch.tiles = 0;
+  launch.shared = 0;
   int64_t rows = 1, longest = 0;
   for (int d = 0; d < lead; ++d) rows *= parts[0].shape[d];
   int slot = 0, param = 0;
@@ -69,7 +71,7 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
     std::copy_n(p.params, p.num_params, args.params + param);
     param += p.num_params;
   }
-  if (rows == 0) return Status::ok();
+  if (rows == 0) return Status::ok();  // no tiles: nothing to launch
   // Row caches: on when each cached array is contiguous along the row wherever it is read, with
   // one row length, and every group's caches fit in shared memory.
   int64_t cache_n[kChainCaches] = {}, cache_size[kChainCaches] = {};
@@ -111,17 +113,24 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   while ((1 << lanes_log2) < kChainBlock && (int64_t{8} << lanes_log2) < longest) ++lanes_log2;
   if ((1 << lanes_log2) > 32) while ((1 << lanes_log2) < kChainBlock) ++lanes_log2;
   args.lanes_log2 = static_cast<uint32_t>(lanes_log2);
-  auto st = stream(kernel.device.index);
-  if (!st) return st.error();
   const int64_t per_block = kChainBlock >> lanes_log2;
   cache_on = cache_on && caches > 0 && group_bytes * per_block <= kChainCacheBytes;
   args.cache_on = cache_on;
   args.group_bytes = cache_on ? static_cast<uint32_t>(group_bytes) : 0;
-  const auto shared = static_cast<unsigned>(cache_on ? group_bytes * per_block : 0);
-  const auto blocks =
-      static_cast<unsigned>(grid_blocks(kernel.device.index, (rows + per_block - 1) / per_block, kChainBlock, shared));
-  void* params[] = {&args};
-  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, shared,
+  launch.shared = static_cast<unsigned>(cache_on ? group_bytes * per_block : 0);
+  launch.tiles = (rows + per_block - 1) / per_block;
+  return Status::ok();
+}
+
+Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count) {
+  RowChainLaunch l;
+  FJ_PROPAGATE(plan_row_chain(parts, count, l));
+  if (l.tiles == 0) return Status::ok();
+  auto st = stream(kernel.device.index);
+  if (!st) return st.error();
+  const auto blocks = static_cast<unsigned>(grid_blocks(kernel.device.index, l.tiles, kChainBlock, l.shared));
+  void* params[] = {&l.args};
+  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, l.shared,
                 *st, params);
 }
 

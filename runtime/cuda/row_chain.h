@@ -99,6 +99,17 @@ struct RowChainPart {
   int num_params = 0;
 };
 
+/// A fused chain's launch: its arguments, the dynamic shared memory its row caches take, and the
+/// tiles (groups of rows, one per block) it covers.
+struct RowChainLaunch {
+  ChainArgs args;
+  int64_t tiles = 0;
+  unsigned shared = 0;
+};
+/// Plans the launch of a fused chain over bound parts (no device call: tests/cpp checks it).
+/// Unsupported, as run_row_chain says, when the layout does not fit the kernel.
+Status plan_row_chain(const RowChainPart* parts, int count, RowChainLaunch& launch);
+
 /// Runs a fused chain kernel over bound parts on framejit's stream. Unsupported (and nothing
 /// issued) when the layout does not fit the kernel: parts that disagree on the leading dims, more
 /// than kChainLeadRank of them, 2^31 rows or elements, or a forwarded input that is not broadcast

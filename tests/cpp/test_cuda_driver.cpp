@@ -2,12 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdint>
 #include <cstdlib>
-#include <random>
 
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/launch.h"
 
 namespace framejit::rt::cuda {
 namespace {
@@ -46,28 +43,5 @@ TEST(CudaDriver, CheckNamesTheCallAndTheError) {
 }
 
 }  // namespace
-
-// Note [Division by a run-time size]: the multiply and shift give x / d for every dividend a
-// kernel divides (below 2^31), at the edges and at random.
-TEST(CudaLaunch, FastDivisionIsExactBelow2To31) {
-  using framejit::rt::cuda::fast_div;
-  std::mt19937 rng(3);
-  std::uniform_int_distribution<uint32_t> any_x(0, 0x7FFFFFFFu);
-  auto check = [](uint32_t d, uint32_t x) {
-    const auto f = fast_div(d);
-    const uint32_t q = static_cast<uint32_t>((uint64_t{x} * f.magic) >> f.shift);
-    ASSERT_EQ(q, x / d) << x << " / " << d;
-  };
-  std::vector<uint32_t> divisors = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 100, 127, 128, 129, 255, 256, 1000, 4095, 4096,
-                                    65535, 65536, 65537, 1u << 30, (1u << 30) + 1, 0x7FFFFFFFu, 0x80000000u};
-  for (int i = 0; i < 2000; ++i) divisors.push_back(1 + any_x(rng) % (i % 2 ? 1000 : 0x7FFFFFFF));
-  for (uint32_t d : divisors) {
-    for (uint32_t x : {0u, 1u, d - 1, d, d + 1, 2 * d - 1, 0x7FFFFFFFu, 0x7FFFFFFEu}) check(d, x & 0x7FFFFFFFu);
-    for (int k = 0; k < 200; ++k) check(d, any_x(rng));
-    const uint32_t top = 0x7FFFFFFFu / d * d;  // the largest multiple below 2^31 and its neighbour
-    check(d, top);
-    if (top) check(d, top - 1);
-  }
-}
 
 }  // namespace framejit::rt::cuda
