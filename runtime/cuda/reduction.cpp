@@ -41,13 +41,6 @@ Status launch_one(const Kernel& k, unsigned grid_x, unsigned grid_y, CUstream st
                 stream, params);
 }
 
-// Lanes per output when the reduced elements are adjacent in memory: enough that each lane reads
-// about 8 of them, either at most a warp or the whole block (Note [CUDA reduction kernel ABI]).
-int64_t row_lanes(int64_t count) {
-  int64_t lanes = 1;
-  while (lanes < kReduceBlock && lanes * 8 < count) lanes *= 2;
-  return lanes > 32 ? kReduceBlock : lanes;
-}
 
 // One launch (or two, with splits) over kept dims `kept` and reduced dims `red` (outermost first,
 // at most kReduceRank each, fewer than 2^31 positions each) from byte offset `off` per operand.
@@ -80,18 +73,11 @@ Status run_piece(const Plan& pl, const FixedVector<const Dim*, kMaxRank + 1>& ke
   args.divisor = count - L.ddof;
   std::copy_n(L.params, L.num_params, args.params);  // NB: not memcpy: L.params may be null
 
-  const int64_t lanes = rows_adjacent ? row_lanes(count) : 1;
-  const int64_t target = pl.sms * kThreadsPerSm;
-  int64_t splits = 1;
-  if (outputs * lanes < target / 2 && count >= lanes * 64) {
-    splits = std::min({(target + outputs * lanes - 1) / (outputs * lanes), count / (lanes * 32), int64_t{65535}});
-    splits = std::max<int64_t>(splits, 1);
-  }
-  const int64_t chunk = (count + splits - 1) / splits;
-  splits = count ? (count + chunk - 1) / chunk : 1;
+  const ReduceShape sh = reduce_shape(outputs, count, rows_adjacent, pl.sms);
+  const int64_t lanes = sh.lanes, splits = sh.splits;
   args.lanes_log2 = static_cast<uint32_t>(log2_of(lanes));
   args.splits = static_cast<uint32_t>(splits);
-  args.chunk = static_cast<uint32_t>(std::max<int64_t>(chunk, 1));
+  args.chunk = static_cast<uint32_t>(sh.chunk);
   auto grid = [&](int64_t lanes_per_output) {
     const int64_t per_block = kReduceBlock / lanes_per_output;
     return static_cast<unsigned>(grid_blocks(pl.main.device.index, (outputs + per_block - 1) / per_block, kReduceBlock, 0));
@@ -108,7 +94,7 @@ Status run_piece(const Plan& pl, const FixedVector<const Dim*, kMaxRank + 1>& ke
   args.partial_index = args.partial_value + n * vbytes;
   Status s = launch_one(pl.main, grid(lanes), static_cast<unsigned>(splits), pl.stream, args);
   if (s) {
-    const int64_t combine_lanes = splits > 1024 ? kReduceBlock : row_lanes(splits);
+    const int64_t combine_lanes = sh.combine_lanes;
     args.count = static_cast<uint32_t>(splits);
     args.splits = 1;
     args.chunk = static_cast<uint32_t>(splits);
@@ -139,6 +125,28 @@ Status run_kept(const Plan& pl, FixedVector<const Dim*, kMaxRank + 1> kept,
 }
 
 }  // namespace
+
+int64_t row_lanes(int64_t count) {
+  int64_t lanes = 1;
+  while (lanes < kReduceBlock && lanes * 8 < count) lanes *= 2;
+  return lanes > 32 ? kReduceBlock : lanes;
+}
+
+ReduceShape reduce_shape(int64_t outputs, int64_t count, bool rows_adjacent, int sms) {
+  ReduceShape sh;
+  sh.lanes = rows_adjacent ? row_lanes(count) : 1;
+  // Few outputs and many elements each: split them until the launch fills every SM.
+  const int64_t target = int64_t{sms} * kThreadsPerSm;
+  if (outputs * sh.lanes < target / 2 && count >= sh.lanes * 64) {
+    sh.splits = std::min({(target + outputs * sh.lanes - 1) / (outputs * sh.lanes), count / (sh.lanes * 32), int64_t{65535}});
+    sh.splits = std::max<int64_t>(sh.splits, 1);
+  }
+  const int64_t chunk = (count + sh.splits - 1) / sh.splits;
+  sh.splits = count ? (count + chunk - 1) / chunk : 1;
+  sh.chunk = std::max<int64_t>(chunk, 1);
+  sh.combine_lanes = sh.splits > 1024 ? kReduceBlock : row_lanes(sh.splits);
+  return sh;
+}
 
 Status run_reduction(const ReductionLaunch& L) {
   const int nops = L.num_inputs;

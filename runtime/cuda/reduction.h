@@ -69,6 +69,17 @@ static_assert(offsetof(ReduceArgs, kept_shape) == kRedKeptShape && offsetof(Redu
               offsetof(ReduceArgs, params) == kRedParams && offsetof(ReduceArgs, kept_div) == kRedKeptDiv &&
               offsetof(ReduceArgs, red_div) == kRedRedDiv && sizeof(ReduceArgs) == kRedSize);
 
+/// Lanes per output when the reduced elements are adjacent in memory: enough that each lane reads
+/// about 8 of them, either at most a warp or the whole block (Note [CUDA reduction kernel ABI]).
+int64_t row_lanes(int64_t count);
+/// How a launch of `outputs` results of `count` elements each is laid out on `sms` SMs: lanes per
+/// output, the slices each output's elements are split into (and their length), and the combine
+/// entry's lanes. Shapes alone decide it, so results are the same run to run.
+struct ReduceShape {
+  int64_t lanes = 1, splits = 1, chunk = 1, combine_lanes = 1;
+};
+ReduceShape reduce_shape(int64_t outputs, int64_t count, bool rows_adjacent, int sms);
+
 /// Runs a reduction on the kernels' device, on framejit's stream: `launch.row` is the reduction
 /// entry, `launch.column` its combine entry; `launch.inputs` holds every operand of the kernel
 /// (the values' array last when it stores them). Returns once the work is issued.

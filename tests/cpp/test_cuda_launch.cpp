@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/cuda/launch.h"
+#include "runtime/cuda/reduction.h"
 #include "runtime/cuda/row_chain.h"
 
 namespace framejit::rt::cuda {
@@ -160,6 +161,40 @@ TEST(CudaRowChain, LayoutsTheKernelCannotTakeAreDeclined) {
   std::vector<Part> none = softmax(0, 64, 0x100000);
   ASSERT_TRUE(plan(none, l));
   EXPECT_EQ(l.tiles, 0);
+}
+
+// Note [CUDA reduction kernel ABI]: lanes by row length, splits only when outputs are too few to
+// fill the device (132 SMs here), partials combined by enough lanes.
+TEST(CudaReduction, LanesAndSplitsFollowTheShape) {
+  EXPECT_EQ(reduce_shape(300, 7, true, 132).lanes, 1);
+  EXPECT_EQ(reduce_shape(130, 100, true, 132).lanes, 16);
+  EXPECT_EQ(reduce_shape(40, 5000, true, 132).lanes, kReduceBlock);
+  EXPECT_EQ(reduce_shape(8192, 8192, true, 132).splits, 1) << "rows enough to fill the device";
+  // One row of 2^20: a block per slice of 8192, 128 slices, combined by 16 lanes.
+  const ReduceShape all = reduce_shape(1, 1 << 20, true, 132);
+  EXPECT_EQ(all.lanes, kReduceBlock);
+  EXPECT_EQ(all.splits, 128);
+  EXPECT_EQ(all.chunk, 8192);
+  EXPECT_EQ(all.combine_lanes, 16);
+  EXPECT_EQ(all.splits * all.chunk, 1 << 20);
+  // Columns: a thread per output; three tall columns are split into slices of 32 rows.
+  EXPECT_EQ(reduce_shape(2000, 300, false, 132).lanes, 1);
+  const ReduceShape tall = reduce_shape(3, 200000, false, 132);
+  EXPECT_EQ(tall.lanes, 1);
+  EXPECT_EQ(tall.chunk, 32);
+  EXPECT_EQ(tall.splits, 6250);
+  EXPECT_EQ(tall.combine_lanes, kReduceBlock);
+  // Nothing to reduce: one slice, and each output gets the identity.
+  const ReduceShape none = reduce_shape(4, 0, true, 132);
+  EXPECT_EQ(none.splits, 1);
+  EXPECT_EQ(none.chunk, 1);
+  // Every element in exactly one slice, whatever the split.
+  for (int64_t count : {1, 63, 64, 65, 4095, 100003, 1 << 22})
+    for (int64_t outputs : {1, 3, 1000}) {
+      const ReduceShape sh = reduce_shape(outputs, count, outputs == 3, 132);
+      EXPECT_GE(sh.splits * sh.chunk, count);
+      EXPECT_LT((sh.splits - 1) * sh.chunk, count);
+    }
 }
 
 }  // namespace
