@@ -94,6 +94,18 @@ void fast_divide(PtxWriter& w, const std::string& q, const std::string& x, const
   w.op("cvt.u32.u64 " + q + ", " + wide);
 }
 
+std::string param_u32(PtxWriter& w, int offset) {
+  std::string v = w.reg(32);
+  w.op("ld.param.u32 " + v + ", " + param_at(offset));
+  return v;
+}
+
+std::string param_u64(PtxWriter& w, int offset) {
+  std::string v = w.reg(64);
+  w.op("ld.param.u64 " + v + ", " + param_at(offset));
+  return v;
+}
+
 std::string module_header(const std::string& ir_text) {
   std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\n";
   for (size_t from = 0; from < ir_text.size();) {

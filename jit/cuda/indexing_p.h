@@ -50,6 +50,12 @@ std::vector<std::string> strided_offsets(PtxWriter& w, const std::string& idx, c
                                          const std::array<std::string, 3>& shape, const std::array<FastDivRegs, 3>& div,
                                          const std::vector<std::array<std::string, 4>>& strides);
 
+/// `[args+offset]`: a kernel's parameter struct (every generator names it `args`).
+inline std::string param_at(int offset) { return "[args+" + std::to_string(offset) + "]"; }
+/// A register loaded with the 32- or 64-bit field at `offset` of the parameter struct.
+std::string param_u32(PtxWriter& w, int offset);
+std::string param_u64(PtxWriter& w, int offset);
+
 /// A module's opening: the PTX version and target, then `ir_text` (the loop IR) as comments.
 std::string module_header(const std::string& ir_text);
 

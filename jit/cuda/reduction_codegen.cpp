@@ -28,17 +28,8 @@ public:
   Expected<std::string> body();
 
 private:
-  std::string at(int offset) const { return "[args+" + std::to_string(offset) + "]"; }
-  std::string u32(int offset) {
-    std::string v = w_.reg(32);
-    w_.op("ld.param.u32 " + v + ", " + at(offset));
-    return v;
-  }
-  std::string u64(int offset) {
-    std::string v = w_.reg(64);
-    w_.op("ld.param.u64 " + v + ", " + at(offset));
-    return v;
-  }
+  std::string u32(int offset) { return param_u32(w_, offset); }
+  std::string u64(int offset) { return param_u64(w_, offset); }
 
   const ReductionKernelIR& r_;
   PointwiseKernelIR ir_;
@@ -181,7 +172,7 @@ Expected<std::string> ReductionEmitter::body() {
     if (arg_) {
       w_.op("st.global.b64 [" + addr + "], " + acc_i);
     } else {
-      e_.store(t_, addr, c_.finish(r_, acc, at(abi::kRedDivisor)));
+      e_.store(t_, addr, c_.finish(r_, acc, param_at(abi::kRedDivisor)));
     }
     if (!combine_) {
       w_.op("bra " + stored);

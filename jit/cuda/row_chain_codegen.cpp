@@ -20,8 +20,6 @@ namespace {
 using rt::DType;
 namespace abi = rt::cuda;
 
-std::string at(int offset) { return "[args+" + std::to_string(offset) + "]"; }
-
 }  // namespace
 
 bool row_chain_supported(const RowChainIR& chain) {
@@ -70,16 +68,8 @@ private:
     std::vector<int> in, out;
   };
 
-  std::string u32(int offset) {
-    std::string v = w_.reg(32);
-    w_.op("ld.param.u32 " + v + ", " + at(offset));
-    return v;
-  }
-  std::string u64(int offset) {
-    std::string v = w_.reg(64);
-    w_.op("ld.param.u64 " + v + ", " + at(offset));
-    return v;
-  }
+  std::string u32(int offset) { return param_u32(w_, offset); }
+  std::string u64(int offset) { return param_u64(w_, offset); }
   void declare_slots();
   void declare_caches();
   void fill_caches();
@@ -188,7 +178,7 @@ void RowChainEmitter::declare_caches() {
   w_.op("mad.lo.u32 " + group_base + ", " + g_.group + ", " + group_bytes + ", " + group_base);
   for (int q = 0; q < chain_.caches; ++q) {
     cache_base_[q] = w_.reg(32);
-    w_.op("ld.param.u32 " + cache_base_[q] + ", " + at(abi::kChainCacheOffset + 4 * q));
+    w_.op("ld.param.u32 " + cache_base_[q] + ", " + param_at(abi::kChainCacheOffset + 4 * q));
     w_.op("add.u32 " + cache_base_[q] + ", " + cache_base_[q] + ", " + group_base);
   }
 }
@@ -412,7 +402,7 @@ void RowChainEmitter::finish_reduction(size_t j, Combiner& c, const std::string&
   w_.op("@!" + g_.block_group + " bra.uni " + skip);
   c.block_combine(acc, "", g_.tid, g_.ntid, true);
   w_.place(skip);
-  result_[j] = c.finish(part.red, acc, at(abi::kChainDivisor + 8 * static_cast<int>(j)));
+  result_[j] = c.finish(part.red, acc, param_at(abi::kChainDivisor + 8 * static_cast<int>(j)));
   std::string store = w_.reg(1);
   w_.op("setp.eq.u32 " + store + ", " + g_.lane + ", 0");
   w_.op("and.pred " + store + ", " + store + ", " + g_.active);
