@@ -19,6 +19,7 @@ namespace {
 
 using rt::DType;
 namespace abi = rt::cuda;
+static_assert(abi::kChainCaches >= RowChainIR::kMaxRowCaches, "the ABI holds every cache a chain may have");
 
 }  // namespace
 

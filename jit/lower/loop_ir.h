@@ -162,7 +162,8 @@ struct RowChainIR {
     std::vector<int> cached;
   };
   std::vector<Part> parts;
-  int caches = 0;
+  int caches = 0;  // at most kMaxRowCaches: a backend that fuses chains keeps this many
+  static constexpr int kMaxRowCaches = 4;
 
   std::string to_string() const;
 };

@@ -85,7 +85,7 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
             const std::vector<int>& in = o.reduction ? o.red.inputs : o.kernel.inputs;
             readers += std::count(in.begin(), in.end(), v) > 0;
           }
-          if (q < 0 && readers >= 2) {
+          if (q < 0 && readers >= 2 && static_cast<int>(cache_value.size()) < RowChainIR::kMaxRowCaches) {
             q = static_cast<int>(cache_value.size());
             cache_value.push_back(v);
           }

@@ -38,7 +38,7 @@ constexpr int kChainSlots = 32;
 constexpr int kChainParams = 32;
 constexpr int kChainParts = kMaxRowLaunches;
 constexpr int kChainBlock = 256;
-constexpr int kChainCaches = 4;
+constexpr int kChainCaches = 4;  // jit's RowChainIR::kMaxRowCaches (checked in jit/cuda)
 constexpr int kChainCacheBytes = 48 * 1024;  // dynamic shared memory a launch may ask for as is
 struct ChainArgs {
   uint32_t rows, lead_rank, lanes_log2, cache_on;

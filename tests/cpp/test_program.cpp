@@ -273,6 +273,26 @@ TEST(Program, RowChainsForwardReductionsAndCacheRereadInputs) {
   }
   EXPECT_EQ(chains, 1);
 
+  // Five arrays each read by the sum and the division: the first four get row caches, the chain
+  // is fused all the same.
+  Graph h;
+  std::vector<int> xs;
+  for (int i = 0; i < 5; ++i) xs.push_back(h.add_placeholder("x" + std::to_string(i), f32({4, 6})));
+  int acc = xs[0];
+  for (int i = 1; i < 5; ++i) acc = call(h, OpKind::Add, {Arg::node(acc), Arg::node(xs[i])}, f32({4, 6}));
+  int hs = call(h, OpKind::Sum, {Arg::node(acc)}, f32({4, 1}), axis_attrs({1}, true));
+  int hd = call(h, OpKind::Div, {Arg::node(acc), Arg::node(hs)}, f32({4, 6}));
+  h.set_output({Arg::node(hd)});
+  ASSERT_TRUE(h.verify());
+  RowChainRecorder five;
+  auto fused5 = compile_graph(h, five);
+  ASSERT_TRUE(fused5) << fused5.error().message();
+  ASSERT_EQ(five.chains.size(), 1u) << fused5->plan.to_string(h);
+  EXPECT_EQ(five.chains[0].caches, RowChainIR::kMaxRowCaches) << five.chains[0].to_string();
+  bool fused_step = false;
+  for (const rt::Step& st : fused5->program.steps) fused_step = fused_step || (st.kind == rt::Step::Kind::Chain && st.chain().fused);
+  EXPECT_TRUE(fused_step);
+
   // The x86 backend blocks rows of separate kernels instead: no fused kernel.
   auto x86 = compile_graph(g, x86::backend());
   ASSERT_TRUE(x86);
