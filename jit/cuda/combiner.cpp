@@ -13,12 +13,8 @@ constexpr int kSharedWarps = 32;
 }  // namespace
 
 PointwiseKernelIR twin_prologue(const ReductionKernelIR& r) {
-  PointwiseKernelIR ir = r.prologue;
-  if (r.dtype() == rt::DType::UInt64) {
-    ir.body[ir.outputs[0]].dtype = rt::DType::Int64;
-    ir.output_dtypes[0] = rt::DType::Int64;
-  }
-  return ir;
+  auto prologue = reduction_prologue(r);
+  return prologue ? *prologue : r.prologue;
 }
 
 std::string Combiner::shared_declarations() {

@@ -12,7 +12,8 @@ namespace framejit::jit::cuda {
 /// The accumulator as registers see it: uint64 (only a uint8 or bool sum's or product's
 /// accumulator, Note [Unsigned accumulators] in jit/x86/reduction_codegen.cpp) is int64's twin.
 inline rt::DType acc_type(rt::DType t) { return t == rt::DType::UInt64 ? rt::DType::Int64 : t; }
-/// `r`'s prologue with a uint64 accumulator's final cast made an int64 one (same bits).
+/// `r`'s prologue as the generators compile it (reduction_prologue in jit/lower: a uint64
+/// accumulator's final cast made an int64 one, the same bits).
 PointwiseKernelIR twin_prologue(const ReductionKernelIR& r);
 
 class Combiner {

@@ -199,31 +199,11 @@ Expected<std::string> ReductionEmitter::body() {
 }  // namespace
 
 bool reduction_supported(const ReductionKernelIR& r) {
-  const PointwiseKernelIR& ir = r.prologue;
-  if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return false;
-  const DType dtype = r.dtype();
-  const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
-  if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return false;
-  if (r.sqrt && !r.mean) return false;
-  if ((r.mean || r.store_value) && !fp) return false;
-  if (ir.input_dtypes.size() + 1 > static_cast<size_t>(rt::kMaxKernelOperands)) return false;
-  switch (dtype) {
-    case DType::Float32:
-    case DType::Float64:
-    case DType::Int32:
-    case DType::Int64:
-    case DType::UInt8: return pointwise_supported(ir);
-    case DType::Bool: return r.op != ReduceOp::Sum && r.op != ReduceOp::Prod && pointwise_supported(ir);
-    case DType::UInt64: {
-      // A uint8 or bool sum's or product's accumulator: its last cast from one of those.
-      if (r.op != ReduceOp::Sum && r.op != ReduceOp::Prod) return false;
-      const ScalarExpr& last = ir.body.at(ir.outputs[0]);
-      if (last.op != ScalarOp::Cast || last.a < 0) return false;
-      const DType from = ir.body[last.a].dtype;
-      return (from == DType::UInt8 || from == DType::Bool) && pointwise_supported(twin_prologue(r));
-    }
-    default: return false;
-  }
+  // The library's rules (jit/lower), then the pointwise generator's for the prologue, with room
+  // for the stored values' operand.
+  const auto prologue = reduction_prologue(r);
+  return prologue && pointwise_supported(*prologue) &&
+         r.prologue.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
 }
 
 Expected<std::string> reduction_ptx(const ReductionKernelIR& r, const std::string& name) {

@@ -122,4 +122,36 @@ std::string RowChainIR::to_string() const {
   return out;
 }
 
+std::optional<PointwiseKernelIR> reduction_prologue(const ReductionKernelIR& r) {
+  const PointwiseKernelIR& ir = r.prologue;
+  if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return std::nullopt;
+  const DType dtype = r.dtype();
+  const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
+  if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return std::nullopt;
+  if (r.sqrt && !r.mean) return std::nullopt;
+  if ((r.mean || r.store_value) && !fp) return std::nullopt;
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt8: return ir;
+    case DType::Bool:
+      if (r.op == ReduceOp::Sum || r.op == ReduceOp::Prod) return std::nullopt;
+      return ir;
+    case DType::UInt64: {
+      if (r.op != ReduceOp::Sum && r.op != ReduceOp::Prod) return std::nullopt;
+      const ScalarExpr& last = ir.body.at(ir.outputs[0]);
+      if (last.op != ScalarOp::Cast || last.a < 0) return std::nullopt;
+      const DType from = ir.body[last.a].dtype;
+      if (from != DType::UInt8 && from != DType::Bool) return std::nullopt;
+      PointwiseKernelIR twin = ir;
+      twin.body[ir.outputs[0]].dtype = DType::Int64;
+      twin.output_dtypes[0] = DType::Int64;
+      return twin;
+    }
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace framejit::jit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,13 @@ struct ReductionKernelIR {
   std::string to_string() const;
   std::string key() const { return to_string(); }
 };
+
+/// The prologue a backend compiles for `r`, or nothing when `r` is not a reduction the library
+/// does (Note [Integer reductions] in jit/x86/reduction_codegen.cpp: means and stored values in
+/// floats only, bool only max/min and the arg forms, uint64 only as a uint8 or bool sum's or
+/// product's accumulator). For that accumulator it is the int64 twin, the same bits (Note
+/// [Unsigned accumulators]). Backends add their own tests of the prologue.
+std::optional<PointwiseKernelIR> reduction_prologue(const ReductionKernelIR& r);
 
 /// Consecutive kernels and reductions of the last axis over the same rows, as one kernel: a device
 /// backend's form of a chain step (rt::ChainStep). Each row runs the parts in order. Part j reads

@@ -242,43 +242,11 @@ Error build_row(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
 }  // namespace
 
 bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
-  const PointwiseKernelIR& ir = r.prologue;
-  if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return false;
-  const DType dtype = r.dtype();
-  const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
-  if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return false;
-  if (r.sqrt && !r.mean) return false;
-  // Per dtype, what Note [Integer reductions] lists: means in floats only, bool only max/min and
-  // their arg forms, uint64 only as a uint8 sum's or product's accumulator.
-  if (r.mean && !fp) return false;
-  if (r.store_value && !fp) return false;
-  switch (dtype) {
-    case DType::Float32:
-    case DType::Float64:
-    case DType::Int32:
-    case DType::Int64:
-    case DType::UInt8: break;
-    case DType::Bool:
-      if (r.op == ReduceOp::Sum || r.op == ReduceOp::Prod) return false;
-      break;
-    case DType::UInt64: {
-      if (r.op != ReduceOp::Sum && r.op != ReduceOp::Prod) return false;
-      const ScalarExpr& last = ir.body.at(ir.outputs[0]);
-      if (last.op != ScalarOp::Cast || last.a < 0) return false;
-      const DType from = ir.body[last.a].dtype;
-      if (from != DType::UInt8 && from != DType::Bool) return false;
-      // Check the prologue as a pointwise kernel whose last cast is to the accumulator's int64
-      // twin (Note [Unsigned accumulators]); any other uint64 value fails that check.
-      PointwiseKernelIR twin = ir;
-      twin.body[ir.outputs[0]].dtype = DType::Int64;
-      twin.output_dtypes[0] = DType::Int64;
-      return pointwise_supported(twin, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
-    }
-    default: return false;
-  }
-  // The prologue obeys the pointwise generator's rules (same element emitter); room for the
-  // stored values' operand.
-  return pointwise_supported(ir, isa) && ir.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
+  // The library's rules (jit/lower), then the pointwise generator's for the prologue (same element
+  // emitter), with room for the stored values' operand.
+  const auto prologue = reduction_prologue(r);
+  return prologue && pointwise_supported(*prologue, isa) &&
+         r.prologue.input_dtypes.size() + 2 <= static_cast<size_t>(rt::kMaxKernelOperands);
 }
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
