@@ -32,6 +32,14 @@ public:
   virtual bool supports(const ReductionKernelIR& ir) const = 0;
   /// The GEMM entry point for products of `dtype`, or null (the product runs as an extern step).
   virtual rt::GemmFn gemm(DType dtype) const = 0;
+  /// Where its code runs: the host, or a CUDA device.
+  virtual rt::Device device() const { return {}; }
+  /// A device backend: ok when products of `dtype` run on the device (rt::GemmStep::device), else
+  /// why not.
+  virtual Status device_gemm(DType) const { return Status::unsupported("no device products"); }
+  /// A device's own product kernel with its epilogue (Note [Small device products]), or
+  /// unsupported.
+  virtual Expected<KernelArtifact> compile(const GemmKernelIR&) { return Status::unsupported("no product kernels"); }
   /// Code for one fused pointwise kernel / one reduction (shared through the kernel cache).
   virtual Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) = 0;
   virtual Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) = 0;

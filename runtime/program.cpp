@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "runtime/cuda/gemm.h"
 #include "runtime/cuda/launch.h"
 #include "runtime/cuda/reduction.h"
 #include "runtime/cuda/row_chain.h"
@@ -713,7 +714,203 @@ bool aligned_copy(ArrayRef& r, StridedLayout& layout, std::unique_ptr<char[]>& s
   return true;
 }
 
+// A device operand cuBLAS cannot read in place (no unit stride in its matrices, Note [Device
+// GEMMs]) as a C-ordered copy made by the step's pack kernel; `r` then describes the copy, which
+// `held` keeps until the caller releases it.
+bool pack_device_operand(Run& run, const GemmStep& step, ArrayRef& r, Value& held) {
+  const int64_t item = dtype_itemsize(step.dtype);
+  bool fits = !(reinterpret_cast<uintptr_t>(r.data) % static_cast<uintptr_t>(item));
+  for (int d = 0; fits && d < r.nd; ++d) fits = r.strides[d] % item == 0;
+  if (fits)
+    fits = cuda::blas_layout(r.dims[r.nd - 2], r.dims[r.nd - 1], r.strides[r.nd - 2] / item, r.strides[r.nd - 1] / item);
+  if (fits) return true;
+  const Kernel* pack = step.pack ? step.pack->get() : nullptr;
+  if (!pack) {
+    if (run.device_error.empty()) run.device_error = "a device product's operand could not be packed (no copy kernel)";
+    return run.device_ok();
+  }
+  if (!run.host.alloc(held, step.dtype, r.nd, r.dims, nullptr)) return false;
+  int64_t strides[2][kMaxRank];
+  Operand ops[2] = {operand_of(r, r.nd, strides[0]), operand_of(ref_of(held), r.nd, strides[1])};
+  Status s = cuda::run_pointwise(*pack, r.nd, r.dims, 2, ops, nullptr, 0);
+  if (!s && run.device_error.empty()) run.device_error = s.message();
+  r = ref_of(held);
+  return run.device_ok();
+}
+
+// A product on a device: framejit's small-product kernel with the epilogue inside when C has few
+// rows (Note [Small device products] in runtime/cuda/gemm.h), else cuBLASLt over the last two
+// dims (Note [Device GEMMs] in runtime/cuda/gemm.cpp), one strided batch over the last batch dim
+// per call, then the epilogue as one kernel over all of C, in place. All on the same stream.
+bool run_device_gemm_step(Run& run, const GemmStep& step) {
+  ArrayRef a, b;
+  LayoutScratch<1> a_scratch, b_scratch;
+  if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;
+  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
+  const int64_t kb = b.dims[b.nd - 2], n = b.dims[b.nd - 1];
+  if (k != kb) {
+    run.host.fail(RunError::MatmulCoreDim, 0);
+    return false;
+  }
+  const int rank = std::max(a.nd, b.nd), nbatch = rank - 2;
+  const int64_t item = dtype_itemsize(step.dtype);
+  int64_t out_shape[kMaxRank];
+  for (int d = 0; d < nbatch; ++d) {
+    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
+    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
+    if (sa != sb && sa != 1 && sb != 1) {
+      run.host.fail(RunError::MatmulBatch, 0);
+      return false;
+    }
+    out_shape[d] = sa == 1 ? sb : sa;
+  }
+  out_shape[rank - 2] = m;
+  out_shape[rank - 1] = n;
+  int64_t batches = 1;
+  for (int d = 0; d < nbatch; ++d) batches *= out_shape[d];
+  // Batch dim d's stride of an operand in bytes (0 where it broadcasts).
+  auto batch_stride = [&](const ArrayRef& r, int d) {
+    const int dr = d - (rank - r.nd);
+    return dr < 0 || r.dims[dr] == 1 ? int64_t{0} : r.strides[dr];
+  };
+  // Note [Batched products]: batches whose rows chain in memory (and one B for all) are one
+  // product of batches * m rows; `strides` per batch dim, `row` the row stride.
+  auto rows_chain = [&](auto&& stride_of, int64_t row) {
+    int64_t want = m * row;
+    for (int d = nbatch - 1; d >= 0; --d) {
+      if (out_shape[d] != 1 && stride_of(d) != want) return false;
+      want *= out_shape[d];
+    }
+    return true;
+  };
+  bool fold = batches > 1;
+  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, d) == 0 || out_shape[d] == 1;
+  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]);
+  Value out;
+  if (!run.host.alloc(out, step.dtype, rank, out_shape, nullptr)) return false;
+  run.set(step.output, out);
+  const Value& c = run.vals[step.output];
+  const KernelStep& ep = step.epilogue;
+  ArrayRef in[kMaxKernelOperands];
+  StepScratch scratch;
+  Bound eb;
+  const size_t nin = ep.inputs.size();
+  if (ep.kernel) {
+    if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
+    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
+      run.host.fail(RunError::EpilogueShape, 0);
+      return false;
+    }
+    eb.nops = static_cast<int>(nin) + 1;
+    for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
+    eb.ops[nin] = operand_of(ref_of(c), rank, eb.strides[nin]);
+    eb.nparams = static_cast<int>(ep.params.size());
+    if (!run.read_params(ep.params, ep.param_dtypes, eb.params)) return false;
+  }
+  auto finish = [&] {
+    if (!run.device_ok()) return false;
+    if (ep.kernel) {
+      Value alias = c;  // the epilogue's result is C's array, overwritten
+      run.host.retain(alias);
+      run.set(ep.outputs[0], alias);
+    }
+    return true;
+  };
+
+  // ---- few rows: framejit's kernel, epilogue inside --------------------------------------------
+  bool small = (batches == 1 || fold) && m * batches <= cuda::kSmallGemmMaxRows && k < (int64_t{1} << 31);
+  for (size_t j = 0; small && ep.kernel && j < nin; ++j)
+    small = batches == 1 || rows_chain([&](int d) { return eb.strides[j][d]; }, eb.strides[j][rank - 2]);
+  const Kernel* small_kernel = small && step.small ? step.small->get() : nullptr;
+  if (small_kernel) {
+    cuda::SmallGemmCall sg;
+    sg.m = m * batches;
+    sg.n = n;
+    sg.k = k;
+    sg.a = a.data;
+    sg.a_rs = a.strides[a.nd - 2];
+    sg.a_cs = a.strides[a.nd - 1];
+    sg.b = b.data;
+    sg.b_rs = b.strides[b.nd - 2];
+    sg.b_cs = b.strides[b.nd - 1];
+    sg.c = c.data;
+    sg.ldc = n * item;
+    sg.itemsize = static_cast<int>(item);
+    if (ep.kernel) {
+      sg.num_operands = static_cast<int>(nin);
+      for (size_t j = 0; j < nin; ++j) {
+        sg.ptr[j] = eb.ops[j].data;
+        sg.row_stride[j] = eb.strides[j][rank - 2];
+        sg.col_stride[j] = eb.strides[j][rank - 1];
+      }
+      sg.params = eb.params;
+      sg.num_params = eb.nparams;
+    }
+    Status s = cuda::run_small_gemm(*small_kernel, sg);
+    if (!s && run.device_error.empty()) run.device_error = s.message();
+    return finish();
+  }
+
+  // ---- cuBLASLt, then the epilogue over C ------------------------------------------------------
+  Value a_held, b_held;
+  struct Release {
+    Run& run;
+    Value* vals[2];
+    ~Release() {
+      for (Value* v : vals)
+        if (v->kind != Value::Kind::Empty) run.host.release(*v);
+    }
+  } release{run, {&a_held, &b_held}};
+  if (!pack_device_operand(run, step, a, a_held) || !pack_device_operand(run, step, b, b_held)) return false;
+  cuda::DeviceGemmCall g;
+  g.device = step.device.index;
+  g.dtype = step.dtype;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = {a.data, a.strides[a.nd - 2] / item, a.strides[a.nd - 1] / item, 0};
+  g.b = {b.data, b.strides[b.nd - 2] / item, b.strides[b.nd - 1] / item, 0};
+  g.c = c.data;
+  g.ldc = n;
+  g.c_batch_stride = m * n;
+  // Rows of a transposed A do not chain; a packed A's do.
+  fold = batches > 1 && (g.a.col_stride == 1 || k == 1);
+  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, d) == 0 || out_shape[d] == 1;
+  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]);
+  Status s = Status::ok();
+  if (fold || nbatch == 0) {
+    g.m = m * batches;
+    s = cuda::run_gemm(g);
+  } else {
+    // One strided batch over the last batch dim per call; the outer batch dims are a loop.
+    const int last = nbatch - 1;
+    g.batches = out_shape[last];
+    g.a.batch_stride = batch_stride(a, last) / item;
+    g.b.batch_stride = batch_stride(b, last) / item;
+    const int64_t outer = batches / g.batches;
+    for (int64_t bi = 0; bi < outer && s; ++bi) {
+      int64_t rem = bi, a_off = 0, b_off = 0;
+      for (int d = last - 1; d >= 0; --d) {
+        const int64_t idx = rem % out_shape[d];
+        a_off += idx * batch_stride(a, d);
+        b_off += idx * batch_stride(b, d);
+        rem /= out_shape[d];
+      }
+      cuda::DeviceGemmCall gi = g;
+      gi.a.data = a.data + a_off;
+      gi.b.data = b.data + b_off;
+      gi.c = c.data + bi * g.batches * m * n * item;
+      s = cuda::run_gemm(gi);
+    }
+  }
+  if (!s && run.device_error.empty()) run.device_error = s.message();
+  if (!run.device_ok()) return false;
+  if (ep.kernel) launch_kernel(run, *ep.kernel, eb);
+  return finish();
+}
+
 bool run_gemm_step(Run& run, const GemmStep& step) {
+  if (step.device.type == DeviceType::CUDA) return run_device_gemm_step(run, step);
   ArrayRef a, b;
   LayoutScratch<1> a_scratch, b_scratch;
   if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;

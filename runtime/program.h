@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -139,12 +141,36 @@ struct ReductionStep {
   bool arg() const { return kind == ReduceKind::ArgMax || kind == ReduceKind::ArgMin; }
 };
 
+/// A kernel made by `make` on its first use (once, thread-safe) and kept: code a step needs only
+/// for some layouts or sizes, so graphs that never meet them never compile it.
+class LazyKernel {
+public:
+  explicit LazyKernel(std::function<KernelPtr()> make) : make_(std::move(make)) {}
+  /// The kernel, or null when it could not be made (not tried again).
+  const Kernel* get() const {
+    std::call_once(once_, [this] { kernel_ = make_(); });
+    return kernel_.get();
+  }
+
+private:
+  std::function<KernelPtr()> make_;
+  mutable std::once_flag once_;
+  mutable KernelPtr kernel_;
+};
+
 /// C = A @ B through the backend's GEMM (batch dims of A and B broadcast against each other).
 struct GemmStep {
   int a = -1, b = -1, output = -1;
   DType dtype = DType::Float32;
-  GemmFn gemm = nullptr;
-  /// A pointwise kernel run on each finished block of C, in place: its inputs include `output`,
+  GemmFn gemm = nullptr;  // host products
+  /// Where the product runs. On a CUDA device: framejit's own kernel with the epilogue inside
+  /// (`small`) for products of few rows (Note [Small device products] in runtime/cuda/gemm.h),
+  /// else cuBLASLt's, whose operands without a unit stride the `pack` kernel copies into C order
+  /// first (one input, one output of `dtype`).
+  Device device;
+  std::shared_ptr<const LazyKernel> small, pack;
+  /// A pointwise kernel run on each finished block of C (on a device: over all of C, after the
+  /// product), in place: its inputs include `output`,
   /// and its one result, C's array itself, becomes the value `epilogue.outputs[0]`. None when
   /// epilogue.kernel is null.
   KernelStep epilogue;

@@ -1,8 +1,9 @@
 """GPU benchmarks of issue 14, run on the GPU machine (tools/device_build.sh, then
-`python3 samples/gpu_bench.py`): framejit beside torch eager and torch.compile on the same data,
-interleaved rounds, medians. Prints the device, absolute figures and the ratios the issue names;
-workloads framejit cannot run on a GPU yet are listed as such, not left out."""
-import math
+`python3 samples/gpu_bench.py`): each workload is written once in torch and run on the same CUDA
+tensors by framejit.compile, torch eager and torch.compile, interleaved rounds, medians. Prints the
+device, absolute figures and the ratios the issue names; workloads framejit cannot run on a GPU yet
+are listed as such, with its reason, not left out. `--tensor` adds the framejit.Tensor (NumPy-style)
+forms of the bandwidth workloads."""
 import statistics
 import sys
 import time
@@ -14,22 +15,8 @@ import framejit
 ROUNDS = 7
 
 
-def timed(fn, sync, iters):
-    """Median seconds per call over ROUNDS rounds of `iters` calls, each round ended by `sync`."""
-    fn()
-    sync()
-    out = []
-    for _ in range(ROUNDS):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        sync()
-        out.append((time.perf_counter() - t0) / iters)
-    return statistics.median(out)
-
-
 def interleaved(cases, iters):
-    """{name: median seconds}: every case once per round, rounds interleaved."""
+    """{name: median seconds per call}: every case once per round, rounds interleaved."""
     times = {name: [] for name in cases}
     for name, (fn, sync) in cases.items():
         fn()
@@ -44,17 +31,24 @@ def interleaved(cases, iters):
     return {name: statistics.median(v) for name, v in times.items()}
 
 
-def fj_chain(x, a, b):
+def cold(fn, args, sync):
+    t0 = time.perf_counter()
+    fn(*args)
+    sync()
+    return time.perf_counter() - t0
+
+
+def np_chain(x, a, b):
     y = x * a + b
     return 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))) * (1 / (1 + np.exp(-x)))
 
 
-def fj_softmax(x):
+def np_softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def fj_layernorm(x, w, b):
+def np_layernorm(x, w, b):
     mu = x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
     return (x - mu) / np.sqrt(var + 1e-5) * w + b
@@ -68,74 +62,11 @@ def main():
 
     dev = torch.device("cuda")
     tsync = torch.cuda.synchronize
-    fsync = framejit.cuda.synchronize
     print(f"device: {framejit.cuda.get_device_name(0)}; torch {torch.__version__}")
 
     def t_chain(x, a: float, b: float):
         y = x * a + b
         return 0.5 * y * (1 + torch.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))) * torch.sigmoid(x)
-
-    rows = []
-    # ---- gelu chain, 64M float32 -------------------------------------------------------------
-    n = 64 << 20
-    host = np.random.default_rng(0).standard_normal(n).astype(np.float32)
-    tx = torch.from_numpy(host).to(dev)
-    ty = torch.empty_like(tx)
-    fx = framejit.tensor(host, device="cuda")
-    fchain = framejit.compile(fj_chain)
-    t0 = time.perf_counter()
-    fchain(fx, 1.5, 0.25)
-    fsync()
-    fj_cold = time.perf_counter() - t0
-    tc_chain = torch.compile(t_chain)
-    t0 = time.perf_counter()
-    tc_chain(tx, 1.5, 0.25)
-    tsync()
-    tc_cold = time.perf_counter() - t0
-    # Correctness against torch (same formula; tanh/exp routines differ by ulps).
-    got = np.asarray(fchain(fx, 1.5, 0.25).cpu())
-    want = t_chain(tx, 1.5, 0.25).cpu().numpy()
-    err = float(np.max(np.abs(got - want) / (np.abs(want) + 1e-6)))
-    times = interleaved({
-        "copy": (lambda: ty.copy_(tx), tsync),
-        "framejit": (lambda: fchain(fx, 1.5, 0.25), fsync),
-        "eager": (lambda: t_chain(tx, 1.5, 0.25), tsync),
-        "torch.compile": (lambda: tc_chain(tx, 1.5, 0.25), tsync),
-    }, 20)
-    gbs = {k: 2 * 4 * n / v / 1e9 for k, v in times.items()}
-    print(f"\ngelu chain, {n} float32 (max rel. diff vs torch {err:.1e}); GB/s read+write:")
-    for k, v in gbs.items():
-        print(f"  {k:14} {v:8.0f} GB/s   {times[k] * 1e6:8.1f} us")
-    ratio = gbs["framejit"] / gbs["copy"]
-    print(f"  framejit / copy bandwidth: {ratio:.3f} (target >= 0.95); vs torch.compile {gbs['framejit'] / gbs['torch.compile']:.2f}x")
-    print(f"  cold compile: framejit {fj_cold * 1e3:.1f} ms (PTX JIT {framejit.stats()['ptx_jit_ms']:.1f} ms total so far), "
-          f"torch.compile {tc_cold * 1e3:.0f} ms")
-
-    # ---- x + 1 on 4 elements, with a sync ---------------------------------------------------
-    small = np.arange(4, dtype=np.float32)
-    ts = torch.from_numpy(small).to(dev)
-    fs = framejit.tensor(small, device="cuda")
-    fadd = framejit.compile(lambda x: x + 1)
-    tadd = torch.compile(lambda x: x + 1)
-    times = interleaved({
-        "framejit": (lambda: fadd(fs), fsync),
-        "eager": (lambda: ts + 1, tsync),
-        "torch.compile": (lambda: tadd(ts), tsync),
-    }, 1)
-    print("\nx + 1, 4 float32, one call and a sync each:")
-    for k, v in times.items():
-        print(f"  {k:14} {v * 1e6:8.1f} us")
-    print(f"  framejit / torch.compile: {times['framejit'] / times['torch.compile']:.2f} (target <= 0.5); "
-          f"framejit / eager {times['framejit'] / times['eager']:.2f} (target <= 1)")
-
-    # ---- row softmax and layernorm, 8192 x 8192 float32 ------------------------------------------
-    rows = 8192
-    host2 = np.random.default_rng(1).standard_normal((rows, rows)).astype(np.float32)
-    hw = np.random.default_rng(2).standard_normal(rows).astype(np.float32)
-    hb = np.random.default_rng(3).standard_normal(rows).astype(np.float32)
-    tx2, tw, tb = (torch.from_numpy(a).to(dev) for a in (host2, hw, hb))
-    ty2 = torch.empty_like(tx2)
-    fx2, fw, fb = (framejit.tensor(a, device="cuda") for a in (host2, hw, hb))
 
     def t_softmax(x):
         return torch.softmax(x, dim=-1)
@@ -143,37 +74,96 @@ def main():
     def t_layernorm(x, w, b):
         return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
 
-    for name, fj_fn, t_fn, fargs, targs in (
-            ("softmax", fj_softmax, t_softmax, (fx2,), (tx2,)),
-            ("layernorm", fj_layernorm, t_layernorm, (fx2, fw, fb), (tx2, tw, tb))):
-        f = framejit.compile(fj_fn)
-        t0 = time.perf_counter()
-        f(*fargs)
-        fsync()
-        fj_cold = time.perf_counter() - t0
-        tc = torch.compile(t_fn)
-        t0 = time.perf_counter()
-        tc(*targs)
-        tsync()
-        tc_cold = time.perf_counter() - t0
-        got = np.asarray(f(*fargs).cpu())
-        want = t_fn(*targs).cpu().numpy()
-        err = float(np.max(np.abs(got - want)))
-        times = interleaved({
-            "copy": (lambda: ty2.copy_(tx2), tsync),
-            "framejit": (lambda: f(*fargs), fsync),
-            "eager": (lambda: t_fn(*targs), tsync),
-            "torch.compile": (lambda: tc(*targs), tsync),
-        }, 10)
-        gbs = {k: 2 * 4 * rows * rows / v / 1e9 for k, v in times.items()}
-        print(f"\n{name} {rows}x{rows} float32 (max abs. diff vs torch {err:.1e}); GB/s (one read + one write):")
-        for k, v in gbs.items():
-            print(f"  {k:14} {v:8.0f} GB/s   {times[k] * 1e6:8.1f} us")
-        print(f"  framejit / copy bandwidth: {gbs['framejit'] / gbs['copy']:.3f} (target >= 0.90); "
-              f"vs torch.compile {gbs['framejit'] / gbs['torch.compile']:.2f}x")
-        print(f"  cold compile: framejit {fj_cold * 1e3:.1f} ms, torch.compile {tc_cold * 1e3:.0f} ms")
+    def t_add(x):
+        return x + 1
 
-    print("\nnot run on the GPU by framejit yet (GEMMs): MLP batch 8, transformer block bf16")
+    def run(name, fn, args, iters, bytes_moved=None, tol=1e-4, modes=("default",)):
+        """One workload: cold compiles, a correctness check against eager, interleaved timing."""
+        print(f"\n{name}:")
+        framejit.reset()
+        ptx0 = framejit.stats()["ptx_jit_ms"]
+        fj = framejit.compile(fn, fullgraph=True)
+        try:
+            fj_cold = cold(fj, args, tsync)
+        except Exception as e:  # noqa: BLE001 - reported, not hidden
+            print(f"  framejit cannot compile it on the GPU: {type(e).__name__}: {e}")
+            return None
+        fj_ptx = framejit.stats()["ptx_jit_ms"] - ptx0
+        compiled = {mode: torch.compile(fn, mode=None if mode == "default" else mode) for mode in modes}
+        tc_cold = {mode: cold(c, args, tsync) for mode, c in compiled.items()}
+        want = fn(*args)
+        got = fj(*args)
+        err = float(((got - want).abs() / (want.abs() + 1)).max())
+        cases = {}
+        if bytes_moved:
+            src = args[0]
+            dst = torch.empty_like(src)
+            cases["copy"] = (lambda: dst.copy_(src), tsync)
+        cases["framejit"] = (lambda: fj(*args), tsync)
+        cases["eager"] = (lambda: fn(*args), tsync)
+        for mode, c in compiled.items():
+            cases["torch.compile" + ("" if mode == "default" else " " + mode)] = (lambda c=c: c(*args), tsync)
+        times = interleaved(cases, iters)
+        print(f"  max rel. diff vs eager {err:.1e} ({'ok' if err <= tol else 'TOO LARGE'})")
+        for k, v in times.items():
+            extra = f"{bytes_moved / v / 1e9:8.0f} GB/s" if bytes_moved else ""
+            print(f"  {k:30} {v * 1e6:9.1f} us {extra}")
+        print(f"  cold compile: framejit {fj_cold * 1e3:.1f} ms (PTX JIT {fj_ptx:.1f} ms); torch.compile " +
+              ", ".join(f"{m} {t * 1e3:.0f} ms" for m, t in tc_cold.items()))
+        return times
+
+    # ---- gelu chain, 64M float32 ------------------------------------------------------------
+    n = 64 << 20
+    x = torch.randn(n, device=dev)
+    t = run("gelu chain, 64M float32", t_chain, (x, 1.5, 0.25), 20, 2 * 4 * n)
+    if t:
+        print(f"  framejit / copy bandwidth: {t['copy'] / t['framejit']:.3f} (target >= 0.95); "
+              f"vs torch.compile {t['torch.compile'] / t['framejit']:.2f}x")
+
+    # ---- row softmax and layernorm, 8192 x 8192 float32 -------------------------------------
+    rows = 8192
+    x2 = torch.randn(rows, rows, device=dev)
+    w, b = torch.randn(rows, device=dev), torch.randn(rows, device=dev)
+    for name, fn, args in (("softmax", t_softmax, (x2,)), ("layernorm", t_layernorm, (x2, w, b))):
+        t = run(f"{name} {rows}x{rows} float32", fn, args, 10, 2 * 4 * rows * rows)
+        if t:
+            print(f"  framejit / copy bandwidth: {t['copy'] / t['framejit']:.3f} (target >= 0.90); "
+                  f"vs torch.compile {t['torch.compile'] / t['framejit']:.2f}x")
+
+    # ---- x + 1 on 4 elements, with a sync ---------------------------------------------------
+    small = torch.arange(4, dtype=torch.float32, device=dev)
+    t = run("x + 1, 4 float32, one call and a sync each", t_add, (small,), 1)
+    if t:
+        print(f"  framejit / torch.compile: {t['framejit'] / t['torch.compile']:.2f} (target <= 0.5); "
+              f"framejit / eager {t['framejit'] / t['eager']:.2f} (target <= 1)")
+
+    # ---- 3-layer MLP, batch 8, 256 -> 1024 -> 1024 -> 256 -----------------------------------
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 1024),
+                              torch.nn.ReLU(), torch.nn.Linear(1024, 256)).to(dev).eval()
+    xb = torch.randn(8, 256, device=dev)
+    with torch.no_grad():
+        t = run("3-layer MLP, batch 8, 256-1024-1024-256 float32", mlp, (xb,), 20,
+                modes=("default", "reduce-overhead"))
+    if t:
+        print(f"  framejit / torch.compile reduce-overhead: {t['framejit'] / t['torch.compile reduce-overhead']:.2f} "
+              f"(target <= 0.5)")
+
+    print("\nnot run on the GPU by framejit yet: transformer block bf16 (no bfloat16 dtype)")
+
+    if "--tensor" in sys.argv:
+        fsync = framejit.cuda.synchronize
+        print("\nframejit.Tensor (NumPy-style code) on the same sizes:")
+        fx = framejit.tensor(np.random.default_rng(0).standard_normal(n).astype(np.float32), device="cuda")
+        fx2 = framejit.tensor(np.random.default_rng(1).standard_normal((rows, rows)).astype(np.float32), device="cuda")
+        fw, fb = (framejit.tensor(np.ones(rows, np.float32), device="cuda") for _ in range(2))
+        for name, fn, args, moved in (("gelu chain", np_chain, (fx, 1.5, 0.25), 2 * 4 * n),
+                                      ("softmax", np_softmax, (fx2,), 2 * 4 * rows * rows),
+                                      ("layernorm", np_layernorm, (fx2, fw, fb), 2 * 4 * rows * rows)):
+            f = framejit.compile(fn)
+            times = interleaved({"framejit.Tensor": (lambda: f(*args), fsync)}, 10)
+            v = times["framejit.Tensor"]
+            print(f"  {name:12} {v * 1e6:9.1f} us {moved / v / 1e9:8.0f} GB/s")
     return 0
 
 

@@ -127,7 +127,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // which framejit does not build yet: the statement that reads it runs in CPython (with torch's
     // autograd), so .backward() keeps working.
     const std::optional<TorchTensorFacts> facts = torch_tensor_facts(value);
-    BREAK_IF(!facts, std::string("a torch tensor that is not a CPU tensor of a dtype framejit has (") + key + ")");
+    BREAK_IF(!facts, std::string("a torch tensor that is not a CPU or CUDA tensor of a dtype framejit has (") + key + ")");
     torch_fields = facts->fields;
     torch_requires_grad = facts->requires_grad;
     // Under no_grad or inference_mode it is an input like any other (a model's parameters): its
@@ -158,7 +158,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
     // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
     // that mixes them raises as torch's does when CPython runs it.
-    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : rt::Device{};
+    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_torch ? torch_fields.device : rt::Device{};
     BREAK_IF(out_.has_device && !(out_.device == device),
              "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
     out_.has_device = true;

@@ -204,10 +204,14 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     // Note [Torch values]: read through the DLPack export the run keeps (Note [Torch arrays]).
     const std::optional<TorchTensorFacts> facts = torch_tensor_facts(v);
     if (!facts) {
-      if (kVerbose) *why = "is not a CPU tensor of a dtype framejit has";
+      if (kVerbose) *why = "is not a CPU or CUDA tensor of a dtype framejit has";
       return false;
     }
     const ArrayFields& a = facts->fields;
+    if (!(a.device == g.device)) {
+      if (kVerbose) *why = "is on another device";
+      return false;
+    }
     const bool requires_grad = facts->requires_grad;
     if (requires_grad != g.requires_grad) {
       if (kVerbose) *why = requires_grad ? "requires grad" : "no longer requires grad";

@@ -37,6 +37,7 @@ struct ArrayFields {
   const int64_t* dims = nullptr;
   const int64_t* strides = nullptr;
   rt::DType dtype = rt::DType::Float32;
+  rt::Device device;  // where `data` points: host memory, or a CUDA device's
   bool ok = false;  // false: not this library's array, or of a dtype framejit does not know
 };
 

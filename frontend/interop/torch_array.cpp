@@ -84,6 +84,11 @@ TorchHandles* load_handles() {
   OwnedRef device = OwnedRef::steal(attr(torch, "device"));
   h->cpu = device ? PyObject_CallFunction(device.get(), "s", "cpu") : nullptr;
   if (!h->cpu) PyErr_Clear();
+  h->current_stream = c ? attr(c.get(), "_cuda_getCurrentRawStream") : nullptr;
+  h->get_device = c ? attr(c.get(), "_cuda_getDevice") : nullptr;
+  OwnedRef dynamo = OwnedRef::steal(c ? attr(c.get(), "_dynamo") : nullptr);
+  OwnedRef guards = OwnedRef::steal(dynamo ? attr(dynamo.get(), "guards") : nullptr);
+  h->empty_strided_cuda = guards ? attr(guards.get(), "_empty_strided_cuda") : nullptr;
   if (!base || !PyType_Check(base) || !tensor || !PyType_Check(tensor) || !h->empty || !h->cpu || !h->strided ||
       !h->to_dlpack) {
     // A torch we cannot read: its tensors are no arrays here (they stay opaque objects).
@@ -111,10 +116,12 @@ TorchHandles* load_handles() {
 
 // One DLPack export kept for the run: the capsule owns the memory the fields point into (data and
 // sizes); the byte strides live in a block of the entry's own, which does not move with the table.
+// A result the adapter made itself has no capsule: its sizes are in that block too (Note [Torch
+// results are known]).
 struct Export {
   PyObject* tensor = nullptr;   // strong: its address cannot be reused while the entry lives
-  PyObject* capsule = nullptr;  // strong
-  std::unique_ptr<int64_t[]> strides;
+  PyObject* capsule = nullptr;  // strong, or null
+  std::unique_ptr<int64_t[]> strides;  // byte strides, then (no capsule) the sizes
   ArrayFields fields;
   bool requires_grad = false;
 };
@@ -135,7 +142,7 @@ void clear_exports() {
   std::vector<Export> dead;
   dead.swap(table().entries);  // NB: the decrefs may run Python code that reads fields again
   for (Export& e : dead) {
-    Py_DECREF(e.capsule);
+    Py_XDECREF(e.capsule);
     Py_DECREF(e.tensor);
   }
 }
@@ -160,10 +167,15 @@ const Export* export_of(PyObject* o) {
     PyErr_Clear();
     return none;
   }
+  // Only host and CUDA memory is exported: asking another device's tensor (meta, XLA) for a
+  // DLPack capsule may raise, or make that device sync.
   const int cpu = PyObject_RichCompareBool(device.get(), h->cpu, Py_EQ);
   if (cpu != 1) {
-    PyErr_Clear();
-    return none;
+    OwnedRef type = OwnedRef::steal(cpu == 0 ? PyObject_GetAttrString(device.get(), "type") : nullptr);
+    if (!type || !PyUnicode_Check(type.get()) || PyUnicode_CompareWithASCIIString(type.get(), "cuda") != 0) {
+      PyErr_Clear();
+      return none;
+    }
   }
   // torch 1.x exports no bools: the same bytes as uint8 (a view), read back as bool.
   OwnedRef dtype = OwnedRef::steal(PyObject_GetAttrString(o, "dtype"));
@@ -187,7 +199,10 @@ const Export* export_of(PyObject* o) {
   auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.get(), kCapsuleName));
   const DLTensor& dl = m->dl_tensor;
   std::optional<rt::DType> dt = is_bool ? std::optional<rt::DType>(rt::DType::Bool) : dtype_from_dl(dl.dtype);
-  if (!dt || dl.ndim > rt::kMaxRank || dl.device.device_type != kDLCPU) return none;
+  if (!dt || dl.ndim > rt::kMaxRank) return none;
+  if (dl.device.device_type != kDLCPU &&
+      (dl.device.device_type != kDLCUDA || dl.device.device_id < 0 || dl.device.device_id >= kMaxTorchDevices))
+    return none;
   Export e;
   e.requires_grad = rg.get() == Py_True;
   e.strides = std::make_unique<int64_t[]>(static_cast<size_t>(std::max(dl.ndim, 1)));
@@ -202,11 +217,54 @@ const Export* export_of(PyObject* o) {
   e.fields.dims = dl.shape;
   e.fields.strides = e.strides.get();
   e.fields.dtype = *dt;
+  if (dl.device.device_type == kDLCUDA) e.fields.device = {rt::DeviceType::CUDA, dl.device.device_id};
   e.fields.ok = true;
   e.tensor = Py_NewRef(o);
   e.capsule = capsule.release();
   t.entries.push_back(std::move(e));
   return &t.entries.back();
+}
+
+// Note [Torch results are known]
+// A result the adapter allocates has the shape, dtype and device it was asked for, in C order:
+// only its data pointer is new. So it enters the run's table from those (its data pointer read
+// with Tensor.data_ptr(), or known already for a pool block) instead of through a DLPack export,
+// which the program's next read of the value would otherwise make (torch 1.13's export makes an
+// as_strided view: most of a small call's time on the CPU, and a third of a small CUDA kernel
+// step's on the GPU machine). `data` null: read it from the tensor. Returns `t` (a new ref,
+// passed through), or null with an exception set (t released). Only inside a TorchRunScope.
+PyObject* known_result(PyObject* t, const int64_t* shape, int rank, rt::DType dtype, rt::Device device, void* data) {
+  // Outside a run nothing would drop the entry (and its reference) soon: left to export_of.
+  if (!t || table().scopes == 0) return t;
+  if (!data) {
+    OwnedRef ptr = OwnedRef::steal(PyObject_CallMethod(t, "data_ptr", nullptr));
+    const unsigned long long p = ptr ? PyLong_AsUnsignedLongLong(ptr.get()) : 0;
+    if (!ptr || PyErr_Occurred()) {
+      Py_DECREF(t);
+      return nullptr;
+    }
+    data = reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+  }
+  Export e;
+  e.strides = std::make_unique<int64_t[]>(2 * static_cast<size_t>(std::max(rank, 1)));
+  int64_t* strides = e.strides.get();
+  int64_t* dims = strides + rank;
+  int64_t stride = rt::dtype_itemsize(dtype);
+  for (int d = rank - 1; d >= 0; --d) {
+    dims[d] = shape[d];
+    strides[d] = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  e.fields.data = static_cast<char*>(data);
+  e.fields.nd = rank;
+  e.fields.dims = dims;
+  e.fields.strides = strides;
+  e.fields.dtype = dtype;
+  e.fields.device = device;
+  e.fields.ok = true;
+  e.tensor = Py_NewRef(t);
+  table().entries.push_back(std::move(e));
+  return t;
 }
 
 // Note [Torch results from the pool]
@@ -269,7 +327,27 @@ PyObject* pooled_tensor(const TorchHandles& h, const int64_t* shape, int rank, r
   }
   r.release();  // the capsule's (then the tensor's) to free
   OwnedRef owned = OwnedRef::steal(capsule);
-  return PyObject_CallOneArg(h.from_dlpack, capsule);
+  return known_result(PyObject_CallOneArg(h.from_dlpack, capsule), shape, rank, dtype, rt::Device{}, data);
+}
+
+// torch's current CUDA device (its allocation entries allocate there), or -1.
+int current_cuda_device(const TorchHandles& h) {
+  if (!h.get_device) return -1;
+  OwnedRef r = OwnedRef::steal(PyObject_CallNoArgs(h.get_device));
+  const long d = r && PyLong_Check(r.get()) ? PyLong_AsLong(r.get()) : -1;
+  if (!r || PyErr_Occurred()) PyErr_Clear();
+  return static_cast<int>(d);
+}
+
+OwnedRef size_tuple(const int64_t* shape, int rank) {  // null with an exception set
+  OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
+  if (!size) return size;
+  for (int d = 0; d < rank; ++d) {
+    PyObject* n = PyLong_FromLongLong(shape[d]);
+    if (!n) return OwnedRef();
+    PyTuple_SET_ITEM(size.get(), d, n);  // steals n
+  }
+  return size;
 }
 
 class TorchAdapter final : public ArrayAdapter {
@@ -291,17 +369,55 @@ public:
     int64_t bytes = rt::dtype_itemsize(dtype);
     for (int d = 0; d < rank; ++d) bytes *= shape[d];
     if (bytes >= kTorchPooledBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype, bytes);
-    OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
+    OwnedRef size = size_tuple(shape, rank);
     if (!size) return nullptr;
-    for (int d = 0; d < rank; ++d) {
-      PyObject* n = PyLong_FromLongLong(shape[d]);
-      if (!n) return nullptr;
-      PyTuple_SET_ITEM(size.get(), d, n);  // steals n
-    }
     OwnedRef args = OwnedRef::steal(PyTuple_Pack(1, size.get()));
     OwnedRef kwargs = OwnedRef::steal(PyDict_New());
     if (!args || !kwargs || PyDict_SetItemString(kwargs.get(), "dtype", dt) < 0) return nullptr;
-    return PyObject_Call(h->empty, args.get(), kwargs.get());
+    PyObject* t = PyObject_Call(h->empty, args.get(), kwargs.get());
+    // NB: bools are not registered: torch 1.x exports them as uint8 views (export_of).
+    return dtype == rt::DType::Bool ? t : known_result(t, shape, rank, dtype, rt::Device{}, nullptr);
+  }
+
+  // On a GPU, torch's allocator (Note [Torch tensors on a GPU]).
+  PyObject* empty_on(const int64_t* shape, int rank, rt::DType dtype, rt::Device device) const override {  // new ref
+    if (device.type == rt::DeviceType::CPU) return empty(shape, rank, dtype);
+    if (rt::fault_active(rt::Fault::Alloc)) return PyErr_NoMemory();
+    const TorchHandles* h = torch_handles();
+    PyObject* dt = h ? h->dtypes[static_cast<int>(dtype)] : nullptr;  // borrowed
+    if (!dt || device.index < 0 || device.index >= kMaxTorchDevices) {
+      PyErr_Format(PyExc_TypeError, "framejit: torch has no %s tensors on cuda:%d", std::string(rt::dtype_name(dtype)).c_str(),
+                   device.index);
+      return nullptr;
+    }
+    PyObject*& dev = h->cuda[device.index];  // NB: made once, never freed (like the handles)
+    if (!dev) {
+      dev = PyObject_CallFunction(reinterpret_cast<PyObject*>(h->device_type), "si", "cuda", device.index);
+      if (!dev) return nullptr;
+    }
+    OwnedRef size = size_tuple(shape, rank);
+    if (!size) return nullptr;
+    PyObject* t = nullptr;
+    // torch >= 2.3's allocation entry for generated code: no argument parsing, the current device.
+    if (h->empty_strided_cuda && current_cuda_device(*h) == device.index) {
+      OwnedRef stride = OwnedRef::steal(PyTuple_New(rank));
+      if (!stride) return nullptr;
+      int64_t step = 1;
+      for (int d = rank - 1; d >= 0; --d) {
+        PyObject* n = PyLong_FromLongLong(step);
+        if (!n) return nullptr;
+        PyTuple_SET_ITEM(stride.get(), d, n);  // steals n
+        step *= std::max<int64_t>(shape[d], 1);
+      }
+      PyObject* argv[] = {nullptr, size.get(), stride.get(), dt};
+      t = PyObject_Vectorcall(h->empty_strided_cuda, argv + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+    } else {
+      static PyObject* kwnames = Py_BuildValue("(ss)", "dtype", "device");  // NB: immortal
+      if (!kwnames) return nullptr;
+      PyObject* argv[] = {nullptr, size.get(), dt, dev};
+      t = PyObject_Vectorcall(h->empty, argv + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+    }
+    return dtype == rt::DType::Bool ? t : known_result(t, shape, rank, dtype, device, nullptr);
   }
 
   PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const override {  // new ref
@@ -345,6 +461,19 @@ std::optional<rt::DType> dtype_of_torch(PyObject* dtype) {
   for (int i = 0; i < rt::kNumDTypes; ++i)
     if (h->dtypes[i] && h->dtypes[i] == dtype) return static_cast<rt::DType>(i);
   return std::nullopt;
+}
+
+Expected<void*> torch_current_stream(int index) {
+  const TorchHandles* h = torch_handles();
+  if (!h || !h->current_stream) return Status::unsupported("this torch has no CUDA streams (torch._C._cuda_getCurrentRawStream)");
+  OwnedRef index_obj = OwnedRef::steal(PyLong_FromLong(index));
+  OwnedRef r = OwnedRef::steal(index_obj ? PyObject_CallOneArg(h->current_stream, index_obj.get()) : nullptr);
+  const unsigned long long raw = r && PyLong_Check(r.get()) ? PyLong_AsUnsignedLongLong(r.get()) : 0;
+  if (!r || PyErr_Occurred()) {
+    PyErr_Clear();
+    return Status::internal("torch's current CUDA stream on cuda:" + std::to_string(index) + " could not be read");
+  }
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(raw));
 }
 
 bool torch_grad_enabled() {

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "framejit/status.h"
 #include "frontend/interop/array_adapter.h"
 #include "runtime/dtype.h"
 
@@ -19,15 +20,28 @@ namespace framejit::frontend {
 // with no copy. The export's capsule must outlive the fields read from it, so the adapter keeps
 // each export, with its strides in bytes, in a small table for the length of a run: a
 // TorchRunScope around the hit path (and any other code that reads fields) clears the table when
-// the outermost one ends. Only CPU tensors in torch's strided layout are arrays here; others are
-// not this adapter's. The export is torch._C._to_dlpack, the C function under __dlpack__: torch
+// the outermost one ends. Only CPU and CUDA tensors in torch's strided layout are arrays here;
+// others are not this adapter's (Note [Torch tensors on a GPU]). The export is torch._C._to_dlpack, the C function under __dlpack__: torch
 // 2.x's __dlpack__ is Python code that checks its keyword arguments, several microseconds a tensor.
 // Results are torch tensors that torch owns (their storage's deleter frees them); torch allocates
 // small ones (torch.empty), and large ones are pool blocks handed over through DLPack (Note [Torch
 // results from the pool]). torch.Tensor.permute makes the permuted views of results laid out
 // axis-permuted.
+// Note [Torch tensors on a GPU]
+// A CUDA tensor's export carries its device (kDLCUDA and the ordinal): its graph runs on the CUDA
+// backend (Note [One device per graph]). torch orders its work on the current stream of each
+// device, and framejit takes part in that order: a program on torch's CUDA tensors issues every
+// launch and copy on torch's current stream (read per run through
+// torch._C._cuda_getCurrentRawStream, the C function torch.cuda.current_stream() wraps), under a
+// rt::cuda::StreamScope, so it sees the inputs torch's earlier kernels wrote and torch's later
+// kernels see its results, with no synchronization. Results and intermediates come from torch's
+// own caching allocator (torch.empty on the device), which records them against that stream as
+// it does for its own ops; the few scratch blocks framejit allocates itself (reduction partials)
+// return to framejit's cache under that stream (Note [One stream per device]).
 // Nothing imports torch: until the program has imported it, no torch tensor can exist, and the
 // handles below stay unset (torch_handles() looks for the module in sys.modules).
+
+constexpr int kMaxTorchDevices = 16;
 
 /// torch's objects, once the process has imported torch; null before.
 struct TorchHandles {
@@ -39,6 +53,10 @@ struct TorchHandles {
   PyObject* from_dlpack = nullptr;        // torch._C._from_dlpack
   PyObject* dtypes[rt::kNumDTypes] = {};  // torch.<dtype name>, null where torch has no such type
   PyObject* cpu = nullptr;                // torch.device('cpu')
+  PyObject* current_stream = nullptr;     // torch._C._cuda_getCurrentRawStream, or null (no CUDA build)
+  PyObject* get_device = nullptr;         // torch._C._cuda_getDevice, or null
+  PyObject* empty_strided_cuda = nullptr;  // torch._C._dynamo.guards._empty_strided_cuda (torch >= 2.3), or null
+  mutable PyObject* cuda[kMaxTorchDevices] = {};  // torch.device('cuda', i), made on first use
   PyObject* strided = nullptr;            // torch.strided
   PyTypeObject* dtype_type = nullptr;     // torch.dtype
   PyTypeObject* device_type = nullptr;    // torch.device
@@ -55,6 +73,10 @@ const TorchHandles* torch_handles();
 bool is_torch_tensor(PyObject* o);
 /// The DType of a torch.dtype object (borrowed); none for dtypes framejit does not have.
 std::optional<rt::DType> dtype_of_torch(PyObject* dtype);
+
+/// torch's current stream on CUDA device `index` (a CUstream; null is the legacy default stream),
+/// or an error when torch cannot say (a torch built without CUDA).
+Expected<void*> torch_current_stream(int index);
 
 /// torch.is_grad_enabled() (false when it cannot be asked); once per run inside a TorchRunScope.
 bool torch_grad_enabled();

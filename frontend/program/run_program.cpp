@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "frontend/interop/torch_array.h"
@@ -16,6 +17,7 @@
 #include "jit/pipeline.h"
 #include "jit/cuda/backend.h"
 #include "jit/x86/backend.h"
+#include "runtime/cuda/memory.h"
 #include "runtime/program.h"
 
 namespace framejit::frontend {
@@ -236,6 +238,16 @@ public:
 
   bool run(PyObject* const* inputs, PyObject** out) override {
     TorchRunScope torch_scope;  // Note [Torch arrays]: each torch input exported once per run
+    // Note [Torch tensors on a GPU]: launches join torch's current stream.
+    std::optional<rt::cuda::StreamScope> torch_stream;
+    if (array_kind_ == ArrayKind::Torch && device_.type == rt::DeviceType::CUDA) {
+      Expected<void*> st = torch_current_stream(device_.index);
+      if (!st) {
+        PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.error().message().c_str());
+        return false;
+      }
+      torch_stream.emplace(device_.index, static_cast<rt::cuda::CUstream>(*st));
+    }
     // Values live on the stack for all but large graphs; only the program's own count is
     // initialized (this runs on every cache hit).
     constexpr int kStack = 64;
@@ -577,9 +589,9 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
 constexpr long long kExternBoundMin = 64;   // at least this many extern steps...
 constexpr long long kExternBoundRatio = 2;  // ...and more than this many per compiled step
 
-// What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels and
-// reductions, and nothing else of a graph runs on a device (an extern step would call back into
-// the library with device arrays it cannot read, a product has no device kernel yet).
+// What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels,
+// reductions, row chains and products (cuBLASLt's), and nothing else of a graph runs on a device
+// (an extern step would call back into the library with device arrays it cannot read).
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
@@ -587,8 +599,8 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Kernel:
       case rt::Step::Kind::Size:
       case rt::Step::Kind::Chain:
-      case rt::Step::Kind::Reduction: continue;
-      case rt::Step::Kind::Gemm: return Status::unsupported("matrix products" + where + " are not compiled yet");
+      case rt::Step::Kind::Reduction:
+      case rt::Step::Kind::Gemm: continue;
       case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
       case rt::Step::Kind::Extern:
         return Status::unsupported(graph.nodes()[s.node].target + where + " is not compiled yet");

@@ -19,6 +19,7 @@ public:
     f.dims = t->shape;
     f.strides = t->strides;
     f.dtype = t->dtype;
+    f.device = t->device;
     f.ok = true;
     return f;
   }

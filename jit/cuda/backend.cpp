@@ -8,10 +8,12 @@
 #include <mutex>
 #include <string>
 
+#include "jit/cuda/gemm_codegen.h"
 #include "jit/cuda/pointwise_codegen.h"
 #include "jit/cuda/reduction_codegen.h"
 #include "jit/cuda/row_chain_codegen.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/gemm.h"
 #include "runtime/log.h"
 
 namespace framejit::jit::cuda {
@@ -58,6 +60,12 @@ public:
   bool supports(const PointwiseKernelIR& ir) const override { return pointwise_supported(ir); }
   bool supports(const ReductionKernelIR& ir) const override { return reduction_supported(ir); }
   rt::GemmFn gemm(DType) const override { return nullptr; }
+  rt::Device device() const override { return {rt::DeviceType::CUDA, ordinal_}; }
+  Status device_gemm(DType dtype) const override {
+    if (dtype != DType::Float32 && dtype != DType::Float64)
+      return Status::unsupported(std::string("matrix products of ") + std::string(rt::dtype_name(dtype)) + " on " + name_);
+    return rt::cuda::gemm_library();
+  }
   bool stores_reduction_operands() const override { return false; }
   bool fuses_row_chains() const override { return true; }
 
@@ -76,6 +84,12 @@ public:
     auto combine = sibling(*main, name + "_combine");
     if (!combine) return combine.error();
     return ReductionArtifact{*main, *combine};
+  }
+  Expected<KernelArtifact> compile(const GemmKernelIR& g) override {
+    const std::string name = "fj_small_gemm";
+    auto ptx = small_gemm_ptx(g, name);
+    if (!ptx) return ptx.error();
+    return load(*ptx, name);
   }
   Expected<KernelArtifact> compile(const RowChainIR& chain) override {
     const std::string name = "fj_row_chain";

@@ -45,6 +45,21 @@ bool scalar_op_is_math(ScalarOp op) {
 
 const char* scalar_op_name(ScalarOp op) { return kOps[static_cast<int>(op)].name; }
 
+std::string GemmKernelIR::key() const {
+  return "gemm " + std::string(rt::dtype_name(dtype)) + " c" + std::to_string(c_input) + "\n" + epilogue.key();
+}
+
+PointwiseKernelIR copy_kernel(DType dtype) {
+  PointwiseKernelIR ir;
+  ir.input_dtypes = {dtype};
+  ScalarExpr load{ScalarOp::Load, dtype};
+  load.input = 0;
+  ir.body = {load};
+  ir.outputs = {0};
+  ir.output_dtypes = {dtype};
+  return ir;
+}
+
 bool PointwiseKernelIR::well_formed() const {
   if (body.empty() || outputs.empty() || output_dtypes.size() != outputs.size()) return false;
   if (input_dtypes.size() + outputs.size() > static_cast<size_t>(rt::kMaxKernelOperands)) return false;

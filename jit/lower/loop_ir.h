@@ -110,6 +110,21 @@ struct PointwiseKernelIR {
   std::string key() const;
 };
 
+/// A matrix product C = A @ B of `dtype` whose finished elements go through `epilogue` before they
+/// are stored (a device's small products, Note [Small device products] in runtime/cuda/gemm.h):
+/// the epilogue's input `c_input` is the product's element, its other inputs are arrays over C's
+/// shape, its one output is C's element. No epilogue (c_input -1): C is the product.
+struct GemmKernelIR {
+  DType dtype = DType::Float32;
+  PointwiseKernelIR epilogue;
+  int c_input = -1;
+  std::string key() const;
+};
+
+/// out[i] = in[i] for one array of `dtype`: a copy into another layout (a device product's operand
+/// packed into C order, rt::GemmStep::pack).
+PointwiseKernelIR copy_kernel(DType dtype);
+
 enum class ReduceOp : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
 const char* reduce_op_name(ReduceOp op);
 inline bool is_arg_reduce(ReduceOp op) { return op == ReduceOp::ArgMax || op == ReduceOp::ArgMin; }

@@ -232,9 +232,30 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.gemm().b = mm.b;
       s.gemm().output = i;
       s.gemm().dtype = mm.dtype;
-      s.gemm().gemm = compiled->backend.gemm(mm.dtype);
-      if (!s.gemm().gemm)
-        return Status::unsupported("matrix products on " + std::string(compiled->backend.name()) + " are not compiled yet");
+      s.gemm().device = compiled->backend.device();
+      if (s.gemm().device.type == rt::DeviceType::CPU) {
+        s.gemm().gemm = compiled->backend.gemm(mm.dtype);
+        if (!s.gemm().gemm)
+          return Status::unsupported("matrix products on " + std::string(compiled->backend.name()) + " are not compiled yet");
+      } else {
+        FJ_PROPAGATE(compiled->backend.device_gemm(mm.dtype));
+        Backend& backend = compiled->backend;  // NB: device backends live as long as the process
+        s.gemm().pack = std::make_shared<rt::LazyKernel>([&backend, dtype = mm.dtype]() -> rt::KernelPtr {
+          auto k = backend.compile(copy_kernel(dtype));
+          return k ? *k : nullptr;
+        });
+        GemmKernelIR small;
+        small.dtype = mm.dtype;
+        if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
+          const FusionGroup& g = plan->groups[e];
+          small.epilogue = g.ir;
+          small.c_input = static_cast<int>(std::find(g.inputs.begin(), g.inputs.end(), i) - g.inputs.begin());
+        }
+        s.gemm().small = std::make_shared<rt::LazyKernel>([&backend, small = std::move(small)]() -> rt::KernelPtr {
+          auto k = backend.compile(small);
+          return k ? *k : nullptr;
+        });
+      }
       use(use, mm.a, here());
       use(use, mm.b, here());
       if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {

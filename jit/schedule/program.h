@@ -18,7 +18,9 @@ struct PlanKernels {
   const std::vector<KernelArtifact>& kernels;        // kernels[i] computes plan.groups[i]
   const std::vector<ReductionArtifact>& reductions;  // reductions[i] computes plan.reductions[i]
   const std::vector<KernelArtifact>& stores;         // stores[i] computes plan.stores[i]
-  const Backend& backend;                            // GEMM entry points
+  // GEMM entry points, and a device's pack kernels (made while the program runs: backends live as
+  // long as the process).
+  Backend& backend;
 };
 
 /// The program for `graph`: with `compiled`, fused groups, reductions, GEMMs and folded views as

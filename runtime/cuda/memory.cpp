@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -35,12 +36,21 @@ size_t size_class(size_t bytes) {
 struct Block {
   int device = 0;
   size_t size = 0;
+  CUstream stream = nullptr;  // the stream it was allocated for: reused on that stream only
 };
+
+// The stream a StreamScope set on this thread, for its device (-1: none).
+struct Scoped {
+  int device = -1;
+  CUstream stream = nullptr;
+};
+thread_local Scoped scoped;
 
 struct Allocator {
   std::mutex mu;
   std::unordered_map<CUdeviceptr, Block> live;                  // handed out
-  std::map<std::pair<int, size_t>, std::vector<CUdeviceptr>> free;  // (device, class) -> blocks
+  // (device, stream, class) -> blocks
+  std::map<std::tuple<int, CUstream, size_t>, std::vector<CUdeviceptr>> free;
   DeviceMemoryStats stats;
 };
 Allocator& allocator() {
@@ -53,7 +63,7 @@ void trim_locked(Allocator& a, const Api& api) {
   for (auto& [key, blocks] : a.free)
     for (CUdeviceptr p : blocks) {
       (void)api.MemFree(p);  // best effort: a failure leaves the block to the process's end
-      a.stats.bytes_cached -= key.second;
+      a.stats.bytes_cached -= std::get<2>(key);
     }
   a.free.clear();
 }
@@ -61,6 +71,18 @@ void trim_locked(Allocator& a, const Api& api) {
 }  // namespace
 
 Expected<CUstream> stream(int device) {
+  auto own = own_stream(device);
+  if (own && scoped.device == device) return scoped.stream;
+  return own;
+}
+
+StreamScope::StreamScope(int device, CUstream stream) : device_(scoped.device), stream_(scoped.stream) {
+  scoped = {device, stream};
+}
+
+StreamScope::~StreamScope() { scoped = {device_, stream_}; }
+
+Expected<CUstream> own_stream(int device) {
   if (device < 0 || device >= kMaxDevices) return Status::invalid("CUDA device " + std::to_string(device) + " is out of range");
   // Every launch asks: the last device this thread used, with its context made current and its
   // stream, answers without a lock. (The context is current per thread; the stream is per process.)
@@ -91,11 +113,11 @@ Expected<void*> device_alloc(int device, size_t bytes) {
   Allocator& a = allocator();
   std::lock_guard<std::mutex> lock(a.mu);
   ++a.stats.allocations;
-  auto it = a.free.find({device, size});
+  auto it = a.free.find({device, *st, size});
   if (it != a.free.end() && !it->second.empty()) {
     CUdeviceptr p = it->second.back();
     it->second.pop_back();
-    a.live[p] = {device, size};
+    a.live[p] = {device, size, *st};
     a.stats.bytes_cached -= size;
     a.stats.bytes_in_use += size;
     ++a.stats.reuses;
@@ -114,7 +136,7 @@ Expected<void*> device_alloc(int device, size_t bytes) {
     return Status::internal(s.message() + " (framejit holds " + std::to_string(a.stats.bytes_in_use) +
                             " bytes of device memory in arrays)");
   }
-  a.live[p] = {device, size};
+  a.live[p] = {device, size, *st};
   a.stats.bytes_in_use += size;
   return reinterpret_cast<void*>(p);
 }
@@ -129,7 +151,7 @@ void device_free(void* ptr) {
   a.live.erase(it);
   a.stats.bytes_in_use -= b.size;
   a.stats.bytes_cached += b.size;
-  a.free[{b.device, b.size}].push_back(reinterpret_cast<CUdeviceptr>(ptr));
+  a.free[{b.device, b.stream, b.size}].push_back(reinterpret_cast<CUdeviceptr>(ptr));
 }
 
 void device_trim() {

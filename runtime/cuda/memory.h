@@ -17,12 +17,32 @@ namespace framejit::rt::cuda {
 // the caching allocator safe without events: a block freed by the host after the kernels that
 // use it were *issued* can be handed to the next allocation at once, because whatever the next
 // owner issues runs after those kernels. The price is that memory must not be shared with other
-// streams behind framejit's back: arrays of other libraries (torch, CuPy) are read on their own
-// stream, through events, once they are supported.
+// streams behind framejit's back. A run on torch's CUDA tensors issues its work on torch's
+// current stream instead (a StreamScope, Note [Torch tensors on a GPU]), and a block the cache
+// hands out is reused only on the stream it was allocated for, which keeps the guarantee per
+// stream.
 
-/// The primary context of `device` made current on this thread, and framejit's stream on it
-/// (created on first use). Cheap after the first call on a thread.
+/// The primary context of `device` made current on this thread, and the stream framejit issues
+/// work on there: the innermost StreamScope's for that device, else framejit's own stream.
 Expected<CUstream> stream(int device);
+/// The context made current, and framejit's own stream on `device` (created on first use). Cheap
+/// after the first call on a thread.
+Expected<CUstream> own_stream(int device);
+
+/// While alive, work for `device` issued on this thread goes to `stream` (another library's, e.g.
+/// torch's current stream; null is the legacy default stream). Scopes nest; the previous one is
+/// back when this one ends.
+class StreamScope {
+public:
+  StreamScope(int device, CUstream stream);
+  ~StreamScope();
+  StreamScope(const StreamScope&) = delete;
+  StreamScope& operator=(const StreamScope&) = delete;
+
+private:
+  int device_;
+  CUstream stream_;
+};
 
 /// At least `bytes` of device memory on `device` (256-byte aligned; 0 bytes gives a valid unique
 /// block), reused from the cache when a block of the same size class was freed. An error (never

@@ -1,11 +1,13 @@
 // test_cuda_launch.cpp — the CUDA launchers' host side, which CI runs without a GPU: division by
-// run-time sizes, and how a fused row chain's launch is planned from bound parts.
+// run-time sizes, how a fused row chain's launch is planned from bound parts, and which product
+// operands cuBLAS reads in place.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "runtime/cuda/gemm.h"
 #include "runtime/cuda/launch.h"
 #include "runtime/cuda/reduction.h"
 #include "runtime/cuda/row_chain.h"
@@ -195,6 +197,32 @@ TEST(CudaReduction, LanesAndSplitsFollowTheShape) {
       EXPECT_GE(sh.splits * sh.chunk, count);
       EXPECT_LT((sh.splits - 1) * sh.chunk, count);
     }
+}
+
+}  // namespace
+}  // namespace framejit::rt::cuda
+
+namespace framejit::rt::cuda {
+namespace {
+
+// Note [Device GEMMs]: which operands cuBLAS reads in place (one unit stride, the other at least
+// the extent along it; a size-1 dim's stride is free) and which are packed first.
+TEST(CudaGemm, OperandsWithAUnitStrideAreReadInPlace) {
+  EXPECT_TRUE(blas_layout(33, 70, 70, 1));     // C order
+  EXPECT_TRUE(blas_layout(33, 70, 1, 33));     // Fortran order: a transposed view
+  EXPECT_TRUE(blas_layout(33, 70, 128, 1));    // rows of a wider array
+  EXPECT_TRUE(blas_layout(33, 70, 1, 40));     // columns of a taller one
+  EXPECT_TRUE(blas_layout(1, 70, 0, 1));       // one row: its stride is free
+  EXPECT_TRUE(blas_layout(1, 70, 5, 3));       // one strided row: read transposed, ld 3
+  EXPECT_TRUE(blas_layout(33, 1, 2, 9));       // one strided column
+  EXPECT_TRUE(blas_layout(1, 1, 0, 0));        // one element
+  EXPECT_FALSE(blas_layout(33, 70, 140, 2));   // every other column
+  EXPECT_FALSE(blas_layout(33, 70, 69, 1));    // rows overlapping
+  EXPECT_FALSE(blas_layout(33, 70, 1, 32));    // columns overlapping
+  EXPECT_FALSE(blas_layout(33, 70, -70, 1));   // reversed rows
+  EXPECT_FALSE(blas_layout(33, 70, 0, 1));     // one row broadcast
+  EXPECT_FALSE(blas_layout(33, 1, 0, 1));      // one element broadcast down a column
+  EXPECT_FALSE(blas_layout(1, 70, 0, -1));     // a reversed row
 }
 
 }  // namespace

@@ -59,6 +59,8 @@ std::vector<Case> catalog() {
   auto add = [&](std::string name, PointwiseKernelIR ir) { out.push_back({std::move(name), std::move(ir)}); };
   auto dn = [](DType t) { return std::string(rt::dtype_short_name(t)); };
   const ScalarOp compares[] = {ScalarOp::Eq, ScalarOp::Ne, ScalarOp::Lt, ScalarOp::Le, ScalarOp::Gt, ScalarOp::Ge};
+  // A device product's pack kernels (rt::GemmStep::pack).
+  for (DType t : {DType::Float32, DType::Float64}) add("copy_" + dn(t), copy_kernel(t));
   for (DType t : kFloats) {
     for (ScalarOp op : {ScalarOp::Neg, ScalarOp::Abs, ScalarOp::Sqrt, ScalarOp::Square, ScalarOp::Reciprocal,
                         ScalarOp::Exp, ScalarOp::Log, ScalarOp::Log1p, ScalarOp::Expm1, ScalarOp::Tanh,

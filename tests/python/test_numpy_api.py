@@ -472,8 +472,11 @@ def test_random_draws_match_numpy_after_seeding():
     np.random.seed(7)
     g = framejit.compile(f)
     got1, got2 = g(1.0, 4), g(1.0, 4)
-    for w, h in zip(want1 + want2, got1 + got2):
-        np.testing.assert_array_equal(w, h)
+    for i, (w, h) in enumerate(zip(want1 + want2, got1 + got2)):
+        if i % 7 == 0:  # x + a.sum() + b.mean(): the compiled sums may round in another order
+            np.testing.assert_allclose(w, h, rtol=1e-15)
+        else:           # the draws themselves: the same stream, bit for bit
+            np.testing.assert_array_equal(w, h)
         assert np.asarray(w).dtype == np.asarray(h).dtype
     assert framejit.stats()["captured"] == 1 and framejit.stats()["cache_hits"] == 1
     np.random.seed(7)

@@ -1,0 +1,112 @@
+"""torch CUDA tensors under framejit (issue 14, Note [Torch tensors on a GPU]): graphs on the
+device's CUDA backend, results as torch CUDA tensors from torch's allocator, launches on torch's
+current stream, products through cuBLASLt (Note [Device GEMMs]), guards that keep devices apart.
+Every result is checked against torch's eager run of the same code. Skipped without torch's CUDA
+(the GPU machine runs it: tools/device_build.sh --gpu)."""
+import numpy as np
+import pytest
+
+import framejit
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not (torch.cuda.is_available() and framejit.cuda.is_available()),
+                                reason="no CUDA device for torch and framejit")
+
+
+def randn(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=g, dtype=dtype).cuda()
+
+
+def check(fn, *args, rtol=1e-5, atol=1e-5, graphs=1):
+    """fn compiled against fn eager on the same CUDA tensors: same device, dtype, shape, values."""
+    framejit.reset()
+    want = fn(*args)
+    cf = framejit.compile(fn, fullgraph=True)
+    got = cf(*args)
+    got2 = cf(*args)  # the cache hit
+    for g in (got, got2):
+        assert isinstance(g, torch.Tensor) and g.device == want.device, (type(g), getattr(g, "device", None))
+        assert g.dtype == want.dtype and g.shape == want.shape, (g.dtype, want.dtype, g.shape, want.shape)
+        torch.testing.assert_close(g, want, rtol=rtol, atol=atol)
+    assert framejit.stats()["captured"] == graphs
+    return got
+
+
+def test_pointwise_and_rows():
+    x = randn(64, 1000)
+    w, b = randn(1000, seed=1), randn(1000, seed=2)
+    check(lambda x: torch.sigmoid(x) * torch.tanh(x * 0.5 + 1), x)
+    check(lambda x: torch.softmax(x, dim=-1), x)
+    check(lambda x, w, b: torch.nn.functional.layer_norm(x, (1000,), w, b), x, w, b, rtol=1e-4, atol=1e-4)
+    check(lambda x: x.sum(dim=0) + x.amax(dim=1).mean(), x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_products(dtype):
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=1e-10, atol=1e-10)
+    a, b = randn(33, 70, dtype=dtype), randn(70, 20, dtype=dtype, seed=1)
+    check(lambda a, b: a @ b, a, b, **tol)
+    fa, fb = a.T.contiguous().T, b.T.contiguous().T                   # Fortran order: unit row strides
+    check(lambda a, b: a @ b, fa, b, **tol)
+    check(lambda a, b: a @ b, a, fb, **tol)
+    check(lambda a, b: (b.T @ a.T).relu(), a, b, **tol)                # transposed views, an epilogue
+    check(lambda a, b: a[:, ::2] @ b[::2], a, b, **tol)               # no unit stride: packed first
+    x = randn(4, 3, 9, 16, dtype=dtype)
+    y = randn(16, 5, dtype=dtype, seed=1)
+    z = randn(3, 16, 7, dtype=dtype, seed=2)
+    check(lambda x, y: x @ y, x, y, **tol)                             # batches fold into rows
+    check(lambda x, z: x @ z, x, z, **tol)                             # broadcast batch, looped
+    check(lambda x: x @ x.transpose(-2, -1), x, **tol)                 # attention scores
+    check(lambda a, b: a[:0] @ b, a, b, **tol)                        # nothing to compute
+
+
+def test_mlp_module():
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(approximate="tanh"),
+                              torch.nn.Linear(1024, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 256)).cuda().eval()
+    x = randn(8, 256)
+    with torch.no_grad():
+        check(mlp, x, rtol=2e-4, atol=2e-4)
+
+
+def test_runs_on_torchs_current_stream():
+    x = randn(512, 512)
+    cf = framejit.compile(lambda x: torch.softmax(x @ x, dim=-1) * 2)
+    want = torch.softmax(x @ x, dim=-1) * 2
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        # Queued behind a long product on s: a launch on another stream would read y too early.
+        y = x.clone()
+        for _ in range(20):
+            y = (y @ x) * 0 + x
+        got = cf(y)
+    s.synchronize()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    torch.cuda.synchronize()
+
+
+def test_guards_keep_devices_apart():
+    framejit.reset()
+    f = framejit.compile(lambda x: x * 3 + 1)
+    a = torch.arange(10, dtype=torch.float32)
+    for t in (a, a.cuda(), a):
+        r = f(t)
+        assert r.device == t.device
+        torch.testing.assert_close(r.cpu(), a * 3 + 1)
+    assert framejit.stats()["captured"] == 2
+
+
+def test_mixed_devices_break_the_graph_with_torchs_error():
+    f = framejit.compile(lambda x, y: x + y)
+    with pytest.raises(RuntimeError, match="device"):
+        f(torch.ones(3).cuda(), torch.ones(3))
+
+
+def test_framejit_tensor_products():
+    a = np.random.default_rng(0).standard_normal((40, 30)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((30, 50)).astype(np.float32)
+    ta, tb = framejit.tensor(a, device="cuda"), framejit.tensor(b, device="cuda")
+    np.testing.assert_allclose(np.asarray(np.matmul(ta, tb).cpu()), a @ b, rtol=1e-4, atol=1e-4)
+    f = framejit.compile(lambda a, b: np.maximum(a @ b + 1, 0))
+    np.testing.assert_allclose(np.asarray(f(ta, tb).cpu()), np.maximum(a @ b + 1, 0), rtol=1e-4, atol=1e-4)
