@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "framejit/status.h"
 #include "jit/lower/loop_ir.h"
@@ -48,6 +49,10 @@ public:
   /// rows of separate kernels instead (rt::run_row_blocked).
   virtual bool fuses_row_chains() const { return false; }
   virtual Expected<KernelArtifact> compile(const RowChainIR&) { return Status::unsupported("no row-chain kernels"); }
+  /// Makes `kernels` ready to launch now (a device backend's modules load when first needed, Note
+  /// [Device modules load when needed] in jit/cuda/backend.cpp): a failure is the graph's
+  /// compile error, not a run's. Host kernels are ready as made.
+  virtual Status prepare(const std::vector<rt::KernelPtr>&) { return Status::ok(); }
   /// Whether a reduction should store an expensive operand for its group to read back instead of
   /// the group recomputing it (Note [Stored reduction operands]): on a GPU, memory traffic costs
   /// more than recomputing an exp.

@@ -75,6 +75,44 @@ FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const Pointw
   return std::move(state.plan);
 }
 
+namespace {
+
+// The kernels `program` launches whatever its inputs' sizes and layouts: a fused chain's parts run
+// only when a layout does not fit the chain's kernel, and which of a device product's kernels runs
+// depends on its rows (each is made and loaded when first needed).
+std::vector<rt::KernelPtr> launched_kernels(const rt::Program& program) {
+  std::vector<rt::KernelPtr> out;
+  for (const rt::Step& s : program.steps) {
+    switch (s.kind) {
+      case rt::Step::Kind::Kernel: out.push_back(s.kernel().kernel); break;
+      case rt::Step::Kind::Reduction:
+        out.push_back(s.reduction().row);
+        out.push_back(s.reduction().column);
+        break;
+      case rt::Step::Kind::Gemm:
+        // On a device the epilogue kernel runs only after cuBLAS's products (more than 32 rows).
+        if (s.gemm().device.type == rt::DeviceType::CPU) out.push_back(s.gemm().epilogue.kernel);
+        break;
+      case rt::Step::Kind::Store: out.push_back(s.store().kernel.kernel); break;
+      case rt::Step::Kind::Chain:
+        if (s.chain().fused) {
+          out.push_back(s.chain().fused);
+          break;
+        }
+        for (const rt::ChainStep::Part& p : s.chain().parts) {
+          out.push_back(p.reduction ? p.red.row : p.kernel.kernel);
+          if (p.reduction) out.push_back(p.red.column);
+        }
+        break;
+      case rt::Step::Kind::Extern:
+      case rt::Step::Kind::Size: break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   if (rt::fault_active(rt::Fault::Codegen))
     return Status::internal("code generation failed on purpose (FRAMEJIT_FAULTS=codegen)");
@@ -119,6 +157,8 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   out.program = std::move(*program);
   // A device runs a chain of row-wise steps as one kernel (softmax, layer norm).
   FJ_PROPAGATE(fuse_row_chains(out.program, compiled, backend));
+  // What the program surely launches is made ready now (Note [Device modules load when needed]).
+  FJ_PROPAGATE(backend.prepare(launched_kernels(out.program)));
   out.codegen_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -174,6 +174,12 @@ Kernel::~Kernel() {
   g_live_kernels.fetch_sub(1, std::memory_order_relaxed);
 }
 
+Status Kernel::ready() const {
+  if (!load) return Status::ok();
+  std::call_once(load_once_, [this] { load_status_ = load(const_cast<Kernel&>(*this)); });
+  return load_status_;
+}
+
 long long live_kernels() { return g_live_kernels.load(std::memory_order_relaxed); }
 
 void kernel_cache_clear() {

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "framejit/status.h"
 #include "runtime/dtype.h"
 
 namespace framejit::rt {
@@ -23,6 +25,17 @@ struct Kernel {
   std::string name;             // for logs
   std::string listing;          // loop IR / assembly text when FRAMEJIT_LOGS=kernels,asm asked for it
   std::function<void()> release;  // frees the executable memory; called when the last user drops it
+  /// A device kernel whose module is loaded on first use (Note [Device modules load when needed]
+  /// in jit/cuda/backend.cpp): sets entry, module and release. Run once, through ready().
+  std::function<Status(Kernel&)> load;
+
+  /// Ok once `entry` can be called: at once for a kernel without `load`, else after the one call
+  /// of `load` (thread-safe; its failure is kept and returned to every caller).
+  Status ready() const;
+
+private:
+  mutable std::once_flag load_once_;
+  mutable Status load_status_;
 };
 
 /// Kernels alive in the process (framejit.stats()["live_kernels"]): what reset() and garbage

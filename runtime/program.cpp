@@ -816,9 +816,11 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
     }
     return true;
   };
+  if (batches == 0 || m == 0 || n == 0) return finish();  // C is empty
 
   // ---- few rows: framejit's kernel, epilogue inside --------------------------------------------
-  bool small = (batches == 1 || fold) && m * batches <= cuda::kSmallGemmMaxRows && k < (int64_t{1} << 31);
+  bool small = (batches == 1 || fold) && m * batches <= cuda::kSmallGemmMaxRows && k < (int64_t{1} << 31) &&
+               n < (int64_t{1} << 31);
   for (size_t j = 0; small && ep.kernel && j < nin; ++j)
     small = batches == 1 || rows_chain([&](int d) { return eb.strides[j][d]; }, eb.strides[j][rank - 2]);
   const Kernel* small_kernel = small && step.small ? step.small->get() : nullptr;
@@ -873,33 +875,47 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
   g.c = c.data;
   g.ldc = n;
   g.c_batch_stride = m * n;
-  // Rows of a transposed A do not chain; a packed A's do.
+  // Rows of a transposed A do not chain; a packed A's do, as long as the taller A is still one
+  // cuBLAS reads (a broadcast row does not chain into a matrix).
   fold = batches > 1 && (g.a.col_stride == 1 || k == 1);
   for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, d) == 0 || out_shape[d] == 1;
-  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]);
+  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]) &&
+         cuda::blas_layout(m * batches, k, g.a.row_stride, g.a.col_stride);
   Status s = Status::ok();
   if (fold || nbatch == 0) {
     g.m = m * batches;
     s = cuda::run_gemm(g);
   } else {
-    // One strided batch over the last batch dim per call; the outer batch dims are a loop.
-    const int last = nbatch - 1;
-    g.batches = out_shape[last];
-    g.a.batch_stride = batch_stride(a, last) / item;
-    g.b.batch_stride = batch_stride(b, last) / item;
+    // One strided batch over the innermost batch dim of more than one matrix whose strides are
+    // not negative (C's never are) per call; the other batch dims are a loop.
+    int inner = -1;
+    for (int d = nbatch - 1; d >= 0 && inner < 0; --d)
+      if (out_shape[d] > 1 && batch_stride(a, d) >= 0 && batch_stride(b, d) >= 0) inner = d;
+    g.batches = inner >= 0 ? out_shape[inner] : 1;
+    g.a.batch_stride = inner >= 0 ? batch_stride(a, inner) / item : 0;
+    g.b.batch_stride = inner >= 0 ? batch_stride(b, inner) / item : 0;
+    int64_t c_stride[kMaxRank];  // C's batch strides (elements): C is C-ordered
+    int64_t step = m * n;
+    for (int d = nbatch - 1; d >= 0; --d) {
+      c_stride[d] = step;
+      step *= out_shape[d];
+    }
+    if (inner >= 0) g.c_batch_stride = c_stride[inner];
     const int64_t outer = batches / g.batches;
     for (int64_t bi = 0; bi < outer && s; ++bi) {
-      int64_t rem = bi, a_off = 0, b_off = 0;
-      for (int d = last - 1; d >= 0; --d) {
+      int64_t rem = bi, a_off = 0, b_off = 0, c_off = 0;
+      for (int d = nbatch - 1; d >= 0; --d) {
+        if (d == inner) continue;
         const int64_t idx = rem % out_shape[d];
         a_off += idx * batch_stride(a, d);
         b_off += idx * batch_stride(b, d);
+        c_off += idx * c_stride[d];
         rem /= out_shape[d];
       }
       cuda::DeviceGemmCall gi = g;
       gi.a.data = a.data + a_off;
       gi.b.data = b.data + b_off;
-      gi.c = c.data + bi * g.batches * m * n * item;
+      gi.c = c.data + c_off * item;
       s = cuda::run_gemm(gi);
     }
   }

@@ -130,6 +130,7 @@ struct ExportTable {
   std::vector<Export> entries;
   int scopes = 0;
   int grad_enabled = -1;  // torch.is_grad_enabled() asked once per run; -1: not yet
+  int cuda_device = -2;   // torch's current CUDA device asked once per run; -2: not yet
 };
 
 ExportTable& table() {
@@ -147,6 +148,13 @@ void clear_exports() {
   }
 }
 
+// An attribute of `o` by an interned name (new ref or null with an exception): PyObject_GetAttrString
+// makes a string per call, and a run reads five attributes of every tensor it exports.
+PyObject* attr_of(PyObject* o, const char* name, PyObject*& interned) {
+  if (!interned) interned = PyUnicode_InternFromString(name);  // NB: immortal
+  return interned ? PyObject_GetAttr(o, interned) : nullptr;
+}
+
 // The export of a torch tensor `o`, made once per run; null (no exception) when it is not a CPU
 // tensor of a strided layout and a dtype framejit has, or the export fails.
 const Export* export_of(PyObject* o) {
@@ -155,14 +163,15 @@ const Export* export_of(PyObject* o) {
     if (e.tensor == o) return &e;
   const Export* none = nullptr;
   const TorchHandles* h = torch_handles();
+  static PyObject *s_requires_grad, *s_layout, *s_device, *s_type, *s_dtype;
   OwnedRef source = OwnedRef::borrow(o);
-  OwnedRef rg = OwnedRef::steal(PyObject_GetAttrString(o, "requires_grad"));  // new ref
+  OwnedRef rg = OwnedRef::steal(attr_of(o, "requires_grad", s_requires_grad));  // new ref
   if (!rg) {
     PyErr_Clear();
     return none;
   }
-  OwnedRef layout = OwnedRef::steal(PyObject_GetAttrString(o, "layout"));
-  OwnedRef device = OwnedRef::steal(PyObject_GetAttrString(o, "device"));
+  OwnedRef layout = OwnedRef::steal(attr_of(o, "layout", s_layout));
+  OwnedRef device = OwnedRef::steal(attr_of(o, "device", s_device));
   if (!layout || !device || layout.get() != h->strided) {
     PyErr_Clear();
     return none;
@@ -171,14 +180,14 @@ const Export* export_of(PyObject* o) {
   // DLPack capsule may raise, or make that device sync.
   const int cpu = PyObject_RichCompareBool(device.get(), h->cpu, Py_EQ);
   if (cpu != 1) {
-    OwnedRef type = OwnedRef::steal(cpu == 0 ? PyObject_GetAttrString(device.get(), "type") : nullptr);
+    OwnedRef type = OwnedRef::steal(cpu == 0 ? attr_of(device.get(), "type", s_type) : nullptr);
     if (!type || !PyUnicode_Check(type.get()) || PyUnicode_CompareWithASCIIString(type.get(), "cuda") != 0) {
       PyErr_Clear();
       return none;
     }
   }
   // torch 1.x exports no bools: the same bytes as uint8 (a view), read back as bool.
-  OwnedRef dtype = OwnedRef::steal(PyObject_GetAttrString(o, "dtype"));
+  OwnedRef dtype = OwnedRef::steal(attr_of(o, "dtype", s_dtype));
   if (!dtype) {
     PyErr_Clear();
     return none;
@@ -331,11 +340,15 @@ PyObject* pooled_tensor(const TorchHandles& h, const int64_t* shape, int rank, r
 }
 
 // torch's current CUDA device (its allocation entries allocate there), or -1.
+// Once per run: a program runs no Python between its allocations that could change it.
 int current_cuda_device(const TorchHandles& h) {
   if (!h.get_device) return -1;
+  ExportTable& t = table();
+  if (t.scopes > 0 && t.cuda_device != -2) return t.cuda_device;
   OwnedRef r = OwnedRef::steal(PyObject_CallNoArgs(h.get_device));
   const long d = r && PyLong_Check(r.get()) ? PyLong_AsLong(r.get()) : -1;
   if (!r || PyErr_Occurred()) PyErr_Clear();
+  if (t.scopes > 0) t.cuda_device = static_cast<int>(d);
   return static_cast<int>(d);
 }
 
@@ -519,6 +532,7 @@ TorchGradOff::~TorchGradOff() {
 TorchRunScope::TorchRunScope() {
   ++table().scopes;
   table().grad_enabled = -1;  // asked again by each run (a nested one may follow a change of mode)
+  table().cuda_device = -2;
 }
 
 TorchRunScope::~TorchRunScope() {

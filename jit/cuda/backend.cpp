@@ -2,11 +2,15 @@
 // cached by its PTX text.
 #include "jit/cuda/backend.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "jit/cuda/gemm_codegen.h"
 #include "jit/cuda/pointwise_codegen.h"
@@ -39,6 +43,17 @@ namespace framejit::jit::cuda {
 //
 // The cache key is the PTX text itself plus the device: two graphs whose kernels generate the same
 // code share one module, and nothing but the text decides what the module computes.
+//
+// Note [Device modules load when needed]
+// A kernel's module is loaded (the driver's JIT, tens of milliseconds) when it is first needed,
+// not when its PTX is made: a graph also compiles kernels it may never launch — the parts of a
+// row chain that run one by one only when a layout does not fit the chain's one kernel (softmax
+// made five modules and used one), a product's pack and small-product kernels. At the end of a
+// graph's compile, compile_graph asks the backend to prepare() what its program surely launches,
+// and those modules load on several threads at once (each JIT runs on one thread); so a module
+// the driver rejects is still the graph's compile error. The rest load at their first launch
+// (Kernel::ready), where a failure is that run's error.
+
 
 namespace {
 
@@ -107,55 +122,76 @@ private:
       std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(rt::content_hash(key)));
       rt::dump_write(entry + "-" + hash + ".ptx", ptx);
     }
-    Status failure;
     const int ordinal = ordinal_;
     rt::KernelPtr k = rt::kernel_cache_get(key, [&]() -> rt::KernelPtr {
-      auto ctx = rt::cuda::use_device(ordinal);
-      if (!ctx) {
-        failure = ctx.error();
-        return nullptr;
-      }
-      auto module = rt::cuda::load_ptx(ptx, jit_level());
-      if (!module) {
-        failure = module.error();
-        return nullptr;
-      }
-      auto fn = rt::cuda::function(module->handle, entry.c_str());
-      if (!fn) {
-        (void)rt::cuda::unload(module->handle);
-        failure = fn.error();
-        return nullptr;
-      }
       auto kernel = std::make_shared<rt::Kernel>();
-      kernel->entry = *fn;
       kernel->device = rt::Device{rt::DeviceType::CUDA, ordinal};
       kernel->name = entry;
-      kernel->module = module->handle;
       if (rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Ptx)) kernel->listing = ptx;
-      CUmoduleHandle handle = module->handle;
-      kernel->release = [handle, ordinal] {
-        // The module's context must be current on whichever thread drops the last reference.
-        if (rt::cuda::use_device(ordinal)) (void)rt::cuda::unload(handle);
+      // Note [Device modules load when needed]: the driver's JIT runs here, on first use.
+      kernel->load = [ptx, entry, ordinal](rt::Kernel& k) -> Status {
+        auto ctx = rt::cuda::use_device(ordinal);
+        if (!ctx) return ctx.error();
+        auto module = rt::cuda::load_ptx(ptx, jit_level());
+        if (!module) return module.error();
+        auto fn = rt::cuda::function(module->handle, entry.c_str());
+        if (!fn) {
+          (void)rt::cuda::unload(module->handle);
+          return fn.error();
+        }
+        k.entry = *fn;
+        k.module = module->handle;
+        CUmoduleHandle handle = module->handle;
+        k.release = [handle, ordinal] {
+          // The module's context must be current on whichever thread drops the last reference.
+          if (rt::cuda::use_device(ordinal)) (void)rt::cuda::unload(handle);
+        };
+        return Status::ok();
       };
       return kernel;
     });
-    if (!k) return failure.is_ok() ? Status::internal("CUDA kernel generation failed") : failure;
+    if (!k) return Status::internal("CUDA kernel generation failed");
     return k;
   }
 
   // Another entry of `first`'s module, keeping `first` (and so the module) alive.
   static Expected<KernelArtifact> sibling(const KernelArtifact& first, const std::string& entry) {
-    auto ctx = rt::cuda::use_device(first->device.index);
-    if (!ctx) return ctx.error();
-    auto fn = rt::cuda::function(static_cast<rt::cuda::CUmodule>(first->module), entry.c_str());
-    if (!fn) return fn.error();
     auto kernel = std::make_shared<rt::Kernel>();
-    kernel->entry = *fn;
     kernel->device = first->device;
     kernel->name = entry;
-    kernel->module = first->module;
+    kernel->load = [first, entry](rt::Kernel& k) -> Status {
+      FJ_PROPAGATE(first->ready());
+      auto ctx = rt::cuda::use_device(first->device.index);
+      if (!ctx) return ctx.error();
+      auto fn = rt::cuda::function(static_cast<rt::cuda::CUmodule>(first->module), entry.c_str());
+      if (!fn) return fn.error();
+      k.entry = *fn;
+      k.module = first->module;
+      return Status::ok();
+    };
     kernel->release = [first] {};
     return KernelArtifact(kernel);
+  }
+
+  // Loads the modules of `kernels` not loaded yet, several at once: the driver's JIT of one module
+  // runs on one thread, and a graph's modules are independent.
+  Status prepare(const std::vector<rt::KernelPtr>& kernels) override {
+    std::vector<const rt::Kernel*> todo;
+    for (const rt::KernelPtr& k : kernels)
+      if (k && k->load && std::find(todo.begin(), todo.end(), k.get()) == todo.end()) todo.push_back(k.get());
+    if (todo.size() <= 1) return todo.empty() ? Status::ok() : todo[0]->ready();
+    const size_t workers = std::min<size_t>(todo.size(), std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
+    std::atomic<size_t> next{0};
+    std::vector<Status> status(todo.size());
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < todo.size();) status[i] = todo[i]->ready();
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+    work();
+    for (std::thread& t : threads) t.join();
+    for (const Status& s : status) FJ_PROPAGATE(s);
+    return Status::ok();
   }
 
   using CUmoduleHandle = rt::cuda::CUmodule;

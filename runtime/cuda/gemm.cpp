@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/launch.h"
 #include "runtime/cuda/memory.h"
 
 namespace framejit::rt::cuda {
@@ -71,6 +72,7 @@ constexpr int kOpN = 0, kOpT = 1;
 constexpr int kDescTransA = 3, kDescTransB = 4;     // CUBLASLT_MATMUL_DESC_TRANSA / _TRANSB
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
+constexpr int kPrefMinAlignmentA = 5;  // ..._B, _C, _D follow: 6, 7, 8
 constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 struct Lt {
@@ -159,8 +161,10 @@ struct PlanKey {
   int op_a, op_b;  // cuBLAS's operands: ours swapped (B first)
   int64_t ld_a, ld_b, ldc;
   int64_t stride_a, stride_b, stride_c;
+  uint32_t align_a, align_b, align_c;  // bytes every pointer of the call is aligned to (up to 256)
   auto tie() const {
-    return std::tie(device, dtype, m, n, k, batches, op_a, op_b, ld_a, ld_b, ldc, stride_a, stride_b, stride_c);
+    return std::tie(device, dtype, m, n, k, batches, op_a, op_b, ld_a, ld_b, ldc, stride_a, stride_b, stride_c, align_a,
+                    align_b, align_c);
   }
   bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
 };
@@ -254,6 +258,12 @@ Expected<Plan*> plan_of(State& s, const PlanKey& key, const LtOperand& la, const
   const uint64_t ws = kWorkspaceBytes;
   FJ_PROPAGATE(lt_check(s, lt.MatmulPreferenceSetAttribute(pref, kPrefMaxWorkspace, &ws, sizeof ws),
                         "cublasLtMatmulPreferenceSetAttribute"));
+  // The heuristic assumes 256-byte aligned operands unless told otherwise: views (x[:, 1:]) and
+  // batches past the first are not (C is D here).
+  const uint32_t align[] = {key.align_a, key.align_b, key.align_c, key.align_c};
+  for (int i = 0; i < 4; ++i)
+    FJ_PROPAGATE(lt_check(s, lt.MatmulPreferenceSetAttribute(pref, kPrefMinAlignmentA + i, &align[i], sizeof align[i]),
+                          "cublasLtMatmulPreferenceSetAttribute"));
   HeuristicResult result{};
   int returned = 0;
   FJ_PROPAGATE(lt_check(s,
@@ -287,6 +297,13 @@ Status run_gemm(const DeviceGemmCall& call) {
   if (call.m == 0 || call.n == 0 || call.batches == 0) return Status::ok();
   auto st = stream(call.device);  // the context made current, and the stream to issue on
   if (!st) return st.error();
+  if (call.k == 0) {  // sums of nothing: cuBLAS may leave C as it was (torch's empty memory)
+    const size_t bytes = static_cast<size_t>((call.batches - 1) * call.c_batch_stride + (call.m - 1) * call.ldc + call.n) *
+                         static_cast<size_t>(dtype_itemsize(call.dtype));
+    if (call.ldc != call.n || (call.batches > 1 && call.c_batch_stride != call.m * call.n))
+      return Status::internal("a device product of k = 0 into a C with gaps");
+    return check((*driver())->MemsetD8Async(reinterpret_cast<CUdeviceptr>(call.c), 0, bytes, *st), "cuMemsetD8Async");
+  }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   FJ_PROPAGATE(loaded(s));
@@ -306,8 +323,19 @@ Status run_gemm(const DeviceGemmCall& call) {
   const std::optional<LtOperand> la = as_transposed(call.k, call.n, call.b.row_stride, call.b.col_stride);
   const std::optional<LtOperand> lb = as_transposed(call.m, call.k, call.a.row_stride, call.a.col_stride);
   if (!la || !lb) return Status::internal("a device product's operand has no unit stride (it should have been packed)");
-  const PlanKey key{call.device, call.dtype, call.m, call.n, call.k, call.batches, la->op, lb->op, la->ld, lb->ld,
-                    std::max<int64_t>(call.ldc, call.n), call.b.batch_stride, call.a.batch_stride, call.c_batch_stride};
+  // The alignment every matrix of an operand has: its pointer's, its leading dimension's and batch
+  // stride's in bytes (cuBLAS's first operand is our B).
+  const int64_t item = dtype_itemsize(call.dtype);
+  auto alignment = [&](const void* p, int64_t ld, int64_t batch_stride) {
+    uint64_t bits = reinterpret_cast<uintptr_t>(p) | static_cast<uint64_t>(ld * item) | 256;
+    if (call.batches > 1) bits |= static_cast<uint64_t>(batch_stride * item);
+    return static_cast<uint32_t>(bits & (~bits + 1));  // the lowest set bit
+  };
+  const int64_t ldc = std::max<int64_t>(call.ldc, call.n);
+  const PlanKey key{call.device, call.dtype, call.m, call.n, call.k, call.batches, la->op, lb->op, la->ld, lb->ld, ldc,
+                    call.b.batch_stride, call.a.batch_stride, call.c_batch_stride,
+                    alignment(call.b.data, la->ld, call.b.batch_stride), alignment(call.a.data, lb->ld, call.a.batch_stride),
+                    alignment(call.c, ldc, call.c_batch_stride)};
   auto plan = plan_of(s, key, *la, *lb);
   if (!plan) return plan.error();
   const Plan& p = **plan;
@@ -352,7 +380,7 @@ Status run_small_gemm(const Kernel& kernel, const SmallGemmCall& call) {
   const int64_t blocks = (call.n + tile_cols - 1) / tile_cols;
   if (blocks > 0x7FFFFFFF) return Status::unsupported("a small device product with too many columns");
   void* params[] = {&args};
-  return launch(static_cast<CUfunction>(kernel.entry), Dim3{static_cast<unsigned>(blocks)},
+  return launch(kernel, Dim3{static_cast<unsigned>(blocks)},
                 Dim3{static_cast<unsigned>(kSmallGemmThreads)}, 0, *st, params);
 }
 

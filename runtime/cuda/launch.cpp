@@ -32,7 +32,7 @@ Status issue(const Launch& l, PointwiseArgs& args) {
   const int64_t blocks =
       std::clamp<int64_t>((items + kPointwiseBlock - 1) / kPointwiseBlock, 1, int64_t{l.sms} * kBlocksPerSm);
   void* params[] = {&args};
-  return launch(static_cast<CUfunction>(l.kernel.entry), Dim3{static_cast<unsigned>(blocks)},
+  return launch(l.kernel, Dim3{static_cast<unsigned>(blocks)},
                 Dim3{static_cast<unsigned>(kPointwiseBlock)}, 0, l.stream, params);
 }
 
@@ -96,6 +96,11 @@ Status run_piece(const Launch& l, int nd, const int64_t* dims, const int64_t (*s
 }
 
 }  // namespace
+
+Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params) {
+  FJ_PROPAGATE(kernel.ready());
+  return launch(static_cast<CUfunction>(kernel.entry), grid, block, shared_bytes, stream, params);
+}
 
 // Read once per device; per launch an atomic load, no lock.
 int multiprocessors(int device) {

@@ -5,7 +5,9 @@
 #include <cstdint>
 
 #include "framejit/status.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/executor.h"
+#include "runtime/kernel_cache.h"
 
 namespace framejit::rt::cuda {
 
@@ -65,6 +67,9 @@ int resident_blocks(int device, int threads, int64_t shared);
 /// block scheduler balances uneven tiles and SMs, up to 32 waves of resident blocks; past that,
 /// as few blocks as give each the same number of tiles (or one fewer), amortizing their setup.
 int64_t grid_blocks(int device, int64_t tiles, int threads, int64_t shared);
+
+/// Launches device kernel `kernel` (its module loaded first when it is not yet, Kernel::ready).
+Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params);
 
 /// Runs device kernel `kernel` over `shape` (rank dims; operands' data are device pointers on the
 /// kernel's device) on framejit's stream (Note [One stream per device]). Returns once the work is

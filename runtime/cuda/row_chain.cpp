@@ -130,7 +130,7 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   if (!st) return st.error();
   const auto blocks = static_cast<unsigned>(grid_blocks(kernel.device.index, l.tiles, kChainBlock, l.shared));
   void* params[] = {&l.args};
-  return launch(static_cast<CUfunction>(kernel.entry), Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, l.shared,
+  return launch(kernel, Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, l.shared,
                 *st, params);
 }
 

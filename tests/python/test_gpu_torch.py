@@ -61,6 +61,22 @@ def test_products(dtype):
     check(lambda a, b: a[:0] @ b, a, b, **tol)                        # nothing to compute
 
 
+def test_products_past_the_small_kernel():
+    # More than 32 rows: cuBLASLt, with its alignment, empty and k = 0 cases.
+    tol = dict(rtol=1e-4, atol=1e-4)
+    x, w = randn(70, 65), randn(65, 33, seed=1)
+    check(lambda x, w: x[:, 1:] @ w[1:], x, w, **tol)                  # 4-byte aligned operands
+    check(lambda x, w: x[1:] @ w + 1, x, w, **tol)
+    check(lambda x: x[:, :0] @ x[:0, :5] + 2, x, **tol)                 # k = 0: zeros, then the epilogue
+    check(lambda x, w: x[:0].reshape(0, 1, 65) @ w, x, w, **tol)         # no batches at all
+    v, W = randn(1, 512), randn(512, 48, seed=2)
+    check(lambda v, W: v.expand(64, 1, 512) @ W, v, W, **tol)            # a broadcast row per batch
+    p, q = randn(3, 1, 40, 24), randn(3, 1, 24, 35, seed=3)
+    check(lambda p, q: p @ q, p, q, **tol)                               # a size-1 inner batch dim
+    r, t = randn(5, 3, 7, 2, 40, 24), randn(7, 24, 35, seed=4)
+    check(lambda r, t: r[:, :, :, 1] @ t, r, t, **tol)                   # batches looped and strided
+
+
 def test_mlp_module():
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(approximate="tanh"),

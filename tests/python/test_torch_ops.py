@@ -713,6 +713,27 @@ def test_training_flag_and_hooks_are_guarded():
         h.remove()
 
 
+def test_hooks_on_the_compiled_module_run():
+    m = nn.Linear(3, 2)
+    cm = framejit.compile(m)
+    x = rand(4, 3)
+    seen = []
+    h = cm.register_forward_hook(lambda mod, inp, out: seen.append(("hook", mod is cm, out.shape)))
+    with torch.no_grad():
+        same(m(x), cm(x))
+    assert seen == [("hook", True, (4, 2))]
+    h.remove()
+    g = torch.nn.modules.module.register_module_forward_pre_hook(lambda mod, inp: seen.append(type(mod).__name__))
+    try:
+        with torch.no_grad():
+            same(m(x), cm(x))
+    finally:
+        g.remove()
+    assert "CompiledLinear" in seen[1:]
+    with torch.no_grad():
+        same(m(x), cm(x))  # no hooks left: the fast path
+
+
 def test_compiled_module_is_a_module():
     m = nn.Linear(3, 2)
     cm = framejit.compile(m)
