@@ -28,6 +28,9 @@ struct Kernel {
   /// A device kernel whose module is loaded on first use (Note [Device modules load when needed]
   /// in jit/cuda/backend.cpp): sets entry, module and release. Run once, through ready().
   std::function<Status(Kernel&)> load;
+  /// A device pointwise kernel made for one-dim iteration spaces only (Note [Flat pointwise
+  /// kernels] in jit/cuda/pointwise_codegen.cpp): the same computation for any layout; else null.
+  std::shared_ptr<const Kernel> strided;
 
   /// Ok once `entry` can be called: at once for a kernel without `load`, else after the one call
   /// of `load` (thread-safe; its failure is kept and returned to every caller).

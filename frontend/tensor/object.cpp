@@ -609,7 +609,17 @@ PyObject* m_item(PyObject* self, PyObject*) {
                  static_cast<long long>(numel_of(t)));
     return nullptr;
   }
-  if (!require_cpu(t, "item()")) return nullptr;
+  if (t->tensor.device().type != rt::DeviceType::CPU) {
+    // As torch's item(): the one element copied to the host (waiting for the work that makes it).
+    alignas(16) char element[16];
+    Status s = rt::cuda::copy_to_host(t->tensor.device().index, element, t->data,
+                                      static_cast<size_t>(rt::dtype_itemsize(t->dtype)));
+    if (!s) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+      return nullptr;
+    }
+    return element_to_python(element, t->dtype);
+  }
   return element_to_python(t->data, t->dtype);
 }
 

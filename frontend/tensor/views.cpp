@@ -1,5 +1,6 @@
 // views.cpp — framejit.Tensor views and copies (Note [Tensor views]).
 #include "frontend/tensor/views.h"
+#include "runtime/cuda/memory.h"
 
 #include <string>
 
@@ -125,6 +126,25 @@ PyObject* tensor_swapaxes(PyObject* t, int64_t a, int64_t b) {
 
 PyObject* tensor_copy(PyObject* t) {
   if (!check_tensor(t)) return nullptr;
+  const TensorObject* tt = as_tensor(t);
+  if (tt->device.type != rt::DeviceType::CPU) {
+    // On a device: one device-to-device copy when C-ordered; else (a strided view, rare) through
+    // a C-ordered host copy, never a host read of device memory.
+    if (!(tt->flags & kTensorCContiguous)) {
+      OwnedRef host = OwnedRef::steal(tensor_to_device(t, rt::Device{}));
+      return host ? tensor_to_device(host.get(), tt->device) : nullptr;
+    }
+    OwnedRef out = OwnedRef::steal(tensor_empty(tt->shape, tt->nd, tt->dtype, tt->device));
+    if (!out) return nullptr;
+    int64_t bytes = rt::dtype_itemsize(tt->dtype);
+    for (int d = 0; d < tt->nd; ++d) bytes *= tt->shape[d];
+    Status s = rt::cuda::copy_on_device(tt->device.index, as_tensor(out.get())->data, tt->data, static_cast<size_t>(bytes));
+    if (!s) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+      return nullptr;
+    }
+    return out.release();
+  }
   const ArrayFields src = array_fields(t);
   OwnedRef out = OwnedRef::steal(tensor_empty(src.dims, src.nd, src.dtype));
   if (!out) return nullptr;

@@ -84,11 +84,17 @@ public:
   bool stores_reduction_operands() const override { return false; }
   bool fuses_row_chains() const override { return true; }
 
+  // Note [Flat pointwise kernels]: the flat form, with the strided form as its twin (each module
+  // loaded when first launched).
   Expected<KernelArtifact> compile(const PointwiseKernelIR& ir) override {
     const std::string name = "fj_pointwise";
-    auto ptx = pointwise_ptx(ir, name);
-    if (!ptx) return ptx.error();
-    return load(*ptx, name);
+    auto flat = pointwise_ptx(ir, name, true);
+    if (!flat) return flat.error();
+    auto general = pointwise_ptx(ir, name, false);
+    if (!general) return general.error();
+    auto strided = load(*general, name);
+    if (!strided) return strided.error();
+    return load(*flat, name, *strided);
   }
   Expected<ReductionArtifact> compile(const ReductionKernelIR& ir) override {
     const std::string name = "fj_reduce";
@@ -114,7 +120,7 @@ public:
   }
 
 private:
-  Expected<KernelArtifact> load(const std::string& ptx, const std::string& entry) {
+  Expected<KernelArtifact> load(const std::string& ptx, const std::string& entry, rt::KernelPtr strided = nullptr) {
     if (rt::log_enabled(rt::LogTopic::Ptx)) rt::log_write(rt::LogTopic::Ptx, ptx);
     const std::string key = name_ + "\n" + ptx;
     if (!rt::dump_dir().empty()) {
@@ -127,6 +133,7 @@ private:
       auto kernel = std::make_shared<rt::Kernel>();
       kernel->device = rt::Device{rt::DeviceType::CUDA, ordinal};
       kernel->name = entry;
+      kernel->strided = strided;
       if (rt::log_enabled(rt::LogTopic::Kernels) || rt::log_enabled(rt::LogTopic::Ptx)) kernel->listing = ptx;
       // Note [Device modules load when needed]: the driver's JIT runs here, on first use.
       kernel->load = [ptx, entry, ordinal](rt::Kernel& k) -> Status {

@@ -15,7 +15,8 @@ namespace framejit::jit::cuda {
 bool pointwise_supported(const PointwiseKernelIR& ir);
 
 /// The text of a PTX module with one kernel, `name`, computing `ir`. Float math uses the same
-/// routines as the x86 backend (Note [One math library]).
-Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::string& name);
+/// routines as the x86 backend (Note [One math library]). `flat`: the form for one-dim launches
+/// only (Note [Flat pointwise kernels] in pointwise_codegen.cpp).
+Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::string& name, bool flat = false);
 
 }  // namespace framejit::jit::cuda

@@ -166,7 +166,9 @@ Status run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int n
   PointwiseArgs args;
   std::memset(&args, 0, sizeof args);
   std::copy_n(params, num_params, args.params);
-  const Launch l{kernel, *st, num_operands, itemsize, multiprocessors(kernel.device.index)};
+  // A flat kernel takes one collapsed dim (Note [Flat pointwise kernels]); its strided twin the rest.
+  const Kernel& chosen = nd == 1 || !kernel.strided ? kernel : *kernel.strided;
+  const Launch l{chosen, *st, num_operands, itemsize, multiprocessors(kernel.device.index)};
   return run_piece(l, nd, dims, strides, ptr, args);
 }
 

@@ -170,8 +170,10 @@ TEST(PtxPointwise, EveryOpAndDtypeAssembles) {
     module.clear();
     in_module = 0;
   };
-  for (const Case& c : cases) {
-    auto ptx = cuda::pointwise_ptx(c.ir, "k_" + c.name);
+  for (size_t i = 0; i < 2 * cases.size(); ++i) {
+    const Case& c = cases[i / 2];
+    const bool flat = i % 2;  // both forms (Note [Flat pointwise kernels])
+    auto ptx = cuda::pointwise_ptx(c.ir, (flat ? "kf_" : "k_") + c.name, flat);
     ASSERT_TRUE(ptx) << c.name << ": " << ptx.error().message();
     const size_t entry = ptx->find(".visible .entry");
     ASSERT_NE(entry, std::string::npos);

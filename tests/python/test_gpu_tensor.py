@@ -132,6 +132,18 @@ def test_what_does_not_run_on_the_device_says_so():
         np.matmul(ti, ti)  # integer products are no cuBLAS work
     with pytest.raises(Exception, match="cuda|device"):
         t + framejit.tensor(np.ones((4, 4), np.float32))
+    # Float % and // run as a host loop where no JIT kernel does: a device tensor is refused, not
+    # read through its device pointer (the fuzzer's --device cuda found the crash).
+    with pytest.raises(NotImplementedError, match="cuda:0"):
+        t % t
+
+
+def test_one_element_comes_to_the_host_as_torch_does():
+    t = cuda(np.array([[2.5]], np.float32))
+    assert t.item() == 2.5 and float(t) == 2.5 and int(t) == 2 and bool(t)
+    assert cuda(np.array(7, np.int64)).item() == 7
+    with pytest.raises(ValueError, match="elements"):
+        cuda(np.ones(3, np.float32)).item()
 
 
 def test_cuda_array_interface_and_stats():

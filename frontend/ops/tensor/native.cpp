@@ -106,9 +106,18 @@ void run(const Operand& a, const Operand& b, TensorObject* out, bool floor) {
   }
 }
 
+// These loops read and write host memory: a device Tensor gets an error, never a host read of a
+// device pointer.
+bool on_host(const TensorObject* t, const char* what) {
+  if (t->device.type == rt::DeviceType::CPU) return true;
+  PyErr_Format(PyExc_NotImplementedError, "framejit.Tensor: %s on cuda:%d is not compiled yet", what, t->device.index);
+  return false;
+}
+
 bool operand_of(PyObject* x, Operand& o, ops::PromoOperand& p) {
   if (is_tensor(x)) {
     TensorObject* t = as_tensor(x);
+    if (!on_host(t, "float // and %")) return false;
     o = {t->data, t->nd, t->shape, t->strides, t->dtype, 0};
     p = ops::PromoOperand::tensor(t->dtype);
     return true;
@@ -181,6 +190,7 @@ PyObject* tensor_int_matmul(PyObject* a, PyObject* b) {
   }
   TensorObject* x = as_tensor(a);
   TensorObject* y = as_tensor(b);
+  if (!on_host(x, "integer matmul") || !on_host(y, "integer matmul")) return nullptr;
   ops::PromoResult r = ops::matmul_result(x->dtype, y->dtype);
   if (!r.ok() || rt::dtype_is_float(r.dtype) || rt::dtype_is_complex(r.dtype) || x->nd < 1 || x->nd > 2 ||
       y->nd < 1 || y->nd > 2) {
