@@ -238,6 +238,9 @@ public:
 
   bool run(PyObject* const* inputs, PyObject** out) override {
     TorchRunScope torch_scope;  // Note [Torch arrays]: each torch input exported once per run
+    // Note [Whose current context]: the caller's current device is theirs again after the run.
+    std::optional<rt::cuda::ContextScope> context;
+    if (device_.type == rt::DeviceType::CUDA) context.emplace();
     // Note [Torch tensors on a GPU]: launches join torch's current stream.
     std::optional<rt::cuda::StreamScope> torch_stream;
     if (array_kind_ == ArrayKind::Torch && device_.type == rt::DeviceType::CUDA) {

@@ -224,6 +224,19 @@ Expected<CUcontext> use_device(int ordinal) {
   return ctx;
 }
 
+ContextScope::ContextScope() {
+  auto api = driver();
+  if (!api) return;
+  api_ = *api;
+  if (api_->CtxGetCurrent(&saved_) != kSuccess) saved_ = nullptr;
+}
+
+ContextScope::~ContextScope() {
+  if (!saved_) return;  // the thread had none (or no driver): ours may stay
+  CUcontext now = nullptr;
+  if (api_->CtxGetCurrent(&now) == kSuccess && now != saved_) (void)api_->CtxSetCurrent(saved_);
+}
+
 namespace {
 std::mutex g_module_mu;
 ModuleStats g_modules;

@@ -90,6 +90,24 @@ Expected<DeviceInfo> device_info(int ordinal);
 /// once for the process and made current on the calling thread.
 Expected<CUcontext> use_device(int ordinal);
 
+// Note [Whose current context]
+// The calling thread's current context is shared state: the CUDA runtime, and so torch and CuPy,
+// take it as the thread's current device (torch.cuda.set_device makes a primary context current).
+// So framejit never trusts that the context it made current is still current (the stream lookup
+// checks it on every call), and a run on a device puts back, when it ends, the context the caller
+// had: a framejit call on cuda:0 does not move torch's current device from cuda:1.
+class ContextScope {
+public:
+  ContextScope();  // records the current context (the driver must be loaded)
+  ~ContextScope();  // makes it current again if it changed
+  ContextScope(const ContextScope&) = delete;
+  ContextScope& operator=(const ContextScope&) = delete;
+
+private:
+  const Api* api_ = nullptr;
+  CUcontext saved_ = nullptr;
+};
+
 /// A PTX module loaded by the driver's JIT (cuModuleLoadDataEx). `jit_ms` is the load's wall time:
 /// PTX-to-SASS, or a hit in the driver's disk cache.
 struct Module {

@@ -84,13 +84,20 @@ StreamScope::~StreamScope() { scoped = {device_, stream_}; }
 
 Expected<CUstream> own_stream(int device) {
   if (device < 0 || device >= kMaxDevices) return Status::invalid("CUDA device " + std::to_string(device) + " is out of range");
-  // Every launch asks: the last device this thread used, with its context made current and its
-  // stream, answers without a lock. (The context is current per thread; the stream is per process.)
+  // Every launch asks: the last device this thread used, with its context still current (Note
+  // [Whose current context] in driver.h) and its stream, answers without a lock. (The context is
+  // current per thread; the stream is per process.)
   thread_local int last = -1;
   thread_local CUstream last_stream = nullptr;
-  if (device == last) return last_stream;
+  thread_local CUcontext last_ctx = nullptr;
+  thread_local const Api* api = nullptr;
+  if (device == last) {
+    CUcontext current = nullptr;
+    if (api->CtxGetCurrent(&current) == kSuccess && current == last_ctx) return last_stream;
+  }
   auto ctx = use_device(device);
   if (!ctx) return ctx.error();
+  api = *driver();  // loaded: use_device succeeded
   Streams& s = streams();
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.streams[device]) {
@@ -101,6 +108,7 @@ Expected<CUstream> own_stream(int device) {
     s.streams[device] = st;
   }
   last = device;
+  last_ctx = *ctx;
   last_stream = s.streams[device];
   return last_stream;
 }
