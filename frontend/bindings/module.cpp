@@ -138,6 +138,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("tensor_float_divmod", [](py::object a, py::object b, bool floor) {
     return steal_or_throw(tensor_float_divmod(a.ptr(), b.ptr(), floor));
   }, "a // b (floor) or a % b for float Tensors where NumPy is missing (Note [Float divmod without NumPy]).");
+  m.def("tensor_store_inplace", [](py::object d, py::object r, const std::string& ufunc) {
+    return steal_or_throw(tensor_store_inplace(d.ptr(), r.ptr(), ufunc.c_str()));
+  });
   m.def("tensor_int_matmul", [](py::object a, py::object b) { return steal_or_throw(tensor_int_matmul(a.ptr(), b.ptr())); },
         "a @ b for integer Tensors where NumPy is missing (the GEMM is float only).");
   m.def("supported_ops", [] { return supported_ops(); },

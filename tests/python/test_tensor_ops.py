@@ -186,6 +186,50 @@ def test_views_share_memory():
         a.reshape(4, 2)
 
 
+def test_in_place_operators_write_into_the_tensor():
+    # Note [In-place Tensor operators]: every view sees the result, as with an ndarray.
+    t = T(rows(3, 4))
+    alias, col = t[1:], t[:, 1]
+    before = id(t)
+    t += 1
+    assert id(t) == before
+    same(alias, T(rows(3, 4, start=1.0))[1:])
+    t *= T([2.0, 1.0, 1.0, 1.0])
+    assert col.tolist() == t[:, 1].tolist() and t[0, 0].item() == rows(1, 1)[0][0] * 2 + 2
+    col -= 100            # a strided target
+    assert t[:, 1].tolist() == [c - 100 for c in rows(3, 4, start=1.0)[0][1:2] + [r[1] for r in rows(3, 4, start=1.0)[1:]]]
+    i = T([1, 2, 3])
+    i //= 2
+    i *= i
+    i |= 4
+    assert i.tolist() == [4, 5, 5]
+    with pytest.raises(TypeError, match="same_kind"):
+        i += 0.5          # float64 result into int64
+    with pytest.raises(TypeError, match="same_kind"):
+        i /= 2
+    with pytest.raises(ValueError, match="broadcast"):
+        i += T([[1], [2]])
+    assert i.tolist() == [4, 5, 5]  # a refused operator leaves the tensor as it was
+    f = T([1.0, 2.0], dtype="float32")
+    f += T([0.5, 0.5])    # float64 into float32: same kind
+    assert f.dtype == "float32" and f.tolist() == [1.5, 2.5]
+    m = T([[1.0, 2.0], [3.0, 4.0]])
+    m @= T([[0.0, 1.0], [1.0, 0.0]])
+    assert m.tolist() == [[2.0, 1.0], [4.0, 3.0]]
+
+
+@needs_numpy
+def test_in_place_operators_match_numpy():
+    a = np.arange(12, dtype=np.float64).reshape(3, 4)
+    t = T(a.copy())
+    for op in ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__", "__ipow__"):
+        want = getattr(a[:, ::2], op)(1.5)
+        got = getattr(t[:, ::2], op)(1.5)
+        # The same values where they were written (pow within its ulp: Note [One math library]).
+        np.testing.assert_allclose(np.array(got.tolist()), want, rtol=1e-15, err_msg=op)
+        np.testing.assert_allclose(np.array(t.tolist()), a, rtol=1e-15, err_msg=op)
+
+
 def test_astype():
     a = T([1.7, -1.7, 2.5])
     assert a.astype("int32").tolist() == [1, -1, 2]

@@ -4,11 +4,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "frontend/ops/numpy/promotion.h"
 #include "frontend/cpython/pyref.h"
 #include "frontend/tensor/object.h"
+#include "frontend/tensor/object_p.h"
+#include "runtime/cuda/memory.h"
 
 namespace framejit::frontend {
 
@@ -227,6 +231,73 @@ PyObject* tensor_int_matmul(PyObject* a, PyObject* b) {
       store_int(dst + (i * n + j) * item, r.dtype, acc);
     }
   return out.release();
+}
+
+// Note [In-place Tensor operators]
+// `t += x` on a framejit.Tensor writes into t's memory, as on an ndarray: every view of t sees the
+// new values (a Tensor without __iadd__ would rebind the name and leave them stale, which the
+// fuzzer's --device modes found). The result is computed by the ordinary operator (a one-op graph
+// on the JIT, into fresh memory, so operands overlapping t are read before anything is written),
+// then stored here under NumPy's rules: same shape as t, cast to t's dtype if 'same_kind' allows
+// it, t writeable. Inside compiled code the tracer handles `op=` itself (a write into the array).
+PyObject* tensor_store_inplace(PyObject* dst, PyObject* result, const char* ufunc) {
+  if (!is_tensor(dst) || !is_tensor(result)) {
+    PyErr_SetString(PyExc_TypeError, "in-place operator: both operands must be framejit.Tensors");
+    return nullptr;
+  }
+  TensorObject* d = as_tensor(dst);
+  TensorObject* r = as_tensor(result);
+  auto shape_text = [](const TensorObject* t) {
+    std::string s = "(";
+    for (int i = 0; i < t->nd; ++i) s += (i ? "," : "") + std::to_string(t->shape[i]);
+    return s + (t->nd == 1 ? ",)" : ")");
+  };
+  if (r->nd != d->nd || !std::equal(d->shape, d->shape + d->nd, r->shape)) {
+    PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
+                 shape_text(d).c_str(), shape_text(r).c_str());
+    return nullptr;
+  }
+  if (!ops::can_cast_same_kind(r->dtype, d->dtype)) {
+    PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' output from dtype('%s') to dtype('%s') with casting rule 'same_kind'",
+                 ufunc, std::string(rt::dtype_name(r->dtype)).c_str(), std::string(rt::dtype_name(d->dtype)).c_str());
+    return nullptr;
+  }
+  if (!(d->flags & kTensorWriteable)) {
+    PyErr_SetString(PyExc_ValueError, "output array is read-only");
+    return nullptr;
+  }
+  int64_t n = 1;
+  for (int i = 0; i < d->nd; ++i) n *= d->shape[i];
+  const int64_t item = rt::dtype_itemsize(d->dtype);
+  if (d->device.type != rt::DeviceType::CPU) {
+    if (!(d->flags & kTensorCContiguous) || d->dtype != r->dtype || !(r->flags & kTensorCContiguous)) {
+      PyErr_Format(PyExc_NotImplementedError,
+                   "framejit.Tensor: in-place %s into a strided or differently typed tensor on cuda:%d is not compiled yet",
+                   ufunc, d->device.index);
+      return nullptr;
+    }
+    Status s = rt::cuda::copy_on_device(d->device.index, d->data, r->data, static_cast<size_t>(n * item));
+    if (!s) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+      return nullptr;
+    }
+    return Py_NewRef(dst);
+  }
+  if (d->flags & kTensorCContiguous) {
+    tensor_detail::copy_convert(r->data, r->dtype, r->nd, r->shape, r->strides, d->data, d->dtype);
+    return Py_NewRef(dst);
+  }
+  // A strided target: the result converted into C order, then stored element by element.
+  std::vector<char> converted(static_cast<size_t>(n * item));
+  tensor_detail::copy_convert(r->data, r->dtype, r->nd, r->shape, r->strides, converted.data(), d->dtype);
+  std::vector<int64_t> index(static_cast<size_t>(d->nd), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    char* at = d->data;
+    for (int i = 0; i < d->nd; ++i) at += index[static_cast<size_t>(i)] * d->strides[i];
+    std::memcpy(at, converted.data() + e * item, static_cast<size_t>(item));
+    for (int i = d->nd - 1; i >= 0 && ++index[static_cast<size_t>(i)] == d->shape[i]; --i) index[static_cast<size_t>(i)] = 0;
+  }
+  return Py_NewRef(dst);
 }
 
 }  // namespace framejit::frontend

@@ -65,6 +65,16 @@ def _operand(x):
     return None
 
 
+def _inplace(forward, ufunc):
+    def apply(self, other):
+        result = forward(self, other)
+        if result is NotImplemented:
+            return NotImplemented
+        return _C.tensor_store_inplace(self, result, ufunc)
+
+    return apply
+
+
 def _binary(fn, name, native=None):
     # native(a, b): the op as a plain native loop, for what neither the JIT nor NumPy (missing
     # here) computes: float // and % (Note [Float divmod without NumPy]), integer @.
@@ -165,6 +175,18 @@ class Tensor(_C.TensorBase):
     __and__, __rand__ = _binary(_and, "and")
     __or__, __ror__ = _binary(_or, "or")
     __xor__, __rxor__ = _binary(_xor, "xor")
+    # In place, into the tensor's memory (Note [In-place Tensor operators] in ops/tensor/native.cpp).
+    __iadd__ = _inplace(__add__, "add")
+    __isub__ = _inplace(__sub__, "subtract")
+    __imul__ = _inplace(__mul__, "multiply")
+    __itruediv__ = _inplace(__truediv__, "divide")
+    __ifloordiv__ = _inplace(__floordiv__, "floor_divide")
+    __imod__ = _inplace(__mod__, "remainder")
+    __ipow__ = _inplace(__pow__, "power")
+    __imatmul__ = _inplace(__matmul__, "matmul")
+    __iand__ = _inplace(__and__, "bitwise_and")
+    __ior__ = _inplace(__or__, "bitwise_or")
+    __ixor__ = _inplace(__xor__, "bitwise_xor")
     __lt__, _ = _binary(_lt, "lt")
     __le__, _ = _binary(_le, "le")
     __eq__, _ = _binary(_eq, "eq")
