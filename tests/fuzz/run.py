@@ -43,9 +43,10 @@ Devices (--device)
 By default both sides take NumPy arrays. With `--device cpu` or `--device cuda` the compiled
 function takes framejit.Tensors on that device instead (made from the same arrays; on cuda a copy,
 so arguments that alias on the CPU do not on the GPU) and its results and arguments come back as
-NumPy values for the comparison. A program the device does not run yet (NotImplementedError, or a
-NumPy function the Tensor protocols decline) is counted as unsupported, not as a failure: the
-summary says how many programs each device ran. The reference stays CPython with NumPy arrays,
+NumPy values for the comparison. A program the device does not run yet (NotImplementedError, a
+NumPy function the Tensor protocols decline, or what a device Tensor refuses to do in host memory
+such as numpy()) is counted as unsupported, not as a failure: the summary says how many programs
+each device ran. The reference stays CPython with NumPy arrays,
 so a mismatch is either the device's or framejit.Tensor's own difference from NumPy: replay it
 with `--device cpu` to tell which.
 
@@ -1172,8 +1173,13 @@ def device_declined(exc):
         return True
     # The Tensor type lacks the method, the write or the NumPy function (its protocols declined).
     text = str(exc)
-    return isinstance(exc, (TypeError, AttributeError)) and any(
-        k in text for k in ("__array_function__", "__array_ufunc__", "framejit.Tensor", "'Tensor' object"))
+    if isinstance(exc, (TypeError, AttributeError)) and any(
+            k in text for k in ("__array_function__", "__array_ufunc__", "framejit.Tensor", "'Tensor' object")):
+        return True
+    # A device Tensor refuses what only host memory can do (numpy(), the buffer protocol), as
+    # torch's CUDA tensors do.
+    return isinstance(exc, (RuntimeError, BufferError)) and "needs a cpu tensor" in text or (
+        isinstance(exc, BufferError) and "only cpu tensors" in text)
 
 
 def run_program(prog, framejit, backend, ref=None, device=None):
