@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -39,6 +40,9 @@ struct Driver {
   // Primary contexts retained by use_device, per ordinal (released by the driver at exit).
   std::vector<CUcontext> contexts;
 };
+
+// The entry points once loaded() has succeeded in this process (never unset: they stay valid).
+std::atomic<const Api*> g_loaded_api{nullptr};
 
 Driver& state() {
   static Driver* d = new Driver;  // NB: never destroyed: kernels may be unloaded at exit
@@ -131,6 +135,7 @@ Expected<Driver*> loaded() {
     d.status = load(d);
   }
   if (!d.status.is_ok()) return d.status;
+  g_loaded_api.store(&d.api, std::memory_order_release);
   return &d;
 }
 
@@ -225,10 +230,9 @@ Expected<CUcontext> use_device(int ordinal) {
 }
 
 ContextScope::ContextScope() {
-  auto api = driver();
-  if (!api) return;
-  api_ = *api;
-  if (api_->CtxGetCurrent(&saved_) != kSuccess) saved_ = nullptr;
+  // Every device run makes one: the entry points loaded() published, without its lock and getpid.
+  api_ = g_loaded_api.load(std::memory_order_acquire);
+  if (api_ && api_->CtxGetCurrent(&saved_) != kSuccess) saved_ = nullptr;
 }
 
 ContextScope::~ContextScope() {
