@@ -714,6 +714,36 @@ bool aligned_copy(ArrayRef& r, StridedLayout& layout, std::unique_ptr<char[]>& s
   return true;
 }
 
+// C's shape for A @ B: A's and B's leading (batch) dims broadcast against each other. False with
+// the library's error when the inner dims differ (guards make that impossible) or the batch dims do
+// not broadcast.
+bool product_shape(Run& run, const ArrayRef& a, const ArrayRef& b, int& rank, int64_t* out_shape) {
+  const int64_t k = a.dims[a.nd - 1], kb = b.dims[b.nd - 2];
+  if (k != kb) {
+    run.host.fail(RunError::MatmulCoreDim, 0);
+    return false;
+  }
+  rank = std::max(a.nd, b.nd);
+  for (int d = 0; d < rank - 2; ++d) {
+    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
+    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
+    if (sa != sb && sa != 1 && sb != 1) {
+      run.host.fail(RunError::MatmulBatch, 0);
+      return false;
+    }
+    out_shape[d] = sa == 1 ? sb : sa;
+  }
+  out_shape[rank - 2] = a.dims[a.nd - 2];
+  out_shape[rank - 1] = b.dims[b.nd - 1];
+  return true;
+}
+
+// An operand's byte stride along batch dim d of a product of `rank` dims (0 where it broadcasts).
+int64_t batch_stride(const ArrayRef& r, int rank, int d) {
+  const int dr = d - (rank - r.nd);
+  return dr < 0 || r.dims[dr] == 1 ? 0 : r.strides[dr];
+}
+
 // A device operand cuBLAS cannot read in place (no unit stride in its matrices, Note [Device
 // GEMMs]) as a C-ordered copy made by the step's pack kernel; `r` then describes the copy, which
 // `held` keeps until the caller releases it.
@@ -746,33 +776,14 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
   ArrayRef a, b;
   LayoutScratch<1> a_scratch, b_scratch;
   if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;
-  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
-  const int64_t kb = b.dims[b.nd - 2], n = b.dims[b.nd - 1];
-  if (k != kb) {
-    run.host.fail(RunError::MatmulCoreDim, 0);
-    return false;
-  }
-  const int rank = std::max(a.nd, b.nd), nbatch = rank - 2;
-  const int64_t item = dtype_itemsize(step.dtype);
+  int rank = 0;
   int64_t out_shape[kMaxRank];
-  for (int d = 0; d < nbatch; ++d) {
-    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
-    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
-    if (sa != sb && sa != 1 && sb != 1) {
-      run.host.fail(RunError::MatmulBatch, 0);
-      return false;
-    }
-    out_shape[d] = sa == 1 ? sb : sa;
-  }
-  out_shape[rank - 2] = m;
-  out_shape[rank - 1] = n;
+  if (!product_shape(run, a, b, rank, out_shape)) return false;
+  const int nbatch = rank - 2;
+  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1], n = b.dims[b.nd - 1];
+  const int64_t item = dtype_itemsize(step.dtype);
   int64_t batches = 1;
   for (int d = 0; d < nbatch; ++d) batches *= out_shape[d];
-  // Batch dim d's stride of an operand in bytes (0 where it broadcasts).
-  auto batch_stride = [&](const ArrayRef& r, int d) {
-    const int dr = d - (rank - r.nd);
-    return dr < 0 || r.dims[dr] == 1 ? int64_t{0} : r.strides[dr];
-  };
   // Note [Batched products]: batches whose rows chain in memory (and one B for all) are one
   // product of batches * m rows; `strides` per batch dim, `row` the row stride.
   auto rows_chain = [&](auto&& stride_of, int64_t row) {
@@ -784,8 +795,8 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
     return true;
   };
   bool fold = batches > 1;
-  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, d) == 0 || out_shape[d] == 1;
-  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]);
+  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, rank, d) == 0 || out_shape[d] == 1;
+  fold = fold && rows_chain([&](int d) { return batch_stride(a, rank, d); }, a.strides[a.nd - 2]);
   Value out;
   if (!run.host.alloc(out, step.dtype, rank, out_shape, nullptr)) return false;
   run.set(step.output, out);
@@ -878,8 +889,8 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
   // Rows of a transposed A do not chain; a packed A's do, as long as the taller A is still one
   // cuBLAS reads (a broadcast row does not chain into a matrix).
   fold = batches > 1 && (g.a.col_stride == 1 || k == 1);
-  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, d) == 0 || out_shape[d] == 1;
-  fold = fold && rows_chain([&](int d) { return batch_stride(a, d); }, a.strides[a.nd - 2]) &&
+  for (int d = 0; fold && d < nbatch; ++d) fold = batch_stride(b, rank, d) == 0 || out_shape[d] == 1;
+  fold = fold && rows_chain([&](int d) { return batch_stride(a, rank, d); }, a.strides[a.nd - 2]) &&
          cuda::blas_layout(m * batches, k, g.a.row_stride, g.a.col_stride);
   Status s = Status::ok();
   if (fold || nbatch == 0) {
@@ -890,10 +901,10 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
     // not negative (C's never are) per call; the other batch dims are a loop.
     int inner = -1;
     for (int d = nbatch - 1; d >= 0 && inner < 0; --d)
-      if (out_shape[d] > 1 && batch_stride(a, d) >= 0 && batch_stride(b, d) >= 0) inner = d;
+      if (out_shape[d] > 1 && batch_stride(a, rank, d) >= 0 && batch_stride(b, rank, d) >= 0) inner = d;
     g.batches = inner >= 0 ? out_shape[inner] : 1;
-    g.a.batch_stride = inner >= 0 ? batch_stride(a, inner) / item : 0;
-    g.b.batch_stride = inner >= 0 ? batch_stride(b, inner) / item : 0;
+    g.a.batch_stride = inner >= 0 ? batch_stride(a, rank, inner) / item : 0;
+    g.b.batch_stride = inner >= 0 ? batch_stride(b, rank, inner) / item : 0;
     int64_t c_stride[kMaxRank];  // C's batch strides (elements): C is C-ordered
     int64_t step = m * n;
     for (int d = nbatch - 1; d >= 0; --d) {
@@ -907,8 +918,8 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
       for (int d = nbatch - 1; d >= 0; --d) {
         if (d == inner) continue;
         const int64_t idx = rem % out_shape[d];
-        a_off += idx * batch_stride(a, d);
-        b_off += idx * batch_stride(b, d);
+        a_off += idx * batch_stride(a, rank, d);
+        b_off += idx * batch_stride(b, rank, d);
         c_off += idx * c_stride[d];
         rem /= out_shape[d];
       }
@@ -936,28 +947,15 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
     run.host.fail(RunError::NoMemory, 0);
     return false;
   }
-  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1];
-  const int64_t kb = b.dims[b.nd - 2], n = b.dims[b.nd - 1];
-  if (k != kb) {  // guards make this impossible; the library's own error if it ever happens
-    run.host.fail(RunError::MatmulCoreDim, 0);
-    return false;
-  }
-  // Batch dims: A's and B's leading dims broadcast against each other (stride 0 where size 1).
-  const int rank = std::max(a.nd, b.nd), nbatch = rank - 2;
+  int rank = 0;
   int64_t out_shape[kMaxRank], a_bstride[kMaxRank], b_bstride[kMaxRank];
+  if (!product_shape(run, a, b, rank, out_shape)) return false;
+  const int nbatch = rank - 2;
+  const int64_t m = a.dims[a.nd - 2], k = a.dims[a.nd - 1], n = b.dims[b.nd - 1];
   for (int d = 0; d < nbatch; ++d) {
-    const int da = d - (rank - a.nd), db = d - (rank - b.nd);
-    const int64_t sa = da < 0 ? 1 : a.dims[da], sb = db < 0 ? 1 : b.dims[db];
-    if (sa != sb && sa != 1 && sb != 1) {
-      run.host.fail(RunError::MatmulBatch, 0);
-      return false;
-    }
-    out_shape[d] = sa == 1 ? sb : sa;
-    a_bstride[d] = sa == 1 ? 0 : a.strides[da];
-    b_bstride[d] = sb == 1 ? 0 : b.strides[db];
+    a_bstride[d] = batch_stride(a, rank, d);
+    b_bstride[d] = batch_stride(b, rank, d);
   }
-  out_shape[rank - 2] = m;
-  out_shape[rank - 1] = n;
   Value out;
   if (!run.host.alloc(out, step.dtype, rank, out_shape, nullptr)) return false;
   run.set(step.output, out);
