@@ -593,8 +593,9 @@ constexpr long long kExternBoundMin = 64;   // at least this many extern steps..
 constexpr long long kExternBoundRatio = 2;  // ...and more than this many per compiled step
 
 // What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels,
-// reductions, row chains and products (cuBLASLt's), and nothing else of a graph runs on a device
-// (an extern step would call back into the library with device arrays it cannot read).
+// reductions, row chains and products (its own small-product kernel, or cuBLASLt), and nothing else
+// of a graph runs on a device (an extern step would call back into the library with device arrays
+// it cannot read).
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
