@@ -26,6 +26,7 @@ from ._C import Unsupported
 from ._explain import ExplainOutput
 from ._dynamo import dynamo_backend
 from ._tensor import Tensor, from_dlpack, tensor
+from ._control import associative_scan, cond, fori_loop, map, scan, while_loop  # noqa: A004 - framejit.map
 from . import cuda
 
 __all__ = [
@@ -44,6 +45,12 @@ __all__ = [
     "tensor",
     "from_dlpack",
     "dynamo_backend",
+    "cond",
+    "while_loop",
+    "fori_loop",
+    "scan",
+    "map",
+    "associative_scan",
 ]
 
 

@@ -1,0 +1,101 @@
+"""framejit's higher-order operators outside compiled code (issue 15): each against the plain
+Python it stands for, on Python numbers, framejit.Tensors, NumPy arrays and torch tensors where
+those exist; the structure checks' errors; and a compiled function that calls them gives the same
+result (the call itself runs in CPython until the operators are captured)."""
+
+import pytest
+
+import framejit
+
+try:
+    import numpy as np
+except ImportError:
+    np = None
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_numpy = pytest.mark.skipif(np is None, reason="NumPy is not installed")
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+T = framejit.tensor
+
+
+def test_cond_runs_one_branch():
+    seen = []
+    t = lambda a, b: seen.append("t") or a + b  # noqa: E731
+    f = lambda a, b: seen.append("f") or a - b  # noqa: E731
+    assert framejit.cond(True, t, f, (5, 3)) == 8
+    assert framejit.cond(0, t, f, [5, 3]) == 2
+    assert framejit.cond(T([1.0]), t, f, (T([1.0]), 2.0)).tolist() == [3.0]
+    assert seen == ["t", "f", "t"]
+    with pytest.raises(TypeError, match="operands must be a tuple"):
+        framejit.cond(True, t, f, 5)
+
+
+def test_while_loop_and_its_structure_check():
+    assert framejit.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i), (0, 0)) == (5, 10)
+    assert framejit.while_loop(lambda i: False, lambda i: (i,), (7,)) == (7,)  # zero trips
+    x = T([1.0, 2.0])
+    i, y = framejit.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2), (0, x))
+    assert i == 3 and y.tolist() == [8.0, 16.0]
+    with pytest.raises(TypeError, match="returned 1 values for 2 carried values"):
+        framejit.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1,), (0, 0))
+    with pytest.raises(TypeError, match=r"carried value 1 changed from Tensor of float64 \(2,\) to Tensor of float64 \(1,\)"):
+        framejit.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y[:1]), (0, x))
+    with pytest.raises(TypeError, match="carried_inputs must be a tuple"):
+        framejit.while_loop(lambda i: i < 3, lambda i: (i + 1,), 0)
+
+
+def test_fori_loop():
+    assert framejit.fori_loop(0, 5, lambda i, v: v + i, 0) == 10
+    assert framejit.fori_loop(3, 3, lambda i, v: v + i, 7) == 7  # zero trips
+    assert framejit.fori_loop(0, 4, lambda i, v: (v[0] * 2, v[1] + i), (1, 0)) == (16, 6)
+    with pytest.raises(TypeError, match="changed from int to float"):
+        framejit.fori_loop(0, 2, lambda i, v: v / 2, 8)
+
+
+def test_scan_map_and_associative_scan_on_tensors():
+    xs = T([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    carry, ys = framejit.scan(lambda c, x: (c + x, c * x), T([0.0, 1.0]), xs)
+    assert carry.tolist() == [9.0, 13.0] and ys.tolist() == [[0.0, 2.0], [3.0, 12.0], [20.0, 42.0]]
+    carry, ys = framejit.scan(lambda c, x: (c + x, c), T([0.0, 0.0]), xs, reverse=True)
+    assert carry.tolist() == [9.0, 12.0] and ys.tolist() == [[8.0, 10.0], [5.0, 6.0], [0.0, 0.0]]
+    carry, ys = framejit.scan(lambda c, x: (c + x, c + x), T([0.0, 0.0, 0.0]), xs, dim=1)
+    assert ys.shape == (3, 2) and ys.tolist() == [[1.0, 3.0], [3.0, 7.0], [5.0, 11.0]]
+    assert framejit.map(lambda x, k: x * k, xs, 10.0).tolist() == [[10.0, 20.0], [30.0, 40.0], [50.0, 60.0]]
+    assert framejit.associative_scan(lambda a, b: a + b, xs, 0).tolist() == [[1.0, 2.0], [4.0, 6.0], [9.0, 12.0]]
+    assert framejit.associative_scan(lambda a, b: a + b, xs, 1).tolist() == [[1.0, 3.0], [3.0, 7.0], [5.0, 11.0]]
+    # reverse: over xs flipped along dim (jax.lax's and torch's meaning), here a non-commutative op.
+    assert framejit.associative_scan(lambda a, b: a - b, xs, 0, reverse=True).tolist() == [
+        [1.0, 0.0], [2.0, 2.0], [5.0, 6.0]]
+    with pytest.raises(TypeError, match=r"must return \(carry, y\)"):
+        framejit.scan(lambda c, x: c + x, T([0.0, 0.0]), xs)
+    with pytest.raises(ValueError, match="no elements"):
+        framejit.map(lambda x: x, xs[:0])
+    with pytest.raises(ValueError, match="dim 2 is out of range"):
+        framejit.associative_scan(lambda a, b: a + b, xs, 2)
+
+
+@needs_numpy
+def test_numpy_operands_and_a_compiled_caller():
+    xs = np.arange(12.0).reshape(4, 3)
+    carry, ys = framejit.scan(lambda c, x: (c + x, np.tanh(c)), np.zeros(3), xs)
+    np.testing.assert_array_equal(carry, xs.sum(0))
+    np.testing.assert_array_equal(ys, np.tanh(np.cumsum(xs, 0) - xs))
+    np.testing.assert_array_equal(framejit.associative_scan(np.maximum, xs[::-1], 0), np.maximum.accumulate(xs[::-1]))
+
+    def f(x, n):
+        y = framejit.fori_loop(0, n, lambda i, v: v * 0.5 + x, np.zeros_like(x))
+        return framejit.cond(y.sum() > 0, lambda a: a + 1, lambda a: a - 1, (y,))
+
+    x = np.linspace(-1, 2, 7)
+    np.testing.assert_allclose(framejit.compile(f)(x, 6), f(x, 6), rtol=1e-15)
+
+
+@needs_torch
+def test_torch_operands():
+    xs = torch.arange(6.0).reshape(3, 2)
+    carry, ys = framejit.scan(lambda c, x: (c * x + 1, c), torch.ones(2), xs)
+    assert torch.equal(ys, torch.tensor([[1.0, 1.0], [1.0, 2.0], [3.0, 7.0]])) and torch.equal(carry, torch.tensor([13.0, 36.0]))
+    assert torch.equal(framejit.map(torch.sum, xs), torch.tensor([1.0, 5.0, 9.0]))
