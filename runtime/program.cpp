@@ -744,6 +744,25 @@ int64_t batch_stride(const ArrayRef& r, int rank, int d) {
   return dr < 0 || r.dims[dr] == 1 ? 0 : r.strides[dr];
 }
 
+// A product's epilogue bound over C's shape: its inputs broadcast to C (C's own array among them),
+// then C as the output operand, and its parameters. False with the run's error when an operand
+// does not match the product.
+bool bind_epilogue(Run& run, const KernelStep& ep, const Value& c, int rank, Bound& eb) {
+  ArrayRef in[kMaxKernelOperands];
+  StepScratch scratch;
+  const size_t nin = ep.inputs.size();
+  if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
+  if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
+    run.host.fail(RunError::EpilogueShape, 0);
+    return false;
+  }
+  eb.nops = static_cast<int>(nin) + 1;
+  for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
+  eb.ops[nin] = operand_of(ref_of(c), rank, eb.strides[nin]);
+  eb.nparams = static_cast<int>(ep.params.size());
+  return run.read_params(ep.params, ep.param_dtypes, eb.params);
+}
+
 // A device operand cuBLAS cannot read in place (no unit stride in its matrices, Note [Device
 // GEMMs]) as a C-ordered copy made by the step's pack kernel; `r` then describes the copy, which
 // `held` keeps until the caller releases it.
@@ -802,22 +821,9 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
   run.set(step.output, out);
   const Value& c = run.vals[step.output];
   const KernelStep& ep = step.epilogue;
-  ArrayRef in[kMaxKernelOperands];
-  StepScratch scratch;
   Bound eb;
   const size_t nin = ep.inputs.size();
-  if (ep.kernel) {
-    if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
-    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
-      run.host.fail(RunError::EpilogueShape, 0);
-      return false;
-    }
-    eb.nops = static_cast<int>(nin) + 1;
-    for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
-    eb.ops[nin] = operand_of(ref_of(c), rank, eb.strides[nin]);
-    eb.nparams = static_cast<int>(ep.params.size());
-    if (!run.read_params(ep.params, ep.param_dtypes, eb.params)) return false;
-  }
+  if (ep.kernel && !bind_epilogue(run, ep, c, rank, eb)) return false;
   auto finish = [&] {
     if (!run.device_ok()) return false;
     if (ep.kernel) {
@@ -978,18 +984,8 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
   Bound eb;
   const KernelStep& ep = step.epilogue;
   if (ep.kernel) {
-    const size_t nin = ep.inputs.size();
-    ArrayRef in[kMaxKernelOperands];
-    StepScratch scratch;
-    if (!bind_inputs(run, ep.inputs, in, scratch, eb)) return false;
-    if (eb.rank != rank || !std::equal(eb.shape, eb.shape + rank, c.dims)) {
-      run.host.fail(RunError::EpilogueShape, 0);
-      return false;
-    }
-    eb.nops = static_cast<int>(nin) + 1;
-    for (size_t j = 0; j < nin; ++j) eb.ops[j] = operand_of(in[j], rank, eb.strides[j]);
-    eb.ops[nin] = operand_of(ref_of(c), rank, eb.strides[nin]);
-    if (!run.read_params(ep.params, ep.param_dtypes, ectx.call.params)) return false;
+    if (!bind_epilogue(run, ep, c, rank, eb)) return false;
+    std::copy_n(eb.params, eb.nparams, ectx.call.params);
     ectx.fn = reinterpret_cast<PointwiseFn>(ep.kernel->entry);
     ectx.nops = eb.nops;
     ectx.call.contiguous = 1;
