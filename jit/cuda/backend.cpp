@@ -25,21 +25,30 @@ namespace framejit::jit::cuda {
 // Note [PTX size]
 // The driver compiles PTX to machine code when a module loads, and its time follows the PTX's
 // length. So the generators keep modules short: framejit's own math routines (a few dozen
-// instructions each, no libdevice), and one copy of a math-heavy body in the vector loop (a loop
-// over the chunk's four lanes that ptxas is told not to unroll) instead of four. Measured on the
-// H100 with the driver's cache off (64M float32, 2 x 4 bytes per element, copy 2888 GB/s):
+// instructions each, no libdevice), loops kept loops where they are not the hot path. Measured
+// on the H100 with the driver's cache off (64M float32, 2 x 4 bytes per element, copy 2888 GB/s):
 //   kernel                              level 0      1       2       3       4
 //   gelu chain (tanh + exp, 362 lines)  JIT ms 144    71      83      54     100
 //                                       GB/s   452    2073    2122    2127   2103
 //   x*a+b (vector loop, 190 lines)      JIT ms 25     35      40      28      44
 //                                       GB/s   2231   2755    2768    2771   2747
 // Level 3 compiles fastest of the optimizing levels and runs as fast as 4: it is the default. With
-// the driver's disk cache warm, a second process loads each of these in 0.2 ms. Emitting a math
-// body once, in the element loop only (no vector loop), was tried: the chain fell to 1924 GB/s
-// (tanh alone 2251) for no clear JIT gain (51 ms), so math kernels keep the lane loop. Sending the
-// remaining elements through the vector loop's lane loop too (one copy of the body per kernel)
-// was tried on the H200: ptxas here went from 29 to 23 ms, the driver's JIT showed no clear gain
-// (65 ms, within its run-to-run spread), and the chain fell from 2114 to 1986 GB/s — reverted.
+// the driver's disk cache warm, a second process loads each of these in 0.2 ms.
+//
+// The vector loop's body is emitted four times, once per lane of the 4-element chunk. It was
+// once a loop over the lanes (one copy of a math body, the lane picked by predicated moves), for
+// compile time; on the H200 (copy 4.06 TB/s) that kernel is bound by instructions, not memory, and
+// the lane selection cost 15 of its ~90 per element. The gelu chain of samples/gpu_bench.py,
+// flat kernel, H200, driver cache off (tools: a driver-API harness timing PTX variants side by side):
+//   lane loop, div.rn (257 lines)                     2171 GB/s  0.53 of copy  JIT 42 ms
+//   four copies, div.rn (446 lines)                   2512 GB/s  0.62          JIT 57 ms
+//   four copies, div_normal in tanh and sigmoid,
+//     1/(1+exp(-x)) as sigmoid (466 lines)            3008 GB/s  0.74          JIT 35 ms
+//   lane loop, the same math (262 lines)              2382 GB/s  0.59          JIT 25 ms
+//   four copies, + fnma folded, one-scale sigmoid exp 3282 GB/s  0.79          JIT 30 ms
+// (div_normal: PtxOps; sigmoid: Note [Sigmoid from its formula] in jit/lower/loop_ir.cpp.) The
+// math sequences shrank the module as much as the copies grew it, so four copies it is. What is
+// left is instructions: ~70 per element against the ~67 an H200 issues per element at copy speed.
 //
 // The cache key is the PTX text itself plus the device: two graphs whose kernels generate the same
 // code share one module, and nothing but the text decides what the module computes.

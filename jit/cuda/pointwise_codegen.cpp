@@ -13,17 +13,7 @@
 
 namespace framejit::jit::cuda {
 
-namespace {
-
 using rt::DType;
-
-bool has_math(const PointwiseKernelIR& ir) {
-  for (const ScalarExpr& e : ir.body)
-    if (scalar_op_is_math(e.op)) return true;
-  return false;
-}
-
-}  // namespace
 
 // Note [Flat pointwise kernels]
 // Most launches are over one dim once the launcher has collapsed what steps through memory as one
@@ -55,7 +45,6 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
   const std::string args = "args";
   const int nin = static_cast<int>(ir.input_dtypes.size()), nout = static_cast<int>(ir.outputs.size());
   const int nops = nin + nout;
-  auto dtype_of = [&](int k) { return k < nin ? ir.input_dtypes[k] : ir.output_dtypes[k - nin]; };
   auto at = [&](int offset) { return "[" + args + "+" + std::to_string(offset) + "]"; };
 
   // Thread index and count, sizes, pointers and strides (kernel parameters: constant cache).
@@ -150,43 +139,14 @@ Expected<std::string> pointwise_ptx(const PointwiseKernelIR& ir, const std::stri
       for (int j = 0; j < 4; ++j) w.op(std::string("mov.") + btype(ir.input_dtypes[k]) + " " + lanes[k][j] + ", " + v4[j]);
       w.place(loaded);
     }
+    // Four copies of the body, one per lane: independent chains for the scheduler (Note [PTX
+    // size] in jit/cuda/backend.cpp says what a loop over the lanes cost instead).
     std::vector<std::vector<std::string>> results(nout, std::vector<std::string>(4));
-    if (!has_math(ir)) {
-      // Cheap bodies: four copies.
-      for (int j = 0; j < 4; ++j) {
-        std::vector<std::string> in(nin);
-        for (int k = 0; k < nin; ++k) in[k] = lanes[k][j];
-        std::vector<std::string> out = outputs_of(e.body(ir, hoisted, in));
-        for (int o = 0; o < nout; ++o) results[o][j] = out[o];
-      }
-    } else {
-      // Math bodies run once per lane in a loop that is kept a loop (Note [PTX size] in
-      // jit/cuda/backend.cpp).
-      for (int o = 0; o < nout; ++o)
-        for (int l = 0; l < 4; ++l) results[o][l] = w.reg(reg_bits(dtype_of(nin + o)));
-      std::string j = w.reg(32), lane_loop = w.label();
-      std::string is[4];
-      w.op("mov.u32 " + j + ", 0");
-      w.place(lane_loop);
-      w.op(".pragma \"nounroll\"");
-      for (int l = 0; l < 4; ++l) {
-        is[l] = w.reg(1);
-        w.op("setp.eq.u32 " + is[l] + ", " + j + ", " + std::to_string(l));
-      }
+    for (int j = 0; j < 4; ++j) {
       std::vector<std::string> in(nin);
-      for (int k = 0; k < nin; ++k) {
-        const char* bt = btype(ir.input_dtypes[k]);
-        in[k] = w.reg(reg_bits(ir.input_dtypes[k]));
-        w.op(std::string("mov.") + bt + " " + in[k] + ", " + lanes[k][0]);
-        for (int l = 1; l < 4; ++l) w.op("@" + is[l] + " mov." + bt + " " + in[k] + ", " + lanes[k][l]);
-      }
+      for (int k = 0; k < nin; ++k) in[k] = lanes[k][j];
       std::vector<std::string> out = outputs_of(e.body(ir, hoisted, in));
-      for (int o = 0; o < nout; ++o)
-        for (int l = 0; l < 4; ++l) w.op("@" + is[l] + " mov." + btype(ir.output_dtypes[o]) + " " + results[o][l] + ", " + out[o]);
-      std::string more = w.reg(1);
-      w.op("add.u32 " + j + ", " + j + ", 1");
-      w.op("setp.lt.u32 " + more + ", " + j + ", 4");
-      w.op("@" + more + " bra.uni " + lane_loop);
+      for (int o = 0; o < nout; ++o) results[o][j] = out[o];
     }
     for (int o = 0; o < nout; ++o) e.store4(ir.output_dtypes[o], addr[nin + o], results[o]);
   }

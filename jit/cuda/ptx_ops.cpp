@@ -127,6 +127,25 @@ PtxVal PtxOps::bandn(const Vec& a, const Vec& b) {
   return band(na, b);
 }
 
+PtxVal PtxOps::fneg(const Vec& a) {
+  if (!a.is_reg()) return neg(a);
+  Vec r = fresh();
+  w_.op("neg." + ftype() + " " + r.reg + ", " + a.reg);
+  return r;
+}
+
+PtxVal PtxOps::div_normal(const Vec& a, const Vec& b) {
+  if (f64_) return div(a, b);
+  // q = a * rcp(b) is within about 1.5 ulp; the residual a - b*q is exact in an fma, and
+  // q + residual * rcp(b) lands within 0.5 ulp plus a term of order 2^-46 relative. The divisor's
+  // range keeps rcp.approx.ftz away from subnormals and infinities.
+  Vec r = fresh(), q = fresh();
+  w_.op("rcp.approx.ftz.f32 " + r.reg + ", " + text(b, "f32"));
+  w_.op("mul.rn.f32 " + q.reg + ", " + text(a, "f32") + ", " + r.reg);
+  Vec e = fnma(b, q, a);
+  return fma(e, r, q);
+}
+
 PtxVal PtxOps::neg(const Vec& a) {
   if (!a.is_reg()) return bits(a.imm ^ sign_bit());  // an immediate stays one
   return bxor(a, bits(sign_bit()));

@@ -72,14 +72,18 @@ public:
   Vec sub(const Vec& a, const Vec& b) { return arith("sub.rn", a, b); }
   Vec mul(const Vec& a, const Vec& b) { return arith("mul.rn", a, b); }
   Vec div(const Vec& a, const Vec& b) { return arith("div.rn", a, b); }
+  /// a / b for a divisor that is normal and far from overflow, with a normal or zero quotient:
+  /// the hardware reciprocal and one correction of the quotient (within 1 ulp, nearly always
+  /// the correctly rounded one) instead of div.rn's longer sequence. float64 keeps div.rn.
+  Vec div_normal(const Vec& a, const Vec& b);
   /// x86's rule: the second operand when either is NaN.
   Vec min(const Vec& a, const Vec& b);
   Vec max(const Vec& a, const Vec& b);
   Vec clamp(const Vec& x, double lo, double hi);
   Vec sqrt(const Vec& a);
   Vec fma(const Vec& a, const Vec& b, const Vec& c);
-  Vec fms(const Vec& a, const Vec& b, const Vec& c) { return fma(a, b, neg(c)); }
-  Vec fnma(const Vec& a, const Vec& b, const Vec& c) { return fma(neg(a), b, c); }
+  Vec fms(const Vec& a, const Vec& b, const Vec& c) { return fma(a, b, fneg(c)); }
+  Vec fnma(const Vec& a, const Vec& b, const Vec& c) { return fma(fneg(a), b, c); }
   Vec poly(const Vec& x, std::span<const double> coef);
 
   Vec band(const Vec& a, const Vec& b) { return bitop("and", a, b); }
@@ -120,6 +124,9 @@ public:
 
 private:
   Vec fresh() { return Vec{w_.reg(elem_bits())}; }
+  /// -a as a float negation (neg.f32), which ptxas folds into the fma that reads it; `neg` flips
+  /// the sign bit with an integer instruction it cannot fold. For operands of arithmetic only.
+  Vec fneg(const Vec& a);
   Vec arith(const char* op, const Vec& a, const Vec& b);
   Vec bitop(const char* op, const Vec& a, const Vec& b);
   Vec intop(const char* op, const Vec& a, const Vec& b);

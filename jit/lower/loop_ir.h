@@ -121,6 +121,11 @@ struct GemmKernelIR {
   std::string key() const;
 };
 
+/// Note [Sigmoid from its formula]: rewrites 1 / (1 + exp(-x)) (reciprocal or division, either
+/// order of the sum) into sigmoid(x) where the intermediate values have no other use, and drops
+/// the expressions that become dead. Loads and parameters stay (their indices are the ABI's).
+void fuse_sigmoid(PointwiseKernelIR& ir);
+
 /// out[i] = in[i] for one array of `dtype`: a copy into another layout (a device product's operand
 /// packed into C order, rt::GemmStep::pack).
 PointwiseKernelIR copy_kernel(DType dtype);

@@ -41,7 +41,7 @@ typename O::Vec emit_erf(O& o, const typename O::Vec& x) {
   Vec xc = o.min(ax, o.c(d ? kCapF64 : kCapF32));
   Vec u = o.mul(o.sub(xc, o.c(2.0)), o.c(d ? kInvHF64 : kInvHF32));
   Vec p = d ? o.poly(u, kLargeF64) : o.poly(u, kLargeF32);
-  Vec erfc = exp_finish(o, exp_core(o, p, nullptr, /*one_scale=*/true));  // p in [-38, -1.8]
+  Vec erfc = exp_finish(o, exp_core(o, p, nullptr, ExpScale::kOneScale));  // p in [-38, -1.8]
   Vec large = o.bor(o.sub(o.load(o.c(1.0)), erfc), o.sign_of(x));
 
   return o.blend(o.cmp(ax, o.c(1.0), Cmp::kGe), small, large);

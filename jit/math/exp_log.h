@@ -48,8 +48,13 @@ double exp_clamp_limit(const O& o) {
 /// exp's reduction for x already clamped to exp_clamp_limit(): e^x = (1 + em1) * s1 * s2 with
 /// s1 = 2^n1, s2 = 2^n2, n1 + n2 = n, each factor a normal number (so subnormal results round
 /// once). `x_lo`, when given, is a low-order part added to the reduced argument (pow's
-/// double-double). With `one_scale` (for callers whose x keeps 2^n normal: |x| < 87 for float32),
-/// s1 = 2^n and s2 is left empty (has_s2 false).
+/// double-double). `scale` says what the caller knows of x:
+///   kTwoScales    nothing beyond the clamp: s1 and s2 as above
+///   kOneScale     x keeps 2^n normal (|x| < 87 for float32): s1 = 2^n, s2 left empty
+///   kNonPositive  x <= 0: s1 = 2^(n + B) is normal and s2 the constant 2^-B (B = 100 for
+///                 float32, 600 for float64), one integer step fewer than splitting n in two
+enum class ExpScale { kTwoScales, kOneScale, kNonPositive };
+
 template <class O>
 struct ExpCore {
   typename O::Vec em1;
@@ -59,7 +64,8 @@ struct ExpCore {
 };
 
 template <class O>
-ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo = nullptr, bool one_scale = false) {
+ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo = nullptr,
+                    ExpScale scale = ExpScale::kTwoScales) {
   using namespace exp_log_detail;
   using Vec = typename O::Vec;
   const bool d = o.f64();
@@ -71,8 +77,17 @@ ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo 
   Vec p = d ? o.poly(r, kExpF64) : o.poly(r, kExpF32);
   ExpCore<O> e;
   e.em1 = o.fma(o.mul(r, r), p, r);
-  if (one_scale) {
+  if (scale == ExpScale::kOneScale) {
     e.s1 = o.pow2_from_bits(t);
+    return e;
+  }
+  if (scale == ExpScale::kNonPositive) {
+    // n >= -217 (float32; -1587 for float64) after the clamp, so n + B stays normal and the
+    // product (1 + em1) * 2^(n+B) * 2^-B rounds once, like the split below.
+    const int b = d ? 600 : 100;
+    e.s1 = o.pow2_from_bits(o.iadd(t, o.bits(static_cast<uint64_t>(b))));
+    e.s2 = o.load(o.c(d ? 0x1p-600 : 0x1p-100));
+    e.has_s2 = true;
     return e;
   }
   // 2^n = 2^n1 * 2^(n-n1) with n1 = round(n/2): both factors stay normal for |n| <= 2*bias - 2.

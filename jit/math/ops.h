@@ -13,13 +13,16 @@ namespace framejit::jit::math {
 // thread). So a kernel computes the same function, to the same last bit wherever both round the
 // same way, on the CPU and the GPU, and the accuracy measured for one (tests/cpp/
 // test_math_injectors.cpp: 1-3 ulp against the correctly rounded result) holds for the other.
+// The one place they may round differently is div_normal (tanh's and sigmoid's quotients): the
+// GPU's reciprocal-and-correction lands on the correctly rounded quotient except when it lies
+// within about 2^-22 ulp of a halfway point, where it may be 1 ulp off x86's division.
 // Each routine returns a new value and never changes its operands.
 //
 // What an Ops class provides (the x86 one documents each member):
 //   types      Vec (a value), Mask (a per-element predicate), Pair {Vec hi, lo}
 //   shape      f64(), elem_bits(), mant_bits(), exp_bias(), sign_bit(), magic()
 //   constants  c(double) and bits(uint64_t) as operands; load(operand) -> Vec
-//   float      add sub mul div min max clamp sqrt fma fms fnma poly  (min/max: x86's rule, the
+//   float      add sub mul div div_normal min max clamp sqrt fma fms fnma poly  (min/max: x86's rule, the
 //              second operand when either is NaN; clamp lets NaN through)
 //   bits       band bor bxor bandn abs neg sign_of, integer ishl ishr iadd isub on the bit pattern
 //   masks      cmp(a, b, Cmp) mand mor mxor mandnot bit_set blend select_or_zero

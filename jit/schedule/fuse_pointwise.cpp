@@ -92,6 +92,21 @@ bool fuse_store(FusionState& state, int node, const std::vector<bool>& is_open, 
   return true;
 }
 
+// The graph node whose accepted reduction computes what `mean` (a variance's temporary mean step)
+// would: the keepdims mean, in `dtype`, of the same operand over the same dims with the same
+// prologue. -1 when there is none.
+int same_mean(const FusionState& state, const FusionPlan& plan, const ReductionGroup& mean,
+              const PointwiseKernelIR& prologue, DType dtype) {
+  const std::string key = prologue.key();
+  for (const ReductionGroup& r : plan.reductions) {
+    if (r.node < 0 || r.operand != mean.operand || r.reduced != mean.reduced || !r.keepdims || r.scalar_object) continue;
+    if (r.ir.op != ReduceOp::Sum || !r.ir.mean || r.ir.ddof != 0 || r.ir.sqrt || r.ir.store_value) continue;
+    if (state.graph.node(r.node).meta.dtype != dtype || r.ir.prologue.key() != key) continue;
+    return r.node;
+  }
+  return -1;
+}
+
 }  // namespace
 
 void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const AcceptPointwise& accept_pointwise) {
@@ -171,17 +186,23 @@ void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const Acc
         prologue.outputs[0] = static_cast<int>(prologue.body.size()) - 1;
         prologue.output_dtypes[0] = rn.value_dtype;
       }
+      // A variance whose mean the graph already computes (layer norm's x - mean beside
+      // var(x)) centers on that node instead of a temporary computing it again.
+      const int have_mean = rec.steps.size() == 2 && rec.steps[1].centered
+                                ? same_mean(state, plan, rec.steps[0].kernel, prologue, rn.value_dtype)
+                                : -1;
       std::vector<ReductionGroup> kernels;
       bool accepted = true;
       int temps = 0;
       for (const ReductionStep& step : rec.steps) {
         ReductionGroup r = step.kernel;
+        if (have_mean >= 0 && r.node < 0) continue;
         r.inputs = inputs;
         r.params = params;
         r.ir.prologue = prologue;
         // A temporary's value index: the next one past the graph's nodes.
         if (r.node < 0) r.output = n + plan.num_temps + temps++;
-        if (step.centered) center_prologue(r, kernels.back().output, rn.value_dtype);
+        if (step.centered) center_prologue(r, have_mean >= 0 ? have_mean : kernels.back().output, rn.value_dtype);
         accepted = accepted && accept(r.ir);
         kernels.push_back(std::move(r));
       }
@@ -189,12 +210,13 @@ void fuse_pointwise(FusionState& state, const AcceptReduction& accept, const Acc
         for (const ReductionGroup& r : kernels)
           for (int v : r.inputs)
             if (v < n) close_group_of(v, -1);  // read as arrays
+        const size_t skipped = rec.steps.size() - kernels.size();  // the mean a graph node gave
         for (size_t k = 0; k < kernels.size(); ++k) {
           ReductionGroup& r = kernels[k];
           const int index = static_cast<int>(plan.reductions.size());
           if (r.node >= 0) plan.reduction_of[r.node] = index;
           else ++plan.num_temps;
-          if (rec.steps[k].centered) r.temp_producer = index - 1;  // the kernel just before it
+          if (rec.steps[k + skipped].centered && have_mean < 0) r.temp_producer = index - 1;  // the kernel just before it
           plan.reductions.push_back(std::move(r));
         }
         continue;

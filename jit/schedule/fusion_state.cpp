@@ -110,6 +110,7 @@ PointwiseKernelIR FusionState::pointwise_ir(const std::vector<int>& members, con
     ir.outputs.push_back(v);
     ir.output_dtypes.push_back(graph.node(n).meta.dtype);
   }
+  fuse_sigmoid(ir);
   return ir;
 }
 

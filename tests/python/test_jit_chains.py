@@ -63,6 +63,41 @@ def test_layernorm(dtype, shape):
     assert framejit.stats()["extern_calls"] == 0
 
 
+def layernorm_var(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g + b
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_variance_reuses_the_graphs_mean(dtype):
+    # var's own mean is the graph's `mu`: two reductions, not three (fuse_pointwise's same_mean).
+    x = RNG.standard_normal((300, 1001)).astype(dtype)
+    g = RNG.standard_normal(1001).astype(dtype)
+    b = RNG.standard_normal(1001).astype(dtype)
+    check(layernorm_var, x, g, b, dtype=dtype)
+    s = framejit.stats()
+    assert s["reductions"] == 2 and s["extern_calls"] == 0, s
+
+
+def test_logistic_formula_runs_as_sigmoid():
+    # Note [Sigmoid from its formula]: within 2 ulp of the true sigmoid, the formula's own overflow
+    # (exp(100) in float32) included, where NumPy's 1 / (1 + inf) is 0 and the sigmoid is tiny.
+    def f(x):
+        return 1 / (1 + np.exp(-x)) * 2.0
+
+    x = np.concatenate([np.linspace(-120, 40, 4001), [0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    with np.errstate(over="ignore"):
+        want = 2.0 / (1.0 + np.exp(-x.astype(np.float64)))
+    got = framejit.compile(f, backend="jit")(x)
+    assert got.dtype == np.float32
+    ok = np.isfinite(want)
+    spacing = np.spacing(want[ok].astype(np.float32)).astype(np.float64)
+    assert np.max(np.abs(got[ok] - want[ok]) / spacing) <= 2.5
+    assert np.isnan(got[-1]) and got[-3] == 2.0 and got[-2] == 0.0
+    tiny = framejit.compile(f, backend="jit")(np.array([-100.0], np.float32))
+    assert tiny[0] > 0  # 2 exp(-100) survives as a subnormal
+
+
 @pytest.mark.parametrize("layout", ["fortran", "strided", "reversed"])
 def test_softmax_layouts(layout):
     base = RNG.standard_normal((512, 1030)).astype(np.float32)

@@ -93,6 +93,10 @@ public:
   Vec sub(const Vec& a, const Operand& b);
   Vec mul(const Vec& a, const Operand& b);
   Vec div(const Vec& a, const Operand& b);
+  /// a / b where b is a normal number well inside the range and a / b is normal or zero (the
+  /// divisions inside tanh and sigmoid): within 1 ulp. Here exactly div (x86's division is
+  /// cheap next to the routines); a GPU replaces it with a reciprocal and a correction.
+  Vec div_normal(const Vec& a, const Operand& b) { return div(a, b); }
   /// min/max with the CPU's rule: when either is NaN the second operand is returned. So
   /// `min(load(C), x)` keeps a NaN x, `min(x, C)` replaces it with C.
   Vec min(const Vec& a, const Operand& b);
