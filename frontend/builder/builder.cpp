@@ -239,12 +239,24 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
   } else if (type == &PyLong_Type || type == &PyFloat_Type) {
     // A module's numbers (np.pi, math.e) are its constants: baked in, so NumPy sees their values
     // (np.sqrt(2 / np.pi) folds to a constant), and guarded like any constant.
-    if (!cfg_.dynamic || src->kind == SourceKind::ModuleAttr) {
+    int overflow = 0;
+    if (type == &PyLong_Type) PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (!cfg_.dynamic || src->kind == SourceKind::ModuleAttr || overflow) {
+      // (An int beyond int64 is a constant too: the program reads its numbers as int64, and
+      // NumPy gives such a value another type.)
       g.add_equals(src, value);
       v = make_const(OwnedRef::borrow(value));
     } else {
-      // A run-time input of the graph: a new value does not recompile unless Python logic needs it.
+      // A run-time input of the graph: a new value does not recompile unless Python logic needs
+      // it, or unless it leaves int64 (then it is traced again, as a constant).
       g.add_type(src, type);
+      if (type == &PyLong_Type) {
+        RangeGuard r;
+        r.is_float = false;
+        r.ilo = INT64_MIN;
+        r.ihi = INT64_MAX;
+        g.add_range(src, r);
+      }
       jit::TensorMeta m;
       m.kind = jit::ValueKind::Scalar;
       m.dtype = type == &PyLong_Type ? jit::DType::Int64 : jit::DType::Float64;

@@ -474,6 +474,7 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
       if (leaf.range.is_float)
         return number_text(leaf.range.flo) + " < " + what + " < " + number_text(leaf.range.fhi) +
                (leaf.range.nonfinite_ok ? " or not finite" : "") + "  # NumPy value-based casting";
+      if (leaf.range.ilo == INT64_MIN && leaf.range.ihi == INT64_MAX) return what + " fits int64";
       return std::to_string(leaf.range.ilo) + " <= " + what + " <= " + std::to_string(leaf.range.ihi) +
              "  # NumPy value-based casting";
     case LeafKind::DictKeys: return "tuple(" + what + ".keys()) == " + repr_of(leaf.obj.get());

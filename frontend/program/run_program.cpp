@@ -50,6 +50,11 @@ struct PyCall {
   // A lowered write whose index did not apply runs this to raise the library's IndexError: the
   // read of the same basic index (its value may never have been computed, fused into the store).
   bool raise_only = false;
+  // The dtype the graph gave the step's array result (-1: not an array). The library may answer
+  // in another one (NumPy 1.24's value-based casting where framejit.Tensor's rules are NEP 50's),
+  // and the kernels after the step read the buffer as the graph's dtype: Note [Extern results
+  // take the graph's dtype].
+  int result_dtype = -1;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
 };
@@ -393,6 +398,19 @@ bool PyHost::run_extern(int node, rt::Value* values) {
   }
   if (values[node].handle) release(values[node]);
   classify(r, values[node], arrays_);  // steals r
+  // Note [Extern results take the graph's dtype]
+  // A kernel reading a float32 buffer as float64 reads past its end. So an extern step's array in
+  // another dtype than the graph's is converted (astype, in the library's own way) before any
+  // step reads it; the values are then the library's, widened or narrowed once.
+  rt::Value& v = values[node];
+  if (c && c->result_dtype >= 0 && v.kind == rt::Value::Kind::Array && static_cast<int>(v.dtype) != c->result_dtype) {
+    const std::string_view name = rt::dtype_name(static_cast<rt::DType>(c->result_dtype));
+    OwnedRef to = OwnedRef::steal(PyUnicode_FromStringAndSize(name.data(), static_cast<Py_ssize_t>(name.size())));
+    PyObject* cast = to ? PyObject_CallMethod(static_cast<PyObject*>(v.handle), "astype", "O", to.get()) : nullptr;  // new ref
+    if (!cast) return false;
+    release(v);
+    classify(cast, v, arrays_);  // steals cast
+  }
   return true;
 }
 
@@ -474,6 +492,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       auto c = py_call_of(nodes[s.node]);
       if (!c) return c.error();
       const jit::Node& n = nodes[s.node];
+      if (n.meta.kind == jit::ValueKind::Tensor && !n.meta.scalar_object) c->result_dtype = static_cast<int>(n.meta.dtype);
       if (n.target == "framejit._C._index_put" && !n.args.empty() && n.args[0].kind == jit::Arg::Kind::Node &&
           std::find(s.release.begin(), s.release.end(), static_cast<int>(n.args[0].i)) != s.release.end()) {
         c->inplace_base = static_cast<int>(n.args[0].i);

@@ -89,6 +89,21 @@ def test_float_floor_divide_and_remainder():
         np.testing.assert_array_equal(np.asarray(a % b), np.remainder(np.asarray(xs), np.asarray(ys)))
 
 
+@needs_numpy
+def test_library_steps_take_the_graphs_dtype():
+    # Note [Extern results take the graph's dtype]: float32 // an int64 0-d Tensor is float64 by
+    # NEP 50; NumPy 1.24 answers the extern step in float32, and the kernel after it reads float64.
+    def f(idx, x):
+        return (x // np.argmax(idx, 0)).astype(np.float32)
+
+    idx = T(np.array([2.0, 1.0, 0.0, -1.0]))
+    x = np.array([-0.25, 0.06, 1.2, 2.1, -1.39, 0.27, -0.3, 0.5], np.float32)
+    with np.errstate(all="ignore"):
+        got = framejit.compile(f)(idx, T(x))
+        want = x // np.float32(0.0)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
 def test_integer_and_bool_ops():
     i = T([7, -7, 3, 0])
     j = T([2, 2, -2, 5])
@@ -209,6 +224,8 @@ def test_in_place_operators_write_into_the_tensor():
         i /= 2
     with pytest.raises(ValueError, match="broadcast"):
         i += T([[1], [2]])
+    with pytest.raises(TypeError, match="same_kind"):
+        i += T([[0.5], [1.5]])  # as NumPy: the casting is refused before the shapes
     assert i.tolist() == [4, 5, 5]  # a refused operator leaves the tensor as it was
     f = T([1.0, 2.0], dtype="float32")
     f += T([0.5, 0.5])    # float64 into float32: same kind

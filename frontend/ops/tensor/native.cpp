@@ -238,8 +238,9 @@ PyObject* tensor_int_matmul(PyObject* a, PyObject* b) {
 // new values (a Tensor without __iadd__ would rebind the name and leave them stale, which the
 // fuzzer's --device modes found). The result is computed by the ordinary operator (a one-op graph
 // on the JIT, into fresh memory, so operands overlapping t are read before anything is written),
-// then stored here under NumPy's rules: same shape as t, cast to t's dtype if 'same_kind' allows
-// it, t writeable. Inside compiled code the tracer handles `op=` itself (a write into the array).
+// then stored here under NumPy's rules: cast to t's dtype if 'same_kind' allows it, same shape as
+// t, t writeable (checked in that order, as NumPy does). Inside compiled code the tracer handles
+// `op=` itself (a write into the array).
 PyObject* tensor_store_inplace(PyObject* dst, PyObject* result, const char* ufunc) {
   if (!is_tensor(dst) || !is_tensor(result)) {
     PyErr_SetString(PyExc_TypeError, "in-place operator: both operands must be framejit.Tensors");
@@ -252,14 +253,15 @@ PyObject* tensor_store_inplace(PyObject* dst, PyObject* result, const char* ufun
     for (int i = 0; i < t->nd; ++i) s += (i ? "," : "") + std::to_string(t->shape[i]);
     return s + (t->nd == 1 ? ",)" : ")");
   };
-  if (r->nd != d->nd || !std::equal(d->shape, d->shape + d->nd, r->shape)) {
-    PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
-                 shape_text(d).c_str(), shape_text(r).c_str());
-    return nullptr;
-  }
+  // NumPy resolves the output's casting before it broadcasts: the dtype error comes first.
   if (!ops::can_cast_same_kind(r->dtype, d->dtype)) {
     PyErr_Format(PyExc_TypeError, "Cannot cast ufunc '%s' output from dtype('%s') to dtype('%s') with casting rule 'same_kind'",
                  ufunc, std::string(rt::dtype_name(r->dtype)).c_str(), std::string(rt::dtype_name(d->dtype)).c_str());
+    return nullptr;
+  }
+  if (r->nd != d->nd || !std::equal(d->shape, d->shape + d->nd, r->shape)) {
+    PyErr_Format(PyExc_ValueError, "non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
+                 shape_text(d).c_str(), shape_text(r).c_str());
     return nullptr;
   }
   if (!(d->flags & kTensorWriteable)) {

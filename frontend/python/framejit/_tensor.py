@@ -67,7 +67,16 @@ def _operand(x):
 
 def _inplace(forward, ufunc):
     def apply(self, other):
-        result = forward(self, other)
+        try:
+            result = forward(self, other)
+        except ValueError:
+            # NumPy checks the output's casting before the shapes: `int32 += float32` with
+            # shapes that do not broadcast is a casting TypeError. Probe the dtypes on one element.
+            if isinstance(other, Tensor) and other.ndim:
+                probe = forward(self.reshape(-1)[:1], other.reshape(-1)[:1])
+                if probe is not NotImplemented:
+                    _C.tensor_store_inplace(self.reshape(-1)[:1].copy(), probe, ufunc)
+            raise
         if result is NotImplemented:
             return NotImplemented
         return _C.tensor_store_inplace(self, result, ufunc)
