@@ -41,14 +41,15 @@ Int and bool targets only take exact values, constants within the target's range
 Devices (--device)
 ------------------
 By default both sides take NumPy arrays. With `--device cpu` or `--device cuda` the compiled
-function takes framejit.Tensors on that device instead (made from the same arrays; on cuda a copy,
-so arguments that alias on the CPU do not on the GPU) and its results and arguments come back as
-NumPy values for the comparison. A program the device does not run yet (NotImplementedError, a
+function takes framejit.Tensors on that device instead (made from the same arrays; an aliasing
+argument is the same view of its base's Tensor) and its results and arguments come back as NumPy
+values for the comparison. A program the device does not run yet (NotImplementedError, a
 NumPy function the Tensor protocols decline, or what a device Tensor refuses to do in host memory
 such as numpy()) is counted as unsupported, not as a failure: the summary says how many programs
-each device ran. The reference stays CPython with NumPy arrays,
-so a mismatch is either the device's or framejit.Tensor's own difference from NumPy: replay it
-with `--device cpu` to tell which.
+each device ran. The reference stays CPython with NumPy arrays; a compiled result that differs
+from it but matches CPython running the program on CPU framejit.Tensors is framejit.Tensor's own
+semantics (NEP 50 dtypes, 0-d Tensors where NumPy 1.24 has scalars), counted apart and not a
+failure (Note [Tensor semantics in the fuzzer]).
 
 Tolerance policy (Note [Exactness])
 -----------------------------------
@@ -1147,11 +1148,19 @@ class Unsupported(str):
     """run_program's answer for a program the device does not run yet (not a mismatch)."""
 
 
-def to_device(args, framejit, device):
-    """`args` for the compiled side: arrays as framejit.Tensors on `device` (None: as they are)."""
+def to_device(args, specs, framejit, device):
+    """`args` for the compiled side: arrays as framejit.Tensors on `device` (None: as they are).
+    An aliasing argument is the same view of its base's Tensor, so writes through one show in the
+    other on the device too."""
     if device is None:
         return args
-    return [framejit.tensor(x, device=device) if isinstance(x, np.ndarray) else x for x in args]
+    out = []
+    for x, s in zip(args, specs):
+        if s.kind == "alias" and isinstance(out[s.base], framejit.Tensor):
+            out.append(eval(f"_x{s.view}", {"_x": out[s.base]}))  # noqa: S307 - our own text
+        else:
+            out.append(framejit.tensor(x, device=device) if isinstance(x, np.ndarray) else x)
+    return out
 
 
 def from_device(v, framejit, like):
@@ -1182,8 +1191,55 @@ def device_declined(exc):
         isinstance(exc, BufferError) and "only cpu tensors" in text)
 
 
+class TensorSemantics(str):
+    """run_program's answer for a device program whose compiled result is framejit.Tensor's own
+    eager one where that differs from NumPy's (Note [Tensor semantics in the fuzzer])."""
+
+
+# Note [Tensor semantics in the fuzzer]
+# framejit.Tensor is not an ndarray in two ways a NumPy program can see: its dtype rules are
+# NumPy 2's (NEP 50), and an integer index or a full reduction gives a 0-d Tensor (a view that a
+# later write shows through, that `+=` updates in place) where NumPy 1.24 gives an immutable
+# scalar. With --device, a program whose compiled result differs from NumPy's is run once more
+# in CPython on CPU Tensors: if the compiled result matches that eager Tensor run, the difference
+# is the Tensor type's, counted apart in the summary, not a failure. On cuda the eager run is
+# another backend (x86 one-op graphs), so a device bug does not hide behind it.
+
+
+def check_call(where, want, want_exc, got, got_exc, ref_args, args, prog, inexact, tol, device):
+    """None when the compiled call (got, got_exc, args after it) matches the reference's."""
+    taint = prog.taints()
+    if want_exc is not None:
+        if got_exc is None:
+            return f"{where}: CPython raised {type(want_exc).__name__}: {want_exc}, " \
+                   f"compiled returned {got!r}"
+        # framejit.Tensor raises the builtin base of NumPy's own exception classes
+        # (TypeError for NumPy's UFuncTypeError): it works without NumPy.
+        same = type(got_exc) is type(want_exc) or (
+            device is not None and type(got_exc).__module__ == "builtins" and isinstance(want_exc, type(got_exc)))
+        if not same:
+            return f"{where}: CPython raised {type(want_exc).__name__}: {want_exc}, " \
+                   f"compiled raised {type(got_exc).__name__}: {got_exc}"
+    elif got_exc is not None:
+        tb = "".join(traceback.format_exception(got_exc)[-6:])
+        return f"{where}: compiled raised {type(got_exc).__name__}: {got_exc}\n{tb}"
+    else:
+        msg = compare(want, got, inexact, tol)
+        if msg:
+            return f"{where}: {msg}"
+    # The arguments after the call, also after an exception: programs write into inputs
+    # (and through aliases), and whatever CPython wrote before raising must be there too.
+    for i, (x0, x1) in enumerate(zip(ref_args, args)):
+        if is_array(x0):
+            msg = compare(x0, x1, taint.get(prog.params[i], False), tol, f"argument {prog.params[i]} after the call")
+            if msg:
+                return f"{where}: {msg}"
+    return None
+
+
 def run_program(prog, framejit, backend, ref=None, device=None):
-    """Runs `prog` on its three calls; returns None, a mismatch message, or Unsupported."""
+    """Runs `prog` on its three calls; returns None, a mismatch message, Unsupported or
+    TensorSemantics."""
     taint = prog.taints()
     inexact = [taint.get(n, False) for n in prog.ret]
     if not prog.ret_tuple:
@@ -1200,8 +1256,9 @@ def run_program(prog, framejit, backend, ref=None, device=None):
         for x in ref_args:
             _measure(x)
         n = max([np.size(x) for x in ref_args] + [1])
+        tol = (Scale.value, Scale.eps, n, linear)
         want, want_exc = call(ref_fn, ref_args)
-        args = to_device(make_inputs(prog.specs, dims, seed), framejit, device)
+        args = to_device(make_inputs(prog.specs, dims, seed), prog.specs, framejit, device)
         got, got_exc = call(cf, args)
         where = f"call {label} (sizes {dims})"
         if device is not None:
@@ -1209,29 +1266,17 @@ def run_program(prog, framejit, backend, ref=None, device=None):
                 return Unsupported(f"{where}: {type(got_exc).__name__}: {got_exc}")
             got = from_device(got, framejit, want)
             args = [from_device(x, framejit, x0) for x, x0 in zip(args, ref_args)]
-        if want_exc is not None:
-            if got_exc is None:
-                return f"{where}: CPython raised {type(want_exc).__name__}: {want_exc}, " \
-                       f"compiled returned {got!r}"
-            if type(got_exc) is not type(want_exc):
-                return f"{where}: CPython raised {type(want_exc).__name__}: {want_exc}, " \
-                       f"compiled raised {type(got_exc).__name__}: {got_exc}"
-        elif got_exc is not None:
-            tb = "".join(traceback.format_exception(got_exc)[-6:])
-            return f"{where}: compiled raised {type(got_exc).__name__}: {got_exc}\n{tb}"
-        else:
-            msg = compare(want, got, inexact, (Scale.value, Scale.eps, n, linear))
-            if msg:
-                return f"{where}: {msg}"
-        # The arguments after the call, also after an exception: programs write into inputs
-        # (and through aliases), and whatever CPython wrote before raising must be there too.
-        for i, (x0, x1) in enumerate(zip(ref_args, args)):
-            if is_array(x0):
-                msg = compare(x0, x1, taint.get(prog.params[i], False),
-                              (Scale.value, Scale.eps, n, linear),
-                              f"argument {prog.params[i]} after the call")
-                if msg:
-                    return f"{where}: {msg}"
+        msg = check_call(where, want, want_exc, got, got_exc, ref_args, args, prog, inexact, tol, device)
+        if msg and device is not None:
+            # Note [Tensor semantics in the fuzzer]
+            t_args = to_device(make_inputs(prog.specs, dims, seed), prog.specs, framejit, "cpu")
+            t_want, t_exc = call(fn, t_args)
+            t_want = from_device(t_want, framejit, want)
+            t_args = [from_device(x, framejit, x0) for x, x0 in zip(t_args, ref_args)]
+            if not check_call(where, t_want, t_exc, got, got_exc, t_args, args, prog, inexact, tol, device):
+                return TensorSemantics(f"{msg}\n(the compiled result is framejit.Tensor's eager one)")
+        if msg:
+            return msg
     return None
 
 
@@ -1356,7 +1401,7 @@ def main(argv=None):
     skip = {int(i) for i in opt.skip.split(",") if i.strip()}
     indices = [opt.replay] if opt.replay is not None else \
         [i for i in range(opt.count) if i not in skip]
-    failures = ran = raising = unsupported = 0
+    failures = ran = raising = unsupported = tensor_semantics = 0
     stats = {"graph_breaks": 0, "extern_calls": 0, "captured": 0}
     for index in indices:
         if opt.time_budget is not None and time.monotonic() - start > opt.time_budget:
@@ -1378,6 +1423,11 @@ def main(argv=None):
             if opt.verbose:
                 print(f"    unsupported on {device}: {msg}", flush=True)
             continue
+        if isinstance(msg, TensorSemantics):
+            tensor_semantics += 1
+            if opt.verbose:
+                print(f"    framejit.Tensor's semantics, not NumPy's: {msg}", flush=True)
+            continue
         failures += 1
         if not opt.no_reduce:
             def fails(p):
@@ -1385,7 +1435,7 @@ def main(argv=None):
                     if _ref_broken(p):
                         return False
                     m = run_program(p, framejit, opt.backend, device=device)
-                    return m is not None and not isinstance(m, Unsupported)
+                    return m is not None and not isinstance(m, (Unsupported, TensorSemantics))
                 except Exception:  # noqa: BLE001 - a broken reduction candidate
                     return False
             small = reduce_program(prog, fails)
@@ -1399,7 +1449,8 @@ def main(argv=None):
         stats[k] += st.get(k, 0)
     elapsed = time.monotonic() - start
     rate = ran / elapsed * 60 if elapsed > 0 else 0.0
-    on = "" if device is None else f" device {device} ({unsupported} of them unsupported there)"
+    on = "" if device is None else (f" device {device} ({unsupported} of them unsupported there, "
+                                    f"{tensor_semantics} framejit.Tensor's semantics)")
     print(f"fuzz: seed {opt.seed} backend {opt.backend}{on}: {ran} programs in {elapsed:.1f} s "
           f"({rate:.0f}/min), {failures} failure(s); graphs {stats['captured']}, "
           f"graph breaks {stats['graph_breaks']}, extern calls {stats['extern_calls']}",
