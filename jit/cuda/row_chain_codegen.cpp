@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "jit/cuda/combiner_p.h"
@@ -72,18 +73,25 @@ private:
   std::string u32(int offset) { return param_u32(w_, offset); }
   std::string u64(int offset) { return param_u64(w_, offset); }
   void declare_slots();
+  void plan_value_caches();
   void declare_caches();
   void fill_caches();
   void emit_part(size_t j);
   // Both return nothing but leave part j's values combined into acc (a reduction) or stored.
-  std::string vector_loop(size_t j, Combiner& c, const std::string& acc);  // returns nvec's register
-  void element_loop(size_t j, Combiner& c, const std::string& acc, const std::string& n, const std::string& nvec);
+  // `ir` and `hoisted`: the part's body, or its form over a value cache (Note [Row caches that
+  // hold a computed value]); `cache_known` when the caller branched on cache_on already.
+  std::string vector_loop(size_t j, Combiner& c, const std::string& acc, const PointwiseKernelIR& ir,
+                          const std::vector<std::string>& hoisted, bool cache_known);  // returns nvec's register
+  void element_loop(size_t j, Combiner& c, const std::string& acc, const std::string& n, const std::string& nvec,
+                    const PointwiseKernelIR& ir, const std::vector<std::string>& hoisted, bool cache_known);
   void finish_reduction(size_t j, Combiner& c, const std::string& acc);
   void group_barrier();
   // Part j's element at `index` (scaled: 4 * chunk or the element) of slot s.
   std::string address(int s, const std::string& wide_index);
   // Four elements of a cached array (4 or 8 bytes each) from shared address `addr`.
   void shared4(DType t, const std::string& addr, const std::array<std::string, 4>& v);
+  // The same, stored (only when the caches are on).
+  void store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v);
 
   const RowChainIR& chain_;
   PtxWriter w_;
@@ -96,6 +104,12 @@ private:
   std::vector<std::array<std::string, 4>> lead_stride_;
   std::vector<std::vector<std::string>> hoisted_;
   std::vector<PointwiseKernelIR> irs_;
+  std::vector<int> params_at_;  // each part's first parameter's offset in the ABI
+  // Note [Row caches that hold a computed value]: per reduction part, the input whose cache it
+  // overwrites with its prologue's value (-1: none); per kernel part, its body over that cache.
+  std::vector<int> overwrites_;
+  std::vector<std::optional<PointwiseKernelIR>> cached_irs_;
+  std::vector<std::vector<std::string>> cached_hoisted_;
   std::string cache_on_;
   std::vector<std::string> cache_base_;
   std::vector<std::string> result_;  // each reduction part's finished value
@@ -162,8 +176,104 @@ void RowChainEmitter::declare_slots() {
       }
     }
     for (int k = 0; k < nout; ++k) add_slot(slots_[j].out);
-    hoisted_[j] = e_.hoist(ir, "args", abi::kChainParamsAt + 8 * param);
+    params_at_.push_back(abi::kChainParamsAt + 8 * param);
+    hoisted_[j] = e_.hoist(ir, "args", params_at_[j]);
     param += static_cast<int>(ir.param_dtypes.size());
+  }
+  plan_value_caches();
+}
+
+// Note [Row caches that hold a computed value]
+// Softmax's sum reduces exp(x - max) and its last kernel computes exp(x - max) / sum: the same
+// value twice per element, and on an H200 the chain is bound by instructions (ncu: 83% of the
+// SMs' issue rate, 3.4 instructions a cycle). When a reduction's prologue value (a computation,
+// not a plain load) reappears in a later kernel over the same cached row and the same forwarded
+// results, and nothing after the reduction reads that row's raw values except through it, the
+// reduction writes its values over the row cache as it goes (each lane over the elements it
+// read), and the kernel reads them instead of recomputing (its body with that expression a load
+// of the cache). Both happen only when the caches are on: the kernel keeps its plain form for
+// launches whose rows do not fit shared memory, picked at run time.
+void RowChainEmitter::plan_value_caches() {
+  const size_t np = chain_.parts.size();
+  overwrites_.assign(np, -1);
+  cached_irs_.assign(np, std::nullopt);
+  cached_hoisted_.assign(np, {});
+  // Whether expression a of part i computes what expression b of part k does.
+  auto same = [&](auto& self, size_t i, int a, size_t k, int b) -> bool {
+    const ScalarExpr &x = irs_[i].body[a], &y = irs_[k].body[b];
+    if (x.op != y.op || x.dtype != y.dtype) return false;
+    switch (x.op) {
+      case ScalarOp::Param: return false;  // another part's parameter slot: not worth proving
+      case ScalarOp::Const: return x.fconst == y.fconst;
+      case ScalarOp::Load: {
+        const RowChainIR::Part &pi = chain_.parts[i], &pk = chain_.parts[k];
+        if (pi.forwarded[x.input] >= 0) return pi.forwarded[x.input] == pk.forwarded[y.input];
+        return pi.cached[x.input] >= 0 && pi.cached[x.input] == pk.cached[y.input];
+      }
+      default:
+        for (auto [u, v] : {std::pair{x.a, y.a}, std::pair{x.b, y.b}, std::pair{x.c, y.c}})
+          if ((u < 0) != (v < 0) || (u >= 0 && !self(self, i, u, k, v))) return false;
+        return true;
+    }
+  };
+  for (size_t j = 0; j < np; ++j) {
+    const RowChainIR::Part& pj = chain_.parts[j];
+    if (!pj.reduction || pj.red.store_value) continue;
+    const PointwiseKernelIR& rj = irs_[j];
+    const int root = rj.outputs[0];
+    if (rj.body[root].op == ScalarOp::Load) continue;
+    // The one cache the value's expression reads, and the input of part j reading it.
+    int q = -1, qin = -1;
+    bool one_cache = true;
+    for (const ScalarExpr& x : rj.body)
+      if (x.op == ScalarOp::Load && pj.cached[x.input] >= 0) {
+        one_cache = one_cache && (q < 0 || q == pj.cached[x.input]);
+        q = pj.cached[x.input];
+        qin = x.input;
+      }
+    if (q < 0 || !one_cache || rt::dtype_itemsize(rj.input_dtypes[qin]) != rt::dtype_itemsize(rj.body[root].dtype) ||
+        rj.input_dtypes[qin] != rj.body[root].dtype)
+      continue;
+    // The one later part that reads cache q: a kernel.
+    int k = -1;
+    bool others = false;
+    for (size_t m = j + 1; m < np; ++m)
+      for (int c : chain_.parts[m].cached)
+        if (c == q) {
+          others = others || (k >= 0 && k != static_cast<int>(m)) || chain_.parts[m].reduction;
+          k = static_cast<int>(m);
+        }
+    if (k < 0 || others) continue;
+    const PointwiseKernelIR& rk = irs_[k];
+    int at = -1;
+    for (int b = 0; b < static_cast<int>(rk.body.size()) && at < 0; ++b)
+      if (same(same, j, root, static_cast<size_t>(k), b)) at = b;
+    if (at < 0) continue;
+    // Part k's body with that value a load of the cache; what only it needed becomes a dead
+    // constant. Refused if a raw read of the row stays live.
+    int kin = -1;
+    for (size_t i = 0; i < chain_.parts[k].cached.size(); ++i)
+      if (chain_.parts[k].cached[i] == q) kin = static_cast<int>(i);
+    PointwiseKernelIR ck = rk;
+    ScalarExpr load{ScalarOp::Load, rk.body[at].dtype};
+    load.input = kin;
+    ck.body[at] = load;
+    std::vector<char> live(ck.body.size(), 0);
+    for (int o : ck.outputs) live[o] = 1;
+    for (int b = static_cast<int>(ck.body.size()) - 1; b >= 0; --b)
+      if (live[b])
+        for (int u : {ck.body[b].a, ck.body[b].b, ck.body[b].c})
+          if (u >= 0) live[u] = 1;
+    bool raw = false;
+    for (int b = 0; b < static_cast<int>(ck.body.size()); ++b) {
+      const ScalarExpr& x = ck.body[b];
+      if (live[b] && b != at && x.op == ScalarOp::Load && chain_.parts[k].cached[x.input] == q) raw = true;
+      if (!live[b] && x.op != ScalarOp::Load) ck.body[b] = ScalarExpr{ScalarOp::Const, x.dtype};
+    }
+    if (raw || rk.input_dtypes[kin] != rk.body[at].dtype) continue;
+    overwrites_[j] = qin;
+    cached_hoisted_[k] = e_.hoist(ck, "args", params_at_[k]);
+    cached_irs_[k] = std::move(ck);
   }
 }
 
@@ -191,6 +301,15 @@ void RowChainEmitter::shared4(DType t, const std::string& addr, const std::array
   }
   w_.op("ld.shared.v2.b64 {" + v[0] + ", " + v[1] + "}, [" + addr + "]");
   w_.op("ld.shared.v2.b64 {" + v[2] + ", " + v[3] + "}, [" + addr + "+16]");
+}
+
+void RowChainEmitter::store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v) {
+  if (rt::dtype_itemsize(t) == 4) {
+    w_.op("@" + cache_on_ + " st.shared.v4.b32 [" + addr + "], {" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + "}");
+    return;
+  }
+  w_.op("@" + cache_on_ + " st.shared.v2.b64 [" + addr + "], {" + v[0] + ", " + v[1] + "}");
+  w_.op("@" + cache_on_ + " st.shared.v2.b64 [" + addr + "+16], {" + v[2] + ", " + v[3] + "}");
 }
 
 void RowChainEmitter::group_barrier() {
@@ -262,8 +381,21 @@ void RowChainEmitter::emit_part(size_t j) {
     acc = e_.reg(c.type());
     w_.op(std::string("mov.") + btype(c.type()) + " " + acc + ", " + c.identity());
   }
-  const std::string nvec = vector_loop(j, c, acc);
-  element_loop(j, c, acc, n, nvec);
+  if (cached_irs_[j]) {
+    // Note [Row caches that hold a computed value]: the cache's form when the caches are on.
+    std::string plain = w_.label(), done = w_.label();
+    w_.op("@!" + cache_on_ + " bra.uni " + plain);
+    const std::string nv = vector_loop(j, c, acc, *cached_irs_[j], cached_hoisted_[j], true);
+    element_loop(j, c, acc, n, nv, *cached_irs_[j], cached_hoisted_[j], true);
+    w_.op("bra.uni " + done);
+    w_.place(plain);
+    const std::string nvec = vector_loop(j, c, acc, irs_[j], hoisted_[j], false);
+    element_loop(j, c, acc, n, nvec, irs_[j], hoisted_[j], false);
+    w_.place(done);
+  } else {
+    const std::string nvec = vector_loop(j, c, acc, irs_[j], hoisted_[j], false);
+    element_loop(j, c, acc, n, nvec, irs_[j], hoisted_[j], false);
+  }
   if (part.reduction) finish_reduction(j, c, acc);
   // What this part wrote is read by other lanes of the group in later parts; and the next row's
   // caches overwrite what this row's parts read.
@@ -272,9 +404,9 @@ void RowChainEmitter::emit_part(size_t j) {
 
 // Vector chunks (4 elements, 16-byte accesses). A broadcast input (inner stride 0) is read once
 // per chunk; a forwarded one is its reduction's register; a cached one comes from shared memory.
-std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::string& acc) {
+std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::string& acc, const PointwiseKernelIR& ir,
+                                         const std::vector<std::string>& hoisted, bool cache_known) {
   const RowChainIR::Part& part = chain_.parts[j];
-  const PointwiseKernelIR& ir = irs_[j];
   const PartSlots& sl = slots_[j];
   const int nin = static_cast<int>(ir.input_dtypes.size());
   const std::string nvec = u32(abi::kChainNvec + 4 * static_cast<int>(j));
@@ -286,6 +418,7 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
   w_.op("@" + p_ + " bra " + loop_done);
   w_.op("mul.wide.u32 " + wide + ", " + chunk + ", 4");
   std::vector<std::array<std::string, 4>> lanes4(nin);
+  std::vector<std::string> cache_addrs(nin);
   for (int k = 0; k < nin; ++k) {
     if (part.forwarded[k] >= 0) {
       lanes4[k].fill(result_[part.forwarded[k]]);
@@ -300,6 +433,11 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
       std::string cache_addr = w_.reg(32);
       w_.op("mad.lo.u32 " + cache_addr + ", " + chunk + ", " + std::to_string(4 * rt::dtype_itemsize(t)) + ", " +
             cache_base_[q]);
+      cache_addrs[k] = cache_addr;
+      if (cache_known) {
+        shared4(t, cache_addr, lanes4[k]);
+        continue;
+      }
       std::string from_memory = w_.label();
       w_.op("@!" + cache_on_ + " bra.uni " + from_memory);
       shared4(t, cache_addr, lanes4[k]);
@@ -320,12 +458,13 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
   for (int l = 0; l < 4; ++l) {
     std::vector<std::string> in(nin);
     for (int k = 0; k < nin; ++k) in[k] = lanes4[k][l];
-    values[l] = e_.body(ir, hoisted_[j], in);
+    values[l] = e_.body(ir, hoisted, in);
   }
   if (part.reduction) {
     std::vector<std::string> v(4);
     for (int l = 0; l < 4; ++l) v[l] = values[l][ir.outputs[0]];
     if (part.red.store_value) e_.store4(c.type(), address(sl.out[1], wide), v);
+    if (overwrites_[j] >= 0) store_shared4(ir.input_dtypes[overwrites_[j]], cache_addrs[overwrites_[j]], v);
     for (int l = 0; l < 4; ++l) c.combine(acc, "", v[l], "");
   } else {
     for (size_t o = 0; o < ir.outputs.size(); ++o) {
@@ -343,9 +482,9 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
 // The elements past the vector chunks, one at a time (all of them when the launcher found the
 // part's operands unaligned or strided).
 void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc, const std::string& n,
-                                   const std::string& nvec) {
+                                   const std::string& nvec, const PointwiseKernelIR& ir,
+                                   const std::vector<std::string>& hoisted, bool cache_known) {
   const RowChainIR::Part& part = chain_.parts[j];
-  const PointwiseKernelIR& ir = irs_[j];
   const PartSlots& sl = slots_[j];
   const int nin = static_cast<int>(ir.input_dtypes.size());
   std::string el = w_.reg(32), loop = w_.label(), loop_done = w_.label();
@@ -357,7 +496,7 @@ void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc
   w_.op("@" + p_ + " bra " + loop_done);
   std::string wide = w_.reg(64);
   w_.op("cvt.u64.u32 " + wide + ", " + el);
-  std::vector<std::string> in(nin);
+  std::vector<std::string> in(nin), cache_addrs(nin);
   for (int k = 0; k < nin; ++k) {
     if (part.forwarded[k] >= 0) {
       in[k] = result_[part.forwarded[k]];
@@ -373,6 +512,11 @@ void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc
     std::string cache_addr = w_.reg(32), loaded = w_.label();
     w_.op("mad.lo.u32 " + cache_addr + ", " + el + ", " + std::to_string(rt::dtype_itemsize(t)) + ", " + cache_base_[q]);
     in[k] = e_.reg(t);
+    cache_addrs[k] = cache_addr;
+    if (cache_known) {
+      w_.op("ld.shared." + bt + " " + in[k] + ", [" + cache_addr + "]");
+      continue;
+    }
     std::string from_memory = w_.label();
     w_.op("@!" + cache_on_ + " bra.uni " + from_memory);
     w_.op("ld.shared." + bt + " " + in[k] + ", [" + cache_addr + "]");
@@ -381,10 +525,13 @@ void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc
     w_.op("mov." + bt + " " + in[k] + ", " + e_.load(t, address(sl.in[k], wide)));
     w_.place(loaded);
   }
-  std::vector<std::string> v = e_.body(ir, hoisted_[j], in);
+  std::vector<std::string> v = e_.body(ir, hoisted, in);
   if (part.reduction) {
     const std::string& value = v[ir.outputs[0]];
     if (part.red.store_value) e_.store(c.type(), address(sl.out[1], wide), value);
+    if (overwrites_[j] >= 0)
+      w_.op("@" + cache_on_ + " st.shared." + btype(ir.input_dtypes[overwrites_[j]]) + " [" +
+            cache_addrs[overwrites_[j]] + "], " + value);
     c.combine(acc, "", value, "");
   } else {
     for (size_t o = 0; o < ir.outputs.size(); ++o) e_.store(ir.output_dtypes[o], address(sl.out[o], wide), v[ir.outputs[o]]);
