@@ -1256,8 +1256,8 @@ def run_program(prog, framejit, backend, ref=None, device=None):
         for x in ref_args:
             _measure(x)
         n = max([np.size(x) for x in ref_args] + [1])
-        tol = (Scale.value, Scale.eps, n, linear)
         want, want_exc = call(ref_fn, ref_args)
+        tol = (Scale.value, Scale.eps, n, linear)  # after the reference run measured its values
         args = to_device(make_inputs(prog.specs, dims, seed), prog.specs, framejit, device)
         got, got_exc = call(cf, args)
         where = f"call {label} (sizes {dims})"
