@@ -3,6 +3,7 @@
 // from memory and the rest from cache.
 #include "jit/cuda/row_chain_codegen.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,16 @@ using rt::DType;
 namespace abi = rt::cuda;
 static_assert(abi::kChainCaches >= RowChainIR::kMaxRowCaches, "the ABI holds every cache a chain may have");
 
+// A kernel part of one output whose every input is forwarded: the same value for a whole row,
+// computed in registers by every lane and forwarded in turn (fuse_row_chains).
+bool row_constant(const RowChainIR::Part& p) {
+  return !p.reduction && p.kernel.outputs.size() == 1 && !p.forwarded.empty() &&
+         std::all_of(p.forwarded.begin(), p.forwarded.end(), [](int f) { return f >= 0; });
+}
+
+// The dtype a forwarded part hands on.
+DType forwarded_dtype(const RowChainIR::Part& p) { return p.reduction ? p.red.dtype() : p.kernel.output_dtypes[0]; }
+
 }  // namespace
 
 bool row_chain_supported(const RowChainIR& chain) {
@@ -37,8 +48,8 @@ bool row_chain_supported(const RowChainIR& chain) {
     for (size_t k = 0; k < p.forwarded.size(); ++k) {
       const int f = p.forwarded[k];
       if (f < 0) continue;
-      if (f >= static_cast<int>(j) || !chain.parts[f].reduction) return false;
-      if (acc_type(chain.parts[f].red.dtype()) != acc_type(ir.input_dtypes[k])) return false;
+      if (f >= static_cast<int>(j) || !(chain.parts[f].reduction || row_constant(chain.parts[f]))) return false;
+      if (acc_type(forwarded_dtype(chain.parts[f])) != acc_type(ir.input_dtypes[k])) return false;
     }
     if (p.cached.size() != ir.input_dtypes.size()) return false;
     for (size_t k = 0; k < p.cached.size(); ++k) {
@@ -374,6 +385,20 @@ void RowChainEmitter::fill_caches() {
 void RowChainEmitter::emit_part(size_t j) {
   const RowChainIR::Part& part = chain_.parts[j];
   w_.comment("part " + std::to_string(j) + (part.reduction ? ": reduction" : ": kernel"));
+  if (row_constant(part)) {
+    // Every lane computes it; the group's first lane stores the row's element.
+    std::vector<std::string> in;
+    for (int f : part.forwarded) in.push_back(result_[f]);
+    const std::vector<std::string> v = e_.body(irs_[j], hoisted_[j], in);
+    result_[j] = v[irs_[j].outputs[0]];
+    std::string store = w_.reg(1), skip_store = w_.label();
+    w_.op("setp.eq.u32 " + store + ", " + g_.lane + ", 0");
+    w_.op("and.pred " + store + ", " + store + ", " + g_.active);
+    w_.op("@!" + store + " bra " + skip_store);
+    e_.store(irs_[j].output_dtypes[0], base_[slots_[j].out[0]], result_[j]);
+    w_.place(skip_store);
+    return;
+  }
   Combiner c(e_, part.reduction ? part.red.op : ReduceOp::Sum, part.reduction ? part.red.dtype() : DType::Float32);
   const std::string n = u32(abi::kChainN + 4 * static_cast<int>(j));
   std::string acc;

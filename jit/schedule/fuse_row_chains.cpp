@@ -13,9 +13,9 @@ namespace framejit::jit {
 // each launch of softmax's max, sum and division would read the whole array from memory. So a
 // device backend compiles the chain step as one kernel (RowChainIR) in which a group of threads
 // runs every part over its row before moving on: the row comes from memory once and from cache
-// after that, and a reduction's result reaches the parts that read it in registers. Which inputs
-// are such results is decided here by value id (an input that is an earlier reduction part's
-// output); the launcher checks that they are broadcast along the row and otherwise the chain runs
+// after that, and a reduction's result reaches the parts that read it in registers, as does a row
+// constant computed from such results. Which inputs are such values is decided here by value id
+// (an input that is an earlier reduction's or row constant's output); the launcher checks that they are broadcast along the row and otherwise the chain runs
 // part by part, as it does when the backend declines it.
 Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backend& backend) {
   if (!backend.fuses_row_chains()) return Status::ok();
@@ -51,8 +51,16 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
       }
       for (int v : inputs) {
         int from = -1;
-        for (size_t k = 0; k < j; ++k)
-          if (chain.parts[k].reduction && chain.parts[k].red.output == v) from = static_cast<int>(k);
+        for (size_t k = 0; k < j; ++k) {
+          const rt::ChainStep::Part& o = chain.parts[k];
+          // A reduction's result, or a row constant: a kernel of one output over forwarded
+          // values only (layer norm's 1 / sqrt(var + eps)), which the row-chain kernel also
+          // keeps in registers.
+          const bool row_constant = !o.reduction && o.kernel.outputs.size() == 1 && !o.kernel.inputs.empty() &&
+                                    std::all_of(ir.parts[k].forwarded.begin(), ir.parts[k].forwarded.end(),
+                                                [](int f) { return f >= 0; });
+          if ((o.reduction && o.red.output == v) || (row_constant && o.kernel.outputs[0] == v)) from = static_cast<int>(k);
+        }
         part.forwarded.push_back(from);
       }
       ir.parts.push_back(std::move(part));

@@ -342,7 +342,33 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
     mean_var.parts = {m, v};
     mean_var.caches = 1;
   }
-  for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var}) {
+  // Layer norm's shape: 1 / sqrt(var + eps) as a row constant (a kernel over forwarded values
+  // only), forwarded in turn to (x - m) * r.
+  RowChainIR norm = mean_var;
+  {
+    const DType t = DType::Float64;
+    RowChainIR::Part r;
+    r.kernel.input_dtypes = {t};
+    r.kernel.body = {{ScalarOp::Load, t, -1, -1, 0, 0}, {ScalarOp::Const, t, -1, -1, -1, 1e-5},
+                     {ScalarOp::Add, t, 0, 1, -1, 0},   {ScalarOp::Sqrt, t, 2, -1, -1, 0},
+                     {ScalarOp::Reciprocal, t, 3, -1, -1, 0}};
+    r.kernel.outputs = {4};
+    r.kernel.output_dtypes = {t};
+    r.forwarded = {1};
+    r.cached = {-1};
+    RowChainIR::Part out;
+    out.kernel.input_dtypes = {t, t, t};
+    out.kernel.body = {{ScalarOp::Load, t, -1, -1, 0, 0}, {ScalarOp::Load, t, -1, -1, 1, 0},
+                       {ScalarOp::Load, t, -1, -1, 2, 0}, {ScalarOp::Sub, t, 0, 1, -1, 0},
+                       {ScalarOp::Mul, t, 3, 2, -1, 0}};
+    out.kernel.outputs = {4};
+    out.kernel.output_dtypes = {t};
+    out.forwarded = {-1, 0, 2};
+    out.cached = {0, -1, -1};
+    norm.parts.push_back(r);
+    norm.parts.push_back(out);
+  }
+  for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var, norm}) {
     ASSERT_TRUE(cuda::row_chain_supported(c)) << c.to_string();
     auto ptx = cuda::row_chain_ptx(c, "chain");
     ASSERT_TRUE(ptx) << ptx.error().message();
@@ -360,6 +386,9 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
   EXPECT_FALSE(cuda::row_chain_supported(bad));
   bad = softmax_chain(DType::Float32);
   bad.caches = 0;
+  EXPECT_FALSE(cuda::row_chain_supported(bad));
+  bad = norm;  // a kernel reading memory is not a row constant: nothing may be forwarded from it
+  bad.parts[2].forwarded = {-1};
   EXPECT_FALSE(cuda::row_chain_supported(bad));
   if (tool.empty()) GTEST_SKIP() << "no ptxas on this machine (the kernels were generated)";
 }
