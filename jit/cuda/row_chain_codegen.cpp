@@ -452,7 +452,7 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
     const DType t = ir.input_dtypes[k];
     const int s = sl.in[k];
     const int q = part.cached[k];
-    std::string a = address(s, wide), bcast = w_.reg(1), vec_load = w_.label(), loaded = w_.label();
+    std::string bcast = w_.reg(1), vec_load = w_.label(), loaded = w_.label();
     for (auto& r : lanes4[k]) r = e_.reg(t);
     if (q >= 0) {
       std::string cache_addr = w_.reg(32);
@@ -469,6 +469,7 @@ std::string RowChainEmitter::vector_loop(size_t j, Combiner& c, const std::strin
       w_.op("bra.uni " + loaded);
       w_.place(from_memory);
     }
+    const std::string a = address(s, wide);  // (only where the row is read from memory)
     w_.op("setp.eq.s64 " + bcast + ", " + inner_[s] + ", 0");
     w_.op("@!" + bcast + " bra " + vec_load);
     std::string one = e_.load(t, a);
