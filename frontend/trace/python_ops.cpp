@@ -3,6 +3,8 @@
 
 #include <opcode.h>
 
+#include <algorithm>
+
 
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/trace/op_table.h"
@@ -67,8 +69,11 @@ VarPtr scalar_binary(Tracer& tx, const char* op, const VarPtr& a, const VarPtr& 
     if (o == "mod" && sb->is_const() && sb->const_value() != 0) sym = mod(*sa, *sb);
   }
   if (sym) return tx.sym_value(*sym);
+  // A set (a handful of graph inputs), not a concatenation: `z = z * z + c` in a loop would
+  // double the list every iteration (a mandelbrot of 20 iterations never finished tracing).
   auto deps = deps_of(a);
-  for (auto& d : deps_of(b)) deps.push_back(d);
+  for (auto& d : deps_of(b))
+    if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
   return tx.add_scalar("operator." + o, {tx.to_arg(a), tx.to_arg(b)}, r.get(), std::nullopt, deps);
 }
 

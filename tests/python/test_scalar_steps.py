@@ -135,3 +135,21 @@ def test_dot_of_mismatched_vectors_raises_numpys_error():
 def test_dot_stays_the_library_call_in_the_eager_backend():
     a = np.random.default_rng(2).random(1000)
     check(dot, a, a)  # bit for bit: BLAS's own dot
+
+
+def test_python_number_recurrences_trace_in_linear_time():
+    # z = z * z + c over run-time Python numbers: each value records the graph inputs it came from
+    # as a set; a concatenated list doubled every iteration, and 20 iterations never finished.
+    def escape(w, maxiter):
+        c = 0.25 + 0.01 * w
+        z, it = 0.0, 0
+        for it in range(maxiter):
+            if z * z > 4.0:
+                break
+            z = z * z + c
+        return it, z
+
+    compiled = framejit.compile(escape, fullgraph=False)
+    for w in (1, 30):
+        assert compiled(w, 24) == escape(w, 24)  # (2^24 list entries before the fix: a failure, not a hang)
+    assert framejit.stats()["trace_ms"] < 2000
