@@ -15,6 +15,7 @@ import host_model
 import harness
 import install_overhead
 import layernorm
+import loops
 import mlp
 import overhead
 import peak_memory
@@ -45,6 +46,7 @@ CASES = {
         torch_models,
         host_model,
         peak_memory,
+        loops,
     )
 }
 
