@@ -9,6 +9,7 @@ DLDataType dl_dtype(DType dt) {
   const uint8_t bits = static_cast<uint8_t>(rt::dtype_itemsize(dt) * 8);
   uint8_t code = kDLFloat;
   if (dt == DType::Bool) code = kDLBool;
+  else if (dt == DType::BFloat16) code = kDLBfloat;
   else if (rt::dtype_is_complex(dt)) code = kDLComplex;
   else if (rt::dtype_is_integer(dt)) code = rt::dtype_is_signed(dt) ? kDLInt : kDLUInt;
   return DLDataType{code, bits, 1};

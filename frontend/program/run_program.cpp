@@ -611,10 +611,21 @@ Expected<std::unique_ptr<Program>> build_eager_program(const jit::Graph& graph) 
 constexpr long long kExternBoundMin = 64;   // at least this many extern steps...
 constexpr long long kExternBoundRatio = 2;  // ...and more than this many per compiled step
 
+// A call on Python numbers only (1.0 / d ** 0.5 of a run-time int): it runs on the host, in
+// CPython, whatever the graph's device.
+bool number_call(const jit::Graph& graph, const jit::Node& n) {
+  if (n.meta.kind != jit::ValueKind::Scalar) return false;
+  bool numbers = true;
+  auto check = [&](int v) { numbers = numbers && graph.node(v).meta.kind == jit::ValueKind::Scalar; };
+  for (const jit::Arg& a : n.args) a.for_each_node(check);
+  for (const auto& kw : n.kwargs) kw.second.for_each_node(check);
+  return numbers;
+}
+
 // What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels,
 // reductions, row chains and products (its own small-product kernel, or cuBLASLt), and nothing else
 // of a graph runs on a device (an extern step would call back into the library with device arrays
-// it cannot read).
+// it cannot read) but calls on Python numbers.
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
@@ -626,6 +637,7 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Gemm: continue;
       case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
       case rt::Step::Kind::Extern:
+        if (number_call(graph, graph.nodes()[s.node])) continue;
         return Status::unsupported(graph.nodes()[s.node].target + where + " is not compiled yet");
     }
   }

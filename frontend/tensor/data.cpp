@@ -23,40 +23,10 @@ using rt::DType;
 
 namespace {
 
-// ---- float16 ---------------------------------------------------------------------------------
-
-double half_to_double(uint16_t h) {
-  const int exp = (h >> 10) & 0x1f;
-  const int mant = h & 0x3ff;
-  double v;
-  if (exp == 0) v = std::ldexp(mant, -24);  // zero or subnormal
-  else if (exp == 31) v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else v = std::ldexp(mant | 0x400, exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-// Round to nearest, ties to even, straight from the double (no double rounding through float).
-uint16_t double_to_half(double d) {
-  const uint64_t b = std::bit_cast<uint64_t>(d);
-  const uint16_t sign = static_cast<uint16_t>((b >> 48) & 0x8000);
-  const int exp = static_cast<int>((b >> 52) & 0x7ff);
-  const uint64_t frac = b & ((uint64_t{1} << 52) - 1);
-  if (exp == 0x7ff) return frac ? static_cast<uint16_t>(sign | 0x7e00) : static_cast<uint16_t>(sign | 0x7c00);
-  if (exp == 0) return sign;  // double zeros and subnormals are far below half's smallest value
-  const int e = exp - 1023 + 15;  // half's biased exponent
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  const uint64_t m = frac | (uint64_t{1} << 52);
-  // Normal halves keep 11 significant bits; subnormals (e <= 0) lose 1 - e more.
-  const int shift = e >= 1 ? 42 : 43 - e;
-  if (shift >= 55) return sign;  // below half the smallest subnormal
-  uint64_t bits = m >> shift;
-  const uint64_t rest = m & ((uint64_t{1} << shift) - 1), halfway = uint64_t{1} << (shift - 1);
-  if (rest > halfway || (rest == halfway && (bits & 1))) ++bits;
-  // For normals the implicit bit lands on the exponent field's lowest bit: adding (e - 1) << 10
-  // gives the encoding, and a rounding carry moves into the exponent (up to infinity) by itself.
-  if (e >= 1) bits += static_cast<uint64_t>(e - 1) << 10;
-  return static_cast<uint16_t>(sign | bits);
-}
+using rt::half_to_double;
+using rt::double_to_half;
+using rt::bfloat16_to_double;
+using rt::double_to_bfloat16;
 
 // ---- element types ---------------------------------------------------------------------------
 
@@ -66,6 +36,14 @@ struct Bool8 {  // bool storage read as a byte: any nonzero byte is true (no UB 
 struct Half {
   uint16_t bits;
 };
+struct BFloat16 {
+  uint16_t bits;
+};
+template <class T> constexpr bool kIsHalf = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <class T> double half_value(T v) {
+  if constexpr (std::is_same_v<T, Half>) return half_to_double(v.bits);
+  else return bfloat16_to_double(v.bits);
+}
 
 template <class T> struct IsComplex : std::false_type {};
 template <class T> struct IsComplex<std::complex<T>> : std::true_type {};
@@ -90,6 +68,7 @@ decltype(auto) visit_dtype(DType dt, F&& f) {
     case DType::Float32: return f(Tag<float>{});
     case DType::Float64: return f(Tag<double>{});
     case DType::Complex64: return f(Tag<std::complex<float>>{});
+    case DType::BFloat16: return f(Tag<BFloat16>{});
     case DType::Complex128: break;
   }
   return f(Tag<std::complex<double>>{});
@@ -115,9 +94,9 @@ template <class D, class S>
 D cast_value(S s) {
   if constexpr (std::is_same_v<S, Bool8>) {
     return cast_value<D>(static_cast<uint8_t>(s.v != 0));
-  } else if constexpr (std::is_same_v<S, Half>) {
-    if constexpr (std::is_same_v<D, Half>) return s;
-    else return cast_value<D>(half_to_double(s.bits));
+  } else if constexpr (kIsHalf<S>) {
+    if constexpr (std::is_same_v<D, S>) return s;
+    else return cast_value<D>(half_value(s));
   } else if constexpr (std::is_same_v<D, Bool8>) {
     if constexpr (IsComplex<S>::value) return Bool8{static_cast<uint8_t>(s.real() != 0 || s.imag() != 0)};
     else return Bool8{static_cast<uint8_t>(s != 0)};
@@ -129,6 +108,8 @@ D cast_value(S s) {
     return D(static_cast<typename D::value_type>(s), 0);
   } else if constexpr (std::is_same_v<D, Half>) {
     return Half{double_to_half(static_cast<double>(s))};
+  } else if constexpr (std::is_same_v<D, BFloat16>) {
+    return BFloat16{double_to_bfloat16(static_cast<double>(s))};
   } else if constexpr (std::is_integral_v<D> && std::is_floating_point_v<S>) {
     return float_to_int<D>(static_cast<double>(s));
   } else {
@@ -171,7 +152,7 @@ void convert_strided(const char* src, int nd, const int64_t* shape, const int64_
 template <class T>
 PyObject* to_python(T v) {
   if constexpr (std::is_same_v<T, Bool8>) return PyBool_FromLong(v.v != 0);
-  else if constexpr (std::is_same_v<T, Half>) return PyFloat_FromDouble(half_to_double(v.bits));
+  else if constexpr (kIsHalf<T>) return PyFloat_FromDouble(half_value(v));
   else if constexpr (IsComplex<T>::value) return PyComplex_FromDoubles(v.real(), v.imag());
   else if constexpr (std::is_floating_point_v<T>) return PyFloat_FromDouble(v);
   else if constexpr (std::is_signed_v<T>) return PyLong_FromLongLong(v);
@@ -225,6 +206,13 @@ bool append_element_text(std::string& out, const char* p, DType dt) {
     double v = half_to_double(h);
     if (std::isnan(v)) return out += "nan", true;
     return append_shortest_float(out, v, 5, [&](double r) { return double_to_half(r) == h; });
+  }
+  if (dt == DType::BFloat16) {
+    uint16_t h;
+    std::memcpy(&h, p, sizeof h);
+    double v = bfloat16_to_double(h);
+    if (std::isnan(v)) return out += "nan", true;
+    return append_shortest_float(out, v, 4, [&](double r) { return double_to_bfloat16(r) == h; });
   }
   OwnedRef value = OwnedRef::steal(element_to_python(p, dt));
   OwnedRef text = value ? OwnedRef::steal(PyObject_Repr(value.get())) : OwnedRef();

@@ -102,6 +102,7 @@ const char* buffer_format(DType dt) {
     case DType::Float64: return "d";
     case DType::Complex64: return "Zf";
     case DType::Complex128: return "Zd";
+    case DType::BFloat16: return nullptr;  // PEP 3118 has no letter for it
   }
   return "B";
 }
@@ -445,6 +446,7 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
     return -1;
   };
   if (t->tensor.device().type != rt::DeviceType::CPU) return refuse("only cpu tensors export their memory as a buffer");
+  if (!buffer_format(t->dtype)) return refuse("bfloat16 has no buffer format (PEP 3118)");
   if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && !(t->flags & kTensorWriteable))
     return refuse("the tensor is read-only");
   const bool c_contig = (t->flags & kTensorCContiguous) != 0;

@@ -6,7 +6,8 @@
 namespace framejit {
 
 /// Element types. `Bool` is one byte (NumPy's layout). Types framejit cannot compute still have a
-/// name here so that graphs holding them print and guard correctly.
+/// name here so that graphs holding them print and guard correctly. New types go at the end: the
+/// values are table indices everywhere.
 enum class DType : uint8_t {
   Bool,        // bool
   Int8,        // int8
@@ -22,6 +23,7 @@ enum class DType : uint8_t {
   Float64,     // float64
   Complex64,   // complex64
   Complex128,  // complex128
+  BFloat16,    // bfloat16 (torch's; NumPy has none): float32's range, 8 significant bits
 };
 
 enum class DeviceType : uint8_t { CPU, CUDA };

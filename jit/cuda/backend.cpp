@@ -86,7 +86,7 @@ public:
   rt::GemmFn gemm(DType) const override { return nullptr; }
   rt::Device device() const override { return {rt::DeviceType::CUDA, ordinal_}; }
   Status device_gemm(DType dtype) const override {
-    if (dtype != DType::Float32 && dtype != DType::Float64)
+    if (dtype != DType::Float32 && dtype != DType::Float64 && !rt::dtype_is_half(dtype))
       return Status::unsupported(std::string("matrix products of ") + std::string(rt::dtype_name(dtype)) + " on " + name_);
     return rt::cuda::gemm_library();
   }

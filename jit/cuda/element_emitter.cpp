@@ -87,8 +87,31 @@ std::string ElementEmitter::param(DType t, const std::string& raw, bool is_int) 
   return cast(DType::Int64, t, raw);
 }
 
+// Note [Half types] (jit/lower/loop_ir.h): a half value is its 16 bits in the low half of a 32-bit
+// register, loaded and stored as such; these casts are the only operations on it. bfloat16 is
+// float32's upper half: widening is a shift, rounding cvt.rn.bf16.f32 (sm_80).
+std::string ElementEmitter::half_cast(DType from, DType to, const std::string& a) {
+  if (rt::dtype_is_half(from)) {
+    std::string f = reg(DType::Float32);
+    if (from == DType::BFloat16) {
+      w_.op("shl.b32 " + f + ", " + a + ", 16");
+    } else {
+      std::string h = w_.reg(16);
+      w_.op("cvt.u16.u32 " + h + ", " + a);
+      w_.op("cvt.f32.f16 " + f + ", " + h);
+    }
+    return cast(DType::Float32, to, f);
+  }
+  const std::string f = cast(from, DType::Float32, a);
+  std::string h = w_.reg(16), r = reg(to);
+  w_.op(std::string(to == DType::BFloat16 ? "cvt.rn.bf16.f32 " : "cvt.rn.f16.f32 ") + h + ", " + f);
+  w_.op("cvt.u32.u16 " + r + ", " + h);
+  return r;
+}
+
 std::string ElementEmitter::cast(DType from, DType to, const std::string& a) {
   if (from == to) return a;
+  if (rt::dtype_is_half(from) || rt::dtype_is_half(to)) return half_cast(from, to, a);
   std::string r = reg(to);
   if (to == DType::Bool) {
     std::string p = w_.reg(1);
@@ -313,6 +336,8 @@ std::string ElementEmitter::floor_div_mod(bool want_div, DType t, const std::str
 std::string ElementEmitter::load(DType t, const std::string& addr) {
   std::string r = reg(t);
   switch (t) {
+    case DType::Float16:
+    case DType::BFloat16: w_.op("ld.global.u16 " + r + ", [" + addr + "]"); break;
     case DType::UInt8: w_.op("ld.global.u8 " + r + ", [" + addr + "]"); break;
     case DType::Bool:
       w_.op("ld.global.u8 " + r + ", [" + addr + "]");
@@ -324,6 +349,12 @@ std::string ElementEmitter::load(DType t, const std::string& addr) {
 }
 
 void ElementEmitter::store(DType t, const std::string& addr, const std::string& v) {
+  if (rt::dtype_is_half(t)) {
+    std::string h = w_.reg(16);
+    w_.op("cvt.u16.u32 " + h + ", " + v);
+    w_.op("st.global.u16 [" + addr + "], " + h);
+    return;
+  }
   if (t == DType::UInt8 || t == DType::Bool) {
     std::string h = w_.reg(16);
     w_.op("cvt.u16.u32 " + h + ", " + v);
@@ -342,6 +373,13 @@ std::vector<std::string> ElementEmitter::load4(DType t, const std::string& addr)
   } else if (size == 8) {
     w_.op("ld.global.v2.b64 {" + r[0] + ", " + r[1] + "}, [" + addr + "]");
     w_.op("ld.global.v2.b64 {" + r[2] + ", " + r[3] + "}, [" + addr + "+16]");
+  } else if (size == 2) {
+    std::string lo = w_.reg(32), hi = w_.reg(32);
+    w_.op("ld.global.v2.b32 {" + lo + ", " + hi + "}, [" + addr + "]");
+    w_.op("and.b32 " + r[0] + ", " + lo + ", 65535");
+    w_.op("shr.u32 " + r[1] + ", " + lo + ", 16");
+    w_.op("and.b32 " + r[2] + ", " + hi + ", 65535");
+    w_.op("shr.u32 " + r[3] + ", " + hi + ", 16");
   } else {
     std::string word = w_.reg(32);
     w_.op("ld.global.b32 " + word + ", [" + addr + "]");
@@ -360,6 +398,11 @@ void ElementEmitter::store4(DType t, const std::string& addr, const std::vector<
   } else if (size == 8) {
     w_.op("st.global.v2.b64 [" + addr + "], {" + v[0] + ", " + v[1] + "}");
     w_.op("st.global.v2.b64 [" + addr + "+16], {" + v[2] + ", " + v[3] + "}");
+  } else if (size == 2) {
+    std::string lo = w_.reg(32), hi = w_.reg(32);
+    w_.op("prmt.b32 " + lo + ", " + v[0] + ", " + v[1] + ", 0x5410");  // the low halves of both
+    w_.op("prmt.b32 " + hi + ", " + v[2] + ", " + v[3] + ", 0x5410");
+    w_.op("st.global.v2.b32 [" + addr + "], {" + lo + ", " + hi + "}");
   } else {
     std::string word = w_.reg(32);
     w_.op("mov.b32 " + word + ", " + v[0]);

@@ -46,6 +46,8 @@ public:
   std::string param(rt::DType t, const std::string& raw, bool is_int);
   /// Note [Casts] in jit/lower/loop_ir.h, as the x86 backend does it.
   std::string cast(rt::DType from, rt::DType to, const std::string& a);
+  /// Casts from and to float16 / bfloat16 (Note [Half types] in jit/lower/loop_ir.h).
+  std::string half_cast(rt::DType from, rt::DType to, const std::string& a);
   std::string compare(ScalarOp op, rt::DType t, const std::string& a, const std::string& b);
   /// x's float / integer operation on its operands' registers in v.
   std::string float_op(const ScalarExpr& x, const std::vector<std::string>& v);

@@ -26,7 +26,7 @@ using rt::DType;
 // [Device modules load when needed] in backend.cpp).
 
 bool pointwise_supported(const PointwiseKernelIR& ir) {
-  if (!ir.well_formed()) return false;
+  if (!ir.well_formed() || !half_types_placed(ir)) return false;
   for (DType t : ir.input_dtypes)
     if (!pointwise_dtype(t)) return false;
   for (const ScalarExpr& e : ir.body) {

@@ -56,7 +56,7 @@ bool row_chain_supported(const RowChainIR& chain) {
       const int q = p.cached[k];
       if (q < 0) continue;
       const int size = rt::dtype_itemsize(ir.input_dtypes[k]);
-      if (q >= chain.caches || p.forwarded[k] >= 0 || (size != 4 && size != 8)) return false;
+      if (q >= chain.caches || p.forwarded[k] >= 0 || (size != 2 && size != 4 && size != 8)) return false;
     }
     slots += ir.input_dtypes.size() + (p.reduction ? 1 + (p.red.store_value ? 1 : 0) : ir.outputs.size());
     params += ir.param_dtypes.size();
@@ -99,7 +99,7 @@ private:
   void group_barrier();
   // Part j's element at `index` (scaled: 4 * chunk or the element) of slot s.
   std::string address(int s, const std::string& wide_index);
-  // Four elements of a cached array (4 or 8 bytes each) from shared address `addr`.
+  // Four elements of a cached array (2, 4 or 8 bytes each) from shared address `addr`.
   void shared4(DType t, const std::string& addr, const std::array<std::string, 4>& v);
   // The same, stored (only when the caches are on).
   void store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v);
@@ -243,7 +243,7 @@ void RowChainEmitter::plan_value_caches() {
         qin = x.input;
       }
     if (q < 0 || !one_cache || rt::dtype_itemsize(rj.input_dtypes[qin]) != rt::dtype_itemsize(rj.body[root].dtype) ||
-        rj.input_dtypes[qin] != rj.body[root].dtype)
+        rj.input_dtypes[qin] != rj.body[root].dtype || rt::dtype_is_half(rj.body[root].dtype))
       continue;
     // The one later part that reads cache q: a kernel.
     int k = -1;
@@ -306,6 +306,15 @@ void RowChainEmitter::declare_caches() {
 }
 
 void RowChainEmitter::shared4(DType t, const std::string& addr, const std::array<std::string, 4>& v) {
+  if (rt::dtype_itemsize(t) == 2) {  // Note [Half types]: four 16-bit values, each in a register's low half
+    std::string lo = w_.reg(32), hi = w_.reg(32);
+    w_.op("ld.shared.v2.b32 {" + lo + ", " + hi + "}, [" + addr + "]");
+    w_.op("and.b32 " + v[0] + ", " + lo + ", 65535");
+    w_.op("shr.u32 " + v[1] + ", " + lo + ", 16");
+    w_.op("and.b32 " + v[2] + ", " + hi + ", 65535");
+    w_.op("shr.u32 " + v[3] + ", " + hi + ", 16");
+    return;
+  }
   if (rt::dtype_itemsize(t) == 4) {
     w_.op("ld.shared.v4.b32 {" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + "}, [" + addr + "]");
     return;
@@ -315,6 +324,13 @@ void RowChainEmitter::shared4(DType t, const std::string& addr, const std::array
 }
 
 void RowChainEmitter::store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v) {
+  if (rt::dtype_itemsize(t) == 2) {
+    std::string lo = w_.reg(32), hi = w_.reg(32);
+    w_.op("prmt.b32 " + lo + ", " + v[0] + ", " + v[1] + ", 0x5410");
+    w_.op("prmt.b32 " + hi + ", " + v[2] + ", " + v[3] + ", 0x5410");
+    w_.op("@" + cache_on_ + " st.shared.v2.b32 [" + addr + "], {" + lo + ", " + hi + "}");
+    return;
+  }
   if (rt::dtype_itemsize(t) == 4) {
     w_.op("@" + cache_on_ + " st.shared.v4.b32 [" + addr + "], {" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + "}");
     return;
@@ -372,7 +388,13 @@ void RowChainEmitter::fill_caches() {
     w_.op("mad.lo.u32 " + sa + ", " + el + ", " + size + ", " + cache_base_[q]);
     w_.op("mul.wide.u32 " + wide + ", " + el + ", " + size);
     w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-    w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + size);
+    if (fill_size_[q] == 2) {  // cp.async copies 4, 8 or 16 bytes: a half type's element moves itself
+      std::string h = w_.reg(16);
+      w_.op("ld.global.u16 " + h + ", [" + ga + "]");
+      w_.op("st.shared.u16 [" + sa + "], " + h);
+    } else {
+      w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + size);
+    }
     w_.op("add.u32 " + el + ", " + el + ", " + lanes);
     w_.op("bra " + tail);
     w_.place(tail_done);
@@ -539,13 +561,15 @@ void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc
     w_.op("mad.lo.u32 " + cache_addr + ", " + el + ", " + std::to_string(rt::dtype_itemsize(t)) + ", " + cache_base_[q]);
     in[k] = e_.reg(t);
     cache_addrs[k] = cache_addr;
+    // A half type's 16 bits zero-extended into the register (Note [Half types]).
+    const std::string ld = rt::dtype_itemsize(t) == 2 ? "ld.shared.u16 " : "ld.shared." + bt + " ";
     if (cache_known) {
-      w_.op("ld.shared." + bt + " " + in[k] + ", [" + cache_addr + "]");
+      w_.op(ld + in[k] + ", [" + cache_addr + "]");
       continue;
     }
     std::string from_memory = w_.label();
     w_.op("@!" + cache_on_ + " bra.uni " + from_memory);
-    w_.op("ld.shared." + bt + " " + in[k] + ", [" + cache_addr + "]");
+    w_.op(ld + in[k] + ", [" + cache_addr + "]");
     w_.op("bra.uni " + loaded);
     w_.place(from_memory);
     w_.op("mov." + bt + " " + in[k] + ", " + e_.load(t, address(sl.in[k], wide)));

@@ -205,9 +205,28 @@ std::string RowChainIR::to_string() const {
   return out;
 }
 
+bool has_half_types(const PointwiseKernelIR& ir) {
+  for (DType t : ir.input_dtypes)
+    if (rt::dtype_is_half(t)) return true;
+  for (const ScalarExpr& e : ir.body)
+    if (rt::dtype_is_half(e.dtype)) return true;
+  return false;
+}
+
+bool half_types_placed(const PointwiseKernelIR& ir) {
+  for (const ScalarExpr& e : ir.body) {
+    if (!rt::dtype_is_half(e.dtype) || e.op == ScalarOp::Load) continue;
+    if (e.op != ScalarOp::Cast || e.a < 0) return false;
+    const DType from = ir.body[e.a].dtype;
+    if (from != DType::Float32 && from != DType::Bool && from != DType::UInt8 && !rt::dtype_is_half(from)) return false;
+  }
+  return true;
+}
+
 std::optional<PointwiseKernelIR> reduction_prologue(const ReductionKernelIR& r) {
   const PointwiseKernelIR& ir = r.prologue;
   if (ir.outputs.size() != 1 || ir.output_dtypes.size() != 1) return std::nullopt;
+  if (!half_types_placed(ir)) return std::nullopt;  // Note [Half types]
   const DType dtype = r.dtype();
   const bool fp = dtype == DType::Float32 || dtype == DType::Float64;
   if (is_arg_reduce(r.op) && (r.mean || r.sqrt || r.store_value)) return std::nullopt;

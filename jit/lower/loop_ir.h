@@ -78,6 +78,25 @@ inline bool is_comparison(ScalarOp op) { return op >= ScalarOp::Eq && op <= Scal
 // byte; int -> narrower int keeps the low bits; anything -> bool is `x != 0` (NaN is true);
 // bool -> anything is 0 or 1; int64 -> float32 rounds once (not through float64).
 
+// Note [Half types]
+// float16 and bfloat16 are storage types: every operation on them computes in float32 and rounds
+// its result back, as NumPy's float16 loops and torch's eager kernels do, so a fused chain gives
+// eager's bits (for the basic arithmetic; math routines within their ulp bounds before the
+// rounding). Lowering spells that out (lower_pointwise, FusionState::pointwise_ir): an operation
+// whose loop type is a half type computes in float32, and its value is a Cast to the half type,
+// which consumers Cast back to float32. So a half-typed expression in a kernel body is only
+//   - a Load of a half input,
+//   - a Cast to a half type from float32, or from bool, uint8 or another half type (exact in
+//     float32, so one rounding; from float64 or wider integers it would round twice: refused);
+// and a Cast from a half type goes anywhere (through float32, exactly). Backends represent a half
+// value as its 16 bits, load and store them as such, and implement only those casts
+// (half_types_placed checks the rule). A reduction's prologue may widen a half input to float32
+// (softmax and layer norm of a half tensor run in float32, Note [Composites in float32] in
+// frontend/ops/torch/pointwise.cpp); a reduction whose result is of a half type (torch's sum of
+// a bfloat16 tensor) is not lowered yet: it accumulates in float32 and rounds once, which the
+// reduction kernels, accumulating into their output, do not do. Products of half types run on a
+// device (cuBLASLt, float32 accumulation); the x86 GEMM has none.
+
 struct ScalarExpr {
   ScalarOp op;
   DType dtype;
@@ -120,6 +139,11 @@ struct GemmKernelIR {
   int c_input = -1;
   std::string key() const;
 };
+
+/// Whether a half type appears among the kernel's values (Note [Half types]).
+bool has_half_types(const PointwiseKernelIR& ir);
+/// Whether every half-typed expression is one Note [Half types] allows.
+bool half_types_placed(const PointwiseKernelIR& ir);
 
 /// Note [Sigmoid from its formula]: rewrites 1 / (1 + exp(-x)) (reciprocal or division, either
 /// order of the sum) into sigmoid(x) where the intermediate values have no other use, and drops

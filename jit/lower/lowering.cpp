@@ -64,7 +64,7 @@ std::optional<PointwiseInfo> pointwise_info(OpKind op) {
   }
 }
 
-bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64 || rt::dtype_is_half(t); }
 bool is_int(DType t) { return t == DType::Int32 || t == DType::Int64 || t == DType::UInt8; }
 
 // A Python number operand (run-time parameter or constant) as it meets the arrays.
@@ -96,6 +96,8 @@ bool op_supported(ScalarOp op, DType t) {
 }  // namespace
 
 bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::Bool; }
+
+
 
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return std::nullopt;
@@ -208,6 +210,21 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
   }
   if (pw.op == ScalarOp::Abs && m.dtype == DType::UInt8) pw.op = ScalarOp::Cast;  // |x| of unsigned
   if (!op_supported(pw.op, loop)) return std::nullopt;
+  // Note [Half types]: a half loop computes in float32; its result is rounded back where the
+  // kernel body is built. A cast to a half type is that rounding itself. A Python number whose
+  // loop type says half is converted to it first (NumPy's rule); one the frontend converts to
+  // float32 (torch's, which computes scalars in its "opmath" type) stays as it is. A run-time
+  // number would need that rounding in the kernel: left to the library.
+  for (size_t k = 0; k < pw.operand_dtypes.size() && pw.op != ScalarOp::Cast; ++k) {
+    DType& t = pw.operand_dtypes[k];
+    if (!rt::dtype_is_half(t)) continue;
+    if (pw.operands[k].kind == PointwiseOperand::Kind::Scalar) return std::nullopt;
+    if (pw.operands[k].kind == PointwiseOperand::Kind::Const)
+      pw.operands[k].value = t == DType::Float16 ? rt::half_to_double(rt::double_to_half(pw.operands[k].value))
+                                                 : rt::bfloat16_to_double(rt::double_to_bfloat16(pw.operands[k].value));
+    t = DType::Float32;
+  }
+  if (rt::dtype_is_half(pw.dtype) && pw.op != ScalarOp::Cast) pw.dtype = DType::Float32;
   return pw;
 }
 
@@ -243,6 +260,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   const TensorMeta& m = node.meta;
   const int rank = in.rank();
   if (in.kind != ValueKind::Tensor || in.scalar_object || rank == 0 || !pointwise_dtype(in.dtype)) return std::nullopt;
+  if (rt::dtype_is_half(in.dtype)) return std::nullopt;  // Note [Half types]: not yet
   const bool arg = kind == OpKind::ArgMax || kind == OpKind::ArgMin;
   // The type NumPy 1.24 combines the elements in (Note [Integer reductions]): sums and products
   // of bool and integers in the platform integer (uint64 for unsigned), means of them in
@@ -306,7 +324,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   return r;
 }
 
-std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {
+std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products) {
   if (node.kind != NodeKind::Call || node.args.size() != 2 || !node.kwargs.empty()) return std::nullopt;
   if (node.op != OpKind::Matmul && node.op != OpKind::Dot) return std::nullopt;
   if (!node.args[0].is_node() || !node.args[1].is_node()) return std::nullopt;
@@ -315,7 +333,10 @@ std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node) {
   const TensorMeta& mb = graph.node(b).meta;
   const TensorMeta& m = node.meta;
   if (ma.kind != ValueKind::Tensor || mb.kind != ValueKind::Tensor || m.kind != ValueKind::Tensor) return std::nullopt;
-  if (!is_float(m.dtype) || ma.dtype != m.dtype || mb.dtype != m.dtype || m.scalar_object) return std::nullopt;
+  // Half types (Note [Half types]): where the backend has products of them (a device's).
+  if (!is_float(m.dtype) || (rt::dtype_is_half(m.dtype) && !half_products) ||
+      ma.dtype != m.dtype || mb.dtype != m.dtype || m.scalar_object)
+    return std::nullopt;
   if (ma.rank() < 2 || mb.rank() < 2 || ma.scalar_object || mb.scalar_object) return std::nullopt;
   // np.dot of N-d arrays pairs every batch of A with every batch of B; only matmul broadcasts them.
   if (mb.rank() > 2 && node.op != OpKind::Matmul) return std::nullopt;

@@ -29,7 +29,8 @@ struct PointwiseNode {
   std::vector<DType> operand_dtypes;
 };
 
-/// Whether fused kernels handle values of this dtype: float32, float64, int32, int64, uint8, bool.
+/// Whether fused kernels handle values of this dtype: float32, float64, int32, int64, uint8, bool,
+/// and the half types float16 and bfloat16 (Note [Half types] in jit/lower/loop_ir.h).
 bool pointwise_dtype(DType t);
 
 /// The node as a pointwise operation, if code generation supports it: results and tensor
@@ -69,6 +70,6 @@ struct MatmulNode {
   int b;
   DType dtype;
 };
-std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node);
+std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products = false);
 
 }  // namespace framejit::jit

@@ -92,8 +92,9 @@ struct FusionPlan {
 /// `accept_reduction` does the same for reduction kernels. A reduction whose operand comes from
 /// the open pointwise group takes the operand's computation as its prologue. `store_operands`:
 /// whether reductions store expensive operands for their groups (Backend::stores_reduction_operands).
+/// `half_products`: products of float16/bfloat16 run as GEMM steps (a device's; Note [Half types]).
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
                        const std::function<bool(const ReductionKernelIR&)>& accept_reduction = nullptr,
-                       bool store_operands = true);
+                       bool store_operands = true, bool half_products = false);
 
 }  // namespace framejit::jit

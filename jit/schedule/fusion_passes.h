@@ -13,8 +13,9 @@ using AcceptReduction = std::function<bool(const ReductionKernelIR&)>;
 
 /// Classifies every call node once, through jit/lower's public entry points: pointwise, reduction
 /// (only when `reductions`: the backend generates reduction kernels), matmul or view (fills
-/// NodeRecord::pointwise / reduction / matmul / view).
-void lower_nodes(FusionState& state, bool reductions);
+/// NodeRecord::pointwise / reduction / matmul / view); products of half types only with
+/// `half_products`.
+void lower_nodes(FusionState& state, bool reductions, bool half_products = false);
 
 /// Turns each reduction into the kernels that compute it (NodeRecord::steps): one for sum, max,
 /// mean..., two for var and std (the mean into a plan temporary, then the mean of the squared

@@ -102,6 +102,10 @@ PointwiseKernelIR FusionState::pointwise_ir(const std::vector<int>& members, con
     } else {
       value_expr[n] = push({p.op, p.dtype, ops[0], ops.size() > 1 ? ops[1] : -1, -1, 0});
     }
+    // Note [Half types]: an operation of a half type computed in float32; its value is rounded.
+    const DType stored = graph.node(n).meta.dtype;
+    if (ir.body[value_expr[n]].dtype != stored && rt::dtype_is_half(stored))
+      value_expr[n] = push({ScalarOp::Cast, stored, value_expr[n], -1, -1, 0});
   }
   for (int n : outputs) {
     auto it = value_expr.find(n);

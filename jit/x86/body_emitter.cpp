@@ -454,7 +454,11 @@ int widest_itemsize(const PointwiseKernelIR& ir) {
   int w = 1;
   for (DType t : ir.input_dtypes) w = std::max(w, rt::dtype_itemsize(t));
   for (DType t : ir.output_dtypes) w = std::max(w, rt::dtype_itemsize(t));
-  for (const ScalarExpr& e : ir.body) w = std::max(w, rt::dtype_itemsize(e.dtype));
+  for (const ScalarExpr& e : ir.body) {
+    w = std::max(w, rt::dtype_itemsize(e.dtype));
+    // A half type converts through float32 (BodyEmitter::half_cast), either way.
+    if (e.op == ScalarOp::Cast && (rt::dtype_is_half(e.dtype) || rt::dtype_is_half(ir.body[e.a].dtype))) w = std::max(w, 4);
+  }
   return w;
 }
 
@@ -474,6 +478,8 @@ void vector_inputs(ax::Compiler& cc, BodyEmitter& ve, Isa isa, const std::vector
       case DType::Float64: cc.vbroadcastsd(isa == Isa::Avx512 ? ax::Vec(b.zmm()) : ax::Vec(b.ymm()), ax::qword_ptr(ptr[k])); break;
       case DType::Int32: cc.vpbroadcastd(b, ax::dword_ptr(ptr[k])); break;
       case DType::Int64: cc.vpbroadcastq(b, ax::qword_ptr(ptr[k])); break;
+      case DType::Float16:
+      case DType::BFloat16: cc.vpbroadcastw(b, ax::word_ptr(ptr[k])); break;
       default: cc.vpbroadcastb(b, ax::byte_ptr(ptr[k])); break;  // uint8, bool
     }
     ax::Mem slot = scratch.cloneAdjusted(vbytes * k);

@@ -641,7 +641,59 @@ bool BodyEmitter::cast_vector(DType from, DType to, const ax::Vec& dst, const ax
   }
 }
 
+// Note [Half types] (jit/lower/loop_ir.h): a half value is its 16 bits packed like int16's, so
+// loads and stores move bytes; these casts are the only operations on it, widening to float32
+// exactly and rounding float32 to nearest even. F16C converts float16 (every AVX2 CPU has it;
+// pointwise_supported checks); bfloat16 is float32's upper half, rounded with integer arithmetic
+// (NaN becomes the quiet 0x7fc0, as torch's conversion gives).
+void BodyEmitter::half_cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a) {
+  if (rt::dtype_is_half(from)) {
+    const ax::Vec f = to == DType::Float32 ? dst : newv();
+    if (from == DType::Float16) {
+      cc_.vcvtph2ps(full(f), half(a));
+    } else {
+      cc_.vpmovzxwd(full(f), half(a));
+      cc_.vpslld(full(f), full(f), 16);
+    }
+    if (to != DType::Float32) cast(DType::Float32, to, dst, f);
+    return;
+  }
+  ax::Vec f = a;
+  if (from != DType::Float32) {
+    f = newv();
+    cast(from, DType::Float32, f, a);
+  }
+  if (to == DType::Float16) {
+    cc_.vcvtps2ph(half(dst), full(f), 0);  // imm 0: round to nearest even
+    return;
+  }
+  const ax::Vec r = newv(), nan = newv();
+  const ax::Vec one = int_constant(DType::Int32, 1), bias = int_constant(DType::Int32, 0x7fff);
+  cc_.vpsrld(full(r), full(f), 16);
+  evex_ ? cc_.vpandd(full(r), full(r), full(one)) : cc_.vpand(full(r), full(r), full(one));
+  cc_.vpaddd(full(r), full(r), full(bias));
+  cc_.vpaddd(full(r), full(r), full(f));
+  cc_.vpsrld(full(r), full(r), 16);
+  const ax::Vec quiet = int_constant(DType::Int32, 0x7fc0);
+  if (evex_) {
+    const ax::KReg k = cc_.newKq();
+    cc_.vcmpps(k, full(f), full(f), 3);  // unordered: NaN
+    cc_.k(k).vmovdqa32(full(r), full(quiet));
+    cc_.vpmovdw(half(dst), full(r));
+    return;
+  }
+  cc_.vcmpps(full(nan), full(f), full(f), 3);
+  cc_.vblendvps(full(r), full(r), full(quiet), full(nan));
+  // 32 -> 16 bits: the pack works within 128-bit lanes, the permute joins the lanes' low halves.
+  cc_.vpackusdw(full(r), full(r), full(r));
+  cc_.vpermq(full(dst), full(r), 0x08);
+}
+
 void BodyEmitter::cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a) {
+  if (rt::dtype_is_half(from) || rt::dtype_is_half(to)) {
+    if (from == to) return move(dst, a);
+    return half_cast(from, to, dst, a);
+  }
   // A uint64 value only arises as the accumulator of a uint8 sum or product (Note [Unsigned
   // accumulators] in reduction_codegen.cpp): an integer converts to it with the bits it gives
   // int64 (zero- or sign-extension, as C's conversions do).

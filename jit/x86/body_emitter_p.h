@@ -55,7 +55,9 @@ inline MathFn math_fn_of(ScalarOp op) {
 // count * s bytes (with W = 4, float64 fills a ymm, float32 an xmm, uint8 four bytes) and the
 // bytes above are don't-care. So casts are the cvt / pack / zero-extend instructions, and every
 // operation may compute on the whole register. Bool values hold one byte per element, 0 or 1, as
-// in memory; comparisons build lane masks internally and narrow them to those bytes.
+// in memory; comparisons build lane masks internally and narrow them to those bytes. A half
+// value (Note [Half types] in jit/lower/loop_ir.h) packs like int16; its casts convert through
+// float32, so a kernel with one counts 4 bytes per element for W.
 //
 // With AVX every operation is packed on the full register, also when only lane 0 matters (the
 // tail and strided loops load and store one element): every element then goes through exactly
@@ -157,6 +159,7 @@ private:
   void mask_to_bool(int itemsize, bool negate, const ax::Vec& dst, const ax::Vec& mask);
   void bool_to_mask(int itemsize, const ax::Vec& dst, const ax::Vec& c);
   bool cast_vector(DType from, DType to, const ax::Vec& dst, const ax::Vec& a);
+  void half_cast(DType from, DType to, const ax::Vec& dst, const ax::Vec& a);
   void int_mul(DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   // Runs `op` on every element of the operands in general-purpose/xmm registers (LaneOps).
   void lanewise(ScalarOp op, DType out, const std::vector<std::pair<ax::Vec, DType>>& in, const ax::Vec& dst);

@@ -125,6 +125,10 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
 
 bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
   if (!ir.well_formed()) return false;
+  // Note [Half types]: vector conversions only (F16C with AVX2, AVX-512 has them).
+  if (has_half_types(ir) && (isa == Isa::Scalar || !CpuInfo::host().features().x86().hasF16C() ||
+                             !half_types_placed(ir)))
+    return false;
   for (DType t : ir.input_dtypes)
     if (!pointwise_dtype(t)) return false;
   for (const ScalarExpr& e : ir.body) {

@@ -67,7 +67,7 @@ struct HeuristicResult {
 // The ABI's enum values (cublasLt.h, cublas_api.h, library_types.h spell them).
 constexpr Status_t kLtSuccess = 0;
 constexpr int kComputeF32 = 68, kComputeF64 = 70;  // CUBLAS_COMPUTE_32F / _64F
-constexpr int kR32F = 0, kR64F = 1;  // CUDA_R_32F / _64F
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;  // CUDA_R_32F / _64F / _16F / _16BF
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kDescTransA = 3, kDescTransB = 4;     // CUBLASLT_MATMUL_DESC_TRANSA / _TRANSB
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
@@ -206,7 +206,14 @@ Status loaded(State& s) {
   return s.status;
 }
 
-int data_type(DType t) { return t == DType::Float64 ? kR64F : kR32F; }
+int data_type(DType t) {
+  switch (t) {
+    case DType::Float64: return kR64F;
+    case DType::Float16: return kR16F;
+    case DType::BFloat16: return kR16BF;
+    default: return kR32F;
+  }
+}
 
 // One operand as cuBLAS reads it: its op and the column-major matrix stored (rows x cols, leading
 // dimension ld).
@@ -292,7 +299,8 @@ Status gemm_library() {
 }
 
 Status run_gemm(const DeviceGemmCall& call) {
-  if (call.dtype != DType::Float32 && call.dtype != DType::Float64)
+  // Half types accumulate in float32, with float32 scales (Note [Half types] in jit/lower/loop_ir.h).
+  if (call.dtype != DType::Float32 && call.dtype != DType::Float64 && !dtype_is_half(call.dtype))
     return Status::unsupported(std::string("device products of ") + std::string(dtype_name(call.dtype)));
   if (call.m == 0 || call.n == 0 || call.batches == 0) return Status::ok();
   auto st = stream(call.device);  // the context made current, and the stream to issue on

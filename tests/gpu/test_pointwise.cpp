@@ -148,6 +148,25 @@ std::vector<Case> catalog() {
     ir.output_dtypes = {t};
     add("gelu_tanh_chain_f32", ir);
   }
+  // Note [Half types]: loads, stores and the casts; arithmetic as lowering spells it (float32, then
+  // rounded): (a * b rounded) + 1.5, rounded.
+  for (DType h : {DType::Float16, DType::BFloat16}) {
+    add("copy_" + dn(h), copy_kernel(h));
+    for (DType from : {DType::Bool, DType::UInt8, DType::Float32, h == DType::Float16 ? DType::BFloat16 : DType::Float16})
+      add("cast_" + dn(from) + "_" + dn(h), unary(ScalarOp::Cast, from, h));
+    for (DType to : kAll) add("cast_" + dn(h) + "_" + dn(to), unary(ScalarOp::Cast, h, to));
+    const DType f = DType::Float32;
+    PointwiseKernelIR ir;
+    ir.input_dtypes = {h, h};
+    ir.body = {{ScalarOp::Load, h, -1, -1, 0, 0},     {ScalarOp::Load, h, -1, -1, 1, 0},
+               {ScalarOp::Cast, f, 0, -1, -1, 0},     {ScalarOp::Cast, f, 1, -1, -1, 0},
+               {ScalarOp::Mul, f, 2, 3, -1, 0},       {ScalarOp::Cast, h, 4, -1, -1, 0},
+               {ScalarOp::Cast, f, 5, -1, -1, 0},     {ScalarOp::Const, f, -1, -1, -1, 1.5},
+               {ScalarOp::Add, f, 6, 7, -1, 0},       {ScalarOp::Cast, h, 8, -1, -1, 0}};
+    ir.outputs = {9};
+    ir.output_dtypes = {h};
+    add("mul_add_" + dn(h), ir);
+  }
   return out;
 }
 
@@ -193,6 +212,10 @@ TEST(PtxPointwise, EveryOpAndDtypeAssembles) {
 
 TEST(PtxPointwise, DeclinesWhatItCannotCompute) {
   EXPECT_FALSE(cuda::pointwise_supported(unary(ScalarOp::Sin, DType::Float32, DType::Float32)));
+  // Note [Half types]: no arithmetic in a half type, no double rounding from float64.
+  EXPECT_FALSE(cuda::pointwise_supported(binary(ScalarOp::Add, DType::BFloat16, DType::BFloat16)));
+  EXPECT_FALSE(cuda::pointwise_supported(unary(ScalarOp::Cast, DType::Float64, DType::Float16)));
+  EXPECT_TRUE(cuda::pointwise_supported(unary(ScalarOp::Cast, DType::Float32, DType::BFloat16)));
   auto ptx = cuda::pointwise_ptx(unary(ScalarOp::Cos, DType::Float64, DType::Float64), "k");
   EXPECT_FALSE(ptx);
 }
@@ -236,6 +259,12 @@ std::vector<unsigned char> make_input(DType t, int64_t n, std::mt19937& rng) {
         break;
       }
       case DType::UInt8: *p = static_cast<unsigned char>(k < 3 ? (k == 0 ? 0 : 255) : rng() & 0xFF); break;
+      case DType::Float16:
+      case DType::BFloat16: {  // every bit pattern: NaNs, infinities, subnormals, ties
+        const uint16_t v = static_cast<uint16_t>(rng());
+        std::memcpy(p, &v, 2);
+        break;
+      }
       default: *p = static_cast<unsigned char>(k & 1); break;  // bool
     }
   }
@@ -265,6 +294,15 @@ bool same_element(DType t, const unsigned char* a, const unsigned char* b) {
     std::memcpy(&x, a, 8);
     std::memcpy(&y, b, 8);
     return std::memcmp(a, b, 8) == 0 || (std::isnan(x) && std::isnan(y));
+  }
+  if (rt::dtype_is_half(t)) {  // NaN bits differ (x86 keeps the payload, PTX gives a canonical one)
+    uint16_t x, y;
+    std::memcpy(&x, a, 2);
+    std::memcpy(&y, b, 2);
+    const auto is_nan = [t](uint16_t v) {
+      return t == DType::Float16 ? (v & 0x7c00) == 0x7c00 && (v & 0x3ff) : (v & 0x7f80) == 0x7f80 && (v & 0x7f);
+    };
+    return x == y || (is_nan(x) && is_nan(y));
   }
   return std::memcmp(a, b, rt::dtype_itemsize(t)) == 0;
 }

@@ -81,6 +81,13 @@ std::vector<Case> catalog() {
     out.push_back({"stored_" + dn(t), squared_deviation(t, false, false, true)});
   }
   out.push_back({"mean_i32_as_f64", reduction(ReduceOp::Sum, DType::Int32, DType::Float64, true)});
+  // Note [Half types]: a half input widened to float32 by the prologue.
+  for (DType h : {DType::Float16, DType::BFloat16}) {
+    out.push_back({"sum_" + dn(h) + "_as_f32", reduction(ReduceOp::Sum, h, DType::Float32)});
+    out.push_back({"mean_" + dn(h) + "_as_f32", reduction(ReduceOp::Sum, h, DType::Float32, true)});
+    out.push_back({"max_" + dn(h) + "_as_f32", reduction(ReduceOp::Max, h, DType::Float32)});
+    out.push_back({"argmin_" + dn(h) + "_as_f32", reduction(ReduceOp::ArgMin, h, DType::Float32)});
+  }
   return out;
 }
 
@@ -193,13 +200,14 @@ bool run_both(const ReductionKernelIR& r, const std::vector<unsigned char>& in, 
   return static_cast<bool>(st);
 }
 
-// Same bits where the order of combination cannot matter (integers, max/min, arg); float sums and
-// products within 2e-4 (float32) / 1e-10 (float64) of the x86 result, relative or absolute.
+// Same bits where the order of combination cannot matter (integers, max/min, arg; any NaN for a
+// NaN); float sums and products within 2e-4 (float32) / 1e-10 (float64) of the x86 result,
+// relative or absolute.
 void expect_close(DType t, ReduceOp op, const std::vector<unsigned char>& a, const std::vector<unsigned char>& b,
                   const std::string& what) {
   ASSERT_EQ(a.size(), b.size());
   const bool exact = t != DType::Float32 && t != DType::Float64 ? true : op != ReduceOp::Sum && op != ReduceOp::Prod;
-  if (exact) {
+  if (exact && t != DType::Float32 && t != DType::Float64) {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size())) << what;
     return;
   }
@@ -217,7 +225,14 @@ void expect_close(DType t, ReduceOp op, const std::vector<unsigned char>& a, con
       std::memcpy(&x, a.data() + 8 * i, 8);
       std::memcpy(&y, b.data() + 8 * i, 8);
     }
-    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::isnan(x) && std::isnan(y)) continue;  // a NaN's payload may differ (a float16's, widened)
+    if (exact) {
+      if (std::memcmp(&x, &y, sizeof x) != 0) {
+        ADD_FAILURE() << what << ": output " << i << " x86 " << x << " gpu " << y;
+        ++bad;
+      }
+      continue;
+    }
     // Both orders round differently (x86's column kernel adds 200000 rows one by one).
     const double tol = (f32 ? 2e-4 : 1e-10) * std::max(1.0, std::fabs(x));
     if (!(std::fabs(x - y) <= tol) && x != y) {
@@ -269,6 +284,14 @@ TEST(PtxReduction, MatchesTheX86Reductions) {
         if (span > 40) v[span / 3] = NAN;
         if (c.ir.op == ReduceOp::Prod)
           for (auto& x : v) x = 1. + x / 1024;
+        in = bytes_of(v);
+      } else if (rt::dtype_is_half(in_t)) {  // normal values, and a NaN
+        std::vector<uint16_t> v(span);
+        std::normal_distribution<double> nd(0., 1.);
+        for (auto& x : v) x = in_t == DType::Float16 ? rt::double_to_half(nd(rng)) : rt::double_to_bfloat16(nd(rng));
+        if (span > 40) v[span / 3] = 0x7e00;
+        if (c.ir.op == ReduceOp::Prod)
+          for (auto& x : v) x = in_t == DType::Float16 ? 0x3c00 : 0x3f80;
         in = bytes_of(v);
       } else {
         for (auto& x : in) x = static_cast<unsigned char>(byte(rng));
@@ -322,6 +345,29 @@ RowChainIR softmax_chain(DType t) {
   return c;
 }
 
+// Softmax of a half-type row in float32 (Note [Composites in float32]): each part widens the
+// cached half row, the result is rounded back.
+RowChainIR half_softmax_chain(DType h) {
+  const DType f = DType::Float32;
+  RowChainIR c = softmax_chain(f);
+  c.parts[0].red = reduction(ReduceOp::Max, h, f);
+  ReductionKernelIR& sum = c.parts[1].red;
+  sum.prologue.input_dtypes = {h, f};
+  sum.prologue.body = {{ScalarOp::Load, h, -1, -1, 0, 0}, {ScalarOp::Load, f, -1, -1, 1, 0},
+                       {ScalarOp::Cast, f, 0, -1, -1, 0}, {ScalarOp::Sub, f, 2, 1, -1, 0},
+                       {ScalarOp::Exp, f, 3, -1, -1, 0}};
+  sum.prologue.outputs = {4};
+  PointwiseKernelIR& div = c.parts[2].kernel;
+  div.input_dtypes = {h, f, f};
+  div.body = {{ScalarOp::Load, h, -1, -1, 0, 0}, {ScalarOp::Load, f, -1, -1, 1, 0},
+              {ScalarOp::Load, f, -1, -1, 2, 0}, {ScalarOp::Cast, f, 0, -1, -1, 0},
+              {ScalarOp::Sub, f, 3, 1, -1, 0},   {ScalarOp::Exp, f, 4, -1, -1, 0},
+              {ScalarOp::Div, f, 5, 2, -1, 0},   {ScalarOp::Cast, h, 6, -1, -1, 0}};
+  div.outputs = {7};
+  div.output_dtypes = {h};
+  return c;
+}
+
 TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
   const std::string tool = test::find_ptxas();
   RowChainIR mean_var;  // mean(x); mean((x - m)^2) with m forwarded; (x - m) * p0
@@ -368,7 +414,8 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
     norm.parts.push_back(r);
     norm.parts.push_back(out);
   }
-  for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var, norm}) {
+  for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var, norm,
+                              half_softmax_chain(DType::BFloat16), half_softmax_chain(DType::Float16)}) {
     ASSERT_TRUE(cuda::row_chain_supported(c)) << c.to_string();
     auto ptx = cuda::row_chain_ptx(c, "chain");
     ASSERT_TRUE(ptx) << ptx.error().message();

@@ -126,3 +126,44 @@ def test_framejit_tensor_products():
     np.testing.assert_allclose(np.asarray(np.matmul(ta, tb).cpu()), a @ b, rtol=1e-4, atol=1e-4)
     f = framejit.compile(lambda a, b: np.maximum(a @ b + 1, 0))
     np.testing.assert_allclose(np.asarray(f(ta, tb).cpu()), np.maximum(a @ b + 1, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_types_round_like_eager(dtype):
+    # Note [Half types]: each op computes in float32 and rounds; Python numbers meet CUDA tensors
+    # in float32 (torch's opmath). Every bit pattern, then chains: eager's bits.
+    x = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype).cuda()
+    for fn in (lambda x: x * 1.0009765625 + 0.1, lambda x: (x.float() * 3.0).to(dtype), lambda x: x.float() + 0.25):
+        framejit.reset()
+        want, got = fn(x), framejit.compile(fn, fullgraph=True)(x)
+        assert got.dtype == want.dtype and got.device == want.device
+        nan = torch.isnan(got) & torch.isnan(want)
+        assert bool(((got == want) | nan).all()), fn
+    a, b = randn(4097, dtype=dtype, seed=3), randn(4097, dtype=dtype, seed=4)
+    for fn in (lambda a, b: (a * b + 1.5) * b - b / (a + 3), lambda a, b: torch.where(a > b, a * 2, b)):
+        check(fn, a, b, rtol=0, atol=0)
+    # framejit's own exp and tanh (within 2 ulp of float32 before the rounding).
+    check(lambda a, b: torch.exp(a) + torch.tanh(b), a, b, rtol=2 ** -7 if dtype == torch.bfloat16 else 2 ** -10, atol=1e-5)
+
+
+def test_bfloat16_composites_and_products():
+    # Note [Composites in float32]: one rounding, as torch's kernels; products and reductions of
+    # half types are torch's calls inside the graph.
+    x = randn(64, 1024, dtype=torch.bfloat16) * 4
+    w, b = randn(1024, dtype=torch.bfloat16, seed=1), randn(1024, dtype=torch.bfloat16, seed=2)
+    m = randn(1024, 256, dtype=torch.bfloat16, seed=5)
+    F = torch.nn.functional
+    for fn, args in [(lambda x: torch.softmax(x, dim=-1), (x,)), (lambda x, w, b: F.layer_norm(x, (1024,), w, b), (x, w, b)),
+                     (lambda x: F.gelu(x, approximate="tanh") * F.silu(x), (x,)), (lambda x, m: F.gelu(x @ m), (x, m))]:
+        framejit.reset()
+        got = framejit.compile(fn, fullgraph=True)(*args)
+        want = fn(*args)
+        assert got.dtype == torch.bfloat16 and got.device == want.device
+        torch.testing.assert_close(got.float(), want.float(), rtol=2 ** -7, atol=1e-5)
+
+
+def test_python_number_math_in_a_device_graph():
+    # A run-time int's arithmetic (an attention scale) is a host call on numbers in a device graph.
+    x = randn(64, 64)
+    for d in (64, 32):
+        check(lambda x: torch.softmax(x * (1.0 / d ** 0.5), dim=-1), x)

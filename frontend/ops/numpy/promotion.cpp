@@ -22,8 +22,9 @@ bool is_float(DType t) { return rt::dtype_is_float(t); }
 bool is_int_or_bool(DType t) { return is_bool(t) || is_int(t); }
 int bits(DType t) { return rt::dtype_itemsize(t) * 8; }
 
-/// What framejit computes: everything but float16 and complex.
-bool computable(DType t) { return !rt::dtype_is_complex(t) && t != DType::Float16; }
+/// What framejit computes for NumPy: everything but the half types and complex (float16's loops
+/// are not modeled here yet; NumPy has no bfloat16).
+bool computable(DType t) { return !rt::dtype_is_complex(t) && !rt::dtype_is_half(t); }
 
 DType signed_int_of_bits(int b) {
   switch (b) {
@@ -266,6 +267,8 @@ int type_number(DType t) {
     return 15;
   case DType::Float16:
     return 23;
+  case DType::BFloat16:
+    return 0;  // not a NumPy type
   }
   return 0;
 }

@@ -94,6 +94,9 @@ VarPtr nn_function(Tracer& tx, const std::string& name, const std::vector<VarPtr
     return pointwise(tx, "div", {total, reduction(tx, "sum", {as_float}, {})}, {});
   }
   if (name == "layer_norm") {
+    // Note [Composites in float32] (pointwise.cpp).
+    if (!args.empty() && args[0]->kind == VarKind::Tensor && rt::dtype_is_half(tx.meta(args[0]).dtype))
+      return in_opmath(tx, args, [&](const std::vector<VarPtr>& a) { return nn_function(tx, name, a, kwargs); });
     auto b = bind_args(user, {"input", "normalized_shape", "weight", "bias", "eps"}, args, kwargs);
     const VarPtr& x = b["input"];
     BREAK_IF(!x || x->kind != VarKind::Tensor, user + " of a non-tensor");

@@ -101,6 +101,14 @@ VarPtr emit(Tracer& tx, OpKind op, const std::string& target, const std::vector<
              op != OpKind::Signbit) {
     attrs.loop_dtypes.assign(n, loop ? *loop : dtype);
   }
+  // Note [Half types] (jit/lower/loop_ir.h): torch's CUDA kernels meet a Python number in float32
+  // (their "opmath" type) where its CPU kernels round it to the half type first, as NumPy does.
+  // The graph's one device (Note [One device per graph]) decides: an intermediate's meta has none.
+  const bool cuda = tx.out().has_device && tx.out().device.type == rt::DeviceType::CUDA;
+  if (cuda && !attrs.loop_dtypes.empty() && rt::dtype_is_half(attrs.loop_dtypes.back()) && op != OpKind::Cast) {
+    for (size_t k = 0; k < n; ++k)
+      if (operands[k]->kind != VarKind::Tensor) attrs.loop_dtypes[k] = DType::Float32;
+  }
   // Integer division, remainder and powers raise in torch where NumPy's loops give a value
   // (division by zero, negative exponents): those run as torch's own call.
   bool library_only = false;
@@ -199,7 +207,7 @@ VarPtr sigmoid_of(Tracer& tx, const VarPtr& x, DType dt) {
               dt, std::nullopt);
 }
 
-VarPtr activation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+VarPtr activation_of(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
   const std::string user = "torch.nn.functional." + name;
   PyObject* fn = typing_callable(name);
   BREAK_IF(!fn, user + " is not in this torch");
@@ -275,6 +283,7 @@ const char* cast_method(DType d) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Float16: return "half";
+    case DType::BFloat16: return "bfloat16";
     case DType::Int64: return "long";
     case DType::Int32: return "int";
     case DType::Int16: return "short";
@@ -285,7 +294,7 @@ const char* cast_method(DType d) {
   }
 }
 
-const char* const kCasts[] = {"float", "double", "half", "int", "long", "short", "bool", "byte", "char", "to", "type_as"};
+const char* const kCasts[] = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "to", "type_as"};
 
 // x.float(), x.to(dtype), x.to(other), x.type_as(other): a converting copy, or x itself when the
 // dtype is already right (torch returns self then).
@@ -318,6 +327,27 @@ VarPtr cast(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args
 }
 
 }  // namespace
+
+// Note [Composites in float32]
+// torch's one-kernel composites (softmax, layer_norm, gelu, silu...) compute a float16 or bfloat16
+// input in float32 and round their result once; traced as the ops they are made of, each op of a
+// half type would round its own result (Note [Half types] in jit/lower/loop_ir.h) and lose
+// accuracy eager does not lose. So a composite of a half input is traced on x.float(), and its
+// result converted back: one rounding, as eager.
+VarPtr in_opmath(Tracer& tx, const std::vector<VarPtr>& args,
+                 const std::function<VarPtr(const std::vector<VarPtr>&)>& body) {
+  if (args.empty() || args[0]->kind != VarKind::Tensor || !rt::dtype_is_half(tx.meta(args[0]).dtype)) return body(args);
+  const DType half = tx.meta(args[0]).dtype;
+  std::vector<VarPtr> wide = args;
+  wide[0] = cast(tx, "float", {args[0]}, {});
+  VarPtr y = body(wide);
+  if (!y || y->kind != VarKind::Tensor || tx.meta(y).dtype != DType::Float32) return y;
+  return cast(tx, cast_method(half), {y}, {});
+}
+
+static VarPtr activation(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs) {
+  return in_opmath(tx, args, [&](const std::vector<VarPtr>& a) { return activation_of(tx, name, a, kwargs); });
+}
 
 bool is_pointwise_name(const std::string& name) {
   if (direct().count(name)) return true;

@@ -83,6 +83,9 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
   const int rank = tx.meta(x).rank();
   PyObject* fn = torch_attr(name.c_str());
   if (name == "softmax" || name == "log_softmax") {
+    // Note [Composites in float32] (pointwise.cpp).
+    if (args[0]->kind == VarKind::Tensor && rt::dtype_is_half(tx.meta(args[0]).dtype))
+      return in_opmath(tx, args, [&](const std::vector<VarPtr>& a) { return reduction(tx, name, a, kwargs); });
     auto b = bind_args(user, {"input", "dim", "dtype", "_stacklevel"}, args, kwargs);
     BREAK_IF(!b.count("dim") || is_absent(b, "dim"), user + " without dim (deprecated implicit dim)");
     BREAK_IF(!is_absent(b, "dtype"), user + "(dtype=)");

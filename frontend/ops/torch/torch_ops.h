@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -67,6 +68,10 @@ VarPtr pointwise(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
 /// and replayed as operator.<name>, which takes numbers on either side.
 VarPtr operator_pointwise(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args);
 bool is_pointwise_name(const std::string& name);
+/// Note [Composites in float32]: `body` on args whose first is a half-type tensor converted to
+/// float32, its result converted back; `body` on args as they are otherwise.
+VarPtr in_opmath(Tracer& tx, const std::vector<VarPtr>& args,
+                 const std::function<VarPtr(const std::vector<VarPtr>&)>& body);
 
 /// sum mean amax amin prod max min (full), softmax log_softmax (reductions.cpp).
 VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args, const KwArgs& kwargs);
