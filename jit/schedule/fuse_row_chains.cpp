@@ -65,7 +65,7 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
       }
       ir.parts.push_back(std::move(part));
     }
-    // Arrays of 4 or 8 bytes an element that several parts read from memory get a row cache —
+    // Arrays of 2, 4 or 8 bytes an element that several parts read from memory get a row cache —
     // not ones a part of the chain writes: caches are filled when a row starts.
     std::vector<int> cache_value;  // per cache: the value id
     std::vector<int> written;
@@ -84,7 +84,7 @@ Status fuse_row_chains(rt::Program& program, const PlanKernels& compiled, Backen
         const int size = rt::dtype_itemsize(pir.input_dtypes[k]);
         // (A folded view's memory is its source's, which the chain may write.)
         const bool chain_writes = program.is_folded(v) || std::find(written.begin(), written.end(), v) != written.end();
-        if (part.forwarded[k] < 0 && !chain_writes && (size == 4 || size == 8)) {
+        if (part.forwarded[k] < 0 && !chain_writes && (size == 2 || size == 4 || size == 8)) {
           for (size_t c = 0; c < cache_value.size(); ++c)
             if (cache_value[c] == v) q = static_cast<int>(c);
           int readers = 0;

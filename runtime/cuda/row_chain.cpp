@@ -108,10 +108,14 @@ Status plan_row_chain(const RowChainPart* parts, int count, RowChainLaunch& laun
     args.lead_shape[d] = d < lead ? static_cast<uint32_t>(parts[0].shape[lead - 1 - d]) : 1;
     args.lead_div[d] = fast_div(args.lead_shape[d]);
   }
-  // Lanes per row as a reduction of the longest part picks them: about 8 elements a lane.
+  // Lanes per row: about 8 elements a lane, a warp at most for rows up to kChainWarpRow elements
+  // (64 a lane: its shuffles combine them, no barrier), the whole block past that. A block per
+  // row of 512 (attention's softmax) spent its time in barriers: 222 us against 73 for torch's
+  // warp-per-row kernel on 65536 x 512 float32 (H200), where a warp per row runs at copy speed.
   int lanes_log2 = 0;
-  while ((1 << lanes_log2) < kChainBlock && (int64_t{8} << lanes_log2) < longest) ++lanes_log2;
-  if ((1 << lanes_log2) > 32) while ((1 << lanes_log2) < kChainBlock) ++lanes_log2;
+  while (lanes_log2 < 5 && (int64_t{8} << lanes_log2) < longest) ++lanes_log2;
+  if (longest > kChainWarpRow)
+    while ((1 << lanes_log2) < kChainBlock) ++lanes_log2;
   args.lanes_log2 = static_cast<uint32_t>(lanes_log2);
   const int64_t per_block = kChainBlock >> lanes_log2;
   cache_on = cache_on && caches > 0 && group_bytes * per_block <= kChainCacheBytes;

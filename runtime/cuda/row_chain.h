@@ -38,6 +38,7 @@ constexpr int kChainSlots = 32;
 constexpr int kChainParams = 32;
 constexpr int kChainParts = kMaxRowLaunches;
 constexpr int kChainBlock = 256;
+constexpr int64_t kChainWarpRow = 2048;  // longer rows take a block's lanes (plan_row_chain)
 constexpr int kChainCaches = 4;  // jit's RowChainIR::kMaxRowCaches (checked in jit/cuda)
 constexpr int kChainCacheBytes = 48 * 1024;  // dynamic shared memory a launch may ask for as is
 struct ChainArgs {

@@ -141,6 +141,13 @@ TEST(CudaRowChain, LongUnalignedAndShortRows) {
   EXPECT_EQ(l.args.nvec[2], 0u);
   EXPECT_EQ(l.args.cache_on, 1u);
   EXPECT_EQ(l.args.cache_chunks[0], 0u);
+  EXPECT_EQ(l.args.lanes_log2, 5u) << "a warp per row of 1000";
+  // Attention's rows of 512: a warp each, 8 rows a block, no barrier.
+  std::vector<Part> attention = softmax(65536, 512, 0x100000);
+  ASSERT_TRUE(plan(attention, l));
+  EXPECT_EQ(l.args.lanes_log2, 5u);
+  EXPECT_EQ(l.tiles, 65536 / 8);
+  EXPECT_EQ(l.shared, 8u * 512 * 4);
   // Rows of 7: one lane per row, 256 rows a block.
   std::vector<Part> short_rows = softmax(1000, 7, 0x100000);
   ASSERT_TRUE(plan(short_rows, l));
