@@ -92,9 +92,10 @@ inline bool is_comparison(ScalarOp op) { return op >= ScalarOp::Eq && op <= Scal
 // value as its 16 bits, load and store them as such, and implement only those casts
 // (half_types_placed checks the rule). A reduction's prologue may widen a half input to float32
 // (softmax and layer norm of a half tensor run in float32, Note [Composites in float32] in
-// frontend/ops/torch/pointwise.cpp); a reduction whose result is of a half type (torch's sum of
-// a bfloat16 tensor) is not lowered yet: it accumulates in float32 and rounds once, which the
-// reduction kernels, accumulating into their output, do not do. Products of half types run on a
+// frontend/ops/torch/pointwise.cpp; torch's sum of a bfloat16 tensor is traced as the float32 sum
+// of x.float(), rounded once, the same way). A reduction whose result is of a half type is not
+// lowered: it must accumulate in float32 and round once, which the reduction kernels,
+// accumulating into their output, do not do. Products of half types run on a
 // device (cuBLASLt, float32 accumulation); the x86 GEMM has none.
 
 struct ScalarExpr {

@@ -154,12 +154,15 @@ def test_bfloat16_composites_and_products():
     m = randn(1024, 256, dtype=torch.bfloat16, seed=5)
     F = torch.nn.functional
     for fn, args in [(lambda x: torch.softmax(x, dim=-1), (x,)), (lambda x, w, b: F.layer_norm(x, (1024,), w, b), (x, w, b)),
-                     (lambda x: F.gelu(x, approximate="tanh") * F.silu(x), (x,)), (lambda x, m: F.gelu(x @ m), (x, m))]:
+                     (lambda x: F.gelu(x, approximate="tanh") * F.silu(x), (x,)), (lambda x, m: F.gelu(x @ m), (x, m)),
+                     (lambda x: x.sum(dim=-1) * 2 + x.mean(), (x,)), (lambda x: x.var(dim=0) + x.amax(dim=0), (x,))]:
         framejit.reset()
         got = framejit.compile(fn, fullgraph=True)(*args)
         want = fn(*args)
         assert got.dtype == torch.bfloat16 and got.device == want.device
         torch.testing.assert_close(got.float(), want.float(), rtol=2 ** -7, atol=1e-5)
+    framejit.reset()
+    assert torch.equal(framejit.compile(lambda x: x.argmax(dim=-1), fullgraph=True)(x), x.argmax(dim=-1))
 
 
 def test_python_number_math_in_a_device_graph():

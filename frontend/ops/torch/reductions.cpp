@@ -82,10 +82,17 @@ VarPtr reduction(Tracer& tx, const std::string& name, const std::vector<VarPtr>&
   const VarPtr& x = args[0];
   const int rank = tx.meta(x).rank();
   PyObject* fn = torch_attr(name.c_str());
+  // Note [Composites in float32] (pointwise.cpp): torch's reductions of a half type accumulate in
+  // float32 and round once, as its softmax does: traced on x.float(), the result converted back
+  // (argmax's int64 stays). max/min with a dim (a named tuple) and the composites torch itself
+  // spells op by op (logsumexp, normalize) keep the half type.
+  const bool widened = name == "softmax" || name == "log_softmax" || name == "sum" || name == "mean" || name == "prod" ||
+                       name == "amax" || name == "amin" || name == "var" || name == "std" || name == "norm" ||
+                       name == "argmax" || name == "argmin" ||
+                       ((name == "max" || name == "min") && args.size() == 1 && kwargs.empty());
+  if (widened && args[0]->kind == VarKind::Tensor && rt::dtype_is_half(tx.meta(args[0]).dtype))
+    return in_opmath(tx, args, [&](const std::vector<VarPtr>& a) { return reduction(tx, name, a, kwargs); });
   if (name == "softmax" || name == "log_softmax") {
-    // Note [Composites in float32] (pointwise.cpp).
-    if (args[0]->kind == VarKind::Tensor && rt::dtype_is_half(tx.meta(args[0]).dtype))
-      return in_opmath(tx, args, [&](const std::vector<VarPtr>& a) { return reduction(tx, name, a, kwargs); });
     auto b = bind_args(user, {"input", "dim", "dtype", "_stacklevel"}, args, kwargs);
     BREAK_IF(!b.count("dim") || is_absent(b, "dim"), user + " without dim (deprecated implicit dim)");
     BREAK_IF(!is_absent(b, "dtype"), user + "(dtype=)");
