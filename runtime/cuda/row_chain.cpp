@@ -94,7 +94,9 @@ Status plan_row_chain(const RowChainPart* parts, int count, RowChainLaunch& laun
       }
       cache_n[q] = n;
       args.cache_n[q] = static_cast<uint32_t>(n);
-      cache_size[q] = o.itemsize;
+      // A half-type row is cached widened to float32 (Note [Half-type rows are cached in float32]
+      // in jit/cuda/row_chain_codegen.cpp): 2-byte elements take 4 bytes there.
+      cache_size[q] = o.itemsize == 2 ? 4 : o.itemsize;
     }
   }
   int64_t group_bytes = 0;

@@ -30,9 +30,10 @@ namespace framejit::rt::cuda {
 // Row caches: an array that several parts read is copied into shared memory when a group starts a
 // row (each group has group_bytes there, cache q at cache_offset[q]: cache_n[q] elements, the
 // first cache_chunks[q] * 16 bytes as 16-byte asynchronous copies, which need 16-byte aligned
-// rows), and every part reads it from there. The launcher turns caching on (cache_on) only when every cached array
-// is contiguous along the row in every part that reads it, with the same row length, and all
-// groups' caches fit in kChainCacheBytes; otherwise every part reads memory.
+// rows; a half-type row is stored widened to float32), and every part reads it from there. The
+// launcher turns caching on (cache_on) only when every cached array is contiguous along the row
+// in every part that reads it, with the same row length, and all groups' caches fit in
+// kChainCacheBytes; otherwise every part reads memory.
 constexpr int kChainLeadRank = 4;
 constexpr int kChainSlots = 32;
 constexpr int kChainParams = 32;
