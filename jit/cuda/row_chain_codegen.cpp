@@ -100,7 +100,8 @@ private:
   void group_barrier();
   // Part j's element at `index` (scaled: 4 * chunk or the element) of slot s.
   std::string address(int s, const std::string& wide_index);
-  // Four elements of a cached array (2, 4 or 8 bytes each) from shared address `addr`.
+  // Four elements of a cached array (4 or 8 bytes each: half types are widened) from shared
+  // address `addr`.
   void shared4(DType t, const std::string& addr, const std::array<std::string, 4>& v);
   // The same, stored (only when the caches are on).
   void store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v);
@@ -214,7 +215,7 @@ void RowChainEmitter::declare_slots() {
       if (q >= 0 && fill_slot_[q] < 0) {
         fill_slot_[q] = slots_[j].in.back();
         fill_half_[q] = memory_dtype_[j][k];
-        fill_size_[q] = rt::dtype_itemsize(rt::dtype_is_half(fill_half_[q]) ? fill_half_[q] : ir.input_dtypes[k]);
+        fill_size_[q] = rt::dtype_itemsize(ir.input_dtypes[k]);  // (a widened half row: fill_widened)
       }
     }
     for (int k = 0; k < nout; ++k) add_slot(slots_[j].out);
@@ -337,15 +338,6 @@ void RowChainEmitter::declare_caches() {
 }
 
 void RowChainEmitter::shared4(DType t, const std::string& addr, const std::array<std::string, 4>& v) {
-  if (rt::dtype_itemsize(t) == 2) {  // Note [Half types]: four 16-bit values, each in a register's low half
-    std::string lo = w_.reg(32), hi = w_.reg(32);
-    w_.op("ld.shared.v2.b32 {" + lo + ", " + hi + "}, [" + addr + "]");
-    w_.op("and.b32 " + v[0] + ", " + lo + ", 65535");
-    w_.op("shr.u32 " + v[1] + ", " + lo + ", 16");
-    w_.op("and.b32 " + v[2] + ", " + hi + ", 65535");
-    w_.op("shr.u32 " + v[3] + ", " + hi + ", 16");
-    return;
-  }
   if (rt::dtype_itemsize(t) == 4) {
     w_.op("ld.shared.v4.b32 {" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + "}, [" + addr + "]");
     return;
@@ -355,13 +347,6 @@ void RowChainEmitter::shared4(DType t, const std::string& addr, const std::array
 }
 
 void RowChainEmitter::store_shared4(DType t, const std::string& addr, const std::vector<std::string>& v) {
-  if (rt::dtype_itemsize(t) == 2) {
-    std::string lo = w_.reg(32), hi = w_.reg(32);
-    w_.op("prmt.b32 " + lo + ", " + v[0] + ", " + v[1] + ", 0x5410");
-    w_.op("prmt.b32 " + hi + ", " + v[2] + ", " + v[3] + ", 0x5410");
-    w_.op("@" + cache_on_ + " st.shared.v2.b32 [" + addr + "], {" + lo + ", " + hi + "}");
-    return;
-  }
   if (rt::dtype_itemsize(t) == 4) {
     w_.op("@" + cache_on_ + " st.shared.v4.b32 [" + addr + "], {" + v[0] + ", " + v[1] + ", " + v[2] + ", " + v[3] + "}");
     return;
@@ -487,13 +472,7 @@ void RowChainEmitter::fill_caches() {
     w_.op("mad.lo.u32 " + sa + ", " + el + ", " + size + ", " + cache_base_[q]);
     w_.op("mul.wide.u32 " + wide + ", " + el + ", " + size);
     w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-    if (fill_size_[q] == 2) {  // cp.async copies 4, 8 or 16 bytes: a half type's element moves itself
-      std::string h = w_.reg(16);
-      w_.op("ld.global.u16 " + h + ", [" + ga + "]");
-      w_.op("st.shared.u16 [" + sa + "], " + h);
-    } else {
-      w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + size);
-    }
+    w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + size);
     w_.op("add.u32 " + el + ", " + el + ", " + lanes);
     w_.op("bra " + tail);
     w_.place(tail_done);
@@ -660,8 +639,7 @@ void RowChainEmitter::element_loop(size_t j, Combiner& c, const std::string& acc
     w_.op("mad.lo.u32 " + cache_addr + ", " + el + ", " + std::to_string(rt::dtype_itemsize(t)) + ", " + cache_base_[q]);
     in[k] = e_.reg(t);
     cache_addrs[k] = cache_addr;
-    // A half type's 16 bits zero-extended into the register (Note [Half types]).
-    const std::string ld = rt::dtype_itemsize(t) == 2 ? "ld.shared.u16 " : "ld.shared." + bt + " ";
+    const std::string ld = "ld.shared." + bt + " ";
     if (cache_known) {
       w_.op(ld + in[k] + ", [" + cache_addr + "]");
       continue;

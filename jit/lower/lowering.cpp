@@ -97,8 +97,6 @@ bool op_supported(ScalarOp op, DType t) {
 
 bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::Bool; }
 
-
-
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return std::nullopt;
   const TensorMeta& m = node.meta;
@@ -260,7 +258,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   const TensorMeta& m = node.meta;
   const int rank = in.rank();
   if (in.kind != ValueKind::Tensor || in.scalar_object || rank == 0 || !pointwise_dtype(in.dtype)) return std::nullopt;
-  if (rt::dtype_is_half(in.dtype)) return std::nullopt;  // Note [Half types]: not yet
+  if (rt::dtype_is_half(in.dtype)) return std::nullopt;  // a half-type result: Note [Half types]
   const bool arg = kind == OpKind::ArgMax || kind == OpKind::ArgMin;
   // The type NumPy 1.24 combines the elements in (Note [Integer reductions]): sums and products
   // of bool and integers in the platform integer (uint64 for unsigned), means of them in

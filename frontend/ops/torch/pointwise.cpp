@@ -294,7 +294,8 @@ const char* cast_method(DType d) {
   }
 }
 
-const char* const kCasts[] = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "to", "type_as"};
+const char* const kCasts[] = {"float", "double", "half", "bfloat16", "int", "long",
+                              "short", "bool", "byte", "char", "to", "type_as"};
 
 // x.float(), x.to(dtype), x.to(other), x.type_as(other): a converting copy, or x itself when the
 // dtype is already right (torch returns self then).
@@ -329,11 +330,13 @@ VarPtr cast(Tracer& tx, const std::string& name, const std::vector<VarPtr>& args
 }  // namespace
 
 // Note [Composites in float32]
-// torch's one-kernel composites (softmax, layer_norm, gelu, silu...) compute a float16 or bfloat16
-// input in float32 and round their result once; traced as the ops they are made of, each op of a
-// half type would round its own result (Note [Half types] in jit/lower/loop_ir.h) and lose
-// accuracy eager does not lose. So a composite of a half input is traced on x.float(), and its
-// result converted back: one rounding, as eager.
+// torch's one-kernel composites (softmax, layer_norm, gelu, silu...) and its reductions (sum,
+// mean, var...) compute a float16 or bfloat16 input in float32 and round their result once;
+// traced as the ops they are made of, each op of a half type would round its own result (Note
+// [Half types] in jit/lower/loop_ir.h) and lose accuracy eager does not lose. So they are traced
+// on x.float(), and the result converted back: one rounding, as eager (whose CPU kernels in torch
+// 1.13 round some intermediates, and land a unit further from the exact result than this now and
+// then: tests/python/test_half_types.py compares with float64).
 VarPtr in_opmath(Tracer& tx, const std::vector<VarPtr>& args,
                  const std::function<VarPtr(const std::vector<VarPtr>&)>& body) {
   if (args.empty() || args[0]->kind != VarKind::Tensor || !rt::dtype_is_half(tx.meta(args[0]).dtype)) return body(args);

@@ -62,9 +62,9 @@ const char* const kFunctional[] = {"relu",  "sigmoid", "silu",       "gelu",    
                                   "tanh", "layer_norm", "dropout", "embedding", "normalize", "cross_entropy",
                                   "nll_loss", "binary_cross_entropy", "conv2d", "max_pool2d", "avg_pool2d"};
 // Tensor methods with no torch function of the same name.
-const char* const kMethodsOnly[] = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte", "char", "to",
-                                    "type_as", "view", "contiguous", "size", "dim", "ndimension", "expand",
-                                    "expand_as", "clamp", "clip", "softmax", "log_softmax"};
+const char* const kMethodsOnly[] = {"float", "double", "half", "bfloat16", "int", "long", "short", "bool", "byte",
+                                    "char", "to", "type_as", "view", "contiguous", "size", "dim", "ndimension",
+                                    "expand", "expand_as", "clamp", "clip", "softmax", "log_softmax"};
 
 // Questions torch's Python code asks about how it runs (library modules branch on them): traced
 // code is neither TorchScript nor torch.jit tracing, so each is a constant False.
