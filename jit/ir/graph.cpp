@@ -487,12 +487,97 @@ std::string Graph::to_string() const {
       out += key + "=" + arg_to_string(value);
     }
     out += ")\n";
+    // Note [Subgraphs]: each body under its node, indented.
+    for (size_t k = 0; k < n.subgraphs.size(); ++k) {
+      out += "        # " + n.name + " body " + std::to_string(k) + ":\n";
+      const std::string text = n.subgraphs[k] ? n.subgraphs[k]->to_string() : "(none)\n";
+      for (size_t from = 0; from < text.size();) {
+        size_t end = text.find('\n', from);
+        if (end == std::string::npos) end = text.size();
+        out += "        " + text.substr(from, end - from) + "\n";
+        from = end + 1;
+      }
+    }
   }
   if (!body) out += "    pass\n";
   return out;
 }
 
 // ----- Verifier --------------------------------------------------------------------------------
+
+namespace {
+
+// What a body returns, as metas (a constant output: a Python number's kind, by its Arg).
+std::vector<TensorMeta> output_metas(const Graph& g) {
+  std::vector<TensorMeta> out;
+  for (const Arg& a : g.outputs()) {
+    TensorMeta m;
+    if (a.is_node()) {
+      m = g.node(static_cast<int>(a.i)).meta;
+    } else {
+      m.kind = ValueKind::Scalar;
+      m.dtype = a.kind == Arg::Kind::Float ? DType::Float64 : a.kind == Arg::Kind::Bool ? DType::Bool : DType::Int64;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string kind_text(const TensorMeta& m) {
+  return m.kind == ValueKind::Tensor ? m.to_string() + " (rank " + std::to_string(m.rank()) + ")" : m.to_string();
+}
+
+// Values `a` and `b` may stand for each other across a branch or an iteration: one kind, dtype and
+// rank (sizes may differ: a loop may grow an array).
+bool same_kind(const TensorMeta& a, const TensorMeta& b) {
+  return a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank();
+}
+
+// Note [Subgraphs]: the rules of a control-flow node's bodies, or why they are broken.
+Status verify_bodies(const Graph& graph, const Node& node, const std::string& label) {
+  if (!is_control_flow(node.op)) return Status::internal(label + ": only control-flow nodes own subgraphs");
+  if (node.subgraphs.size() != 2) return Status::internal(label + ": needs two bodies");
+  for (size_t k = 0; k < node.subgraphs.size(); ++k) {
+    if (!node.subgraphs[k]) return Status::internal(label + ": body " + std::to_string(k) + " is missing");
+    Status s = node.subgraphs[k]->verify();
+    if (!s) return Status::internal(label + ", body " + std::to_string(k) + ": " + s.message());
+  }
+  const Graph &first = *node.subgraphs[0], &second = *node.subgraphs[1];
+  const size_t operands = node.op == OpKind::Cond ? node.args.size() - (node.args.empty() ? 0 : 1) : node.args.size();
+  if (node.op == OpKind::Cond && node.args.empty()) return Status::internal(label + ": cond without a predicate");
+  for (const Graph* body : {&first, &second})
+    if (body->placeholders().size() != operands)
+      return Status::internal(label + ": a body takes " + std::to_string(body->placeholders().size()) +
+                              " values, the node passes " + std::to_string(operands));
+  const std::vector<TensorMeta> a = output_metas(first), b = output_metas(second);
+  if (node.op == OpKind::Cond) {
+    if (a.size() != b.size())
+      return Status::internal(label + ": the branches return " + std::to_string(a.size()) + " and " +
+                              std::to_string(b.size()) + " values");
+    for (size_t j = 0; j < a.size(); ++j)
+      if (!same_kind(a[j], b[j]))
+        return Status::internal(label + ": the branches' output " + std::to_string(j) + " differs: " + kind_text(a[j]) +
+                                " against " + kind_text(b[j]));
+    return Status::ok();
+  }
+  // while_loop: a bool condition, a body that returns what it takes.
+  if (a.size() != 1 || a[0].dtype != DType::Bool || (a[0].kind == ValueKind::Tensor && a[0].rank() != 0))
+    return Status::internal(label + ": the condition must return one bool");
+  if (b.size() != operands)
+    return Status::internal(label + ": the body returns " + std::to_string(b.size()) + " values for " +
+                            std::to_string(operands) + " carried");
+  for (size_t j = 0; j < operands; ++j) {
+    const Arg& carried = node.args[j];
+    if (!carried.is_node()) continue;
+    const TensorMeta& in = graph.node(static_cast<int>(carried.i)).meta;
+    if (!same_kind(in, b[j]))
+      return Status::internal(label + ": carried value " + std::to_string(j) + " enters as " + kind_text(in) +
+                              " and leaves the body as " + kind_text(b[j]));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status Graph::verify() const {
   const int n = static_cast<int>(nodes_.size());
@@ -516,6 +601,7 @@ Status Graph::verify() const {
         seen_call = true;
         if (node.target.empty())
           return Status::internal(node_label(i, node) + ": call without a target");
+        if (!node.subgraphs.empty() || is_control_flow(node.op)) FJ_PROPAGATE(verify_bodies(*this, node, node_label(i, node)));
         break;
       case NodeKind::Output:
         // NB: this also catches a second output, since the first one is then not last.

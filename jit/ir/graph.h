@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -83,6 +84,21 @@ struct Arg {
 
 enum class NodeKind : uint8_t { Placeholder, Call, Output };
 
+class Graph;
+
+// Note [Subgraphs]
+// A control-flow node (cond, while_loop; DESIGN's HOPs) owns the graphs of its bodies. A body is a
+// Graph of its own: its placeholders are the values the node passes it, in order (free variables
+// of the Python body, arrays and numbers alike, are lifted to explicit operands of the node, so a
+// body reads nothing else), and its output is what the body returns. The node's value is the
+// tuple of those outputs (getitem nodes select them, as for split).
+//   cond        args (pred, *operands); subgraphs (true_fn, false_fn), each taking the operands;
+//               both return as many values, pairwise of one kind, dtype and rank.
+//   while_loop  args (*carried); subgraphs (cond_fn, body_fn), each taking the carried values;
+//               cond_fn returns one bool, body_fn values of the carried ones' kinds, dtypes, ranks.
+// verify() checks these rules and recurses; the passes run inside bodies too; the printer writes
+// each body indented under its node.
+
 /// One node. A call node computes `op` with `attrs` (frontend/ops decided both when it traced the
 /// call); `target` is the library callable it stands for, fully qualified ("numpy.add",
 /// "operator.mul", "method.sum"...): the printer writes it, and backends that replay the call in
@@ -96,6 +112,9 @@ struct Node {
   std::vector<Arg> args;
   std::vector<std::pair<std::string, Arg>> kwargs;
   TensorMeta meta;  // unused for the output node
+  /// A control-flow node's bodies (Note [Subgraphs]); empty for every other node. Shared, not
+  /// copied, with the node: a copied Graph shares its bodies with the original.
+  std::vector<std::shared_ptr<Graph>> subgraphs;
 };
 
 /// What a symbol stands for and the value it had when traced.

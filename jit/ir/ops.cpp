@@ -138,6 +138,8 @@ std::string_view op_name(OpKind op) {
     case OpKind::IndexPut: return "index_put";
     case OpKind::CopyInto: return "copy_into";
     case OpKind::Mutate: return "mutate";
+    case OpKind::Cond: return "cond";
+    case OpKind::WhileLoop: return "while_loop";
   }
   return "?";
 }
@@ -154,6 +156,8 @@ bool is_reduction(OpKind op) { return op >= OpKind::Sum && op <= OpKind::All; }
 bool is_view(OpKind op) { return op >= OpKind::Transpose && op <= OpKind::GetItem; }
 bool is_creation(OpKind op) { return op >= OpKind::Zeros && op <= OpKind::FullLike; }
 bool is_scalar_op(OpKind op) { return op >= OpKind::SymSize && op <= OpKind::ScalarFloat; }
+bool is_control_flow(OpKind op) { return op == OpKind::Cond || op == OpKind::WhileLoop; }
+
 bool mutates(OpKind op) { return op == OpKind::Mutate || op == OpKind::CopyInto; }
 bool fresh_memory(OpKind op) { return op == OpKind::Empty || op == OpKind::EmptyLike; }
 bool reduction_needs_elements(OpKind op) {

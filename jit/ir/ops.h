@@ -52,6 +52,8 @@ enum class OpKind : uint8_t {
   IndexPut, CopyInto,
   // A call that writes into one of its arguments (x op= y on a shared array, setitem, ...).
   Mutate,
+  // Control flow: nodes owning the graphs of their bodies (Note [Subgraphs] in jit/ir/graph.h).
+  Cond, WhileLoop,
 };
 
 /// A short stable name ("add", "sum", "scalar_add", ...), for logs and tests.
@@ -68,6 +70,8 @@ bool is_reduction(OpKind op);
 bool is_view(OpKind op);
 bool is_creation(OpKind op);
 bool is_scalar_op(OpKind op);
+/// Control-flow ops: their nodes own subgraphs (Note [Subgraphs] in jit/ir/graph.h).
+bool is_control_flow(OpKind op);
 /// Writes into memory the program can observe (an argument), so the call must run even when its
 /// value is unused, and no call may be merged across it.
 bool mutates(OpKind op);

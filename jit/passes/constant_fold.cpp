@@ -145,6 +145,8 @@ void substitute(Arg& arg, const std::vector<std::optional<Arg>>& folded) {
 
 int constant_fold(Graph& graph) {
   int total = 0;
+  for (Node& node : graph.nodes())  // inside bodies (Note [Subgraphs])
+    for (const std::shared_ptr<Graph>& body : node.subgraphs) total += constant_fold(*body);
   // NB: one forward sweep already reaches the fixpoint (a folded value is substituted before any
   // later node is looked at); the loop only guards that claim.
   for (;;) {

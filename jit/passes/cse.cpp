@@ -94,8 +94,9 @@ std::string call_key(const Node& node) {
 }
 
 bool never_merges(const Node& node) {
-  // Fresh uninitialized buffers are distinct objects the program will fill separately.
-  return fresh_memory(node.op) || has_side_effects(node);
+  // Fresh uninitialized buffers are distinct objects the program will fill separately; two
+  // control-flow nodes are not compared body by body (Note [Subgraphs]).
+  return fresh_memory(node.op) || has_side_effects(node) || !node.subgraphs.empty();
 }
 
 }  // namespace
@@ -103,6 +104,9 @@ bool never_merges(const Node& node) {
 int common_subexpression_elimination(Graph& graph) {
   std::vector<Node>& nodes = graph.nodes();
   const int n = static_cast<int>(nodes.size());
+  int inner = 0;  // inside bodies (Note [Subgraphs])
+  for (Node& node : nodes)
+    for (const std::shared_ptr<Graph>& body : node.subgraphs) inner += common_subexpression_elimination(*body);
   std::vector<int> replacement(n);
   for (int i = 0; i < n; ++i) replacement[i] = i;
   auto resolve = [&](int ref) { return ref >= 0 && ref < n ? replacement[ref] : ref; };
@@ -133,7 +137,7 @@ int common_subexpression_elimination(Graph& graph) {
     replacement[i] = survivor;
     ++merged;
   }
-  if (merged == 0) return 0;
+  if (merged == 0) return inner;
 
   std::vector<int> remap(n, -1);
   std::vector<Node> kept;
@@ -144,7 +148,7 @@ int common_subexpression_elimination(Graph& graph) {
     kept.push_back(std::move(nodes[i]));
   }
   graph.rebuild(std::move(kept), remap);
-  return merged;
+  return merged + inner;
 }
 
 }  // namespace framejit::jit

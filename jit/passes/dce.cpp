@@ -49,6 +49,10 @@ bool may_raise_on_values(const Graph& graph, const Node& node) {
 int dead_code_elimination(Graph& graph) {
   std::vector<Node>& nodes = graph.nodes();
   const int n = static_cast<int>(nodes.size());
+  // Inside bodies first (Note [Subgraphs]): a body's placeholders stay, they are its signature.
+  int inner = 0;
+  for (Node& node : nodes)
+    for (const std::shared_ptr<Graph>& body : node.subgraphs) inner += dead_code_elimination(*body);
   // One backward sweep suffices: nodes are in topological order, so every user of a node is
   // decided before the node itself.
   std::vector<bool> live(n, false);
@@ -66,7 +70,7 @@ int dead_code_elimination(Graph& graph) {
   }
 
   const int removed = static_cast<int>(std::count(live.begin(), live.end(), false));
-  if (removed == 0) return 0;
+  if (removed == 0) return inner;
   // Moved, not copied: rebuild replaces the node list (a 30,000-node unrolled loop copied every
   // node's arguments here).
   std::vector<int> remap(n, -1);
@@ -78,7 +82,7 @@ int dead_code_elimination(Graph& graph) {
     kept.push_back(std::move(nodes[i]));
   }
   graph.rebuild(std::move(kept), remap);
-  return removed;
+  return removed + inner;
 }
 
 }  // namespace framejit::jit
