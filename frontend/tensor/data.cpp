@@ -200,19 +200,14 @@ bool append_element_text(std::string& out, const char* p, DType dt) {
     if (std::isnan(f)) return out += "nan", true;
     return append_shortest_float(out, f, 9, [&](double r) { return static_cast<float>(r) == f; });
   }
-  if (dt == DType::Float16) {
+  if (rt::dtype_is_half(dt)) {  // 5 significant digits tell float16's values apart, 4 bfloat16's
+    const bool f16 = dt == DType::Float16;
     uint16_t h;
     std::memcpy(&h, p, sizeof h);
-    double v = half_to_double(h);
+    const double v = f16 ? half_to_double(h) : bfloat16_to_double(h);
     if (std::isnan(v)) return out += "nan", true;
-    return append_shortest_float(out, v, 5, [&](double r) { return double_to_half(r) == h; });
-  }
-  if (dt == DType::BFloat16) {
-    uint16_t h;
-    std::memcpy(&h, p, sizeof h);
-    double v = bfloat16_to_double(h);
-    if (std::isnan(v)) return out += "nan", true;
-    return append_shortest_float(out, v, 4, [&](double r) { return double_to_bfloat16(r) == h; });
+    return append_shortest_float(out, v, f16 ? 5 : 4,
+                                 [&](double r) { return (f16 ? double_to_half(r) : double_to_bfloat16(r)) == h; });
   }
   OwnedRef value = OwnedRef::steal(element_to_python(p, dt));
   OwnedRef text = value ? OwnedRef::steal(PyObject_Repr(value.get())) : OwnedRef();
