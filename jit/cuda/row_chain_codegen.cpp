@@ -87,7 +87,6 @@ private:
   void plan_value_caches();
   void declare_caches();
   void fill_caches();
-  void fill_widened(int q);
   void emit_part(size_t j);
   // Both return nothing but leave part j's values combined into acc (a reduction) or stored.
   // `ir` and `hoisted`: the part's body, or its form over a value cache (Note [Row caches that
@@ -112,7 +111,7 @@ private:
   LaneGroups g_;
   std::string p_;  // a scratch predicate
   std::vector<PartSlots> slots_;
-  std::vector<int> fill_slot_, fill_size_;  // per cache: the slot its rows are copied from
+  std::vector<int> fill_slot_, fill_size_;  // per cache: the slot its rows are copied from, bytes an element there
   std::vector<DType> fill_half_;           // per cache: the half type it widens (Float32: none)
   // Per part and input: the dtype in memory of an input the part's IR reads as float32 (a cached
   // half-type row, Note [Half-type rows are cached in float32]); Float32 otherwise.
@@ -215,7 +214,7 @@ void RowChainEmitter::declare_slots() {
       if (q >= 0 && fill_slot_[q] < 0) {
         fill_slot_[q] = slots_[j].in.back();
         fill_half_[q] = memory_dtype_[j][k];
-        fill_size_[q] = rt::dtype_itemsize(ir.input_dtypes[k]);  // (a widened half row: fill_widened)
+        fill_size_[q] = rt::dtype_itemsize(rt::dtype_is_half(fill_half_[q]) ? fill_half_[q] : ir.input_dtypes[k]);
       }
     }
     for (int k = 0; k < nout; ++k) add_slot(slots_[j].out);
@@ -379,49 +378,6 @@ std::string RowChainEmitter::address(int s, const std::string& wide_index) {
 // value over it (Note [Row caches that hold a computed value]) as over a float32 row; bfloat16
 // softmax recomputed exp in its last kernel otherwise, and ran 1.4x slower than float32 softmax
 // while moving half the bytes. The fill loads 16 bytes (8 elements) a lane and stores 32.
-void RowChainEmitter::fill_widened(int q) {
-  const std::string &lane = g_.lane, &lanes = g_.lanes, &active = g_.active;
-  const DType h = fill_half_[q];
-  const std::string cn = u32(abi::kChainCacheN + 4 * q), chunks = u32(abi::kChainCacheChunks + 4 * q);
-  std::string c = w_.reg(32), loop = w_.label(), loop_done = w_.label(), sa = w_.reg(32), wide = w_.reg(64), ga = w_.reg(64);
-  w_.op("mov.u32 " + c + ", " + lane);
-  w_.op("@!" + active + " mov.u32 " + c + ", " + chunks);
-  w_.place(loop);
-  w_.op("setp.ge.u32 " + p_ + ", " + c + ", " + chunks);
-  w_.op("@" + p_ + " bra " + loop_done);
-  w_.op("mad.lo.u32 " + sa + ", " + c + ", 32, " + cache_base_[q]);
-  w_.op("mul.wide.u32 " + wide + ", " + c + ", 16");
-  w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-  std::array<std::string, 4> words;
-  for (auto& r : words) r = w_.reg(32);
-  w_.op("ld.global.v4.b32 {" + words[0] + ", " + words[1] + ", " + words[2] + ", " + words[3] + "}, [" + ga + "]");
-  std::vector<std::string> f(8);
-  for (int i = 0; i < 8; ++i) {
-    std::string bits = w_.reg(32);
-    w_.op((i % 2 ? "shr.u32 " : "and.b32 ") + bits + ", " + words[i / 2] + (i % 2 ? ", 16" : ", 65535"));
-    f[i] = e_.cast(h, DType::Float32, bits);
-  }
-  w_.op("st.shared.v4.b32 [" + sa + "], {" + f[0] + ", " + f[1] + ", " + f[2] + ", " + f[3] + "}");
-  w_.op("st.shared.v4.b32 [" + sa + "+16], {" + f[4] + ", " + f[5] + ", " + f[6] + ", " + f[7] + "}");
-  w_.op("add.u32 " + c + ", " + c + ", " + lanes);
-  w_.op("bra " + loop);
-  w_.place(loop_done);
-  // The elements past the whole chunks (all of them when unaligned).
-  std::string el = w_.reg(32), tail = w_.label(), tail_done = w_.label();
-  w_.op("mul.lo.u32 " + el + ", " + chunks + ", 8");
-  w_.op("add.u32 " + el + ", " + el + ", " + lane);
-  w_.op("@!" + active + " mov.u32 " + el + ", " + cn);
-  w_.place(tail);
-  w_.op("setp.ge.u32 " + p_ + ", " + el + ", " + cn);
-  w_.op("@" + p_ + " bra " + tail_done);
-  w_.op("mad.lo.u32 " + sa + ", " + el + ", 4, " + cache_base_[q]);
-  w_.op("mul.wide.u32 " + wide + ", " + el + ", 2");
-  w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-  w_.op("st.shared.b32 [" + sa + "], " + e_.cast(h, DType::Float32, e_.load(h, ga)));
-  w_.op("add.u32 " + el + ", " + el + ", " + lanes);
-  w_.op("bra " + tail);
-  w_.place(tail_done);
-}
 
 std::string RowChainEmitter::load_input(size_t j, int k, const std::string& addr) {
   const DType m = memory_dtype_[j][k];
@@ -442,37 +398,54 @@ void RowChainEmitter::fill_caches() {
   std::string skip = w_.label();
   w_.op("@!" + cache_on_ + " bra.uni " + skip);
   for (int q = 0; q < chain_.caches; ++q) {
-    if (rt::dtype_is_half(fill_half_[q])) {
-      fill_widened(q);
-      continue;
-    }
+    // A half-type row is widened on the way (Note [Half-type rows are cached in float32]); the
+    // others are copied as they are, asynchronously.
+    const DType h = fill_half_[q];
+    const bool widen = rt::dtype_is_half(h);
+    const int size = fill_size_[q], stored = widen ? 4 : size;  // bytes an element in memory, in the cache
     const std::string cn = u32(abi::kChainCacheN + 4 * q), chunks = u32(abi::kChainCacheChunks + 4 * q);
-    const std::string size = std::to_string(fill_size_[q]);
     std::string c = w_.reg(32), loop = w_.label(), loop_done = w_.label(), sa = w_.reg(32), wide = w_.reg(64), ga = w_.reg(64);
     w_.op("mov.u32 " + c + ", " + lane);
     w_.op("@!" + active + " mov.u32 " + c + ", " + chunks);
     w_.place(loop);
     w_.op("setp.ge.u32 " + p_ + ", " + c + ", " + chunks);
     w_.op("@" + p_ + " bra " + loop_done);
-    w_.op("mad.lo.u32 " + sa + ", " + c + ", 16, " + cache_base_[q]);
+    w_.op("mad.lo.u32 " + sa + ", " + c + ", " + std::to_string(16 / size * stored) + ", " + cache_base_[q]);
     w_.op("mul.wide.u32 " + wide + ", " + c + ", 16");
     w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-    w_.op("cp.async.cg.shared.global [" + sa + "], [" + ga + "], 16");
+    if (widen) {
+      std::array<std::string, 4> words;
+      for (auto& r : words) r = w_.reg(32);
+      w_.op("ld.global.v4.b32 {" + words[0] + ", " + words[1] + ", " + words[2] + ", " + words[3] + "}, [" + ga + "]");
+      std::vector<std::string> f(8);
+      for (int i = 0; i < 8; ++i) {
+        std::string bits = w_.reg(32);
+        w_.op((i % 2 ? "shr.u32 " : "and.b32 ") + bits + ", " + words[i / 2] + (i % 2 ? ", 16" : ", 65535"));
+        f[i] = e_.cast(h, DType::Float32, bits);
+      }
+      w_.op("st.shared.v4.b32 [" + sa + "], {" + f[0] + ", " + f[1] + ", " + f[2] + ", " + f[3] + "}");
+      w_.op("st.shared.v4.b32 [" + sa + "+16], {" + f[4] + ", " + f[5] + ", " + f[6] + ", " + f[7] + "}");
+    } else {
+      w_.op("cp.async.cg.shared.global [" + sa + "], [" + ga + "], 16");
+    }
     w_.op("add.u32 " + c + ", " + c + ", " + lanes);
     w_.op("bra " + loop);
     w_.place(loop_done);
     // The elements past the whole chunks (all of them when unaligned).
     std::string el = w_.reg(32), tail = w_.label(), tail_done = w_.label();
-    w_.op("mul.lo.u32 " + el + ", " + chunks + ", " + std::to_string(16 / fill_size_[q]));
+    w_.op("mul.lo.u32 " + el + ", " + chunks + ", " + std::to_string(16 / size));
     w_.op("add.u32 " + el + ", " + el + ", " + lane);
     w_.op("@!" + active + " mov.u32 " + el + ", " + cn);
     w_.place(tail);
     w_.op("setp.ge.u32 " + p_ + ", " + el + ", " + cn);
     w_.op("@" + p_ + " bra " + tail_done);
-    w_.op("mad.lo.u32 " + sa + ", " + el + ", " + size + ", " + cache_base_[q]);
-    w_.op("mul.wide.u32 " + wide + ", " + el + ", " + size);
+    w_.op("mad.lo.u32 " + sa + ", " + el + ", " + std::to_string(stored) + ", " + cache_base_[q]);
+    w_.op("mul.wide.u32 " + wide + ", " + el + ", " + std::to_string(size));
     w_.op("add.s64 " + ga + ", " + base_[fill_slot_[q]] + ", " + wide);
-    w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + size);
+    if (widen)
+      w_.op("st.shared.b32 [" + sa + "], " + e_.cast(h, DType::Float32, e_.load(h, ga)));
+    else
+      w_.op("cp.async.ca.shared.global [" + sa + "], [" + ga + "], " + std::to_string(size));
     w_.op("add.u32 " + el + ", " + el + ", " + lanes);
     w_.op("bra " + tail);
     w_.place(tail_done);

@@ -601,7 +601,8 @@ Status Graph::verify() const {
         seen_call = true;
         if (node.target.empty())
           return Status::internal(node_label(i, node) + ": call without a target");
-        if (!node.subgraphs.empty() || is_control_flow(node.op)) FJ_PROPAGATE(verify_bodies(*this, node, node_label(i, node)));
+        if (!node.subgraphs.empty() || is_control_flow(node.op))
+          FJ_PROPAGATE(verify_bodies(*this, node, node_label(i, node)));
         break;
       case NodeKind::Output:
         // NB: this also catches a second output, since the first one is then not last.

@@ -64,7 +64,8 @@ TEST(Subgraphs, VerifierNamesWhatTheBranchesDisagreeOn) {
   Graph dtype = cond_graph(unary_body("numpy.exp"), unary_body("numpy.exp", DType::Float64));
   Status s = dtype.verify();
   ASSERT_FALSE(s);
-  EXPECT_NE(s.message().find("the branches' output 0 differs: f32[4] (rank 1) against f64[4] (rank 1)"), std::string::npos)
+  EXPECT_NE(s.message().find("the branches' output 0 differs: f32[4] (rank 1) against f64[4] (rank 1)"),
+            std::string::npos)
       << s.message();
   // A body that takes another number of values than the node passes.
   auto two = std::make_shared<Graph>();

@@ -143,7 +143,8 @@ def test_half_types_round_like_eager(dtype):
     for fn in (lambda a, b: (a * b + 1.5) * b - b / (a + 3), lambda a, b: torch.where(a > b, a * 2, b)):
         check(fn, a, b, rtol=0, atol=0)
     # framejit's own exp and tanh (within 2 ulp of float32 before the rounding).
-    check(lambda a, b: torch.exp(a) + torch.tanh(b), a, b, rtol=2 ** -7 if dtype == torch.bfloat16 else 2 ** -10, atol=1e-5)
+    ulp = 2 ** -7 if dtype == torch.bfloat16 else 2 ** -10
+    check(lambda a, b: torch.exp(a) + torch.tanh(b), a, b, rtol=ulp, atol=1e-5)
 
 
 def test_bfloat16_composites_and_products():
@@ -153,7 +154,8 @@ def test_bfloat16_composites_and_products():
     w, b = randn(1024, dtype=torch.bfloat16, seed=1), randn(1024, dtype=torch.bfloat16, seed=2)
     m = randn(1024, 256, dtype=torch.bfloat16, seed=5)
     F = torch.nn.functional
-    for fn, args in [(lambda x: torch.softmax(x, dim=-1), (x,)), (lambda x, w, b: F.layer_norm(x, (1024,), w, b), (x, w, b)),
+    for fn, args in [(lambda x: torch.softmax(x, dim=-1), (x,)),
+                     (lambda x, w, b: F.layer_norm(x, (1024,), w, b), (x, w, b)),
                      (lambda x: F.gelu(x, approximate="tanh") * F.silu(x), (x,)), (lambda x, m: F.gelu(x @ m), (x, m)),
                      (lambda x: x.sum(dim=-1) * 2 + x.mean(), (x,)), (lambda x: x.var(dim=0) + x.amax(dim=0), (x,))]:
         framejit.reset()
