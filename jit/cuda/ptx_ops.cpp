@@ -64,6 +64,12 @@ PtxVal PtxOps::bits(uint64_t b) const {
 PtxVal PtxOps::load(const Vec& v) {
   Vec r = fresh();
   w_.op("mov." + btype() + " " + r.reg + ", " + text(v, btype()));
+  if (!v.is_reg()) {
+    const double x = f64_ ? std::bit_cast<double>(v.imm) : std::bit_cast<float>(static_cast<uint32_t>(v.imm));
+    r.nonzero_const = x == x && x != 0;
+  } else {
+    r.nonzero_const = v.nonzero_const;
+  }
   return r;
 }
 
@@ -76,12 +82,25 @@ PtxVal PtxOps::arith(const char* op, const Vec& a, const Vec& b) {
   return r;
 }
 
+// x86's rule is the second operand when either is NaN. Against a constant first operand that is
+// a nonzero number, that is "NaN when b is NaN" — what min.NaN/max.NaN do in one instruction
+// (float32, sm_80) — and the zeros' order, where PTX's min/max and the rule part, cannot arise.
 PtxVal PtxOps::min(const Vec& a, const Vec& b) {
+  if (!f64_ && a.nonzero_const) {
+    Vec r = fresh();
+    w_.op("min.NaN.f32 " + r.reg + ", " + text(b, "f32") + ", " + a.reg);
+    return r;
+  }
   Mask lt = cmp(a, b, math::Cmp::kLt);
   return blend(lt, b, a);
 }
 
 PtxVal PtxOps::max(const Vec& a, const Vec& b) {
+  if (!f64_ && a.nonzero_const) {
+    Vec r = fresh();
+    w_.op("max.NaN.f32 " + r.reg + ", " + text(b, "f32") + ", " + a.reg);
+    return r;
+  }
   Mask gt = cmp(a, b, math::Cmp::kGt);
   return blend(gt, b, a);
 }
@@ -144,6 +163,12 @@ PtxVal PtxOps::div_normal(const Vec& a, const Vec& b) {
   w_.op("mul.rn.f32 " + q.reg + ", " + text(a, "f32") + ", " + r.reg);
   Vec e = fnma(b, q, a);
   return fma(e, r, q);
+}
+
+PtxVal PtxOps::exp2_approx(const Vec& f) {
+  Vec r = fresh();
+  w_.op("ex2.approx.ftz.f32 " + r.reg + ", " + text(f, "f32"));
+  return r;
 }
 
 PtxVal PtxOps::neg(const Vec& a) {

@@ -16,6 +16,9 @@ namespace framejit::jit::cuda {
 struct PtxVal {
   std::string reg;
   uint64_t imm = 0;
+  /// A register PtxOps::load filled with a float constant that is neither NaN nor zero: min/max
+  /// against it can take the one-instruction .NaN forms (Note [One math library]'s NaN rule).
+  bool nonzero_const = false;
   bool is_reg() const { return !reg.empty(); }
 };
 
@@ -76,6 +79,9 @@ public:
   /// the hardware reciprocal and one correction of the quotient (within 1 ulp, nearly always
   /// the correctly rounded one) instead of div.rn's longer sequence. float64 keeps div.rn.
   Vec div_normal(const Vec& a, const Vec& b);
+  /// 2^f from the special-function unit (float32 only; Note [exp through the GPU's ex2]): within
+  /// about 2^-22 relative for the |f| <= 0.5 exp_core passes; subnormal f reads as 0.
+  Vec exp2_approx(const Vec& f);
   /// x86's rule: the second operand when either is NaN.
   Vec min(const Vec& a, const Vec& b);
   Vec max(const Vec& a, const Vec& b);

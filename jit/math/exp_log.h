@@ -26,6 +26,8 @@ inline constexpr double kExpF64[] = {0x1.0000000000000p-1,  0x1.555555555555dp-3
 inline constexpr double kLn2HiF64 = 0x1.62e42fefa3800p-1, kLn2LoF64 = 0x1.ef35793c76730p-45;
 inline constexpr double kLn2HiF32 = 0x1.62e430p-1, kLn2LoF32 = -0x1.05c610p-29;
 inline constexpr double kLog2e = 0x1.71547652b82fep+0;
+// log2(e) = kLog2eHiF32 + kLog2eLoF32 to about 2^-50 (Note [exp through the GPU's ex2]).
+inline constexpr double kLog2eHiF32 = 0x1.715476p+0, kLog2eLoF32 = 0x1.4ae0c0p-26;
 
 // log(1+f) = f + f^2 Q(f), f in [sqrt(1/2)-1, sqrt(2)-1] (float32, relative error 2^-27.8).
 inline constexpr double kLogF32[] = {-0x1.fffff80000000p-2, 0x1.5555500000000p-2,  -0x1.0004300000000p-2,
@@ -55,28 +57,68 @@ double exp_clamp_limit(const O& o) {
 ///                 float32, 600 for float64), one integer step fewer than splitting n in two
 enum class ExpScale { kTwoScales, kOneScale, kNonPositive };
 
+// Note [exp through the GPU's ex2]
+// A GPU's special-function unit computes 2^f (PTX ex2.approx.ftz.f32, relative error about 2^-22)
+// at a quarter of the FMA rate on its own pipe: exp's polynomial is nine arithmetic instructions
+// of the float32 core, and element-wise chains full of exp (sigmoid, softmax, GELU) run out of
+// arithmetic before memory bandwidth. So where an Ops class offers exp2_approx (PtxOps, float32),
+// exp_core reduces x ln2-wise instead: x log2(e) = n + f with f = x*L_hi - n + x*L_lo, two FMAs
+// whose error is about 2^-25 absolute (x*L_hi is exact inside the first), and 2^f comes from the
+// unit — the scheme of CUDA's own expf, and its bound: within 2 ulp of the exact result
+// (tests/gpu/test_math.cpp measures every float32 input). The scaling by 2^n is unchanged.
+// What needs e^r - 1 itself (expm1; tanh near 0) keeps the polynomial, since 2^f - 1 cancels; so
+// does sigmoid, whose quotient e/(1+e) passes exp's error on whole and lands 3 ulp out on 6827
+// float32 inputs with the unit's exp (H200, every float32 measured), 2 with the polynomial.
+// Consequence: exp, erf and pow in float32 may differ from the x86 kernels' results by a few ulp
+// on the GPU — each within its bound of the exact value, not equal to each other.
+template <class O>
+concept HasExp2Approx = requires(O& o, const typename O::Vec& v) { o.exp2_approx(v); };
+
+template <class O>
+bool use_exp2_approx(const O& o) {
+  if constexpr (HasExp2Approx<O>)
+    return !o.f64();
+  else
+    return false;
+}
+
+/// e^x = (1 + em1) * s1 * s2, or p * s1 * s2 where the core came from exp2_approx (has_p).
 template <class O>
 struct ExpCore {
   typename O::Vec em1;
+  typename O::Vec p;
   typename O::Vec s1;
   typename O::Vec s2;
   bool has_s2 = false;
+  bool has_p = false;
 };
 
+/// `polynomial`: the core may not come from exp2_approx — the caller reads em1 (expm1, tanh), or
+/// needs exp nearer than 2 ulp (sigmoid, whose quotient adds its own rounding).
 template <class O>
 ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo = nullptr,
-                    ExpScale scale = ExpScale::kTwoScales) {
+                    ExpScale scale = ExpScale::kTwoScales, bool polynomial = false) {
   using namespace exp_log_detail;
   using Vec = typename O::Vec;
   const bool d = o.f64();
   Vec t = o.mul_round_bits(x, kLog2e);  // low bits: n = round(x / ln2)
   Vec n = o.sub(t, o.c(o.magic()));
-  Vec r = o.fnma(n, o.c(d ? kLn2HiF64 : kLn2HiF32), x);  // exact
-  r = o.fnma(n, o.c(d ? kLn2LoF64 : kLn2LoF32), r);
-  if (x_lo) r = o.add(r, *x_lo);
-  Vec p = d ? o.poly(r, kExpF64) : o.poly(r, kExpF32);
   ExpCore<O> e;
-  e.em1 = o.fma(o.mul(r, r), p, r);
+  if (!polynomial && use_exp2_approx(o)) {
+    if constexpr (HasExp2Approx<O>) {  // Note [exp through the GPU's ex2]
+      Vec f = o.fms(x, o.c(kLog2eHiF32), n);
+      f = o.fma(x, o.c(kLog2eLoF32), f);
+      if (x_lo) f = o.fma(*x_lo, o.c(kLog2e), f);
+      e.p = o.exp2_approx(f);
+      e.has_p = true;
+    }
+  } else {
+    Vec r = o.fnma(n, o.c(d ? kLn2HiF64 : kLn2HiF32), x);  // exact
+    r = o.fnma(n, o.c(d ? kLn2LoF64 : kLn2LoF32), r);
+    if (x_lo) r = o.add(r, *x_lo);
+    Vec p = d ? o.poly(r, kExpF64) : o.poly(r, kExpF32);
+    e.em1 = o.fma(o.mul(r, r), p, r);
+  }
   if (scale == ExpScale::kOneScale) {
     e.s1 = o.pow2_from_bits(t);
     return e;
@@ -98,10 +140,10 @@ ExpCore<O> exp_core(O& o, const typename O::Vec& x, const typename O::Vec* x_lo 
   return e;
 }
 
-/// (1 + em1) * s1 * s2
+/// (1 + em1) * s1 * s2, or p * s1 * s2
 template <class O>
 typename O::Vec exp_finish(O& o, const ExpCore<O>& e) {
-  typename O::Vec v = o.fma(e.em1, e.s1, e.s1);
+  typename O::Vec v = e.has_p ? o.mul(e.p, e.s1) : o.fma(e.em1, e.s1, e.s1);
   return e.has_s2 ? o.mul(v, e.s2) : v;
 }
 
@@ -117,7 +159,7 @@ typename O::Vec emit_expm1(O& o, const typename O::Vec& x) {
   const bool d = o.f64();
   // Below the lower clamp the result is -1 to the last bit; the clamp keeps 2^n normal.
   Vec xc = o.clamp(x, d ? -60.0 : -25.0, exp_clamp_limit(o));
-  ExpCore<O> e = exp_core(o, xc);
+  ExpCore<O> e = exp_core(o, xc, nullptr, ExpScale::kTwoScales, /*polynomial=*/true);
   // expm1(x) = 2^n em1 + (2^n - 1): the scaling is exact and 2^n - 1 is exact for small |n|.
   Vec s = o.mul(e.s1, e.s2);
   Vec moderate = o.fma(s, e.em1, o.sub(s, o.c(1.0)));

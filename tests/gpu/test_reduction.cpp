@@ -414,8 +414,20 @@ TEST(PtxRowChain, SoftmaxAndMeansAssemble) {
     norm.parts.push_back(r);
     norm.parts.push_back(out);
   }
+  // With a weight row read from memory in the last kernel (Note [Two chunks in flight]).
+  RowChainIR affine = norm;
+  {
+    const DType t = DType::Float64;
+    PointwiseKernelIR& k = affine.parts.back().kernel;
+    k.input_dtypes.push_back(t);
+    k.body.push_back({ScalarOp::Load, t, -1, -1, 3, 0});
+    k.body.push_back({ScalarOp::Mul, t, 4, 5, -1, 0});
+    k.outputs = {6};
+    affine.parts.back().forwarded.push_back(-1);
+    affine.parts.back().cached.push_back(-1);
+  }
   for (const RowChainIR& c : {softmax_chain(DType::Float32), softmax_chain(DType::Float64), mean_var, norm,
-                              half_softmax_chain(DType::BFloat16), half_softmax_chain(DType::Float16)}) {
+                              half_softmax_chain(DType::BFloat16), half_softmax_chain(DType::Float16), affine}) {
     ASSERT_TRUE(cuda::row_chain_supported(c)) << c.to_string();
     auto ptx = cuda::row_chain_ptx(c, "chain");
     ASSERT_TRUE(ptx) << ptx.error().message();

@@ -67,11 +67,28 @@ UNARY = [
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("k", range(len(UNARY)))
 def test_float_ops_match_the_cpu_kernels(dtype, k):
-    # The GPU and x86 kernels share their math routines: same bits (Note [One math library]).
+    # The GPU and x86 kernels share their math routines: same bits (Note [One math library]),
+    # except float32 exp, which the GPU takes from its ex2 unit: within 2 ulp of the exact value
+    # on each side (Note [exp through the GPU's ex2]).
     fn = framejit.compile(UNARY[k])
     a = rng_array((37, 129), dtype)
     with np.errstate(all="ignore"):
-        same(host(fn(cuda(a))), np.asarray(fn(framejit.tensor(a))))
+        got, want = host(fn(cuda(a))), np.asarray(fn(framejit.tensor(a)))
+    if dtype == "float32" and k in (2, 10):
+        within_ulps(got, want, 4)
+    else:
+        same(got, want)
+
+
+def within_ulps(a, b, n):
+    """Same NaNs, infinities and signs; finite values within n ulp (float32)."""
+    assert a.dtype == b.dtype == np.float32 and a.shape == b.shape
+    nan = np.isnan(a)
+    assert np.array_equal(nan, np.isnan(b))
+    ia, ib = a[~nan].view(np.int32).astype(np.int64), b[~nan].view(np.int32).astype(np.int64)
+    assert np.array_equal(ia < 0, ib < 0)
+    d = np.abs(ia - ib)
+    assert d.max(initial=0) <= n, (d.max(), np.argwhere(d > n)[:5])
 
 
 @pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
