@@ -183,7 +183,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     tg.type = type;
     tg.requires_grad = torch_requires_grad;
     tg.grad_enabled = torch_requires_grad && torch_grad_enabled();  // the caller's mode
-    int node = static_cast<int>(out_.graph.nodes().size());  // the placeholder add_input appends
+    int node = static_cast<int>(out_.root_graph().nodes().size());  // the placeholder add_input appends
     if (torch_requires_grad) out_.requires_grad_inputs.push_back(node);
     if (is_array) {
       ArrayFields a = is_torch ? torch_fields : array_fields(value);
@@ -232,7 +232,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     }
     g.add_tensor(src, std::move(tg));
     out_.add_input(src, name_from_source(*src), std::move(m));
-    v = std::make_shared<TensorVar>(node);
+    auto t = std::make_shared<TensorVar>(node);
+    t->scope = 0;  // an input of the frame's graph, wherever it was first read
+    v = std::move(t);
   } else if (value == Py_None || value == Py_Ellipsis || type == &PyBool_Type) {
     g.add_identity(src, value);
     v = make_const(OwnedRef::borrow(value));
@@ -261,7 +263,9 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
       m.kind = jit::ValueKind::Scalar;
       m.dtype = type == &PyLong_Type ? jit::DType::Int64 : jit::DType::Float64;
       int node = out_.add_input(src, name_from_source(*src), std::move(m));
-      v = std::make_shared<ScalarVar>(node, OwnedRef::borrow(value));
+      auto sv = std::make_shared<ScalarVar>(node, OwnedRef::borrow(value));
+      sv->scope = 0;
+      v = std::move(sv);
     }
   } else if (type == &PyUnicode_Type || type == &PyBytes_Type || type == &PyComplex_Type) {
     g.add_equals(src, value);

@@ -7,13 +7,13 @@ namespace framejit::frontend {
 
 int OutputGraph::add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta) {
   saw_tensor |= meta.kind == jit::ValueKind::Tensor;
-  int node = graph.add_placeholder(name, std::move(meta));
+  int node = root_graph().add_placeholder(name, std::move(meta));
   inputs.push_back({src, guards.slot_for(src), node});
   return node;
 }
 
 int OutputGraph::new_symbol(int placeholder, int dim, int64_t hint, std::string description) {
-  int id = graph.add_symbol(placeholder, dim, hint);
+  int id = root_graph().add_symbol(placeholder, dim, hint);
   symbol_hints.push_back(hint);
   symbol_names.push_back(std::move(description));
   guards.set_num_symbols(static_cast<int>(symbol_hints.size()));
@@ -22,7 +22,7 @@ int OutputGraph::new_symbol(int placeholder, int dim, int64_t hint, std::string 
 
 int OutputGraph::new_unbacked_symbol(int node, int dim, std::string description, StopTrace stop) {
   stop_on_unbacked_ = stop;
-  int id = graph.add_unbacked_symbol(node, dim);
+  int id = root_graph().add_unbacked_symbol(node, dim);
   symbol_hints.push_back(0);  // never read: check_backed stops every decision first
   symbol_names.push_back(std::move(description));
   // NB: guards never read it, so it does not widen their symbol table (the hit path's is small).
@@ -40,7 +40,7 @@ bool OutputGraph::is_unbacked(const jit::SymInt& e) const {
   if (e.kind() == K::Const) return false;
   if (e.kind() == K::Symbol) {
     const int id = e.symbol_id();
-    return id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked;
+    return id < static_cast<int>(root_graph().symbols().size()) && root_graph().symbols()[id].unbacked;
   }
   return is_unbacked(e.lhs()) || is_unbacked(e.rhs());
 }
@@ -50,7 +50,7 @@ void OutputGraph::check_backed(const jit::SymInt& e, const std::string& why) con
   if (e.kind() == K::Const) return;
   if (e.kind() == K::Symbol) {
     const int id = e.symbol_id();
-    if (id < static_cast<int>(graph.symbols().size()) && graph.symbols()[id].unbacked) {
+    if (id < static_cast<int>(root_graph().symbols().size()) && root_graph().symbols()[id].unbacked) {
       stop_on_unbacked_("the size of " + symbol_names[id] + " is known only at run time (" + why + ")");
       std::abort();  // NB: unreachable: stop throws
     }
@@ -113,7 +113,7 @@ int64_t OutputGraph::specialize(const jit::SymInt& e, const std::string& why) {
 }
 
 void OutputGraph::note_equal(const jit::SymInt& a, const jit::SymInt& b) {
-  auto& facts = graph.size_facts;
+  auto& facts = root_graph().size_facts;
   auto resolve = [&](const jit::SymInt& e) {
     jit::SymInt r = e;
     while (r.kind() == jit::SymInt::Kind::Symbol && r.symbol_id() < static_cast<int>(facts.size()) &&

@@ -49,6 +49,18 @@ public:
     g.dtype_module = "numpy";
     return g;
   }();
+  /// Note [Tracing bodies] (frontend/trace/control_flow.cpp): while the tracer traces the body of a
+  /// control-flow operator, `graph` is that body's graph and the graphs around it wait here, the
+  /// frame's first. Inputs, symbols and size facts always belong to the frame's graph.
+  std::vector<jit::Graph> enclosing;
+  jit::Graph& root_graph() { return enclosing.empty() ? graph : enclosing.front(); }
+  const jit::Graph& root_graph() const { return enclosing.empty() ? graph : enclosing.front(); }
+  /// The graph of trace scope `scope` (current_graph_scope's numbering).
+  jit::Graph& graph_at(int scope) { return scope == static_cast<int>(enclosing.size()) ? graph : enclosing[scope]; }
+  const jit::Graph& graph_at(int scope) const {
+    return scope == static_cast<int>(enclosing.size()) ? graph : enclosing[scope];
+  }
+  int scope() const { return static_cast<int>(enclosing.size()); }
   GuardSet guards;
   std::vector<GraphInput> inputs;  // in placeholder order
   std::vector<int64_t> symbol_hints;

@@ -32,6 +32,7 @@ public:
   /// The kind of array the program makes: its trace's (Note [Program array kind] in
   /// interop/array_adapter.h). NumPy unless set.
   void set_array_kind(ArrayKind kind) { array_kind_ = kind; }
+  ArrayKind array_kind() const { return array_kind_; }
   /// Where the program's arrays live (Note [One device per graph]): it allocates its results there.
   rt::Device device() const { return device_; }
   void set_device(rt::Device device) { device_ = device; }

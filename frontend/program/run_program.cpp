@@ -482,13 +482,86 @@ void PyHost::fail(rt::RunError error, int64_t detail) {
   }
 }
 
+// Note [Running cond]
+// A Cond node (Note [Subgraphs]) runs as an extern step whose callable holds both branches'
+// programs, built with the enclosing program (compiled by the same backend, or eager): called with
+// the predicate and the node's operands, it runs the chosen branch's program on the operands and
+// returns the tuple of its outputs, which getitem steps take apart. Only the chosen branch runs.
+// The branches make arrays of the enclosing program's kind, on its device (copied at each call:
+// the frame sets them on the enclosing program after building it).
+struct CondBranches {
+  const Program* enclosing = nullptr;  // owns, through its call, the capsule that owns this
+  std::unique_ptr<Program> branch[2];
+};
+
+PyObject* run_cond(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
+  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  if (!b || nargs < 1) return nullptr;
+  const int truth = PyObject_IsTrue(args[0]);
+  if (truth < 0) return nullptr;
+  Program& p = *b->branch[truth ? 0 : 1];
+  if (nargs - 1 != p.num_inputs()) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a cond branch takes other operands");
+    return nullptr;
+  }
+  p.set_array_kind(b->enclosing->array_kind());
+  p.set_device(b->enclosing->device());
+  p.set_grad_off(b->enclosing->grad_off());
+  std::vector<PyObject*> outs(p.num_outputs(), nullptr);
+  if (!p.run(args + 1, outs.data())) return nullptr;
+  PyObject* t = PyTuple_New(static_cast<Py_ssize_t>(outs.size()));
+  if (!t) {
+    for (PyObject* o : outs) Py_XDECREF(o);
+    return nullptr;
+  }
+  for (size_t i = 0; i < outs.size(); ++i) PyTuple_SET_ITEM(t, static_cast<Py_ssize_t>(i), outs[i]);
+  return t;
+}
+
+PyMethodDef run_cond_def = {"cond", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_cond)),
+                            METH_FASTCALL, "runs the branch of a captured framejit.cond that its predicate picks"};
+
+Expected<std::unique_ptr<Program>> build_branch(const jit::Graph& body, bool jit, rt::Device device);
+
+// The callable of Cond node `n` (Note [Running cond]).
+Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool jit, rt::Device device) {
+  auto branches = std::make_unique<CondBranches>();
+  branches->enclosing = &enclosing;
+  for (int k = 0; k < 2; ++k) {
+    auto prog = build_branch(*n.subgraphs.at(k), jit, device);
+    if (!prog) return prog.error();
+    branches->branch[k] = std::move(*prog);
+  }
+  OwnedRef capsule = OwnedRef::steal(PyCapsule_New(branches.get(), "framejit.cond", [](PyObject* cap) {
+    delete static_cast<CondBranches*>(PyCapsule_GetPointer(cap, "framejit.cond"));
+  }));
+  if (!capsule) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
+  branches.release();  // the capsule owns it
+  PyCall c;
+  c.callable = OwnedRef::steal(PyCFunction_New(&run_cond_def, capsule.get()));
+  if (!c.callable) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
+  for (const jit::Arg& a : n.args) {
+    c.args.emplace_back();
+    FJ_PROPAGATE(to_argref(a, c.args.back()));
+  }
+  if (c.args.size() > 16) return Status::unsupported("a cond with more than 15 operands");
+  return c;
+}
+
 // The Python edge around a scheduled program: calls for its extern steps and folded views, and
 // the graph's outputs (values, constants and containers of them).
-Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Program program, bool jit) {
+Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Program program, bool jit,
+                                                rt::Device device = {}) {
   auto p = std::make_unique<PyProgram>();
   const auto& nodes = graph.nodes();
   for (const rt::Step& s : program.steps)
     if (s.kind == rt::Step::Kind::Extern) {
+      if (nodes[s.node].op == jit::OpKind::Cond) {
+        auto c = cond_call_of(nodes[s.node], *p, jit, device);
+        if (!c) return c.error();
+        p->add_call(s.node, std::move(*c));
+        continue;
+      }
       auto c = py_call_of(nodes[s.node]);
       if (!c) return c.error();
       const jit::Node& n = nodes[s.node];
@@ -636,9 +709,16 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Reduction:
       case rt::Step::Kind::Gemm: continue;
       case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
-      case rt::Step::Kind::Extern:
-        if (number_call(graph, graph.nodes()[s.node])) continue;
-        return Status::unsupported(graph.nodes()[s.node].target + where + " is not compiled yet");
+      case rt::Step::Kind::Extern: {
+        const jit::Node& n = graph.nodes()[s.node];
+        if (number_call(graph, n)) continue;
+        // Note [Running cond]: the host picks the branch (reading a device predicate waits for it)
+        // and runs that branch's device program; getitem takes its results apart.
+        const bool cond_item = n.target == "getitem" && !n.args.empty() && n.args[0].is_node() &&
+                               graph.node(static_cast<int>(n.args[0].i)).op == jit::OpKind::Cond;
+        if (n.op == jit::OpKind::Cond || cond_item) continue;
+        return Status::unsupported(n.target + where + " is not compiled yet");
+      }
     }
   }
   return Status::ok();
@@ -668,7 +748,15 @@ Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured,
   st.reductions += static_cast<long long>(compiled->plan.reductions.size());
   st.gemms += static_cast<long long>(compiled->plan.gemms.size());
   st.extern_calls += compiled->plan.extern_calls;
-  return wrap_program(graph, std::move(compiled->program), true);
+  return wrap_program(graph, std::move(compiled->program), true, device);
 }
+
+namespace {
+
+Expected<std::unique_ptr<Program>> build_branch(const jit::Graph& body, bool jit, rt::Device device) {
+  return jit ? build_jit_program(body, device) : build_eager_program(body);
+}
+
+}  // namespace
 
 }  // namespace framejit::frontend

@@ -82,6 +82,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
                                            m->name == "insert" || m->name == "clear" || m->name == "reverse")) {
         // append/extend on a list the function received: logged (Note [Side effects]).
         const bool outside = self->source != nullptr;
+        if (self->scope < out_.scope()) refuse_in_body("list." + m->name + " on a list made outside it");
         BREAK_IF(outside && m->name != "append" && m->name != "extend", BreakKind::SideEffect,
                  "list." + m->name + " on a list the function received (a side effect)");
         BREAK_IF(!kwargs.empty(), "keyword arguments to list." + m->name);
@@ -229,6 +230,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
 
 VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs kwargs) {
   auto* fn = as<FunctionVar>(fnv);
+  if (fn->real && is_framejit_cond(fn->real.get())) return call_cond(std::move(args), std::move(kwargs));
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
   std::string name = str_of(fn->qualname.get());
   BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit,

@@ -69,6 +69,7 @@ void check_storable(const VarPtr& value, const std::string& what, const std::vec
 
 void Tracer::store_attr(const VarPtr& obj, PyObject* name, const VarPtr& value) {
   const std::string n = text_of(name);
+  if (in_body()) refuse_in_body("assigning attribute '" + n + "'");
   BREAK_IF((obj->kind != VarKind::Object && obj->kind != VarKind::Class) || !obj->source, BreakKind::SideEffect,
            "assigning attribute '" + n + "' of " + var_kind_name(obj->kind) + " (a side effect)");
   PyObject* o = as<ObjectVar>(obj)->obj.get();  // borrowed
@@ -120,6 +121,7 @@ VarPtr Tracer::attr_written(const VarPtr& obj, PyObject* name) {
 }
 
 void Tracer::store_global(PyObject* globals, bool root_globals, PyObject* name, const VarPtr& value) {
+  if (in_body()) refuse_in_body("assigning global '" + text_of(name) + "'");
   check_storable(value, "global '" + text_of(name) + "'", effects_);
   effect_refs_.push_back(OwnedRef::borrow(globals));
   written_globals_[globals][text_of(name)] = value;
@@ -161,6 +163,7 @@ PyObject* real_cell(const Source& src, const FrameView& view) {  // borrowed
 }  // namespace
 
 void Tracer::store_outside_cell(CellVar& cell, const VarPtr& value) {
+  if (in_body()) refuse_in_body("assigning to a variable of an enclosing function");
   PyObject* real = cell.source ? real_cell(*cell.source, view_) : nullptr;  // borrowed
   BREAK_IF(!real || !PyCell_Check(real), BreakKind::SideEffect,
            "assigning to a variable of an enclosing function whose cell cannot be found");
@@ -190,6 +193,7 @@ VarPtr Tracer::outside_cell_written(const CellVar& cell) {
 }
 
 void Tracer::log_container_store(const VarPtr& container, PyObject* key, const VarPtr& value) {
+  if (in_body()) refuse_in_body(std::string("changing ") + var_kind_name(container->kind) + " the function received");
   BREAK_IF(!container->source, BreakKind::Internal, "internal: logging a store into a container made by the trace");
   check_storable(value, std::string(var_kind_name(container->kind)) + " the function received", effects_);
   LoggedEffect e;

@@ -24,6 +24,9 @@ namespace framejit::frontend {
 
 class OpTable;  // trace/op_table.h
 
+/// Whether `fn` (borrowed) is framejit.cond, which the tracer captures (trace/control_flow.cpp).
+bool is_framejit_cond(PyObject* fn);
+
 struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
   int max_inline_depth = 24;  // nested user-function calls inlined before giving up
@@ -180,6 +183,22 @@ public:
 
   // -- graph helpers (used by the op registry) --
   const jit::TensorMeta& meta(const VarPtr& v) const;
+  /// The graph node of a Tensor or Scalar value, in the graph it was made in.
+  const jit::Node& node_of(const VarPtr& v) const;
+
+  // -- control flow (frontend/trace/control_flow.cpp, Note [Tracing bodies]) --
+  /// A value of an enclosing scope read in a body, and its placeholder there.
+  struct Lifted {
+    VarPtr outer;
+    int placeholder;
+  };
+  /// The values lifted so far into the body being traced (innermost).
+  std::vector<std::vector<Lifted>>& lifted_stack() { return lifted_; }
+  /// framejit.cond(pred, true_fn, false_fn, operands) called in the trace.
+  VarPtr call_cond(std::vector<VarPtr> args, KwArgs kwargs);
+  /// Breaks when a body of a control-flow operator is being traced: `what` would be a side effect.
+  void refuse_in_body(const std::string& what);
+  bool in_body() const { return out_.scope() > 0; }
   jit::Arg to_arg(const VarPtr& v);
   VarPtr add_tensor(const std::string& target, std::vector<jit::Arg> args, jit::TensorMeta meta,
                     std::vector<std::pair<std::string, jit::Arg>> kwargs = {});
@@ -238,6 +257,9 @@ public:
 private:
   friend struct Interpreter;
   VarPtr run_frame(TraceFrame& f);
+  /// The node of `v` (made in trace scope `scope`) as the current graph sees it (Note [Tracing
+  /// bodies]).
+  int lift(const VarPtr& v, int scope);
   /// Fills in where `b` happened in the root frame and what that frame held.
   /// See Note [Break snapshot].
   void locate_in_root(GraphBreak& b, const TraceFrame& root) const;
@@ -253,7 +275,15 @@ private:
   int instructions_run_ = 0;
   bool discovery_stopped_ = false;
   bool grad_enabled_ = false;  // Note [Grad-mode blocks]: the traced mode; the caller's at the start
-  std::vector<std::pair<jit::SymInt, int>> sym_nodes_;  // memo: SymInt already in the graph
+  struct SymNode {
+    jit::SymInt e;
+    int node;
+    int scope;  // the graph the node is in (a body's entries go when the body is done)
+  };
+  std::vector<SymNode> sym_nodes_;  // memo: SymInt already in a graph of the trace
+  // Note [Tracing bodies]: per body being traced (innermost last), the values of enclosing scopes
+  // it reads, each with the placeholder lifted for it in the body's graph.
+  std::vector<std::vector<Lifted>> lifted_;
   std::unordered_map<std::string, VarPtr> wrapped_;     // by source text: one Var per source
   // Note [Side effects]: the log, where the root instruction being traced started it, and what
   // later reads see: by the real object (attributes, cells) or (globals dict, name).

@@ -493,6 +493,7 @@ struct Interpreter {
         case Op::LoadDeref: push(deref(arg)); break;  // (-- value)
         case Op::StoreDeref: {                        // (value --)
           CellVar* cell = cell_at(arg);
+          if (cell->scope < tx.out().scope()) tx.refuse_in_body("assigning to a variable of the enclosing code");
           if (cell->source) {  // an enclosing function's variable: logged, Note [Side effects]
             tx.store_outside_cell(*cell, peek(1));
             pop();
@@ -901,6 +902,8 @@ struct Interpreter {
     // A list or dict the function received is changed in the trace's view of it and the store
     // logged (Note [Side effects]); one the trace made is only changed.
     const bool outside = container->source != nullptr;
+    if (container->scope < tx.out().scope())
+      tx.refuse_in_body(std::string("changing ") + var_kind_name(container->kind) + " made outside it");
     BREAK_IF(outside && container->kind != VarKind::Dict && container->kind != VarKind::List,
              BreakKind::SideEffect, "mutating a container the function received (a side effect)");
     if (container->kind == VarKind::Dict) {

@@ -186,17 +186,38 @@ std::vector<VarPtr> Tracer::unpack(const VarPtr& v, const std::string& why) {
   graph_break(std::string("iterating over ") + var_kind_name(v->kind) + " (" + why + ")");
 }
 
-const jit::TensorMeta& Tracer::meta(const VarPtr& v) const {
-  int node = v->kind == VarKind::Tensor ? as<TensorVar>(v)->node : as<ScalarVar>(v)->node;
-  return out_.graph.node(node).meta;
+const jit::Node& Tracer::node_of(const VarPtr& v) const {
+  if (v->kind == VarKind::Tensor) return out_.graph_at(as<TensorVar>(v)->scope).node(as<TensorVar>(v)->node);
+  return out_.graph_at(as<ScalarVar>(v)->scope).node(as<ScalarVar>(v)->node);
+}
+
+const jit::TensorMeta& Tracer::meta(const VarPtr& v) const { return node_of(v).meta; }
+
+// Note [Tracing bodies]: a value of an enclosing scope read in a body becomes a placeholder of the
+// body's graph (one per value and body), and of every body between, so each body reads only its
+// own placeholders; the control-flow node passes the outer values in.
+int Tracer::lift(const VarPtr& v, int scope) {
+  const int here = out_.scope();
+  if (scope == here) return v->kind == VarKind::Tensor ? as<TensorVar>(v)->node : as<ScalarVar>(v)->node;
+  std::vector<Lifted>& lifted = lifted_[here - 1];
+  for (const Lifted& l : lifted)
+    if (l.outer.get() == v.get()) return l.placeholder;
+  const jit::Node& outer = node_of(v);
+  jit::TensorMeta m = outer.meta;
+  int p = out_.graph.add_placeholder(outer.name, std::move(m));
+  lifted.push_back({v, p});
+  return p;
 }
 
 jit::Arg Tracer::to_arg(const VarPtr& v) {
   switch (v->kind) {
-    case VarKind::Tensor: return jit::Arg::node(as<TensorVar>(v)->node);
-    case VarKind::Scalar: return jit::Arg::node(as<ScalarVar>(v)->node);
+    case VarKind::Tensor: return jit::Arg::node(lift(v, as<TensorVar>(v)->scope));
+    case VarKind::Scalar: return jit::Arg::node(lift(v, as<ScalarVar>(v)->scope));
     case VarKind::Object:
-      if (as<ObjectVar>(v)->node >= 0) return jit::Arg::node(as<ObjectVar>(v)->node);
+      if (as<ObjectVar>(v)->node >= 0) {
+        if (in_body()) refuse_in_body("a draw from a random generator");
+        return jit::Arg::node(as<ObjectVar>(v)->node);
+      }
       break;
     case VarKind::Tuple:
     case VarKind::List: {
@@ -297,10 +318,11 @@ VarPtr Tracer::sym_value(const jit::SymInt& e) {
     OwnedRef c = OwnedRef::steal(PyLong_FromLongLong(e.const_value()));
     return wrap_const(c.get());
   }
-  for (auto& [s, node] : sym_nodes_) {
-    if (s.same_as(e)) {
+  for (const SymNode& m : sym_nodes_) {
+    if (m.e.same_as(e)) {
       OwnedRef h = OwnedRef::steal(PyLong_FromLongLong(out_.hint(e)));
-      auto v = std::make_shared<ScalarVar>(node, h);
+      auto v = std::make_shared<ScalarVar>(m.node, h);
+      v->scope = m.scope;
       v->sym = e;
       return v;
     }
@@ -310,9 +332,11 @@ VarPtr Tracer::sym_value(const jit::SymInt& e) {
   using K = jit::SymInt::Kind;
   switch (e.kind()) {
     case K::Symbol: {
-      const jit::SymbolInfo& info = out_.graph.symbols()[e.symbol_id()];
+      const jit::SymbolInfo& info = out_.root_graph().symbols()[e.symbol_id()];
       target = "sym_size";
-      args = {jit::Arg::node(info.placeholder), jit::Arg::integer(info.dim)};
+      auto input = std::make_shared<TensorVar>(info.placeholder);  // a frame input, lifted into a body
+      input->scope = 0;
+      args = {to_arg(input), jit::Arg::integer(info.dim)};
       break;
     }
     case K::Add: target = "operator.add"; break;
@@ -324,7 +348,7 @@ VarPtr Tracer::sym_value(const jit::SymInt& e) {
   if (e.kind() != K::Symbol) args = {to_arg(sym_value(e.lhs())), to_arg(sym_value(e.rhs()))};
   OwnedRef h = OwnedRef::steal(PyLong_FromLongLong(out_.hint(e)));
   VarPtr v = add_scalar(target, std::move(args), h.get(), e, {});
-  sym_nodes_.emplace_back(e, as<ScalarVar>(v)->node);
+  sym_nodes_.push_back({e, as<ScalarVar>(v)->node, out_.scope()});
   return v;
 }
 

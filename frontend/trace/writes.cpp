@@ -99,6 +99,11 @@ void Tracer::assign_array(const VarPtr& t, int value, const std::string& what) {
 
 void Tracer::check_assignable(const VarPtr& t, const std::string& what) {
   auto* tv = as<TensorVar>(t);
+  // A body may write only arrays it made (Note [Tracing bodies]); a view's write goes to its base.
+  for (const TensorVar* v = tv; v && in_body(); v = v->base ? as<TensorVar>(v->base) : nullptr)
+    if (v->scope < out_.scope() || (v->is_view && !v->base) ||
+        out_.graph.node(v->node).kind == jit::NodeKind::Placeholder)  // an operand: the caller's
+      refuse_in_body(what + " into an array made outside it");
   if (tv->is_view) {
     BREAK_IF(!tv->base, BreakKind::SideEffect, what + " into a view of an array the function received");
     BREAK_IF(!tv->index_view, BreakKind::SideEffect,
@@ -145,6 +150,7 @@ bool Tracer::is_view_of_written_input(const TensorVar& v) const {
 }
 
 void Tracer::check_input_write(const VarPtr& t, const std::string& what) {
+  if (in_body()) refuse_in_body(what + " into an input array");
   auto* tv = as<TensorVar>(t);
   const jit::Node& n = out_.graph.node(tv->node);
   BREAK_IF(n.kind != jit::NodeKind::Placeholder, BreakKind::Internal, "internal: a written input is not a placeholder");

@@ -38,11 +38,21 @@ enum class VarKind : uint8_t {
   Super,     // super(cls, self), whose attributes are looked up along type(self)'s MRO after cls
 };
 
+/// The graph nodes of trace values are made in: 0 the frame's graph, k the body of a control-flow
+/// operator nested k deep, while the tracer traces it (Note [Tracing bodies] in frontend/trace/
+/// control_flow.cpp). A graph value records the scope it was made in; one read in a deeper scope is
+/// lifted into it as a body input. Set only by the tracer (one trace at a time holds the GIL).
+inline thread_local int current_graph_scope = 0;
+
 struct Var {
   explicit Var(VarKind k) : kind(k) {}
   virtual ~Var() = default;
   VarKind kind;
   SourcePtr source;  // where it was read from; null if created by the traced code
+  /// The trace scope it was made in: a Tensor's or Scalar's node is in that scope's graph (0 for
+  /// graph inputs, wherever first read); a container or cell made outside a body is not the
+  /// body's to change.
+  int scope = current_graph_scope;
 };
 using VarPtr = std::shared_ptr<Var>;
 

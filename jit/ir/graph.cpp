@@ -622,7 +622,7 @@ Status Graph::verify() const {
     if (bad_ref)
       return Status::internal(node_label(i, node) + ": argument refers to node " +
                               std::to_string(*bad_ref) + ", which is not an earlier node");
-    if (node.kind != NodeKind::Output) {
+    if (node.kind != NodeKind::Output && !enclosed) {
       std::vector<int> syms;
       for (const SymInt& d : node.meta.shape) collect_symbols(d, syms);
       for (int s : syms)

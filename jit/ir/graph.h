@@ -185,6 +185,9 @@ public:
   /// How the printer spells a dtype constant: the array library's module, as its users write it
   /// ("numpy" prints numpy.float32); empty prints the bare dtype name. The frontend sets it.
   std::string dtype_module;
+  /// A control-flow node's body (Note [Subgraphs]): its shapes use the symbols of the graph that
+  /// encloses it, which has their table.
+  bool enclosed = false;
 
   /// One argument as the printer writes it (node refs by name), for messages and logs.
   std::string arg_to_string(const Arg& arg) const;

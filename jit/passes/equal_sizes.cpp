@@ -15,12 +15,11 @@ namespace framejit::jit {
 // cycle — and this pass rewrites every shape through them, placeholders included. Sound because the
 // guard that decided each fact runs before the graph does; the symbols stay bound from their
 // sources, so anything still spelled with one evaluates the same.
-int equal_sizes(Graph& graph) {
-  auto& facts = graph.size_facts;
-  if (facts.empty()) return 0;
-  // Resolve chains (s3 -> s1 -> 8) once, in id order: a fact points at a smaller id or a constant.
-  for (auto& f : facts)
-    if (f) f = f->substitute(facts);
+namespace {
+
+// Every shape of `graph` and of its bodies (Note [Subgraphs]: they use the enclosing graph's
+// symbols, so its facts).
+int rewrite_sizes(Graph& graph, const std::vector<std::optional<SymInt>>& facts) {
   int changed = 0;
   for (Node& n : graph.nodes()) {
     bool any = false;
@@ -33,8 +32,20 @@ int equal_sizes(Graph& graph) {
       }
     }
     changed += any;
+    for (const std::shared_ptr<Graph>& body : n.subgraphs) changed += rewrite_sizes(*body, facts);
   }
   return changed;
+}
+
+}  // namespace
+
+int equal_sizes(Graph& graph) {
+  auto& facts = graph.size_facts;
+  if (facts.empty()) return 0;
+  // Resolve chains (s3 -> s1 -> 8) once, in id order: a fact points at a smaller id or a constant.
+  for (auto& f : facts)
+    if (f) f = f->substitute(facts);
+  return rewrite_sizes(graph, facts);
 }
 
 }  // namespace framejit::jit

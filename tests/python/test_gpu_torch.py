@@ -172,3 +172,22 @@ def test_python_number_math_in_a_device_graph():
     x = randn(64, 64)
     for d in (64, 32):
         check(lambda x: torch.softmax(x * (1.0 / d ** 0.5), dim=-1), x)
+
+
+def test_cond_on_the_device():
+    # Note [Running cond]: the host reads the device predicate and runs the branch's device program.
+    w = randn(256, seed=3)
+
+    def f(x):
+        y = x * 2
+        return framejit.cond(y.sum() > 0, lambda a: (torch.softmax(a, dim=-1) + w, a.abs()),
+                             lambda a: (torch.tanh(a) - w, a * a), (y,))
+
+    for seed in (1, 2, 5):
+        x = randn(8, 256, seed=seed) + (0.5 if seed == 1 else -0.5)
+        framejit.reset()
+        want = f(x)
+        got = framejit.compile(f, fullgraph=True)(x)
+        for g, e in zip(got, want):
+            assert g.device == e.device
+            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)

@@ -1,7 +1,7 @@
 """framejit's higher-order operators outside compiled code (issue 15): each against the plain
 Python it stands for, on Python numbers, framejit.Tensors, NumPy arrays and torch tensors where
-those exist; the structure checks' errors; and a compiled function that calls them gives the same
-result (the call itself runs in CPython until the operators are captured)."""
+those exist; the structure checks' errors; and compiled functions that call them: framejit.cond is
+captured as a node with its branches' graphs, the others run in CPython until they are."""
 
 import pytest
 
@@ -99,3 +99,132 @@ def test_torch_operands():
     carry, ys = framejit.scan(lambda c, x: (c * x + 1, c), torch.ones(2), xs)
     assert torch.equal(ys, torch.tensor([[1.0, 1.0], [1.0, 2.0], [3.0, 7.0]])) and torch.equal(carry, torch.tensor([13.0, 36.0]))
     assert torch.equal(framejit.map(torch.sum, xs), torch.tensor([1.0, 5.0, 9.0]))
+
+
+# ---- framejit.cond inside compiled code (Note [Tracing bodies]) ----------------------------------
+
+W = np.arange(4.0) if np is not None else None
+
+
+def _cond_cases(x, y, n):
+    """The branches read operands, a global array and a closure, and return tuples."""
+    z = x * 2
+    k = np.float64(n) if np is not None else n
+
+    def on_true(a, b):
+        return a + W, b * k
+
+    r = framejit.cond(z.sum() > 0, on_true, lambda a, b: (a - 1, b + W), (z, y))
+    return r[0] + r[1]
+
+
+@needs_numpy
+def test_cond_is_captured_whole_and_runs_the_picked_branch():
+    x, y = np.linspace(-1, 2, 4), np.full(4, 3.0)
+    framejit.reset()
+    cf = framejit.compile(_cond_cases, fullgraph=True)
+    for s in (1, -1, 1, -1, 2):
+        np.testing.assert_array_equal(cf(s * x, y, 3), _cond_cases(s * x, y, 3))
+    st = framejit.stats()
+    # One trace: the predicate's value is read when the program runs, not guarded.
+    assert st["captured"] == 1 and st["recompiles"] == 0 and st["graph_breaks"] == 0
+    text = str(framejit.explain(_cond_cases)(x, y, 3))
+    assert "framejit.cond(" in text and "# cond body 0:" in text and "# cond body 1:" in text
+
+
+@needs_numpy
+def test_cond_outputs_predicates_and_nesting():
+    x = np.array([-1.0, 5.0, 5.0, 5.0])
+
+    def nested(x):
+        def inner(a):
+            return framejit.cond(a[0] > 0, lambda b: b * 3, lambda b: b + W, (a,))
+        return framejit.cond(x.sum() > 0, inner, lambda a: a - W, (x,))
+
+    def one_output(x, flag):
+        # A one-element array, a 0-d bool and a trace-time constant as predicates; one array out,
+        # an operand returned unchanged.
+        a = framejit.cond(x[:1] > 0, lambda v: v * 2, lambda v: v, (x,))
+        b = framejit.cond(np.all(x > -2), lambda v: [v + 1, v], lambda v: [v - 1, v * v], (a,))
+        return framejit.cond(flag, lambda u, v: u + v, lambda u, v: u - v, (b[0], b[1]))
+
+    for fn, args in ((nested, (x,)), (nested, (-x,)), (nested, (-x[::-1],)),
+                     (one_output, (x, True)), (one_output, (-x, False)), (one_output, (x * 0 - 3, True))):
+        framejit.reset()
+        got = framejit.compile(fn, fullgraph=True)(*args)
+        np.testing.assert_array_equal(got, fn(*args))
+    framejit.reset()
+    cf = framejit.compile(one_output, fullgraph=True)
+    assert cf(x, True) is not None and framejit.stats()["graph_breaks"] == 0
+
+
+@needs_numpy
+def test_cond_branches_that_cannot_be_captured_run_in_cpython():
+    x = np.linspace(-1, 2, 4)
+    seen = []
+
+    def appends(x):
+        def on_true(a):
+            seen.append(1)  # a side effect: refused
+            return a + 1
+        return framejit.cond(x.sum() > 0, on_true, lambda a: a - 1, (x,))
+
+    def mismatched(x):
+        return framejit.cond(x.sum() > 0, lambda a: a + 1, lambda a: a.astype(np.float32), (x,))
+
+    def writes(x):
+        def on_true(a):
+            a[0] = 7.0  # writes an array made outside the branch
+            return a
+        return framejit.cond(x.sum() > 0, on_true, lambda a: a, (x.copy(),))
+
+    for fn, reason in ((appends, "may not have side effects.*list"),
+                       (mismatched, "output 0 differs: f64.*true_fn, f32.*false_fn"),
+                       (writes, "may not have side effects.*made outside")):
+        framejit.reset()
+        want = fn(x.copy())
+        np.testing.assert_array_equal(framejit.compile(fn)(x.copy()), want)
+        framejit.reset()
+        with pytest.raises(framejit.Unsupported, match=reason):
+            framejit.compile(fn, fullgraph=True)(x.copy())
+    assert len(seen) == 2  # appends' eager and compiled calls each ran its branch once, in CPython
+
+
+@needs_numpy
+def test_cond_branch_logic_on_a_number_operand_is_guarded():
+    x = np.arange(4.0)
+
+    def f(x, n):
+        def on_true(a, k):
+            return a * 2 if k > 2 else a * 3  # Python logic on the operand: specialized, guarded
+        return framejit.cond(x.sum() > 0, on_true, lambda a, k: a - k, (x, n))
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    for n in (5, 1, 5, 0):
+        np.testing.assert_array_equal(cf(x, n), f(x, n))
+
+
+@needs_numpy
+def test_cond_branch_that_would_raise_is_not_run():
+    x = np.arange(3.0)
+
+    def f(x, i):
+        # Tracing the untaken branch finds an IndexError; CPython never runs it.
+        return framejit.cond(i < 3, lambda a: a[2] * a, lambda a: a[5] * a, (x,))
+
+    framejit.reset()
+    np.testing.assert_array_equal(framejit.compile(f)(x, 1), f(x, 1))
+
+
+@needs_torch
+def test_cond_on_torch_tensors():
+    def f(x):
+        return framejit.cond(x.sum() > 0, lambda a: torch.tanh(a) * 2, lambda a: a.abs() + 1, (x,))
+
+    x = torch.linspace(-1, 2, 6)
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for v in (x, -x):
+        torch.testing.assert_close(cf(v), f(v))
+    assert framejit.stats()["recompiles"] == 0

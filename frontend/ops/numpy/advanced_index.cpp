@@ -205,7 +205,7 @@ SymInt count_of(Tracer &tx, int mask_node, const std::string &description) {
 // guess at its index) to the dim of `shape` that holds them, once the node
 // exists.
 void bind_new_symbols(Tracer &tx, int node, const Shape &shape) {
-  auto &symbols = tx.out().graph.symbols();
+  auto &symbols = tx.out().root_graph().symbols();
   for (jit::SymbolInfo &info : symbols) {
     if (!info.unbacked || info.placeholder != node)
       continue;
@@ -355,7 +355,7 @@ std::string describe(Tracer &tx, const VarPtr &t, const char *fallback) {
   if (t->source)
     return t->source->to_string();
   if (t->kind == VarKind::Tensor)
-    return tx.out().graph.node(as<TensorVar>(t)->node).name;
+    return tx.node_of(t).name;
   return fallback;
 }
 
@@ -401,7 +401,7 @@ void advanced_setitem_key(Tracer &tx, const VarPtr &t, const VarPtr &index, jit:
   // to nothing.
   const int next = static_cast<int>(tx.out().graph.nodes().size());
   Selection s = select(tx, t, index, describe(tx, t, "x") + "[mask]");
-  auto &symbols = tx.out().graph.symbols();
+  auto &symbols = tx.out().root_graph().symbols();
   for (jit::SymbolInfo &info : symbols)
     if (info.unbacked && info.placeholder == next)
       info.placeholder = -1;

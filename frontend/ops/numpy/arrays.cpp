@@ -12,7 +12,7 @@ using rt::DType;
 
 // Whether NumPy's array for `v` is C-contiguous on every call (a guarded contiguous input).
 bool surely_contiguous(Tracer& tx, const VarPtr& v) {
-  const jit::Node& n = tx.out().graph.node(as<TensorVar>(v)->node);
+  const jit::Node& n = tx.node_of(v);
   return n.kind == jit::NodeKind::Placeholder && n.meta.layout == jit::Layout::Contiguous;
 }
 

@@ -40,7 +40,7 @@ PyObject* probe_fn() { return g_probe_fn; }  // borrowed
 const GraphInput* numpy_scalar_input(Tracer& tx, const VarPtr& v) {
   if (v->kind != VarKind::Tensor || !tx.meta(v).scalar_object) return nullptr;
   const int node = as<TensorVar>(v)->node;
-  if (tx.out().graph.node(node).kind != jit::NodeKind::Placeholder) return nullptr;
+  if (as<TensorVar>(v)->scope != 0 || tx.node_of(v).kind != jit::NodeKind::Placeholder) return nullptr;
   for (const GraphInput& in : tx.out().inputs)
     if (in.node == node) return &in;
   return nullptr;

@@ -101,7 +101,7 @@ namespace {
 // nothing else is sure.
 bool surely_c_contiguous(Tracer& tx, const VarPtr& v) {
   if (v->kind != VarKind::Tensor) return false;
-  const jit::Node& n = tx.out().graph.node(as<TensorVar>(v)->node);
+  const jit::Node& n = tx.node_of(v);
   return n.kind == jit::NodeKind::Placeholder && n.meta.layout == jit::Layout::Contiguous;
 }
 

@@ -18,7 +18,7 @@ void setitem(Tracer& tx, const VarPtr& t, const VarPtr& index, const VarPtr& val
     advanced_setitem_key(tx, t, index, key, region);  // Note [Advanced indexing]
   } else {
     VarPtr view = basic_index(tx, t, index);
-    const jit::Node& n = tx.out().graph.node(as<TensorVar>(view)->node);
+    const jit::Node& n = tx.node_of(view);
     key = n.args.at(1);
     region = n.meta;
   }
