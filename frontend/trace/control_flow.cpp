@@ -71,9 +71,11 @@ static BodyResult trace_body(Tracer& tx, const VarPtr& fn, const std::vector<Var
   std::vector<std::vector<Tracer::Lifted>>& lifted_stack = tx.lifted_stack();
   // Enter: the body's graph replaces the current one; everything is put back however this ends.
   struct Scope {
+    Tracer& tx;
     OutputGraph& out;
     std::vector<std::vector<Tracer::Lifted>>& lifted;
-    Scope(OutputGraph& o, std::vector<std::vector<Tracer::Lifted>>& l, const jit::Graph& around) : out(o), lifted(l) {
+    Scope(Tracer& t, OutputGraph& o, std::vector<std::vector<Tracer::Lifted>>& l, const jit::Graph& around)
+        : tx(t), out(o), lifted(l) {
       jit::Graph body;
       body.dtype_module = around.dtype_module;
       body.enclosed = true;
@@ -87,9 +89,10 @@ static BodyResult trace_body(Tracer& tx, const VarPtr& fn, const std::vector<Var
       out.enclosing.pop_back();
       lifted.pop_back();
       current_graph_scope = out.scope();
+      tx.forget_deeper_scopes();
     }
   };
-  Scope scope(out, lifted_stack, out.graph);
+  Scope scope(tx, out, lifted_stack, out.graph);
   BodyResult r;
   std::vector<VarPtr> args;
   for (const VarPtr& op : operands) {

@@ -194,6 +194,11 @@ public:
   };
   /// The values lifted so far into the body being traced (innermost).
   std::vector<std::vector<Lifted>>& lifted_stack() { return lifted_; }
+  /// Drops what the trace remembers of nodes in scopes deeper than the current one (a body that
+  /// is done: its graph left the trace).
+  void forget_deeper_scopes() {
+    std::erase_if(sym_nodes_, [&](const SymNode& m) { return m.scope > out_.scope(); });
+  }
   /// framejit.cond(pred, true_fn, false_fn, operands) called in the trace.
   VarPtr call_cond(std::vector<VarPtr> args, KwArgs kwargs);
   /// Breaks when a body of a control-flow operator is being traced: `what` would be a side effect.

@@ -148,10 +148,17 @@ def test_cond_outputs_predicates_and_nesting():
         b = framejit.cond(np.all(x > -2), lambda v: [v + 1, v], lambda v: [v - 1, v * v], (a,))
         return framejit.cond(flag, lambda u, v: u + v, lambda u, v: u - v, (b[0], b[1]))
 
-    for fn, args in ((nested, (x,)), (nested, (-x,)), (nested, (-x[::-1],)),
+    def sized(x):
+        # Both branches compute the same size expression: each body makes its own nodes for it.
+        return framejit.cond(x.sum() > 0, lambda a: a[: a.shape[0] - 1] * 2, lambda a: a[: a.shape[0] - 1] - 1, (x,))
+
+    for fn, args in ((nested, (x,)), (nested, (-x,)), (nested, (-x[::-1],)), (sized, (x,)), (sized, (-x,)),
+                     (sized, (np.arange(7.0),)),
                      (one_output, (x, True)), (one_output, (-x, False)), (one_output, (x * 0 - 3, True))):
         framejit.reset()
         got = framejit.compile(fn, fullgraph=True)(*args)
+        # One frame, captured: not an internal error's fallback (which runs the branches as frames).
+        assert framejit.stats()["frames"] == 1 and framejit.stats()["captured"] == 1, framejit.stats()
         np.testing.assert_array_equal(got, fn(*args))
     framejit.reset()
     cf = framejit.compile(one_output, fullgraph=True)
