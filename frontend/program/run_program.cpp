@@ -521,9 +521,57 @@ PyObject* run_cond(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  /
 PyMethodDef run_cond_def = {"cond", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_cond)),
                             METH_FASTCALL, "runs the branch of a captured framejit.cond that its predicate picks"};
 
+// Note [Running while_loop]
+// A WhileLoop node runs as an extern step too: its callable holds the condition's and the body's
+// programs (branch 0 and 1 of CondBranches), and loops on the host: run the condition on the
+// carried values, stop when it is false, else run the body and carry its results (the values the
+// bodies lifted come back from the body unchanged). A device condition is read by the host (a
+// synchronization per iteration); the body's kernels run on the device as in any program.
+PyObject* run_while(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
+  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  if (!b) return nullptr;
+  for (auto& p : b->branch) {
+    p->set_array_kind(b->enclosing->array_kind());
+    p->set_device(b->enclosing->device());
+    p->set_grad_off(b->enclosing->grad_off());
+  }
+  Program &test = *b->branch[0], &step = *b->branch[1];
+  if (nargs != test.num_inputs() || nargs != step.num_inputs() || step.num_outputs() != nargs) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a while_loop's bodies take other values");
+    return nullptr;
+  }
+  std::vector<PyObject*> vals(args, args + nargs), next(nargs, nullptr);  // new refs from here on
+  for (PyObject* v : vals) Py_INCREF(v);
+  auto drop = [](std::vector<PyObject*>& xs) {
+    for (PyObject*& x : xs) Py_CLEAR(x);
+  };
+  for (;;) {
+    PyObject* pred = nullptr;
+    if (!test.run(vals.data(), &pred)) break;
+    const int truth = PyObject_IsTrue(pred);
+    Py_DECREF(pred);
+    if (truth < 0) break;
+    if (!truth) {
+      PyObject* t = PyTuple_New(nargs);
+      if (!t) break;
+      for (Py_ssize_t i = 0; i < nargs; ++i) PyTuple_SET_ITEM(t, i, vals[i]);
+      return t;
+    }
+    if (!step.run(vals.data(), next.data())) break;
+    drop(vals);
+    std::swap(vals, next);
+  }
+  drop(vals);
+  drop(next);
+  return nullptr;
+}
+
+PyMethodDef run_while_def = {"while_loop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_while)),
+                             METH_FASTCALL, "runs a captured framejit.while_loop"};
+
 Expected<std::unique_ptr<Program>> build_branch(const jit::Graph& body, bool jit, rt::Device device);
 
-// The callable of Cond node `n` (Note [Running cond]).
+// The callable of Cond or WhileLoop node `n` (Note [Running cond], Note [Running while_loop]).
 Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool jit, rt::Device device) {
   auto branches = std::make_unique<CondBranches>();
   branches->enclosing = &enclosing;
@@ -538,7 +586,8 @@ Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool
   if (!capsule) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   branches.release();  // the capsule owns it
   PyCall c;
-  c.callable = OwnedRef::steal(PyCFunction_New(&run_cond_def, capsule.get()));
+  c.callable = OwnedRef::steal(
+      PyCFunction_New(n.op == jit::OpKind::Cond ? &run_cond_def : &run_while_def, capsule.get()));
   if (!c.callable) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   for (const jit::Arg& a : n.args) {
     c.args.emplace_back();
@@ -556,7 +605,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
   const auto& nodes = graph.nodes();
   for (const rt::Step& s : program.steps)
     if (s.kind == rt::Step::Kind::Extern) {
-      if (nodes[s.node].op == jit::OpKind::Cond) {
+      if (jit::is_control_flow(nodes[s.node].op)) {
         auto c = cond_call_of(nodes[s.node], *p, jit, device);
         if (!c) return c.error();
         p->add_call(s.node, std::move(*c));
@@ -712,11 +761,12 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Extern: {
         const jit::Node& n = graph.nodes()[s.node];
         if (number_call(graph, n)) continue;
-        // Note [Running cond]: the host picks the branch (reading a device predicate waits for it)
-        // and runs that branch's device program; getitem takes its results apart.
+        // Note [Running cond], [Running while_loop]: the host picks the branch or decides the loop
+        // (reading a device predicate waits for it) and runs the bodies' device programs; getitem
+        // takes the results apart.
         const bool cond_item = n.target == "getitem" && !n.args.empty() && n.args[0].is_node() &&
-                               graph.node(static_cast<int>(n.args[0].i)).op == jit::OpKind::Cond;
-        if (n.op == jit::OpKind::Cond || cond_item) continue;
+                               jit::is_control_flow(graph.node(static_cast<int>(n.args[0].i)).op);
+        if (jit::is_control_flow(n.op) || cond_item) continue;
         return Status::unsupported(n.target + where + " is not compiled yet");
       }
     }

@@ -230,7 +230,12 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
 
 VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs kwargs) {
   auto* fn = as<FunctionVar>(fnv);
-  if (fn->real && is_framejit_cond(fn->real.get())) return call_cond(std::move(args), std::move(kwargs));
+  switch (fn->real ? higher_order_op(fn->real.get()) : HigherOrderOp::None) {
+    case HigherOrderOp::Cond: return call_cond(std::move(args), std::move(kwargs));
+    case HigherOrderOp::WhileLoop: return call_while_loop(std::move(args), std::move(kwargs));
+    case HigherOrderOp::ForiLoop: return call_fori_loop(std::move(args), std::move(kwargs));
+    case HigherOrderOp::None: break;
+  }
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());
   std::string name = str_of(fn->qualname.get());
   BREAK_IF(depth_ >= cfg_.max_inline_depth, BreakKind::Limit,

@@ -37,8 +37,18 @@ VarPtr call_python(Tracer& tx, const char* op, PyObject* a, PyObject* b) {
 std::vector<std::shared_ptr<ScalarVar>> deps_of(const VarPtr& v) {
   if (v->kind != VarKind::Scalar) return {};
   auto s = std::static_pointer_cast<ScalarVar>(v);
-  if (s->source) return {s};
+  if (s->source || s->loop_carried) return {s};
   return s->deps;
+}
+
+// Note [Loop-carried numbers]: a number that changes per iteration, or one computed from it.
+bool loop_carried(const VarPtr& v) {
+  if (v->kind != VarKind::Scalar) return false;
+  auto* s = as<ScalarVar>(v);
+  if (s->loop_carried) return true;
+  for (auto& d : s->deps)
+    if (d->loop_carried) return true;
+  return false;
 }
 
 // Scalar arithmetic that stays in the graph: at least one operand is a run-time scalar.
@@ -142,6 +152,8 @@ VarPtr compare_op(Tracer& tx, int cmp, const VarPtr& lhs, const VarPtr& rhs) {
   static const char* kNames[] = {"lt", "le", "eq", "ne", "gt", "ge"};
   BREAK_IF(cmp < 0 || cmp > 5, "unknown comparison");
   if (is_tensor(lhs) || is_tensor(rhs)) return tx.array_ops().binary(tx, kNames[cmp], lhs, rhs, false);
+  // A loop's counter against its bound: a graph value, decided at run time.
+  if (loop_carried(lhs) || loop_carried(rhs)) return scalar_binary(tx, kNames[cmp], lhs, rhs);
   auto sa = tx.as_sym(lhs), sb = tx.as_sym(rhs);
   if (sa && sb && (!sa->is_const() || !sb->is_const())) {
     // A size comparison: decide it from the hints and guard exactly that outcome.

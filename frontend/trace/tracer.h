@@ -4,6 +4,7 @@
 
 #include <Python.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,8 +25,12 @@ namespace framejit::frontend {
 
 class OpTable;  // trace/op_table.h
 
-/// Whether `fn` (borrowed) is framejit.cond, which the tracer captures (trace/control_flow.cpp).
-bool is_framejit_cond(PyObject* fn);
+/// The higher-order operators the tracer captures (trace/control_flow.cpp).
+enum class HigherOrderOp : uint8_t { None, Cond, WhileLoop, ForiLoop };
+/// Which one `fn` (borrowed) is.
+HigherOrderOp higher_order_op(PyObject* fn);
+/// The operator whose body the trace is in ("framejit.cond", ...), for messages.
+const char* body_ops_name();
 
 struct TraceConfig {
   bool dynamic = true;        // sizes other than 0/1 become symbols (False: every size is static)
@@ -201,6 +206,15 @@ public:
   }
   /// framejit.cond(pred, true_fn, false_fn, operands) called in the trace.
   VarPtr call_cond(std::vector<VarPtr> args, KwArgs kwargs);
+  /// framejit.while_loop(cond_fn, body_fn, carried_inputs), framejit.fori_loop(lower, upper,
+  /// body_fn, init_val) called in the trace.
+  VarPtr call_while_loop(std::vector<VarPtr> args, KwArgs kwargs);
+  VarPtr call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs);
+  /// A WhileLoop node over `init` whose condition and body `cond_body` and `step_body` trace;
+  /// its results as `shape` (Tuple or List; Tensor: the first alone).
+  VarPtr build_while(const char* op, const std::vector<VarPtr>& init,
+                     const std::function<VarPtr(std::vector<VarPtr>)>& cond_body,
+                     const std::function<std::vector<VarPtr>(std::vector<VarPtr>)>& step_body, VarKind shape);
   /// Breaks when a body of a control-flow operator is being traced: `what` would be a side effect.
   void refuse_in_body(const std::string& what);
   bool in_body() const { return out_.scope() > 0; }

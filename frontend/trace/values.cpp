@@ -23,6 +23,11 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
     case VarKind::Const: return as<ConstVar>(v)->value;
     case VarKind::Scalar: {
       auto* s = as<ScalarVar>(v);
+      // Note [Loop-carried numbers]: no value to pin.
+      bool carried = s->loop_carried;
+      for (auto& d : s->deps) carried = carried || d->loop_carried;
+      BREAK_IF(carried, std::string(body_ops_name()) + ": Python logic on a number the loop carries (" + why + " at " +
+                            location() + "); only array values and graph arithmetic may depend on it");
       // Python logic needs the number itself: pin it (and whatever it was computed from).
       if (s->sym) out_.specialize(*s->sym, why + " at " + location());
       if (s->source) out_.guards.add_equals(s->source, s->hint.get());

@@ -107,6 +107,10 @@ struct ScalarVar : Var {
   std::optional<jit::SymInt> sym;   // set when it is an integer expression over sizes
   /// Graph-input scalars this one was computed from (specializing this specializes them).
   std::vector<std::shared_ptr<ScalarVar>> deps;
+  /// A number a loop carries from one iteration to the next (Note [Loop-carried numbers] in
+  /// frontend/trace/control_flow.cpp): its hint is only the first iteration's; what is computed
+  /// from it lists it in deps.
+  bool loop_carried = false;
 };
 
 struct SeqVar : Var {

@@ -191,3 +191,20 @@ def test_cond_on_the_device():
         for g, e in zip(got, want):
             assert g.device == e.device
             torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-5)
+
+
+def test_while_loop_on_the_device():
+    # Note [Running while_loop]: the host reads each iteration's device condition.
+    def f(x, n):
+        y, k = framejit.while_loop(lambda v, k: (v.abs().max() > 1e-3) & (k < n), lambda v, k: (torch.tanh(v) * 0.5, k + 1),
+                                   (x, 0))
+        return framejit.fori_loop(0, n, lambda i, u: u + y * i, y), k
+
+    x = randn(4, 128, seed=7) * 10
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for n in (3, 40):
+        (got, gk), (want, wk) = cf(x, n), f(x, n)
+        assert got.device == want.device and gk == wk
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert framejit.stats()["recompiles"] == 0

@@ -235,3 +235,105 @@ def test_cond_on_torch_tensors():
     for v in (x, -x):
         torch.testing.assert_close(cf(v), f(v))
     assert framejit.stats()["recompiles"] == 0
+
+
+# ---- while_loop and fori_loop inside compiled code (Note [Loop-carried numbers]) -----------------
+
+
+def _captured_once(fn, calls):
+    """fn compiled whole: every call's result equals the plain run's, one trace, no recompile."""
+    framejit.reset()
+    cf = framejit.compile(fn, fullgraph=True)
+    for args in calls:
+        got, want = cf(*args), fn(*args)
+        if isinstance(want, tuple):
+            assert type(got) is tuple and len(got) == len(want)
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_array_equal(got, want)
+    st = framejit.stats()
+    assert st["cache_misses"] == 1 and st["captured"] == 1 and st["recompiles"] == 0, st
+
+
+@needs_numpy
+def test_while_loop_carries_arrays_and_numbers():
+    def newton(x, tol):
+        def test(y, i):
+            return (np.abs(y * y - x).max() > tol) & (i < 50)
+
+        def step(y, i):
+            return 0.5 * (y + x / y), i + 1
+        return framejit.while_loop(test, step, (x + 1, 0))
+
+    x = np.array([2.0, 9.0, 16.0, 0.25])
+    # Trip counts differ from call to call (and are zero once): one trace.
+    _captured_once(newton, [(x, 1e-12), (x * 7, 1e-3), (x, 1e9), (x[:2], 1e-12)])
+    text = str(framejit.explain(newton)(x, 1e-12))
+    assert "framejit.while_loop(" in text and "# while_loop body 1:" in text
+
+
+@needs_numpy
+def test_fori_loop_trip_counts_are_run_time_values():
+    def f(x, n):
+        return framejit.fori_loop(0, n, lambda i, v: v * 0.5 + x * i, np.zeros_like(x))
+
+    def pair(x, lo, hi):
+        # A tuple value, a loop inside a cond branch.
+        def run(a):
+            s, p = framejit.fori_loop(lo, hi, lambda i, v: (v[0] + a, v[1] * 1.5), (a * 0, a + 1))
+            return s - p
+        return framejit.cond(x.sum() > 0, run, lambda a: a * 2, (x,))
+
+    x = np.linspace(-1, 3, 5)
+    _captured_once(f, [(x, 0), (x, 3), (x, 11), (x, -2)])
+    _captured_once(pair, [(x, 0, 4), (x, 2, 9), (-x, 0, 4), (x, 5, 5)])
+
+
+@needs_numpy
+def test_loops_that_cannot_be_captured_run_in_cpython():
+    x = np.arange(4.0)
+
+    def changes_dtype(x):
+        return framejit.while_loop(lambda v: v.sum() < 10, lambda v: (v.astype(np.float32) + 1,), (x,))
+
+    def branches_on_the_counter(x, n):
+        def step(i, v):
+            return v * 2 if i % 2 else v + 1  # Python logic on the carried counter
+        return framejit.fori_loop(0, n, step, x)
+
+    def appends(x):
+        seen = []
+
+        def step(v):
+            seen.append(v)
+            return (v + 1,)
+        return framejit.while_loop(lambda v: v.sum() < 10, step, (x,))[0]
+
+    for fn, args, reason in ((changes_dtype, (x,), "carried value 0 enters as f64.* and leaves the body as f32"),
+                             (branches_on_the_counter, (x, 5), "Python logic on a number the loop carries"),
+                             (appends, (x,), "may not have side effects")):
+        framejit.reset()
+        with pytest.raises(framejit.Unsupported, match=reason):
+            framejit.compile(fn, fullgraph=True)(*args)
+        framejit.reset()
+        if fn is changes_dtype:
+            with pytest.raises(TypeError, match="carried value 0 changed"):  # the plain meaning's check
+                framejit.compile(fn)(*args)
+        else:
+            np.testing.assert_array_equal(framejit.compile(fn)(*args), fn(*args))
+
+
+@needs_torch
+def test_while_loop_on_torch_tensors():
+    def f(x):
+        return framejit.while_loop(lambda v, k: (v.norm() > 1) & (k < 100), lambda v, k: (v * 0.5, k + 1), (x, 0))
+
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for scale in (1.0, 40.0, 0.01):
+        x = torch.linspace(-1, 2, 6) * scale
+        got, want = cf(x), f(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]
+    assert framejit.stats()["recompiles"] == 0

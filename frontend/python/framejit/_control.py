@@ -4,11 +4,13 @@ associative_scan, after torch.cond / torch._higher_order_ops and jax.lax.
 Called outside compiled code they run as the plain Python they stand for, on NumPy arrays, torch
 tensors, framejit.Tensors or Python numbers, and check what the compiled forms will require: the
 carried values of a loop keep their structure, type, dtype and shape from one iteration to the
-next (a clear TypeError naming the value otherwise). Inside a compiled function, cond is captured:
-both branches are traced into graphs of a Cond node and the program runs the one its predicate
-picks (Note [Tracing bodies] in frontend/trace/control_flow.cpp); a branch that cannot be captured
-(a side effect, branches that return different dtypes or shapes) sends that statement to CPython
-with the reason. The other operators run in CPython, with the same result, until they are captured.
+next (a clear TypeError naming the value otherwise). Inside a compiled function, cond, while_loop
+and fori_loop are captured: their bodies are traced into graphs of a Cond or WhileLoop node, and
+the program runs the branch its predicate picks, or loops on the host over the bodies' compiled
+programs, so a new predicate or trip count does not recompile (Note [Tracing bodies] in
+frontend/trace/control_flow.cpp). A body that cannot be captured (a side effect, values that change
+dtype or shape, Python logic on a number a loop carries) sends that statement to CPython with the
+reason. scan, map and associative_scan run in CPython, with the same result, until they are captured.
 """
 
 import sys as _sys
