@@ -262,12 +262,14 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
 
   // The node's operands: the graph values among the operands, then what either branch lifted;
   // each body's placeholders in that order (one it lacks is made, unused).
+  // (A value both passed as an operand and read as a closure is both: two placeholders.)
   std::vector<VarPtr> passed;
   for (size_t i = 0; i < operands.size(); ++i)
     if (t.operand_placeholders[i] >= 0) passed.push_back(operands[i]);
+  const size_t first_lifted = passed.size();
   for (const VarPtr& v : t.lifted) passed.push_back(v);
   for (const VarPtr& v : f.lifted)
-    if (std::find(passed.begin(), passed.end(), v) == passed.end()) passed.push_back(v);
+    if (std::find(passed.begin() + first_lifted, passed.end(), v) == passed.end()) passed.push_back(v);
   auto order_of = [&](const BodyResult& b) {
     std::vector<int> order;
     for (size_t i = 0; i < operands.size(); ++i)
@@ -356,10 +358,11 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
                         " and leaves the body as " + meta_text(o) + " (a loop keeps each value's dtype and shape)");
   }
   // The node passes the carried values, then what either body lifted (carried through unchanged).
+  // (A value both carried and read as a closure is both: the closure sees the loop's initial value.)
   std::vector<VarPtr> passed = carried;
   for (const VarPtr& v : test.lifted) passed.push_back(v);
   for (const VarPtr& v : step.lifted)
-    if (std::find(passed.begin(), passed.end(), v) == passed.end()) passed.push_back(v);
+    if (std::find(passed.begin() + carried.size(), passed.end(), v) == passed.end()) passed.push_back(v);
   std::vector<jit::TensorMeta> metas;
   std::vector<std::string> pnames;
   for (const VarPtr& v : passed) {

@@ -285,8 +285,16 @@ def test_fori_loop_trip_counts_are_run_time_values():
             return s - p
         return framejit.cond(x.sum() > 0, run, lambda a: a * 2, (x,))
 
+    def closes_over_its_init(x, n):
+        # The initial value is carried and read as a closure (the closure keeps the first value);
+        # a cond operand that a branch also closes over.
+        y = x * 2
+        z = framejit.fori_loop(0, n, lambda i, u: u + y * i, y)
+        return framejit.cond(z.sum() > 0, lambda a: a + y, lambda a: a - y * 2, (y,))
+
     x = np.linspace(-1, 3, 5)
     _captured_once(f, [(x, 0), (x, 3), (x, 11), (x, -2)])
+    _captured_once(closes_over_its_init, [(x, 0), (x, 4), (-x, 3)])
     _captured_once(pair, [(x, 0, 4), (x, 2, 9), (-x, 0, 4), (x, 5, 5)])
 
 
