@@ -282,6 +282,8 @@ class Program:
 
     def source(self, instrument=False):
         out = ["import numpy as np", ""]
+        if any("framejit." in s.tmpl for s in self.stmts):
+            out.insert(1, "import framejit")
         if any("_s_" in s.tmpl for s in self.stmts):
             out += SINK_SRC.strip().split("\n") + [""]
         used = {s.helper for s in self.stmts if s.helper}
@@ -336,6 +338,11 @@ def _s_bump(x):
 """
 SINKS = {"np": np}
 exec(SINK_SRC, SINKS)  # noqa: S102 - our own text
+try:  # the higher-order operators' plain meaning, for the generator's own runs (cand_hop)
+    import framejit as _framejit
+    SINKS["framejit"] = _framejit
+except ImportError:
+    _framejit = None
 
 
 def is_array(v):
@@ -908,9 +915,37 @@ class Generator:
         return Stmt(tmpl, t, [a, b] + cargs, exact_slots=slots, view=True,
                     writes=(t,) if "_s_bump" in brk else ())
 
+    def cand_hop(self, env, inex, t):
+        """framejit.cond, fori_loop and while_loop (issue 15): captured as nodes whose bodies are
+        graphs. Bodies that return another dtype or shape than they take are breaks (or, for the
+        loops, the plain meaning's TypeError): both paths are fuzzed."""
+        r = self.r
+        if _framejit is None:
+            return None
+        a = self.pick(env, inex)
+        if a is None:
+            return None
+        b = self.compatible_partner(env, inex, a) or a
+        x = r.random()
+        if x < 0.45:
+            e1, e2 = r.sample(["p * 2", "p + 1", "np.abs(p)", "-p", "p - q", "np.maximum(p, q)", "np.tanh(p)",
+                               "p * q", "p.astype(np.float32)", "p[::-1]", "p", "q + p.sum()"], 2)
+            pred = r.choice(["{a0}.sum() > 0", "np.all({a0} > -1)", "{a0}.size > 3", "True"])
+            tmpl = f"{{t}} = framejit.cond({pred}, lambda p, q: {e1}, lambda p, q: {e2}, ({{a0}}, {{a1}}))"
+            return Stmt(tmpl, t, [a, b], exact_slots=(0,), op_inexact="tanh" in e1 + e2 or "sum" in e1 + e2,
+                        view=True)
+        if x < 0.8:
+            n = r.randint(0, 4)
+            step = r.choice(["v * 0.5 + q", "v + q * i", "np.maximum(v, q - i)", "v - q", "v * i"])
+            tmpl = f"{{t}} = framejit.fori_loop(0, {n}, lambda i, v: {step}, {{a0}} * 1.0)".replace("q", "{a1}")
+            return Stmt(tmpl, t, [a, b], op_inexact=True)
+        tmpl = ("{t} = framejit.while_loop(lambda v, k: (np.abs(v).max() > 1.0) & (k < 6), "
+                "lambda v, k: (v * 0.5 + {a1} * 0.0, k + 1), ({a0} * 1.0, 0))[0]")
+        return Stmt(tmpl, t, [a, b], exact_slots=(0,), op_inexact=True)
+
     KINDS = {"unary": 4, "binary": 8, "where": 2, "reduce": 4, "view": 4, "astype": 2,
              "matmul": 1, "scalar": 1, "helper": 1, "branch": 1, "loop": 1,
-             "setitem": 2, "inplace": 2, "wview": 1, "brk": 2}
+             "setitem": 2, "inplace": 2, "wview": 1, "brk": 2, "hop": 1}
 
     def gen_body(self, env, inex, n, prefix="v", kinds=None):
         """Appends up to `n` statements; returns them. The last one may raise on purpose."""
