@@ -128,9 +128,10 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
       case Arg::Kind::Node: {
         const TensorMeta& am = graph.node(static_cast<int>(a.i)).meta;
         if (am.kind == ValueKind::Scalar) {
-          // Run-time parameters arrive as int64 or double (read_params).
-          if (am.dtype != DType::Int64 && am.dtype != DType::Float64) return std::nullopt;
-          num = am.dtype == DType::Int64 ? Number::Int : Number::Float;
+          // Run-time parameters arrive as int64 or double (read_params); a bool as the int64 0 or 1
+          // (a loop's `k < n` meeting an array's test).
+          if (am.dtype != DType::Int64 && am.dtype != DType::Float64 && am.dtype != DType::Bool) return std::nullopt;
+          num = am.dtype == DType::Float64 ? Number::Float : am.dtype == DType::Bool ? Number::Bool : Number::Int;
           o = {PointwiseOperand::Kind::Scalar, static_cast<int>(a.i), 0};
         } else {
           // A library scalar object (a NumPy scalar) reads as a 0-d array; the loop dtypes the

@@ -195,10 +195,10 @@ def test_cond_on_the_device():
 
 def test_while_loop_on_the_device():
     # Note [Running while_loop]: the host reads each iteration's device condition.
-    # (A condition that also tests the counter, `& (k < n)`, is an array meeting a bool graph
-    # number: a library call, which a device graph does not run yet.)
+    # The condition tests an array and the counter: a kernel with the bool `k < n` as a parameter.
     def f(x, n):
-        y, k = framejit.while_loop(lambda v, k: v.abs().max() > 1e-3, lambda v, k: (torch.tanh(v) * 0.5, k + 1), (x, 0))
+        y, k = framejit.while_loop(lambda v, k: (v.abs().max() > 1e-3) & (k < n), lambda v, k: (torch.tanh(v) * 0.5, k + 1),
+                                   (x, 0))
         return framejit.fori_loop(0, n, lambda i, u: u + y * i, y), k
 
     x = randn(4, 128, seed=7) * 10

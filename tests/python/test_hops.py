@@ -299,6 +299,18 @@ def test_fori_loop_trip_counts_are_run_time_values():
 
 
 @needs_numpy
+def test_loop_numbers_meet_arrays_in_kernels():
+    # `i < 2` and `i > 3` are bool graph numbers of the loop: kernel parameters, fused with the
+    # array work around them (Note [Loop-carried numbers]).
+    def f(x, n):
+        return framejit.fori_loop(0, n, lambda i, v: np.where((v > 0) & (i < 2), v - 1, v * (i > 3)), x)
+
+    x = np.linspace(-3, 3, 7)
+    _captured_once(f, [(x, 0), (x, 3), (x, 6)])
+    assert framejit.stats()["kernels"] == 1
+
+
+@needs_numpy
 def test_loops_that_cannot_be_captured_run_in_cpython():
     x = np.arange(4.0)
 

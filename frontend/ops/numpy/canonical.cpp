@@ -176,6 +176,7 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
         if (m->kind == jit::ValueKind::Scalar) {
           if (m->dtype == DType::Int64) numbers.push_back(OperandKind::PyInt);
           else if (m->dtype == DType::Float64) numbers.push_back(OperandKind::PyFloat);
+          else if (m->dtype == DType::Bool) numbers.push_back(OperandKind::PyBool);  // (k < n) in a loop
           else return;
         } else {
           scalar_object |= m->scalar_object;
