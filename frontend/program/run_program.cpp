@@ -489,9 +489,16 @@ void PyHost::fail(rt::RunError error, int64_t detail) {
 // returns the tuple of its outputs, which getitem steps take apart. Only the chosen branch runs.
 // The branches make arrays of the enclosing program's kind, on its device (copied at each call:
 // the frame sets them on the enclosing program after building it).
+struct ScanShape {
+  int carried = 0;
+  int dim = 0;
+  bool reverse = false;
+};
+
 struct CondBranches {
   const Program* enclosing = nullptr;  // owns, through its call, the capsule that owns this
   std::unique_ptr<Program> branch[2];
+  ScanShape scan;  // a Scan node's (Note [Running scan])
 };
 
 PyObject* run_cond(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
@@ -569,13 +576,105 @@ PyObject* run_while(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  
 PyMethodDef run_while_def = {"while_loop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_while)),
                              METH_FASTCALL, "runs a captured framejit.while_loop"};
 
+// Note [Running scan]
+// A Scan node's callable holds its body's program (branch 0 of CondBranches) and the node's
+// carried count, dim and reverse (kept in `scan`), and runs the plain meaning on the host: for each
+// index of xs along dim (from the end with reverse) it takes the slice as the library does
+// (xs[:, ..., i]), runs the body on (*carry, x, *invariant), carries the carry on and keeps y; the
+// ys are stacked by framejit._control._stack, the plain meaning's own (np.stack, torch.stack).
+PyObject* run_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
+  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  if (!b) return nullptr;
+  Program& body = *b->branch[0];
+  body.set_array_kind(b->enclosing->array_kind());
+  body.set_device(b->enclosing->device());
+  body.set_grad_off(b->enclosing->grad_off());
+  const ScanShape& sh = b->scan;
+  if (nargs != body.num_inputs() || body.num_outputs() != sh.carried + 1 || nargs <= sh.carried) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a scan's body takes other values");
+    return nullptr;
+  }
+  PyObject* xs = args[sh.carried];
+  OwnedRef shape = OwnedRef::steal(PyObject_GetAttrString(xs, "shape"));
+  if (!shape) return nullptr;
+  OwnedRef len = OwnedRef::steal(PySequence_GetItem(shape.get(), sh.dim));
+  if (!len) return nullptr;
+  const Py_ssize_t n = PyNumber_AsSsize_t(len.get(), PyExc_OverflowError);
+  if (n < 0 && PyErr_Occurred()) return nullptr;
+  std::vector<PyObject*> in(args, args + nargs), out(sh.carried + 1, nullptr);
+  for (PyObject* v : in) Py_INCREF(v);
+  OwnedRef ys = OwnedRef::steal(PyList_New(n));
+  bool ok = static_cast<bool>(ys);
+  OwnedRef key = ok ? OwnedRef::steal(PyTuple_New(sh.dim + 1)) : OwnedRef();
+  ok = ok && key;
+  for (int d = 0; ok && d < sh.dim; ++d) {
+    PyObject* all = PySlice_New(nullptr, nullptr, nullptr);
+    ok = all != nullptr;
+    if (ok) PyTuple_SET_ITEM(key.get(), d, all);
+  }
+  for (Py_ssize_t k = 0; ok && k < n; ++k) {
+    const Py_ssize_t i = sh.reverse ? n - 1 - k : k;
+    PyObject* index = PyLong_FromSsize_t(i);
+    if (!index) {
+      ok = false;
+      break;
+    }
+    PyObject* old = PyTuple_GET_ITEM(key.get(), sh.dim);
+    PyTuple_SET_ITEM(key.get(), sh.dim, index);
+    Py_XDECREF(old);
+    PyObject* x = PyObject_GetItem(xs, key.get());
+    if (!x) {
+      ok = false;
+      break;
+    }
+    Py_SETREF(in[sh.carried], x);
+    if (!body.run(in.data(), out.data())) {
+      ok = false;
+      break;
+    }
+    for (int j = 0; j < sh.carried; ++j) Py_SETREF(in[j], out[j]);
+    PyList_SET_ITEM(ys.get(), i, out[sh.carried]);
+  }
+  auto drop = [&] {
+    for (PyObject*& v : in) Py_CLEAR(v);
+  };
+  if (!ok) {
+    drop();
+    return nullptr;
+  }
+  OwnedRef stack = OwnedRef::steal(module_attr("framejit._control", "_stack"));
+  PyObject* stacked = stack ? PyObject_CallFunction(stack.get(), "Ois", ys.get(), sh.dim, "scan") : nullptr;
+  PyObject* t = stacked ? PyTuple_New(sh.carried + 1) : nullptr;
+  if (!t) {
+    Py_XDECREF(stacked);
+    drop();
+    return nullptr;
+  }
+  for (int j = 0; j < sh.carried; ++j) {  // the final carry: its references move into the tuple
+    PyTuple_SET_ITEM(t, j, in[j]);
+    in[j] = nullptr;
+  }
+  PyTuple_SET_ITEM(t, sh.carried, stacked);
+  drop();
+  return t;
+}
+
+PyMethodDef run_scan_def = {"scan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_scan)),
+                            METH_FASTCALL, "runs a captured framejit.scan or framejit.map"};
+
 Expected<std::unique_ptr<Program>> build_branch(const jit::Graph& body, bool jit, rt::Device device);
 
 // The callable of Cond or WhileLoop node `n` (Note [Running cond], Note [Running while_loop]).
 Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool jit, rt::Device device) {
   auto branches = std::make_unique<CondBranches>();
   branches->enclosing = &enclosing;
-  for (int k = 0; k < 2; ++k) {
+  if (n.op == jit::OpKind::Scan)
+    for (const auto& [key, v] : n.kwargs) {
+      if (key == "carried") branches->scan.carried = static_cast<int>(v.i);
+      if (key == "dim") branches->scan.dim = static_cast<int>(v.i);
+      if (key == "reverse") branches->scan.reverse = v.i != 0;
+    }
+  for (int k = 0; k < static_cast<int>(n.subgraphs.size()); ++k) {
     auto prog = build_branch(*n.subgraphs.at(k), jit, device);
     if (!prog) return prog.error();
     branches->branch[k] = std::move(*prog);
@@ -586,8 +685,8 @@ Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool
   if (!capsule) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   branches.release();  // the capsule owns it
   PyCall c;
-  c.callable = OwnedRef::steal(
-      PyCFunction_New(n.op == jit::OpKind::Cond ? &run_cond_def : &run_while_def, capsule.get()));
+  PyMethodDef* def = n.op == jit::OpKind::Cond ? &run_cond_def : n.op == jit::OpKind::Scan ? &run_scan_def : &run_while_def;
+  c.callable = OwnedRef::steal(PyCFunction_New(def, capsule.get()));
   if (!c.callable) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   for (const jit::Arg& a : n.args) {
     c.args.emplace_back();

@@ -234,6 +234,8 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
     case HigherOrderOp::Cond: return call_cond(std::move(args), std::move(kwargs));
     case HigherOrderOp::WhileLoop: return call_while_loop(std::move(args), std::move(kwargs));
     case HigherOrderOp::ForiLoop: return call_fori_loop(std::move(args), std::move(kwargs));
+    case HigherOrderOp::Scan: return call_scan(std::move(args), std::move(kwargs));
+    case HigherOrderOp::Map: return call_map(std::move(args), std::move(kwargs));
     case HigherOrderOp::None: break;
   }
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());

@@ -1,6 +1,6 @@
 // control_flow.cpp — higher-order control-flow operators in a trace: framejit.cond as a Cond node,
-// framejit.while_loop and fori_loop as WhileLoop nodes, whose bodies are traced into graphs of
-// their own (Note [Subgraphs] in jit/ir/graph.h).
+// framejit.while_loop and fori_loop as WhileLoop nodes, scan and map as Scan nodes, whose bodies
+// are traced into graphs of their own (Note [Subgraphs] in jit/ir/graph.h).
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -79,6 +79,20 @@ std::vector<VarPtr> branch_values(const VarPtr& ret, const char* op, const char*
   return as<SeqVar>(ret)->items;
 }
 
+// A tuple or list value: its kind (Tuple or List; Null for anything else) and items. A tuple of
+// constants is one Const, taken apart here.
+VarKind sequence_of(Tracer& tx, const VarPtr& v, std::vector<VarPtr>& items) {
+  if (v->kind == VarKind::Tuple || v->kind == VarKind::List) {
+    items = as<SeqVar>(v)->items;
+    return v->kind;
+  }
+  if (v->kind == VarKind::Const && (PyTuple_CheckExact(const_value(v)) || PyList_CheckExact(const_value(v)))) {
+    items = tx.unpack(v, "a higher-order operator's values");
+    return PyTuple_CheckExact(const_value(v)) ? VarKind::Tuple : VarKind::List;
+  }
+  return VarKind::Null;
+}
+
 }  // namespace
 
 const char* body_ops_name() { return body_ops.empty() ? "framejit" : body_ops.back(); }
@@ -88,8 +102,12 @@ HigherOrderOp higher_order_op(PyObject* fn) {
   if (fn == framejit_cond()) return HigherOrderOp::Cond;
   static PyObject* while_loop = control_attr("while_loop");
   static PyObject* fori_loop = control_attr("fori_loop");
+  static PyObject* scan = control_attr("scan");
+  static PyObject* map = control_attr("map");
   if (fn == while_loop) return HigherOrderOp::WhileLoop;
   if (fn == fori_loop) return HigherOrderOp::ForiLoop;
+  if (fn == scan) return HigherOrderOp::Scan;
+  if (fn == map) return HigherOrderOp::Map;
   return HigherOrderOp::None;
 }
 
@@ -104,7 +122,8 @@ void Tracer::refuse_in_body(const std::string& what) {
 // (graph values) or as they are (constants); `run` returns the body's values. `carried`: a loop's
 // body, whose numbers change from one iteration to the next (Note [Loop-carried numbers]).
 static BodyResult trace_body(Tracer& tx, const char* op, const std::vector<VarPtr>& operands, bool carried,
-                             const std::function<std::vector<VarPtr>(std::vector<VarPtr>)>& run) {
+                             const std::function<std::vector<VarPtr>(std::vector<VarPtr>)>& run,
+                             const std::vector<jit::TensorMeta>& slices = {}) {
   OutputGraph& out = tx.out();
   std::vector<std::vector<Tracer::Lifted>>& lifted_stack = tx.lifted_stack();
   // Enter: the body's graph replaces the current one; everything is put back however this ends.
@@ -160,6 +179,12 @@ static BodyResult trace_body(Tracer& tx, const char* op, const std::vector<VarPt
       if (o->source) sv->deps.push_back(o);
     }
     args.push_back(std::move(sv));
+  }
+  // A scan's slice of xs: a placeholder of the body alone (after the operands).
+  for (const jit::TensorMeta& m : slices) {
+    int p = out.graph.add_placeholder("x", m);
+    r.operand_placeholders.push_back(p);
+    args.push_back(std::make_shared<TensorVar>(p));
   }
   std::vector<VarPtr> values = run(std::move(args));
   std::vector<jit::Arg> outs;
@@ -224,9 +249,9 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
   const std::vector<VarPtr> a =
       bind("cond", {"pred", "true_fn", "false_fn", "operands"}, std::move(args), std::move(kwargs));
   const VarPtr &pred = a[0], &on_true = a[1], &on_false = a[2];
-  BREAK_IF(a[3]->kind != VarKind::Tuple && a[3]->kind != VarKind::List, Raises{PyExc_TypeError},
+  std::vector<VarPtr> operands;
+  BREAK_IF(sequence_of(*this, a[3], operands) == VarKind::Null, Raises{PyExc_TypeError},
            std::string("framejit.cond: operands must be a tuple or list, got ") + var_kind_name(a[3]->kind));
-  const std::vector<VarPtr> operands = as<SeqVar>(a[3])->items;
 
   // A predicate known when tracing (a constant, a guarded number): only its branch runs.
   if (pred->kind != VarKind::Tensor && pred->kind != VarKind::Scalar)
@@ -411,9 +436,9 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
 VarPtr Tracer::call_while_loop(std::vector<VarPtr> args, KwArgs kwargs) {
   const std::vector<VarPtr> a =
       bind("while_loop", {"cond_fn", "body_fn", "carried_inputs"}, std::move(args), std::move(kwargs));
-  BREAK_IF(a[2]->kind != VarKind::Tuple && a[2]->kind != VarKind::List, Raises{PyExc_TypeError},
+  std::vector<VarPtr> init;
+  BREAK_IF(sequence_of(*this, a[2], init) == VarKind::Null, Raises{PyExc_TypeError},
            std::string("framejit.while_loop: carried_inputs must be a tuple or list, got ") + var_kind_name(a[2]->kind));
-  const std::vector<VarPtr> init = as<SeqVar>(a[2])->items;
   const VarPtr &cond_fn = a[0], &body_fn = a[1];
   return build_while(
       "framejit.while_loop", init, [&](std::vector<VarPtr> in) { return call(cond_fn, std::move(in), {}); },
@@ -431,17 +456,18 @@ VarPtr Tracer::call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs) {
       bind("fori_loop", {"lower", "upper", "body_fn", "init_val"}, std::move(args), std::move(kwargs));
   const VarPtr &body_fn = a[2], &init_val = a[3];
   // Carried: the counter, then the value (its items, for a tuple or list); the bound rides along.
-  const bool seq = init_val->kind == VarKind::Tuple || init_val->kind == VarKind::List;
+  std::vector<VarPtr> value_items;
+  const VarKind value_kind = sequence_of(*this, init_val, value_items);
+  const bool seq = value_kind != VarKind::Null;
   std::vector<VarPtr> init{a[0]};
   if (seq)
-    for (const VarPtr& v : as<SeqVar>(init_val)->items) init.push_back(v);
+    for (const VarPtr& v : value_items) init.push_back(v);
   else
     init.push_back(init_val);
   for (const VarPtr& bound : {a[0], a[1]})
     BREAK_IF(bound->kind == VarKind::Tensor, "framejit.fori_loop: a bound is an array; loops are captured when their "
                                              "bounds are Python ints");
   const VarPtr upper = a[1];
-  const VarKind value_kind = init_val->kind;
   VarPtr loop = build_while(
       "framejit.fori_loop", init,
       [&](std::vector<VarPtr> in) { return compare_op(*this, Py_LT, in[0], upper); },
@@ -463,6 +489,170 @@ VarPtr Tracer::call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs) {
   std::vector<VarPtr> items = as<SeqVar>(loop)->items;
   if (!seq) return items.at(1);
   return std::make_shared<SeqVar>(value_kind, std::vector<VarPtr>(items.begin() + 1, items.end()));
+}
+
+// scan(combine_fn, init, xs, dim=0, reverse=False) and map(fn, xs, *args) as a Scan node (Note
+// [Subgraphs]): the body is traced once on a slice of xs, with the carry loop-carried (Note
+// [Loop-carried numbers]); the program runs it per index and stacks the ys (Note [Running scan]).
+VarPtr Tracer::build_scan(const char* op, const std::vector<VarPtr>& init, const VarPtr& xs, int64_t dim, bool reverse,
+                          const std::function<std::pair<std::vector<VarPtr>, VarPtr>(std::vector<VarPtr>, VarPtr)>& run) {
+  BREAK_IF(xs->kind != VarKind::Tensor, std::string(op) + ": xs is " + var_kind_name(xs->kind) +
+                                            "; a scan is captured over an array");
+  const jit::TensorMeta xm = meta(xs);
+  BREAK_IF(xm.rank() == 0, Raises{PyExc_TypeError}, std::string(op) + ": xs must have at least one dim");
+  BREAK_IF(dim < -xm.rank() || dim >= xm.rank(), Raises{PyExc_ValueError},
+           std::string(op) + ": dim " + std::to_string(dim) + " is out of range for an array of " +
+               std::to_string(xm.rank()) + " dims");
+  if (dim < 0) dim += xm.rank();
+  const jit::SymInt n = xm.shape[dim];
+  // No elements: the plain meaning raises (the ys' shape is unknown); so does CPython here.
+  BREAK_IF(n.is_const() && n.const_value() == 0, Raises{PyExc_ValueError},
+           std::string(op) + ": xs has no elements along the scanned dim (the result's shape is unknown)");
+  jit::TensorMeta x = xm;
+  x.shape.erase(x.shape.begin() + dim);
+  if (dim != 0) x.layout = jit::Layout::Strided;
+  x.scalar_object = x.rank() == 0 && out_.array_kind == ArrayKind::NumPy;  // NumPy's xs[i] of a vector
+  std::vector<VarPtr> carried;
+  for (const VarPtr& v : init) {
+    if (v->kind == VarKind::Tensor || v->kind == VarKind::Scalar) {
+      carried.push_back(v);
+      continue;
+    }
+    BREAK_IF(v->kind != VarKind::Const || !(PyLong_CheckExact(const_value(v)) || PyFloat_CheckExact(const_value(v))),
+             std::string(op) + ": a carried value is " + var_kind_name(v->kind) +
+                 "; scans are captured when they carry arrays and Python numbers");
+    carried.push_back(add_scalar("operator.pos", {to_arg(v)}, const_value(v), std::nullopt, {}));
+  }
+  jit::TensorMeta ym;
+  BodyResult body = trace_body(
+      *this, op, carried, true,
+      [&](std::vector<VarPtr> in) {
+        VarPtr x_var = in.back();
+        in.pop_back();
+        auto [next, y] = run(std::move(in), x_var);
+        BREAK_IF(y->kind != VarKind::Tensor, std::string(op) + ": the body's y is " + var_kind_name(y->kind) +
+                                                 "; a scan is captured when each y is an array");
+        ym = meta(y);
+        next.push_back(y);
+        return next;
+      },
+      {x});
+  BREAK_IF(body.outputs.size() != carried.size() + 1,
+           std::string(op) + ": the body returns " + std::to_string(body.outputs.size() - 1) + " carried values for " +
+               std::to_string(carried.size()));
+  for (size_t j = 0; j < carried.size(); ++j) {
+    const jit::TensorMeta &in = meta(carried[j]), &o = body.outputs[j];
+    bool same = in.kind == o.kind && in.dtype == o.dtype && in.rank() == o.rank();
+    for (int d = 0; same && d < in.rank(); ++d) same = in.shape[d].same_as(o.shape[d]);
+    BREAK_IF(!same, std::string(op) + ": carried value " + std::to_string(j) + " enters as " + meta_text(in) +
+                        " and leaves the body as " + meta_text(o) + " (a scan keeps each value's dtype and shape)");
+  }
+  // Placeholders: the carry, x, then what the body lifted.
+  std::vector<VarPtr> passed = carried;
+  passed.push_back(xs);
+  for (const VarPtr& v : body.lifted) passed.push_back(v);
+  std::vector<int> order(body.operand_placeholders.begin(), body.operand_placeholders.end());
+  order.insert(order.end(), body.lifted_placeholders.begin(), body.lifted_placeholders.end());
+  std::vector<jit::TensorMeta> metas;
+  std::vector<std::string> pnames;
+  for (const VarPtr& v : passed) {
+    metas.push_back(meta(v));
+    pnames.push_back(node_of(v).name);
+  }
+  order_placeholders(*body.graph, order, metas, pnames);
+
+  std::vector<jit::Arg> node_args;
+  for (const VarPtr& v : passed) node_args.push_back(to_arg(v));
+  jit::TensorMeta tuple;
+  tuple.kind = jit::ValueKind::Object;
+  const int node = out_.graph.add_call(
+      jit::OpKind::Scan, {}, std::string(op), std::move(node_args),
+      {{"carried", jit::Arg::integer(static_cast<int64_t>(carried.size()))}, {"dim", jit::Arg::integer(dim)},
+       {"reverse", jit::Arg::boolean(reverse)}},
+      tuple);
+  out_.graph.mutable_node(node).subgraphs = {body.graph};
+  check_raise_under_handler(node);
+  std::vector<VarPtr> results;
+  for (size_t j = 0; j <= carried.size(); ++j) {
+    jit::TensorMeta m;
+    if (j < carried.size()) {
+      m = meta(carried[j]);
+    } else {  // ys: each y, stacked along dim
+      m = ym;
+      m.shape.insert(m.shape.begin() + std::min<int64_t>(dim, m.rank()), n);
+      m.layout = jit::Layout::Contiguous;
+      m.scalar_object = false;
+    }
+    const int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
+                                      {jit::Arg::node(node), jit::Arg::integer(static_cast<int64_t>(j))}, {}, m);
+    if (m.kind == jit::ValueKind::Tensor) {
+      results.push_back(std::make_shared<TensorVar>(r));
+    } else {
+      auto sv = std::make_shared<ScalarVar>(r, as<ScalarVar>(carried[j])->hint);
+      sv->loop_carried = true;  // Note [Loop-carried numbers]
+      results.push_back(std::move(sv));
+    }
+  }
+  out_.saw_tensor = true;
+  return std::make_shared<SeqVar>(VarKind::Tuple, std::move(results));
+}
+
+VarPtr Tracer::call_scan(std::vector<VarPtr> args, KwArgs kwargs) {
+  // dim and reverse have defaults: bind what was given.
+  VarPtr dim_v, reverse_v;
+  for (auto it = kwargs.begin(); it != kwargs.end();) {
+    if (it->first == "dim" || it->first == "reverse") {
+      (it->first == "dim" ? dim_v : reverse_v) = it->second;
+      it = kwargs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (args.size() > 3 && !dim_v) dim_v = args[3];
+  if (args.size() > 4 && !reverse_v) reverse_v = args[4];
+  if (args.size() > 3) args.resize(3);
+  const std::vector<VarPtr> a = bind("scan", {"combine_fn", "init", "xs"}, std::move(args), std::move(kwargs));
+  const int64_t dim = dim_v ? to_int(dim_v, "framejit.scan's dim") : 0;
+  const bool reverse = reverse_v ? truth(reverse_v, "framejit.scan's reverse") : false;
+  const VarPtr &combine = a[0], &init = a[1];
+  std::vector<VarPtr> init_items;
+  const VarKind carry_kind = sequence_of(*this, init, init_items);
+  const bool seq = carry_kind != VarKind::Null;
+  if (!seq) init_items = {init};
+  VarPtr r = build_scan("framejit.scan", init_items, a[2], dim, reverse, [&](std::vector<VarPtr> carry, VarPtr x) {
+    VarPtr c = seq ? std::make_shared<SeqVar>(carry_kind, carry) : carry.at(0);
+    VarPtr out = call(combine, {c, x}, {});
+    BREAK_IF((out->kind != VarKind::Tuple && out->kind != VarKind::List) || as<SeqVar>(out)->items.size() != 2,
+             Raises{PyExc_TypeError}, "framejit.scan: combine_fn must return (carry, y)");
+    VarPtr next = as<SeqVar>(out)->items[0], y = as<SeqVar>(out)->items[1];
+    std::vector<VarPtr> next_items;
+    if (seq) {
+      BREAK_IF(next->kind != VarKind::Tuple && next->kind != VarKind::List, Raises{PyExc_TypeError},
+               std::string("framejit.scan: the carry must be a tuple or list, got ") + var_kind_name(next->kind));
+      next_items = as<SeqVar>(next)->items;
+    } else {
+      next_items = {next};
+    }
+    return std::make_pair(next_items, y);
+  });
+  std::vector<VarPtr> items = as<SeqVar>(r)->items;
+  VarPtr ys = items.back();
+  items.pop_back();
+  VarPtr carry = seq ? std::make_shared<SeqVar>(carry_kind, std::move(items)) : items.at(0);
+  return std::make_shared<SeqVar>(VarKind::Tuple, std::vector<VarPtr>{carry, ys});
+}
+
+VarPtr Tracer::call_map(std::vector<VarPtr> args, KwArgs kwargs) {
+  BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError}, "map() got an unexpected keyword argument '" + kwargs[0].first + "'");
+  BREAK_IF(args.size() < 2, Raises{PyExc_TypeError}, "map() missing required arguments: 'fn' and 'xs'");
+  const VarPtr fn = args[0], xs = args[1];
+  const std::vector<VarPtr> extra(args.begin() + 2, args.end());  // read in the body: lifted
+  VarPtr r = build_scan("framejit.map", {}, xs, 0, false, [&](std::vector<VarPtr>, VarPtr x) {
+    std::vector<VarPtr> call_args{x};
+    call_args.insert(call_args.end(), extra.begin(), extra.end());
+    return std::make_pair(std::vector<VarPtr>{}, call(fn, std::move(call_args), {}));
+  });
+  return as<SeqVar>(r)->items.back();
 }
 
 }  // namespace framejit::frontend

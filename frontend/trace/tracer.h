@@ -26,7 +26,7 @@ namespace framejit::frontend {
 class OpTable;  // trace/op_table.h
 
 /// The higher-order operators the tracer captures (trace/control_flow.cpp).
-enum class HigherOrderOp : uint8_t { None, Cond, WhileLoop, ForiLoop };
+enum class HigherOrderOp : uint8_t { None, Cond, WhileLoop, ForiLoop, Scan, Map };
 /// Which one `fn` (borrowed) is.
 HigherOrderOp higher_order_op(PyObject* fn);
 /// The operator whose body the trace is in ("framejit.cond", ...), for messages.
@@ -210,6 +210,13 @@ public:
   /// body_fn, init_val) called in the trace.
   VarPtr call_while_loop(std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs);
+  /// framejit.scan(combine_fn, init, xs, dim=0, reverse=False), framejit.map(fn, xs, *args).
+  VarPtr call_scan(std::vector<VarPtr> args, KwArgs kwargs);
+  VarPtr call_map(std::vector<VarPtr> args, KwArgs kwargs);
+  /// A Scan node over `xs` along `dim` carrying `init`: `run(carry, x)` traces the body and
+  /// returns (next carry, y). Its value: a Tuple of the final carry values, then ys.
+  VarPtr build_scan(const char* op, const std::vector<VarPtr>& init, const VarPtr& xs, int64_t dim, bool reverse,
+                    const std::function<std::pair<std::vector<VarPtr>, VarPtr>(std::vector<VarPtr>, VarPtr)>& run);
   /// A WhileLoop node over `init` whose condition and body `cond_body` and `step_body` trace;
   /// its results as `shape` (Tuple or List; Tensor: the first alone).
   VarPtr build_while(const char* op, const std::vector<VarPtr>& init,

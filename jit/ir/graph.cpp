@@ -533,9 +533,40 @@ bool same_kind(const TensorMeta& a, const TensorMeta& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank();
 }
 
+// scan: kwargs carried = c, dim, reverse; args (*carry, xs, *invariant); the body takes
+// (*carry, x, *invariant) with x a slice of xs along dim and returns (*carry, y).
+Status verify_scan(const Graph& graph, const Node& node, const std::string& label) {
+  if (node.subgraphs.size() != 1 || !node.subgraphs[0]) return Status::internal(label + ": needs one body");
+  const Graph& body = *node.subgraphs[0];
+  Status s = body.verify();
+  if (!s) return Status::internal(label + ", body: " + s.message());
+  int64_t carried = -1;
+  for (const auto& [k, v] : node.kwargs)
+    if (k == "carried" && v.kind == Arg::Kind::Int) carried = v.i;
+  if (carried < 0 || carried >= static_cast<int64_t>(node.args.size()))
+    return Status::internal(label + ": needs carried= the number of carried values before xs");
+  if (body.placeholders().size() != node.args.size())
+    return Status::internal(label + ": the body takes " + std::to_string(body.placeholders().size()) +
+                            " values, the node passes " + std::to_string(node.args.size()));
+  const std::vector<TensorMeta> out = output_metas(body);
+  if (out.size() != static_cast<size_t>(carried) + 1)
+    return Status::internal(label + ": the body returns " + std::to_string(out.size()) + " values for " +
+                            std::to_string(carried) + " carried and y");
+  for (int64_t j = 0; j < carried; ++j) {
+    const Arg& a = node.args[j];
+    if (!a.is_node()) continue;
+    const TensorMeta& in = graph.node(static_cast<int>(a.i)).meta;
+    if (!same_kind(in, out[j]))
+      return Status::internal(label + ": carried value " + std::to_string(j) + " enters as " + kind_text(in) +
+                              " and leaves the body as " + kind_text(out[j]));
+  }
+  return Status::ok();
+}
+
 // Note [Subgraphs]: the rules of a control-flow node's bodies, or why they are broken.
 Status verify_bodies(const Graph& graph, const Node& node, const std::string& label) {
   if (!is_control_flow(node.op)) return Status::internal(label + ": only control-flow nodes own subgraphs");
+  if (node.op == OpKind::Scan) return verify_scan(graph, node, label);
   if (node.subgraphs.size() != 2) return Status::internal(label + ": needs two bodies");
   for (size_t k = 0; k < node.subgraphs.size(); ++k) {
     if (!node.subgraphs[k]) return Status::internal(label + ": body " + std::to_string(k) + " is missing");

@@ -96,6 +96,9 @@ class Graph;
 //               both return as many values, pairwise of one kind, dtype and rank.
 //   while_loop  args (*carried); subgraphs (cond_fn, body_fn), each taking the carried values;
 //               cond_fn returns one bool, body_fn values of the carried ones' kinds, dtypes, ranks.
+//   scan        args (*carry, xs, *invariant), kwargs carried (the carry's count), dim, reverse;
+//               one subgraph taking (*carry, x, *invariant), x the slice of xs at each index of
+//               dim, returning (*carry, y); the value is (*carry, ys), ys the ys stacked along dim.
 // verify() checks these rules and recurses; the passes run inside bodies too; the printer writes
 // each body indented under its node.
 

@@ -53,7 +53,7 @@ enum class OpKind : uint8_t {
   // A call that writes into one of its arguments (x op= y on a shared array, setitem, ...).
   Mutate,
   // Control flow: nodes owning the graphs of their bodies (Note [Subgraphs] in jit/ir/graph.h).
-  Cond, WhileLoop,
+  Cond, WhileLoop, Scan,
 };
 
 /// A short stable name ("add", "sum", "scalar_add", ...), for logs and tests.

@@ -209,3 +209,19 @@ def test_while_loop_on_the_device():
         assert got.device == want.device and gk == wk
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
     assert framejit.stats()["recompiles"] == 0
+
+
+def test_scan_on_the_device():
+    # Note [Running scan]: slices and torch.stack on the host, the body's kernels on the device.
+    def f(xs):
+        return framejit.scan(lambda c, x: (c * 0.9 + torch.tanh(x), c - x), torch.zeros(64, device="cuda"), xs)
+
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for n in (5, 9):
+        xs = randn(n, 64, seed=n)
+        got, want = cf(xs), f(xs)
+        for g, e in zip(got, want):
+            assert g.device == e.device
+            torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-6)
+    assert framejit.stats()["recompiles"] == 0

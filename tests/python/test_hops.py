@@ -357,3 +357,73 @@ def test_while_loop_on_torch_tensors():
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1]
     assert framejit.stats()["recompiles"] == 0
+
+
+# ---- scan and map inside compiled code (Note [Running scan]) -------------------------------------
+
+
+@needs_numpy
+def test_scan_and_map_are_captured():
+    w = np.array([1.0, 2.0, 3.0])
+
+    def rnn(xs):
+        return framejit.scan(lambda c, x: (np.tanh(c * 0.5 + x * w), c.sum() + x), np.zeros(3), xs)
+
+    def pair_carry(xs):
+        # A tuple carry, the other dim, from the end.
+        n = xs.shape[0]
+        (s, p), ys = framejit.scan(lambda c, x: ((c[0] + x, c[1] * 2), x[::-1] - c[0]), (np.zeros(n), np.ones(n)), xs,
+                                   dim=1, reverse=True)
+        return s, p, ys
+
+    def mapped(xs, a):
+        return framejit.map(lambda x, k: x * k + 1, xs, a)
+
+    xs = np.arange(12.0).reshape(4, 3)
+    for fn, calls in ((rnn, [(xs,), (xs[:2],), (-xs,)]), (pair_carry, [(xs,), (xs[:3].copy(),), (np.arange(10.0).reshape(2, 5),)]),
+                      (mapped, [(xs, w), (xs[1:], w * 2)])):
+        framejit.reset()
+        cf = framejit.compile(fn, fullgraph=True)
+        for args in calls:
+            got, want = cf(*args), fn(*args)
+            for g, e in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_allclose(g, e, rtol=1e-14)
+                assert np.shape(g) == np.shape(e)
+        st = framejit.stats()
+        assert st["cache_misses"] == 1 and st["captured"] == 1 and st["recompiles"] == 0, (fn.__name__, st)
+    assert "framejit.scan(" in str(framejit.explain(rnn)(xs))
+
+
+@needs_numpy
+def test_scans_that_cannot_be_captured_run_in_cpython():
+    xs = np.arange(6.0).reshape(3, 2)
+
+    def number_y(xs):  # y is a Python number: stacked by NumPy, not captured yet
+        return framejit.scan(lambda c, x: (c + x, 1.0), np.zeros(2), xs)
+
+    def changes_carry(xs):  # the plain meaning raises TypeError
+        return framejit.scan(lambda c, x: (c.astype(np.float32), x), np.zeros(2), xs)
+
+    framejit.reset()
+    c, ys = framejit.compile(number_y)(xs)
+    np.testing.assert_array_equal(ys, np.ones(3))
+    with pytest.raises(TypeError, match="carried value 0 changed"):
+        framejit.compile(changes_carry)(xs)
+    framejit.reset()
+    with pytest.raises(framejit.Unsupported, match="carried value 0 enters as f64.* leaves the body as f32"):
+        framejit.compile(changes_carry, fullgraph=True)(xs)
+
+
+@needs_torch
+def test_scan_on_torch_tensors():
+    def f(xs):
+        return framejit.scan(lambda c, x: (c * 0.9 + x, torch.relu(c - x)), torch.zeros(5), xs)
+
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    xs = torch.linspace(-2, 2, 20).reshape(4, 5)
+    for a in (xs, xs[:3] * 2):
+        got, want = cf(a), f(a)
+        torch.testing.assert_close(got[0], want[0])
+        torch.testing.assert_close(got[1], want[1])
+    assert framejit.stats()["recompiles"] == 0

@@ -4,13 +4,14 @@ associative_scan, after torch.cond / torch._higher_order_ops and jax.lax.
 Called outside compiled code they run as the plain Python they stand for, on NumPy arrays, torch
 tensors, framejit.Tensors or Python numbers, and check what the compiled forms will require: the
 carried values of a loop keep their structure, type, dtype and shape from one iteration to the
-next (a clear TypeError naming the value otherwise). Inside a compiled function, cond, while_loop
-and fori_loop are captured: their bodies are traced into graphs of a Cond or WhileLoop node, and
-the program runs the branch its predicate picks, or loops on the host over the bodies' compiled
-programs, so a new predicate or trip count does not recompile (Note [Tracing bodies] in
-frontend/trace/control_flow.cpp). A body that cannot be captured (a side effect, values that change
-dtype or shape, Python logic on a number a loop carries) sends that statement to CPython with the
-reason. scan, map and associative_scan run in CPython, with the same result, until they are captured.
+next (a clear TypeError naming the value otherwise). Inside a compiled function, cond, while_loop,
+fori_loop, scan and map are captured: their bodies are traced into graphs of a Cond, WhileLoop or
+Scan node, and the program runs the branch its predicate picks, or loops on the host over the
+bodies' compiled programs, so a new predicate, trip count or length does not recompile (Note
+[Tracing bodies] in frontend/trace/control_flow.cpp). A body that cannot be captured (a side
+effect, values that change dtype or shape, Python logic on a number a loop carries) sends that
+statement to CPython with the reason. associative_scan runs in CPython, with the same result,
+until it is captured as a parallel scan.
 """
 
 import sys as _sys
