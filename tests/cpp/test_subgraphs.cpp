@@ -124,6 +124,39 @@ TEST(Subgraphs, WhileLoopCarriesItsValuesKinds) {
   EXPECT_NE(s.message().find("the condition must return one bool"), std::string::npos) << s.message();
 }
 
+TEST(Subgraphs, ScanTakesTheCarryAndASliceAndReturnsTheCarryAndY) {
+  // scan over xs f32[5, 4] along dim 0 carrying c f32[4]: body (c, x) -> (c + x, exp(c)).
+  auto build = [](DType carry_out, int64_t carried) {
+    Graph g;
+    int c = g.add_placeholder("c", tensor({4}));
+    int xs = g.add_placeholder("xs", tensor({5, 4}));
+    auto body = std::make_shared<Graph>();
+    int bc = body->add_placeholder("c", tensor({4}));
+    int bx = body->add_placeholder("x", tensor({4}));
+    int next = test::add_call(*body, "operator.add", {n(bc), n(bx)}, {}, tensor({4}, carry_out));
+    int y = test::add_call(*body, "numpy.exp", {n(bc)}, {}, tensor({4}));
+    body->set_output({n(next), n(y)});
+    TensorMeta tuple;
+    tuple.kind = ValueKind::Object;
+    int sc = g.add_call(OpKind::Scan, {}, "framejit.scan", {n(c), n(xs)},
+                        {{"carried", Arg::integer(carried)}, {"dim", Arg::integer(0)}, {"reverse", Arg::boolean(false)}},
+                        tuple);
+    g.mutable_node(sc).subgraphs = {body};
+    g.set_output({n(sc)});
+    return g;
+  };
+  Graph ok = build(DType::Float32, 1);
+  EXPECT_TRUE(ok.verify()) << ok.verify().message();
+  EXPECT_NE(ok.to_string().find("framejit.scan(c, xs, carried=1, dim=0, reverse=False)"), std::string::npos) << ok.to_string();
+  Status s = build(DType::Float64, 1).verify();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("carried value 0 enters as f32[4] (rank 1) and leaves the body as f64[4]"), std::string::npos)
+      << s.message();
+  s = build(DType::Float32, 0).verify();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("the body returns 2 values for 0 carried and y"), std::string::npos) << s.message();
+}
+
 TEST(Subgraphs, PassesRunInsideBodies) {
   // A true branch with a dead call, a repeated subexpression and a constant expression.
   auto body = std::make_shared<Graph>();
