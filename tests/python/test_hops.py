@@ -427,3 +427,16 @@ def test_scan_on_torch_tensors():
         torch.testing.assert_close(got[0], want[0])
         torch.testing.assert_close(got[1], want[1])
     assert framejit.stats()["recompiles"] == 0
+
+
+def test_captured_operators_on_framejit_tensors():
+    # Without NumPy too (the 3.12/3.13 runs): cond and fori_loop over framejit.Tensors.
+    def f(x, n):
+        y = framejit.cond(x.sum() > 0, lambda a: a * 2, lambda a: a - 1, (x,))
+        return framejit.fori_loop(0, n, lambda i, v: v + y * i, y)
+
+    x = T([1.0, 2.0, 3.0])
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for v, n in ((x, 3), (-x, 2), (x, 0)):
+        assert cf(v, n).tolist() == f(v, n).tolist()
