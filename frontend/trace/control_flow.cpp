@@ -203,8 +203,8 @@ static BodyResult trace_body(Tracer& tx, const char* op, const std::vector<VarPt
 
 // Puts `body`'s placeholders first, in `order` (node indices; -1: a placeholder to make, of
 // `metas[k]`), so that the body's k-th placeholder is the node's k-th operand.
-static void order_placeholders(jit::Graph& body, const std::vector<int>& order, const std::vector<jit::TensorMeta>& metas,
-                               const std::vector<std::string>& names) {
+static void order_placeholders(jit::Graph& body, const std::vector<int>& order,
+                               const std::vector<jit::TensorMeta>& metas, const std::vector<std::string>& names) {
   std::vector<int> idx = order;
   for (size_t k = 0; k < idx.size(); ++k)
     if (idx[k] < 0) idx[k] = body.add_placeholder(names[k], metas[k]);
@@ -236,8 +236,10 @@ static std::vector<VarPtr> bind(const char* fn, std::initializer_list<const char
     size_t at = n.size();
     for (size_t i = 0; i < n.size(); ++i)
       if (k == n[i]) at = i;
-    BREAK_IF(at == n.size(), Raises{PyExc_TypeError}, std::string(fn) + "() got an unexpected keyword argument '" + k + "'");
-    BREAK_IF(a[at] != nullptr, Raises{PyExc_TypeError}, std::string(fn) + "() got multiple values for argument '" + k + "'");
+    BREAK_IF(at == n.size(), Raises{PyExc_TypeError},
+             std::string(fn) + "() got an unexpected keyword argument '" + k + "'");
+    BREAK_IF(a[at] != nullptr, Raises{PyExc_TypeError},
+             std::string(fn) + "() got multiple values for argument '" + k + "'");
     a[at] = v;
   }
   for (size_t i = 0; i < n.size(); ++i)
@@ -359,7 +361,8 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
                  "; loops are captured when they carry arrays and Python numbers");
     PyObject* c = const_value(v);
     // (to_arg refuses an int past 64 bits.) operator.truth keeps a bool a bool; pos, a number.
-    carried.push_back(add_scalar(PyBool_Check(c) ? "operator.truth" : "operator.pos", {to_arg(v)}, c, std::nullopt, {}));
+    carried.push_back(
+        add_scalar(PyBool_Check(c) ? "operator.truth" : "operator.pos", {to_arg(v)}, c, std::nullopt, {}));
   }
   BodyResult test = trace_body(*this, op, carried, true, [&](std::vector<VarPtr> in) {
     VarPtr p = cond_body(std::move(in));
@@ -372,9 +375,9 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
     return std::vector<VarPtr>{p};
   });
   BodyResult step = trace_body(*this, op, carried, true, step_body);
-  BREAK_IF(step.outputs.size() != carried.size(),
-           std::string(op) + ": the body returns " + std::to_string(step.outputs.size()) + " values for " +
-               std::to_string(carried.size()) + " carried");
+  BREAK_IF(step.outputs.size() != carried.size(), std::string(op) + ": the body returns " +
+                                                      std::to_string(step.outputs.size()) + " values for " +
+                                                      std::to_string(carried.size()) + " carried");
   for (size_t j = 0; j < carried.size(); ++j) {
     const jit::TensorMeta &in = meta(carried[j]), &o = step.outputs[j];
     bool same = in.kind == o.kind && in.dtype == o.dtype && in.rank() == o.rank();
@@ -418,8 +421,9 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
   check_raise_under_handler(w);
   std::vector<VarPtr> results;
   for (size_t j = 0; j < carried.size(); ++j) {
-    const int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
-                                      {jit::Arg::node(w), jit::Arg::integer(static_cast<int64_t>(j))}, {}, meta(carried[j]));
+    const int r =
+        out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
+                            {jit::Arg::node(w), jit::Arg::integer(static_cast<int64_t>(j))}, {}, meta(carried[j]));
     if (meta(carried[j]).kind == jit::ValueKind::Tensor) {
       results.push_back(std::make_shared<TensorVar>(r));
     } else {
@@ -437,15 +441,17 @@ VarPtr Tracer::call_while_loop(std::vector<VarPtr> args, KwArgs kwargs) {
   const std::vector<VarPtr> a =
       bind("while_loop", {"cond_fn", "body_fn", "carried_inputs"}, std::move(args), std::move(kwargs));
   std::vector<VarPtr> init;
-  BREAK_IF(sequence_of(*this, a[2], init) == VarKind::Null, Raises{PyExc_TypeError},
-           std::string("framejit.while_loop: carried_inputs must be a tuple or list, got ") + var_kind_name(a[2]->kind));
+  BREAK_IF(
+      sequence_of(*this, a[2], init) == VarKind::Null, Raises{PyExc_TypeError},
+      std::string("framejit.while_loop: carried_inputs must be a tuple or list, got ") + var_kind_name(a[2]->kind));
   const VarPtr &cond_fn = a[0], &body_fn = a[1];
   return build_while(
       "framejit.while_loop", init, [&](std::vector<VarPtr> in) { return call(cond_fn, std::move(in), {}); },
       [&](std::vector<VarPtr> in) {
         VarPtr r = call(body_fn, std::move(in), {});
         BREAK_IF(r->kind != VarKind::Tuple && r->kind != VarKind::List, Raises{PyExc_TypeError},
-                 std::string("framejit.while_loop: body_fn's result must be a tuple or list, got ") + var_kind_name(r->kind));
+                 std::string("framejit.while_loop: body_fn's result must be a tuple or list, got ") +
+                     var_kind_name(r->kind));
         return as<SeqVar>(r)->items;
       },
       VarKind::Tuple);  // while_loop returns a tuple, whatever carried_inputs was
@@ -465,20 +471,22 @@ VarPtr Tracer::call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs) {
   else
     init.push_back(init_val);
   for (const VarPtr& bound : {a[0], a[1]})
-    BREAK_IF(bound->kind == VarKind::Tensor, "framejit.fori_loop: a bound is an array; loops are captured when their "
-                                             "bounds are Python ints");
+    BREAK_IF(bound->kind == VarKind::Tensor,
+             "framejit.fori_loop: a bound is an array; loops are captured when their "
+             "bounds are Python ints");
   const VarPtr upper = a[1];
   VarPtr loop = build_while(
-      "framejit.fori_loop", init,
-      [&](std::vector<VarPtr> in) { return compare_op(*this, Py_LT, in[0], upper); },
+      "framejit.fori_loop", init, [&](std::vector<VarPtr> in) { return compare_op(*this, Py_LT, in[0], upper); },
       [&](std::vector<VarPtr> in) {
         VarPtr i = in[0];
         VarPtr val = seq ? std::make_shared<SeqVar>(value_kind, std::vector<VarPtr>(in.begin() + 1, in.end())) : in[1];
         VarPtr r = call(body_fn, {i, val}, {});
-        std::vector<VarPtr> out{binary_op(*this, 0 /* NB_ADD */, i, wrap_const(OwnedRef::steal(PyLong_FromLong(1)).get()))};
+        std::vector<VarPtr> out{
+            binary_op(*this, 0 /* NB_ADD */, i, wrap_const(OwnedRef::steal(PyLong_FromLong(1)).get()))};
         if (seq) {
           BREAK_IF(r->kind != VarKind::Tuple && r->kind != VarKind::List, Raises{PyExc_TypeError},
-                   std::string("framejit.fori_loop: body_fn's result must be a tuple or list, got ") + var_kind_name(r->kind));
+                   std::string("framejit.fori_loop: body_fn's result must be a tuple or list, got ") +
+                       var_kind_name(r->kind));
           for (const VarPtr& v : as<SeqVar>(r)->items) out.push_back(v);
         } else {
           out.push_back(r);
@@ -494,10 +502,11 @@ VarPtr Tracer::call_fori_loop(std::vector<VarPtr> args, KwArgs kwargs) {
 // scan(combine_fn, init, xs, dim=0, reverse=False) and map(fn, xs, *args) as a Scan node (Note
 // [Subgraphs]): the body is traced once on a slice of xs, with the carry loop-carried (Note
 // [Loop-carried numbers]); the program runs it per index and stacks the ys (Note [Running scan]).
-VarPtr Tracer::build_scan(const char* op, const std::vector<VarPtr>& init, const VarPtr& xs, int64_t dim, bool reverse,
-                          const std::function<std::pair<std::vector<VarPtr>, VarPtr>(std::vector<VarPtr>, VarPtr)>& run) {
-  BREAK_IF(xs->kind != VarKind::Tensor, std::string(op) + ": xs is " + var_kind_name(xs->kind) +
-                                            "; a scan is captured over an array");
+VarPtr Tracer::build_scan(
+    const char* op, const std::vector<VarPtr>& init, const VarPtr& xs, int64_t dim, bool reverse,
+    const std::function<std::pair<std::vector<VarPtr>, VarPtr>(std::vector<VarPtr>, VarPtr)>& run) {
+  BREAK_IF(xs->kind != VarKind::Tensor,
+           std::string(op) + ": xs is " + var_kind_name(xs->kind) + "; a scan is captured over an array");
   const jit::TensorMeta xm = meta(xs);
   BREAK_IF(xm.rank() == 0, Raises{PyExc_TypeError}, std::string(op) + ": xs must have at least one dim");
   BREAK_IF(dim < -xm.rank() || dim >= xm.rank(), Raises{PyExc_ValueError},
@@ -524,22 +533,22 @@ VarPtr Tracer::build_scan(const char* op, const std::vector<VarPtr>& init, const
     carried.push_back(add_scalar("operator.pos", {to_arg(v)}, const_value(v), std::nullopt, {}));
   }
   jit::TensorMeta ym;
-  BodyResult body = trace_body(
-      *this, op, carried, true,
-      [&](std::vector<VarPtr> in) {
-        VarPtr x_var = in.back();
-        in.pop_back();
-        auto [next, y] = run(std::move(in), x_var);
-        BREAK_IF(y->kind != VarKind::Tensor, std::string(op) + ": the body's y is " + var_kind_name(y->kind) +
-                                                 "; a scan is captured when each y is an array");
-        ym = meta(y);
-        next.push_back(y);
-        return next;
-      },
-      {x});
-  BREAK_IF(body.outputs.size() != carried.size() + 1,
-           std::string(op) + ": the body returns " + std::to_string(body.outputs.size() - 1) + " carried values for " +
-               std::to_string(carried.size()));
+  BodyResult body = trace_body(*this, op, carried, true,
+                               [&](std::vector<VarPtr> in) {
+                                 VarPtr x_var = in.back();
+                                 in.pop_back();
+                                 auto [next, y] = run(std::move(in), x_var);
+                                 BREAK_IF(y->kind != VarKind::Tensor,
+                                          std::string(op) + ": the body's y is " + var_kind_name(y->kind) +
+                                              "; a scan is captured when each y is an array");
+                                 ym = meta(y);
+                                 next.push_back(y);
+                                 return next;
+                               },
+                               {x});
+  BREAK_IF(body.outputs.size() != carried.size() + 1, std::string(op) + ": the body returns " +
+                                                          std::to_string(body.outputs.size() - 1) +
+                                                          " carried values for " + std::to_string(carried.size()));
   for (size_t j = 0; j < carried.size(); ++j) {
     const jit::TensorMeta &in = meta(carried[j]), &o = body.outputs[j];
     bool same = in.kind == o.kind && in.dtype == o.dtype && in.rank() == o.rank();
@@ -565,11 +574,11 @@ VarPtr Tracer::build_scan(const char* op, const std::vector<VarPtr>& init, const
   for (const VarPtr& v : passed) node_args.push_back(to_arg(v));
   jit::TensorMeta tuple;
   tuple.kind = jit::ValueKind::Object;
-  const int node = out_.graph.add_call(
-      jit::OpKind::Scan, {}, std::string(op), std::move(node_args),
-      {{"carried", jit::Arg::integer(static_cast<int64_t>(carried.size()))}, {"dim", jit::Arg::integer(dim)},
-       {"reverse", jit::Arg::boolean(reverse)}},
-      tuple);
+  const int node = out_.graph.add_call(jit::OpKind::Scan, {}, std::string(op), std::move(node_args),
+                                       {{"carried", jit::Arg::integer(static_cast<int64_t>(carried.size()))},
+                                        {"dim", jit::Arg::integer(dim)},
+                                        {"reverse", jit::Arg::boolean(reverse)}},
+                                       tuple);
   out_.graph.mutable_node(node).subgraphs = {body.graph};
   check_raise_under_handler(node);
   std::vector<VarPtr> results;
@@ -643,7 +652,8 @@ VarPtr Tracer::call_scan(std::vector<VarPtr> args, KwArgs kwargs) {
 }
 
 VarPtr Tracer::call_map(std::vector<VarPtr> args, KwArgs kwargs) {
-  BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError}, "map() got an unexpected keyword argument '" + kwargs[0].first + "'");
+  BREAK_IF(!kwargs.empty(), Raises{PyExc_TypeError},
+           "map() got an unexpected keyword argument '" + kwargs[0].first + "'");
   BREAK_IF(args.size() < 2, Raises{PyExc_TypeError}, "map() missing required arguments: 'fn' and 'xs'");
   const VarPtr fn = args[0], xs = args[1];
   const std::vector<VarPtr> extra(args.begin() + 2, args.end());  // read in the body: lifted
