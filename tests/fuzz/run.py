@@ -916,7 +916,7 @@ class Generator:
                     writes=(t,) if "_s_bump" in brk else ())
 
     def cand_hop(self, env, inex, t):
-        """framejit.cond, fori_loop and while_loop (issue 15): captured as nodes whose bodies are
+        """framejit.cond, scan, map, fori_loop and while_loop (issue 15): captured as nodes whose bodies are
         graphs. Bodies that return another dtype or shape than they take are breaks (or, for the
         loops, the plain meaning's TypeError): both paths are fuzzed."""
         r = self.r
@@ -934,6 +934,14 @@ class Generator:
             tmpl = f"{{t}} = framejit.cond({pred}, lambda p, q: {e1}, lambda p, q: {e2}, ({{a0}}, {{a1}}))"
             return Stmt(tmpl, t, [a, b], exact_slots=(0,), op_inexact="tanh" in e1 + e2 or "sum" in e1 + e2,
                         view=True)
+        if x < 0.6 and ndim(env[a]) >= 1:  # scan and map over the first dim of a0
+            if r.random() < 0.5:
+                body = r.choice(["r * 2 + q", "np.abs(r) - q", "r * q"])
+                tmpl = f"{{t}} = framejit.map(lambda r, q: {body}, {{a0}}, {{a1}})"
+            else:
+                step = r.choice(["(c + r, c * r)", "(c * 0.5 + r, c - r)", "(np.maximum(c, r), r + 1)"])
+                tmpl = f"{{t}} = framejit.scan(lambda c, r: {step}, {{a0}}[0] * 1.0, {{a0}})[1]"
+            return Stmt(tmpl, t, [a, b], op_inexact=True)
         if x < 0.8:
             n = r.randint(0, 4)
             step = r.choice(["v * 0.5 + q", "v + q * i", "np.maximum(v, q - i)", "v - q", "v * i"])
