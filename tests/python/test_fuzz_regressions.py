@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+import framejit
+
 from conftest import BACKENDS, check_sequence
 
 
@@ -58,3 +60,30 @@ def test_maximum_minimum_of_signed_zeros_return_the_second_operand(backend, dtyp
     x = np.array([1.5, -2.0, 3.0, -4.0, 5.0, 6.0] * 3, dtype=dtype)
     with np.errstate(all="ignore"):
         check_sequence(f, [(a, b, x)], backend=backend)
+
+
+def _scan_over_written_input(x0, x1, x2):
+    v2 = x1[::-1, 3, :2]
+    v2[...] = x0 * 2
+    v3 = framejit.scan(lambda c, r: (c * 0.5 + r, c - r), x1[0] * 1.0, x1)[1]
+    x0 *= 0  # a break: v3 crosses into the resumed code
+    v6 = -v3
+    v7 = v6.reshape(-1)
+    v8 = v7[None]
+    v9 = v6[-6, 1::2]  # noqa: F841 - another live view
+    v6[::2] = 2.0
+    return v8
+
+
+@pytest.mark.xfail(strict=True, reason="known (issue 15): scan's slicing and stacking receive the written input's "
+                   "value as framejit's C-ordered copy where eager passes the Fortran-ordered input itself, so the "
+                   "stacked result's layout differs and the resumed code's reshape views where eager's copies "
+                   "(fuzzer seed 21, program 1313)")
+def test_scan_over_a_written_fortran_input_keeps_numpys_layout():
+    def args():
+        x1 = np.random.default_rng(0).standard_normal((8, 8, 8)).astype(np.float32).T  # Fortran order
+        return np.array(3, np.int32), x1, 3
+
+    want = _scan_over_written_input(*args())
+    framejit.reset()
+    np.testing.assert_array_equal(framejit.compile(_scan_over_written_input)(*args()), want)
