@@ -501,6 +501,13 @@ struct CondBranches {
   ScanShape scan;  // a Scan node's (Note [Running scan])
 };
 
+// A body's program makes arrays of the enclosing program's kind, on its device, in its grad mode.
+void adopt(Program& body, const Program& enclosing) {
+  body.set_array_kind(enclosing.array_kind());
+  body.set_device(enclosing.device());
+  body.set_grad_off(enclosing.grad_off());
+}
+
 PyObject* run_cond(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
   auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
   if (!b || nargs < 1) return nullptr;
@@ -511,9 +518,7 @@ PyObject* run_cond(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  /
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a cond branch takes other operands");
     return nullptr;
   }
-  p.set_array_kind(b->enclosing->array_kind());
-  p.set_device(b->enclosing->device());
-  p.set_grad_off(b->enclosing->grad_off());
+  adopt(p, *b->enclosing);
   std::vector<PyObject*> outs(p.num_outputs(), nullptr);
   if (!p.run(args + 1, outs.data())) return nullptr;
   PyObject* t = PyTuple_New(static_cast<Py_ssize_t>(outs.size()));
@@ -537,11 +542,7 @@ PyMethodDef run_cond_def = {"cond", reinterpret_cast<PyCFunction>(reinterpret_ca
 PyObject* run_while(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
   auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
   if (!b) return nullptr;
-  for (auto& p : b->branch) {
-    p->set_array_kind(b->enclosing->array_kind());
-    p->set_device(b->enclosing->device());
-    p->set_grad_off(b->enclosing->grad_off());
-  }
+  for (auto& p : b->branch) adopt(*p, *b->enclosing);
   Program &test = *b->branch[0], &step = *b->branch[1];
   if (nargs != test.num_inputs() || nargs != step.num_inputs() || step.num_outputs() != nargs) {
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a while_loop's bodies take other values");
@@ -586,9 +587,7 @@ PyObject* run_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  /
   auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
   if (!b) return nullptr;
   Program& body = *b->branch[0];
-  body.set_array_kind(b->enclosing->array_kind());
-  body.set_device(b->enclosing->device());
-  body.set_grad_off(b->enclosing->grad_off());
+  adopt(body, *b->enclosing);
   const ScanShape& sh = b->scan;
   if (nargs != body.num_inputs() || body.num_outputs() != sh.carried + 1 || nargs <= sh.carried) {
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a scan's body takes other values");

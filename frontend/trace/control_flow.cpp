@@ -93,6 +93,43 @@ VarKind sequence_of(Tracer& tx, const VarPtr& v, std::vector<VarPtr>& items) {
   return VarKind::Null;
 }
 
+// Whether `b` may stand for `a` across a branch or an iteration: one kind, dtype and shape (sizes
+// equal as expressions).
+bool same_value_kind(const jit::TensorMeta& a, const jit::TensorMeta& b) {
+  bool same = a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank();
+  for (int d = 0; same && d < a.rank(); ++d) same = a.shape[d].same_as(b.shape[d]);
+  return same;
+}
+
+// A loop's or scan's body hands back each carried value as it took it (Note [Subgraphs]).
+void check_carried(const char* op, const std::vector<jit::TensorMeta>& in, const std::vector<jit::TensorMeta>& out) {
+  for (size_t j = 0; j < in.size(); ++j)
+    BREAK_IF(!same_value_kind(in[j], out[j]), std::string(op) + ": carried value " + std::to_string(j) + " enters as " +
+                                                  meta_text(in[j]) + " and leaves the body as " + meta_text(out[j]) +
+                                                  " (each carried value keeps its dtype and shape)");
+}
+
+// The carried values as graph values: numbers made in the trace (a literal 0) become graph
+// numbers, since the loop changes them.
+std::vector<VarPtr> carried_values(Tracer& tx, const char* op, const std::vector<VarPtr>& init) {
+  std::vector<VarPtr> carried;
+  for (const VarPtr& v : init) {
+    if (v->kind == VarKind::Tensor || v->kind == VarKind::Scalar) {
+      carried.push_back(v);
+      continue;
+    }
+    BREAK_IF(v->kind != VarKind::Const || !(PyLong_CheckExact(const_value(v)) || PyFloat_CheckExact(const_value(v)) ||
+                                            PyBool_Check(const_value(v))),
+             std::string(op) + ": a carried value is " + var_kind_name(v->kind) +
+                 "; loops are captured when they carry arrays and Python numbers");
+    PyObject* c = const_value(v);
+    // (to_arg refuses an int past 64 bits.) operator.truth keeps a bool a bool; pos, a number.
+    carried.push_back(
+        tx.add_scalar(PyBool_Check(c) ? "operator.truth" : "operator.pos", {tx.to_arg(v)}, c, std::nullopt, {}));
+  }
+  return carried;
+}
+
 }  // namespace
 
 const char* body_ops_name() { return body_ops.empty() ? "framejit" : body_ops.back(); }
@@ -281,10 +318,9 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
                std::to_string(f.outputs.size()) + " values)");
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     const jit::TensorMeta &x = t.outputs[j], &y = f.outputs[j];
-    bool same = x.kind == y.kind && x.dtype == y.dtype && x.rank() == y.rank();
-    for (int d = 0; same && d < x.rank(); ++d) same = x.shape[d].same_as(y.shape[d]);
-    BREAK_IF(!same, "framejit.cond: the branches' output " + std::to_string(j) + " differs: " + meta_text(x) +
-                        " from true_fn, " + meta_text(y) + " from false_fn (each output needs one dtype and shape)");
+    BREAK_IF(!same_value_kind(x, y), "framejit.cond: the branches' output " + std::to_string(j) +
+                                         " differs: " + meta_text(x) + " from true_fn, " + meta_text(y) +
+                                         " from false_fn (each output needs one dtype and shape)");
   }
 
   // The node's operands: the graph values among the operands, then what either branch lifted;
@@ -348,22 +384,7 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
 VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
                            const std::function<VarPtr(std::vector<VarPtr>)>& cond_body,
                            const std::function<std::vector<VarPtr>(std::vector<VarPtr>)>& step_body, VarKind shape) {
-  // Carried numbers made in the trace (a literal 0) become graph values: the loop changes them.
-  std::vector<VarPtr> carried;
-  for (const VarPtr& v : init) {
-    if (v->kind == VarKind::Tensor || v->kind == VarKind::Scalar) {
-      carried.push_back(v);
-      continue;
-    }
-    BREAK_IF(v->kind != VarKind::Const || !(PyLong_CheckExact(const_value(v)) || PyFloat_CheckExact(const_value(v)) ||
-                                            PyBool_Check(const_value(v))),
-             std::string(op) + ": a carried value is " + var_kind_name(v->kind) +
-                 "; loops are captured when they carry arrays and Python numbers");
-    PyObject* c = const_value(v);
-    // (to_arg refuses an int past 64 bits.) operator.truth keeps a bool a bool; pos, a number.
-    carried.push_back(
-        add_scalar(PyBool_Check(c) ? "operator.truth" : "operator.pos", {to_arg(v)}, c, std::nullopt, {}));
-  }
+  const std::vector<VarPtr> carried = carried_values(*this, op, init);
   BodyResult test = trace_body(*this, op, carried, true, [&](std::vector<VarPtr> in) {
     VarPtr p = cond_body(std::move(in));
     BREAK_IF(p->kind != VarKind::Tensor && p->kind != VarKind::Scalar,
@@ -378,13 +399,9 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
   BREAK_IF(step.outputs.size() != carried.size(), std::string(op) + ": the body returns " +
                                                       std::to_string(step.outputs.size()) + " values for " +
                                                       std::to_string(carried.size()) + " carried");
-  for (size_t j = 0; j < carried.size(); ++j) {
-    const jit::TensorMeta &in = meta(carried[j]), &o = step.outputs[j];
-    bool same = in.kind == o.kind && in.dtype == o.dtype && in.rank() == o.rank();
-    for (int d = 0; same && d < in.rank(); ++d) same = in.shape[d].same_as(o.shape[d]);
-    BREAK_IF(!same, std::string(op) + ": carried value " + std::to_string(j) + " enters as " + meta_text(in) +
-                        " and leaves the body as " + meta_text(o) + " (a loop keeps each value's dtype and shape)");
-  }
+  std::vector<jit::TensorMeta> carried_metas;
+  for (const VarPtr& v : carried) carried_metas.push_back(meta(v));
+  check_carried(op, carried_metas, step.outputs);
   // The node passes the carried values, then what either body lifted (carried through unchanged).
   // (A value both carried and read as a closure is both: the closure sees the loop's initial value.)
   std::vector<VarPtr> passed = carried;
@@ -521,17 +538,7 @@ VarPtr Tracer::build_scan(
   x.shape.erase(x.shape.begin() + dim);
   if (dim != 0) x.layout = jit::Layout::Strided;
   x.scalar_object = x.rank() == 0 && out_.array_kind == ArrayKind::NumPy;  // NumPy's xs[i] of a vector
-  std::vector<VarPtr> carried;
-  for (const VarPtr& v : init) {
-    if (v->kind == VarKind::Tensor || v->kind == VarKind::Scalar) {
-      carried.push_back(v);
-      continue;
-    }
-    BREAK_IF(v->kind != VarKind::Const || !(PyLong_CheckExact(const_value(v)) || PyFloat_CheckExact(const_value(v))),
-             std::string(op) + ": a carried value is " + var_kind_name(v->kind) +
-                 "; scans are captured when they carry arrays and Python numbers");
-    carried.push_back(add_scalar("operator.pos", {to_arg(v)}, const_value(v), std::nullopt, {}));
-  }
+  const std::vector<VarPtr> carried = carried_values(*this, op, init);
   jit::TensorMeta ym;
   BodyResult body = trace_body(*this, op, carried, true,
                                [&](std::vector<VarPtr> in) {
@@ -549,13 +556,9 @@ VarPtr Tracer::build_scan(
   BREAK_IF(body.outputs.size() != carried.size() + 1, std::string(op) + ": the body returns " +
                                                           std::to_string(body.outputs.size() - 1) +
                                                           " carried values for " + std::to_string(carried.size()));
-  for (size_t j = 0; j < carried.size(); ++j) {
-    const jit::TensorMeta &in = meta(carried[j]), &o = body.outputs[j];
-    bool same = in.kind == o.kind && in.dtype == o.dtype && in.rank() == o.rank();
-    for (int d = 0; same && d < in.rank(); ++d) same = in.shape[d].same_as(o.shape[d]);
-    BREAK_IF(!same, std::string(op) + ": carried value " + std::to_string(j) + " enters as " + meta_text(in) +
-                        " and leaves the body as " + meta_text(o) + " (a scan keeps each value's dtype and shape)");
-  }
+  std::vector<jit::TensorMeta> carried_metas;
+  for (const VarPtr& v : carried) carried_metas.push_back(meta(v));
+  check_carried(op, carried_metas, body.outputs);
   // Placeholders: the carry, x, then what the body lifted.
   std::vector<VarPtr> passed = carried;
   passed.push_back(xs);
