@@ -238,13 +238,13 @@ static BodyResult trace_body(Tracer& tx, const char* op, const std::vector<VarPt
   return r;
 }
 
-// Puts `body`'s placeholders first, in `order` (node indices; -1: a placeholder to make, of
-// `metas[k]`), so that the body's k-th placeholder is the node's k-th operand.
-static void order_placeholders(jit::Graph& body, const std::vector<int>& order,
-                               const std::vector<jit::TensorMeta>& metas, const std::vector<std::string>& names) {
+// Puts `body`'s placeholders first, in `order` (node indices; -1: a placeholder to make, like
+// `passed[k]`'s), so that the body's k-th placeholder is the node's k-th operand `passed[k]`.
+static void order_placeholders(Tracer& tx, jit::Graph& body, const std::vector<int>& order,
+                               const std::vector<VarPtr>& passed) {
   std::vector<int> idx = order;
   for (size_t k = 0; k < idx.size(); ++k)
-    if (idx[k] < 0) idx[k] = body.add_placeholder(names[k], metas[k]);
+    if (idx[k] < 0) idx[k] = body.add_placeholder(tx.node_of(passed[k]).name, tx.meta(passed[k]));
   const auto& nodes = body.nodes();
   std::vector<int> remap(nodes.size(), -1);
   std::vector<jit::Node> reordered;
@@ -344,14 +344,8 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
     return order;
   };
   const std::vector<int> t_order = order_of(t), f_order = order_of(f);
-  std::vector<jit::TensorMeta> metas;
-  std::vector<std::string> pnames;
-  for (const VarPtr& v : passed) {
-    metas.push_back(meta(v));
-    pnames.push_back(node_of(v).name);
-  }
-  order_placeholders(*t.graph, t_order, metas, pnames);
-  order_placeholders(*f.graph, f_order, metas, pnames);
+  order_placeholders(*this, *t.graph, t_order, passed);
+  order_placeholders(*this, *f.graph, f_order, passed);
 
   std::vector<jit::Arg> node_args{to_arg(pred)};
   for (const VarPtr& v : passed) node_args.push_back(to_arg(v));
@@ -408,12 +402,6 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
   for (const VarPtr& v : test.lifted) passed.push_back(v);
   for (const VarPtr& v : step.lifted)
     if (std::find(passed.begin() + carried.size(), passed.end(), v) == passed.end()) passed.push_back(v);
-  std::vector<jit::TensorMeta> metas;
-  std::vector<std::string> pnames;
-  for (const VarPtr& v : passed) {
-    metas.push_back(meta(v));
-    pnames.push_back(node_of(v).name);
-  }
   auto order_of = [&](const BodyResult& b) {
     std::vector<int> order(b.operand_placeholders.begin(), b.operand_placeholders.end());
     for (size_t k = order.size(); k < passed.size(); ++k) {
@@ -422,8 +410,8 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
     }
     return order;
   };
-  order_placeholders(*test.graph, order_of(test), metas, pnames);
-  order_placeholders(*step.graph, order_of(step), metas, pnames);
+  order_placeholders(*this, *test.graph, order_of(test), passed);
+  order_placeholders(*this, *step.graph, order_of(step), passed);
   std::vector<jit::Arg> step_outs = step.graph->outputs();
   const std::vector<int> ph = step.graph->placeholders();
   for (size_t k = carried.size(); k < passed.size(); ++k) step_outs.push_back(jit::Arg::node(ph[k]));
@@ -565,13 +553,7 @@ VarPtr Tracer::build_scan(
   for (const VarPtr& v : body.lifted) passed.push_back(v);
   std::vector<int> order(body.operand_placeholders.begin(), body.operand_placeholders.end());
   order.insert(order.end(), body.lifted_placeholders.begin(), body.lifted_placeholders.end());
-  std::vector<jit::TensorMeta> metas;
-  std::vector<std::string> pnames;
-  for (const VarPtr& v : passed) {
-    metas.push_back(meta(v));
-    pnames.push_back(node_of(v).name);
-  }
-  order_placeholders(*body.graph, order, metas, pnames);
+  order_placeholders(*this, *body.graph, order, passed);
 
   std::vector<jit::Arg> node_args;
   for (const VarPtr& v : passed) node_args.push_back(to_arg(v));

@@ -533,6 +533,21 @@ bool same_kind(const TensorMeta& a, const TensorMeta& b) {
   return a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank();
 }
 
+// The first `count` values a body returns stand for the node's args of the same places: carried
+// from one iteration to the next (constants are not checked).
+Status check_carried(const Graph& graph, const Node& node, const std::vector<TensorMeta>& out, size_t count,
+                     const std::string& label) {
+  for (size_t j = 0; j < count; ++j) {
+    const Arg& a = node.args[j];
+    if (!a.is_node()) continue;
+    const TensorMeta& in = graph.node(static_cast<int>(a.i)).meta;
+    if (!same_kind(in, out[j]))
+      return Status::internal(label + ": carried value " + std::to_string(j) + " enters as " + kind_text(in) +
+                              " and leaves the body as " + kind_text(out[j]));
+  }
+  return Status::ok();
+}
+
 // scan: kwargs carried = c, dim, reverse; args (*carry, xs, *invariant); the body takes
 // (*carry, x, *invariant) with x a slice of xs along dim and returns (*carry, y).
 Status verify_scan(const Graph& graph, const Node& node, const std::string& label) {
@@ -552,15 +567,7 @@ Status verify_scan(const Graph& graph, const Node& node, const std::string& labe
   if (out.size() != static_cast<size_t>(carried) + 1)
     return Status::internal(label + ": the body returns " + std::to_string(out.size()) + " values for " +
                             std::to_string(carried) + " carried and y");
-  for (int64_t j = 0; j < carried; ++j) {
-    const Arg& a = node.args[j];
-    if (!a.is_node()) continue;
-    const TensorMeta& in = graph.node(static_cast<int>(a.i)).meta;
-    if (!same_kind(in, out[j]))
-      return Status::internal(label + ": carried value " + std::to_string(j) + " enters as " + kind_text(in) +
-                              " and leaves the body as " + kind_text(out[j]));
-  }
-  return Status::ok();
+  return check_carried(graph, node, out, static_cast<size_t>(carried), label);
 }
 
 // Note [Subgraphs]: the rules of a control-flow node's bodies, or why they are broken.
@@ -597,15 +604,7 @@ Status verify_bodies(const Graph& graph, const Node& node, const std::string& la
   if (b.size() != operands)
     return Status::internal(label + ": the body returns " + std::to_string(b.size()) + " values for " +
                             std::to_string(operands) + " carried");
-  for (size_t j = 0; j < operands; ++j) {
-    const Arg& carried = node.args[j];
-    if (!carried.is_node()) continue;
-    const TensorMeta& in = graph.node(static_cast<int>(carried.i)).meta;
-    if (!same_kind(in, b[j]))
-      return Status::internal(label + ": carried value " + std::to_string(j) + " enters as " + kind_text(in) +
-                              " and leaves the body as " + kind_text(b[j]));
-  }
-  return Status::ok();
+  return check_carried(graph, node, b, operands, label);
 }
 
 }  // namespace
