@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "framejit/status.h"
+#include "jit/ir/element_loop.h"
 #include "jit/lower/loop_ir.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
@@ -49,6 +50,10 @@ public:
   /// rows of separate kernels instead (rt::run_row_blocked).
   virtual bool fuses_row_chains() const { return false; }
   virtual Expected<KernelArtifact> compile(const RowChainIR&) { return Status::unsupported("no row-chain kernels"); }
+  /// One function for a Python loop over array elements (Note [Element loops] in
+  /// frontend/trace/element_loops.cpp), or unsupported: the loop then runs in jit's interpreter of
+  /// its IR, run_element_loop.
+  virtual Expected<KernelArtifact> compile(const ElementLoop&) { return Status::unsupported("no element loops"); }
   /// Makes `kernels` ready to launch now (a device backend's modules load when first needed, Note
   /// [Device modules load when needed] in jit/cuda/backend.cpp): a failure is the graph's
   /// compile error, not a run's. Host kernels are ready as made.

@@ -95,6 +95,7 @@ std::vector<rt::KernelPtr> launched_kernels(const rt::Program& program) {
         if (s.gemm().device.type == rt::DeviceType::CPU) out.push_back(s.gemm().epilogue.kernel);
         break;
       case rt::Step::Kind::Store: out.push_back(s.store().kernel.kernel); break;
+      case rt::Step::Kind::Loop: out.push_back(s.loop().kernel); break;
       case rt::Step::Kind::Chain:
         if (s.chain().fused) {
           out.push_back(s.chain().fused);
@@ -152,8 +153,17 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
     out.store_kernels.push_back(*k);
   }
 
+  // Python loops over array elements, each one function (Note [Element loops]).
+  out.loop_kernels.resize(graph.nodes().size());
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& n = graph.node(static_cast<int>(i));
+    if (n.op != OpKind::Loop || !n.attrs.element_loop) continue;
+    auto k = backend.compile(*n.attrs.element_loop);
+    if (k) out.loop_kernels[i] = *k;
+    else if (k.error().code() != StatusCode::Unsupported) return k.error();  // else interpreted
+  }
   // Buffer plan and steps: when each value dies, which outputs may reuse which inputs, chains.
-  PlanKernels compiled{out.plan, out.kernels, out.reduction_kernels, out.store_kernels, backend};
+  PlanKernels compiled{out.plan, out.kernels, out.reduction_kernels, out.store_kernels, backend, &out.loop_kernels};
   auto program = schedule_program(graph, &compiled);
   if (!program) return program.error();
   out.program = std::move(*program);

@@ -32,6 +32,7 @@ struct CompiledGraph {
   std::vector<KernelArtifact> kernels;            // kernels[i] computes plan.groups[i]
   std::vector<ReductionArtifact> reduction_kernels;  // reduction_kernels[i] computes plan.reductions[i]
   std::vector<KernelArtifact> store_kernels;      // store_kernels[i] computes plan.stores[i]
+  std::vector<KernelArtifact> loop_kernels;       // per graph node: its compiled Loop, or null
   rt::Program program;
   double codegen_ms = 0;
 };

@@ -16,6 +16,7 @@
 #include "runtime/cuda/launch.h"
 #include "runtime/cuda/reduction.h"
 #include "runtime/cuda/row_chain.h"
+#include "runtime/fixed_vector.h"
 #include "runtime/log.h"
 #include "runtime/threads.h"
 
@@ -1235,8 +1236,165 @@ bool run_store_step(Run& run, const Step& s) {
   return run.device_ok();
 }
 
+// Note [Running element loops]
+// Arrays go in as they lie (any strides); a written one is first given its memory: its own when
+// the schedule allows (Memory::Always, or IfPrivate and private), else a C-ordered copy of it,
+// which then becomes the written array's new value. Numbers go in as int64 or double bits. What
+// the loop hands back is set only when it ran to its end; a loop that stops early (IndexError...)
+// has written what it wrote before stopping, as CPython's loop would have into the same memory.
+// Per-call storage of a loop step: inline for the usual handful of operands (a heap allocation
+// per call was a tenth of a short loop's time), on the heap past that.
+template <typename T, size_t N>
+class SmallBuffer {
+public:
+  explicit SmallBuffer(size_t n) : data_(n <= N ? inline_ : (heap_.resize(n), heap_.data())) {
+    std::fill_n(data_, n, T{});
+  }
+  T& operator[](size_t i) { return data_[i]; }
+  T* data() { return data_; }
+
+private:
+  T inline_[N];
+  std::vector<T> heap_;
+  T* data_;
+};
+
+bool run_loop_step(Run& run, const LoopStep& L) {
+  const size_t na = L.arrays.size();
+  SmallBuffer<ArrayRef, 8> refs(na);
+  SmallBuffer<char*, 8> data(na);
+  SmallBuffer<const int64_t*, 8> dims(na), strides(na);
+  LayoutScratch<kMaxKernelOperands> scratch;
+  std::vector<std::unique_ptr<LayoutScratch<1>>> more;  // past kMaxKernelOperands arrays
+  FixedVector<Value, 8> held_inline;
+  std::vector<Value> held;
+  struct Release {
+    Run& run;
+    FixedVector<Value, 8>& a;
+    std::vector<Value>& b;
+    ~Release() {
+      for (Value& v : a) run.host.release(v);
+      for (Value& v : b) run.host.release(v);
+    }
+  } release{run, held_inline, held};
+  size_t out = 0;
+  for (size_t k = 0; k < na; ++k) {
+    bool ok;
+    if (k < static_cast<size_t>(kMaxKernelOperands)) {
+      ok = run.layout(L.arrays[k], refs[k], scratch);
+    } else {
+      more.push_back(std::make_unique<LayoutScratch<1>>());
+      ok = run.layout(L.arrays[k], refs[k], *more.back());
+    }
+    if (!ok) return false;
+    if (L.written[k]) {
+      const Value& bv = run.vals[L.arrays[k]];
+      const bool own = bv.is_array() && (L.memory[k] == StoreStep::Memory::Always ||
+                                         (L.memory[k] == StoreStep::Memory::IfPrivate && run.host.is_private(bv)));
+      Value result;
+      if (own) {
+        result = bv;
+        run.host.retain(result);
+      } else {
+        if (!run.host.alloc(result, L.dtypes[k], refs[k].nd, refs[k].dims, nullptr))
+          return false;
+        StridedLayout src;
+        src.data = refs[k].data;
+        src.nd = refs[k].nd;
+        std::copy_n(refs[k].dims, refs[k].nd, src.dims);
+        std::copy_n(refs[k].strides, refs[k].nd, src.strides);
+        copy_to_c_order(src, refs[k].itemsize, result.data);
+      }
+      const int id = L.outputs[out++];
+      if (id >= 0) {
+        run.set(id, result);
+        const Value& r = run.vals[id];
+        refs[k] = {r.data, r.nd, r.dims, r.strides, refs[k].itemsize};
+      } else {
+        // Unused afterwards: the loop still writes it (and may raise), into memory held until then.
+        refs[k] = {result.data, result.nd, result.dims, result.strides, refs[k].itemsize};
+        if (held_inline.size() < 8) held_inline.push_back(result);
+        else held.push_back(result);
+      }
+    }
+    data[k] = refs[k].data;
+    dims[k] = refs[k].dims;
+    strides[k] = refs[k].strides;
+  }
+  const size_t np = L.params.size(), nr = L.result_is_int.size();
+  SmallBuffer<int64_t, 16> scalars(np + nr);
+  for (size_t k = 0; k < np; ++k) {
+    ParamValue v = L.param_consts[k];
+    const Value& x = L.params[k] >= 0 ? run.vals[L.params[k]] : Value{};
+    if (x.kind == Value::Kind::Number && (x.is_int || !L.param_is_int[k])) {
+      if (L.param_is_int[k]) v.i = x.number.i;
+      else v.f = x.is_int ? static_cast<double>(x.number.i) : x.number.f;
+    } else if (L.params[k] >= 0) {
+      const DType want = L.param_is_int[k] ? DType::Int64 : DType::Float64;
+      if (!run.read_params({L.params[k]}, {want}, &v)) return false;
+    }
+    if (L.param_is_int[k]) scalars[k] = v.i;
+    else std::memcpy(&scalars[k], &v.f, sizeof(double));
+  }
+  ElementLoopCall call{data.data(), dims.data(), strides.data(), scalars.data(), {0, 0, 0}};
+  int32_t err = 0;
+  maybe_detached(run, 1 << 20, [&] {
+    err = L.kernel ? reinterpret_cast<ElementLoopFn>(L.kernel->entry)(&call) : L.interpret(&call);
+  });
+  if (err != static_cast<int32_t>(LoopError::None)) {
+    run.host.fail_loop(static_cast<LoopError>(err), call.detail);
+    return false;
+  }
+  for (size_t k = 0; k < nr; ++k) {
+    const int id = L.outputs[out + k];
+    if (id < 0) continue;
+    int64_t bits = scalars[np + k];
+    Value v;
+    bool is_int = L.result_is_int[k];
+    bool library_scalar = false;
+    if (const int tag = L.result_tag[k]; tag >= 0) {
+      // Note [Kind tags] in frontend/trace/element_loops.cpp: the object CPython would have.
+      const auto t = static_cast<LoopStep::Tag>(scalars[np + tag]);
+      const bool want_int = t == LoopStep::Tag::PyInt || t == LoopStep::Tag::Int64;
+      if (want_int && !is_int) {  // an int held as a float (exactly)
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        bits = static_cast<int64_t>(d);
+      } else if (!want_int && is_int) {
+        const double d = static_cast<double>(bits);
+        std::memcpy(&bits, &d, sizeof d);
+      }
+      is_int = want_int;
+      library_scalar = t == LoopStep::Tag::Int64 || t == LoopStep::Tag::Float64;
+    }
+    if (L.result_array[k] || library_scalar) {
+      const DType dt = library_scalar ? (is_int ? DType::Int64 : DType::Float64) : L.result_dtypes[k];
+      if (!run.host.alloc(v, dt, 0, nullptr, nullptr)) return false;
+      if (dt == DType::Bool) *reinterpret_cast<bool*>(v.data) = bits != 0;
+      else std::memcpy(v.data, &bits, sizeof bits);
+      if ((L.result_scalar[k] || library_scalar) && !run.host.to_scalar(v)) {
+        run.host.release(v);
+        return false;
+      }
+    } else {
+      v.kind = Value::Kind::Number;
+      v.is_int = is_int;
+      if (v.is_int) v.number.i = bits;
+      else std::memcpy(&v.number.f, &bits, sizeof(double));
+    }
+    run.set(id, v);
+  }
+  for (auto [alias, of] : L.aliases) {
+    Value v = run.vals[of];
+    run.host.retain(v);
+    run.set(alias, v);
+  }
+  return true;
+}
+
 bool run_step(Run& run, const Step& s) {
   switch (s.kind) {
+    case Step::Kind::Loop: return run_loop_step(run, s.loop());
     case Step::Kind::Kernel: return run_kernel_step(run, s.kernel());
     case Step::Kind::Reduction: return run_reduction_step(run, s.reduction());
     case Step::Kind::Chain: return run_chain_step(run, s.chain());

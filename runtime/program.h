@@ -7,9 +7,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/dtype.h"
+#include "runtime/element_loop_call.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/views.h"
@@ -63,6 +65,7 @@ enum class RunError : uint8_t {
   ParamType,          // a parameter is not a number
   NoMemory,           // scratch memory could not be allocated
   Device,             // a device call failed (RunHost::fail_device carries the driver's words)
+  Loop,               // detail: the LoopError a compiled loop stopped with (RunHost::fail_loop)
 };
 
 enum class ReduceKind : uint8_t { Sum, Prod, Max, Min, ArgMax, ArgMin };
@@ -94,6 +97,12 @@ public:
     (void)message;
     fail(RunError::Device, 0);
   }
+  /// A compiled loop stopped with `error` (Note [Element loops] in frontend/trace/element_loops.cpp);
+  /// `detail` as rt::ElementLoopCall::detail says.
+  virtual void fail_loop(LoopError error, const int64_t* detail) {
+    (void)detail;
+    fail(RunError::Loop, static_cast<int64_t>(error));
+  }
   /// Lets other threads run the host's interpreter during a long launch; returns a token for
   /// reattach. Hosts without a lock return null.
   virtual void* detach() { return nullptr; }
@@ -107,6 +116,7 @@ struct KernelStep {
   std::vector<int> params;   // number values read as kernel parameters
   std::vector<DType> param_dtypes;  // Float64 or Int64
   std::vector<int> outputs;
+  std::vector<std::pair<int, int>> aliases;  // (value id, output id it equals): more getitems of one result
   std::vector<DType> output_dtypes;
   /// Inputs whose last use is this kernel: an output may be written into one of them in place
   /// when nothing else can see it (Note [Output buffer reuse]).
@@ -214,8 +224,33 @@ struct StoreStep {
   KernelStep kernel;  // inputs and params; outputs {output}, iterating over the region's shape
 };
 
+/// A compiled Python loop over array elements (jit::ElementLoop): its arrays and numbers in, the
+/// new values of the arrays it writes and the numbers it hands back out. A written array is
+/// written where it lies or in a C-ordered copy of it, as a store's base is (StoreStep::Memory).
+struct LoopStep {
+  KernelPtr kernel;  // an rt::ElementLoopFn; null: `interpret` runs it
+  std::function<int32_t(ElementLoopCall*)> interpret;
+  std::vector<int> arrays;
+  std::vector<DType> dtypes;                   // per array
+  std::vector<bool> written;                   // per array
+  std::vector<StoreStep::Memory> memory;       // per array (written ones)
+  std::vector<int> params;               // value ids, or -1 for a constant
+  std::vector<ParamValue> param_consts;  // the constants
+  std::vector<bool> param_is_int;
+  /// Per written array, then per number handed back: the value id it becomes, or -1 when unused.
+  std::vector<int> outputs;
+  std::vector<std::pair<int, int>> aliases;  // (value id, output id it equals): more getitems of one result
+  std::vector<bool> result_is_int;   // per number handed back
+  std::vector<DType> result_dtypes;  // per number: Int64, Float64 or Bool
+  std::vector<bool> result_array;    // per number: a 0-d array (a NumPy scalar), not a Number
+  std::vector<bool> result_scalar;   // per number: a 0-d array handed to the library as its scalar
+  /// Per number: the number that says which object it is (a Tag), or -1 when its kind is fixed.
+  std::vector<int> result_tag;
+  enum class Tag : int64_t { PyInt = 0, PyFloat = 1, Int64 = 2, Float64 = 3 };  // the library's: 2, 3
+};
+
 struct Step {
-  enum class Kind : uint8_t { Kernel, Reduction, Gemm, Chain, Extern, Size, Store } kind = Kind::Extern;
+  enum class Kind : uint8_t { Kernel, Reduction, Gemm, Chain, Extern, Size, Store, Loop } kind = Kind::Extern;
   int node = -1;  // Extern, Store: the graph node the host computes (a Store whose region does not
                   // apply runs it the library's way, which raises as eager code does); Size: the
                   // value whose size is read
@@ -229,11 +264,13 @@ struct Step {
   GemmStep& gemm() { return detail().gemm; }
   ChainStep& chain() { return detail().chain; }
   StoreStep& store() { return detail().store; }
+  LoopStep& loop() { return detail().loop; }
   const KernelStep& kernel() const { return detail_->kernel; }
   const ReductionStep& reduction() const { return detail_->reduction; }
   const GemmStep& gemm() const { return detail_->gemm; }
   const ChainStep& chain() const { return detail_->chain; }
   const StoreStep& store() const { return detail_->store; }
+  const LoopStep& loop() const { return detail_->loop; }
 
   Step() = default;
   Step(Step&&) = default;
@@ -252,6 +289,7 @@ private:
     GemmStep gemm;
     ChainStep chain;
     StoreStep store;
+    LoopStep loop;
   };
   Detail& detail() {
     if (!detail_) detail_ = std::make_unique<Detail>();
@@ -263,7 +301,8 @@ private:
 struct Program {
   int num_values = 0;
   std::vector<int> inputs;   // the value id of each graph input, in order
-  std::vector<int> outputs;  // values the caller reads after the run (never released by it)
+  std::vector<int> outputs;
+  std::vector<std::pair<int, int>> aliases;  // (value id, output id it equals): more getitems of one result  // values the caller reads after the run (never released by it)
   std::vector<Step> steps;
   /// Folded views (Note [Folded views] in jit/schedule): per value its remap in `views`, or -1.
   /// Read through the source's layout; made by the host only when a remap does not apply.

@@ -69,6 +69,7 @@ py::dict stats_dict() {
   d["kernels"] = s.kernels;
   d["reductions"] = s.reductions;
   d["gemms"] = s.gemms;
+  d["loops"] = s.loops;
   d["extern_calls"] = s.extern_calls;
   d["cache_entries"] = count_cache_entries();
   // Resources, not counters (reset() does not zero them; it frees what it can):

@@ -92,6 +92,12 @@ ExplainBreak explain_break(const GraphBreak& b, const OutputGraph& og,
   return e;
 }
 
+// Whether the backend compiles element-loop nodes (Note [Element loops]): the jit backend does;
+// the eager one and user callables replay library calls, and a loop node has none.
+bool compiles_loops(const CompileConfig& cfg) {
+  return !cfg.is_callable_backend() && PyUnicode_CompareWithASCIIString(cfg.backend.get(), "jit") == 0;
+}
+
 void warn(const std::string& msg) {
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
 }
@@ -169,6 +175,7 @@ std::string list_breaks(PyFunctionObject* fn, const FrameView& view, const Compi
   std::string tail;
   TraceConfig tcfg;
   tcfg.dynamic = cfg.dynamic;
+  tcfg.element_loops = compiles_loops(cfg);
   tcfg.discover = true;
   tcfg.unknown_at.push_back(first.offset);
   try {
@@ -300,6 +307,7 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
   try {
     TraceConfig tcfg;
     tcfg.dynamic = cfg.dynamic;
+    tcfg.element_loops = compiles_loops(cfg);
     tcfg.held_sizes = &state.held_sizes;
     tcfg.gave_up_loop = [](PyCodeObject* code) {
       CodeState* cs = code_state(code);

@@ -69,6 +69,7 @@ struct Stats {
   long long kernels = 0;       // fused pointwise kernels
   long long reductions = 0;    // row-reduction kernels
   long long gemms = 0;         // matrix products on framejit's GEMM
+  long long loops = 0;         // Python loops compiled as loops (Note [Element loops])
   long long extern_calls = 0;  // nodes run one by one through NumPy (the last resort)
 };
 Stats& stats();

@@ -207,6 +207,7 @@ public:
   bool to_scalar(rt::Value& v) override;
   bool read_number(const rt::Value& v, bool want_int, rt::ParamValue& out) override;
   void fail(rt::RunError error, int64_t detail) override;
+  void fail_loop(rt::LoopError error, const int64_t* detail) override;
   void fail_device(const std::string& message) override {
     PyErr_Format(PyExc_RuntimeError, "framejit: %s", message.c_str());
   }
@@ -479,7 +480,36 @@ void PyHost::fail(rt::RunError error, int64_t detail) {
     case E::ParamType: PyErr_SetString(PyExc_TypeError, "framejit: internal error: a parameter is not a number"); return;
     case E::NoMemory: PyErr_NoMemory(); return;
     case E::Device: PyErr_SetString(PyExc_RuntimeError, "framejit: a CUDA call failed"); return;
+    case E::Loop: fail_loop(static_cast<rt::LoopError>(detail), nullptr); return;
   }
+}
+
+// The exception CPython raises where a compiled loop stopped (Note [Element loops]).
+void PyHost::fail_loop(rt::LoopError error, const int64_t* detail) {
+  using L = rt::LoopError;
+  const int64_t zero[3] = {0, 0, 0};
+  if (!detail) detail = zero;
+  switch (error) {
+    case L::None: PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a loop failed without a reason"); return;
+    case L::IndexOutOfBounds:
+      PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for axis %lld with size %lld",
+                   static_cast<long long>(detail[0]), static_cast<long long>(detail[1]),
+                   static_cast<long long>(detail[2]));
+      return;
+    case L::ZeroDivision: PyErr_SetString(PyExc_ZeroDivisionError, "division by zero"); return;
+    case L::IntOverflow:
+      PyErr_SetString(PyExc_OverflowError,
+                      "framejit: a Python int in a compiled loop outgrew 64 bits (compiled loops hold ints in 64 "
+                      "bits; run this function with @framejit.disable to compute with big integers)");
+      return;
+    case L::MathDomain: PyErr_SetString(PyExc_ValueError, "math domain error"); return;
+    case L::MathRange: PyErr_SetString(PyExc_OverflowError, "math range error"); return;
+    case L::FloatToInt:
+      if (detail[0]) PyErr_SetString(PyExc_ValueError, "cannot convert float NaN to integer");
+      else PyErr_SetString(PyExc_OverflowError, "cannot convert float infinity to integer");
+      return;
+  }
+  PyErr_SetString(PyExc_RuntimeError, "framejit: a compiled loop failed");
 }
 
 // Note [Running cond]
@@ -856,6 +886,7 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Reduction:
       case rt::Step::Kind::Gemm: continue;
       case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
+      case rt::Step::Kind::Loop: return Status::unsupported("element loops" + where + " are not compiled yet");
       case rt::Step::Kind::Extern: {
         const jit::Node& n = graph.nodes()[s.node];
         if (number_call(graph, n)) continue;
@@ -887,6 +918,9 @@ Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured,
   // A store that only writes its value replaces one __setitem__, about what the step itself costs;
   // one that computes its value replaces that work too.
   for (const jit::StoreGroup& s : compiled->plan.stores) compiled_steps += !s.kernel.nodes.empty();
+  long long loops = 0;  // a compiled loop is worth any number of calls
+  for (const rt::Step& s : compiled->program.steps) loops += s.kind == rt::Step::Kind::Loop;
+  compiled_steps += loops * 1000;
   if (compiled->plan.extern_calls >= kExternBoundMin && compiled->plan.extern_calls > kExternBoundRatio * compiled_steps)
     return Status::unsupported("the graph would run as " + std::to_string(compiled->plan.extern_calls) +
                                " library calls beside " + std::to_string(compiled_steps) +
@@ -895,6 +929,7 @@ Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured,
   st.kernels += static_cast<long long>(compiled->plan.groups.size() + compiled->plan.stores.size());
   st.reductions += static_cast<long long>(compiled->plan.reductions.size());
   st.gemms += static_cast<long long>(compiled->plan.gemms.size());
+  st.loops += loops;
   st.extern_calls += compiled->plan.extern_calls;
   return wrap_program(graph, std::move(compiled->program), true, device);
 }

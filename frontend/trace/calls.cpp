@@ -470,6 +470,7 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
   if (is("range") || is("zip") || is("enumerate") || is("tuple") || is("list")) {
     BREAK_IF(!kwargs.empty() && !is("enumerate"), "keyword arguments to a builtin");
     if (is("range")) {
+      if (VarPtr r = pending_range_for(args)) return r;
       OwnedRef pargs = OwnedRef::steal(PyTuple_New(nargs));
       for (size_t i = 0; i < nargs; ++i)
         PyTuple_SET_ITEM(pargs.get(), i, python_value(args[i], "range() bound").release());

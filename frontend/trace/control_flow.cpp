@@ -323,6 +323,23 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
                                          " from false_fn (each output needs one dtype and shape)");
   }
 
+  // A branch that hands back an array it was given (or a view of one) makes the result that very
+  // memory in CPython (and in the program: the branch's output is its input's object). A write
+  // into such a result must show in the operand, which the graph's functional writes cannot say:
+  // it breaks (check_assignable), and CPython writes through the object the graph handed back.
+  std::vector<bool> may_alias(t.outputs.size(), false);
+  for (const BodyResult* b : {&t, &f}) {
+    const std::vector<jit::Arg>& outs = b->graph->outputs();
+    for (size_t j = 0; j < outs.size() && j < may_alias.size(); ++j) {
+      if (!outs[j].is_node()) continue;
+      int v = static_cast<int>(outs[j].i);
+      while (b->graph->node(v).kind == jit::NodeKind::Call && jit::is_view(b->graph->node(v).op) &&
+             !b->graph->node(v).args.empty() && b->graph->node(v).args[0].is_node())
+        v = static_cast<int>(b->graph->node(v).args[0].i);
+      may_alias[j] = may_alias[j] || b->graph->node(v).kind == jit::NodeKind::Placeholder;
+    }
+  }
+
   // The node's operands: the graph values among the operands, then what either branch lifted;
   // each body's placeholders in that order (one it lacks is made, unused).
   // (A value both passed as an operand and read as a closure is both: two placeholders.)
@@ -358,7 +375,9 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
                                 {jit::Arg::node(c), jit::Arg::integer(static_cast<int64_t>(j))}, {}, t.outputs[j]);
-    results.push_back(std::make_shared<TensorVar>(r));
+    auto result = std::make_shared<TensorVar>(r);
+    result->may_be_operand = may_alias[j];
+    results.push_back(std::move(result));
   }
   out_.saw_tensor = true;
   if (t.shape == VarKind::Tensor) return results[0];

@@ -37,7 +37,9 @@ VarPtr call_python(Tracer& tx, const char* op, PyObject* a, PyObject* b) {
 std::vector<std::shared_ptr<ScalarVar>> deps_of(const VarPtr& v) {
   if (v->kind != VarKind::Scalar) return {};
   auto s = std::static_pointer_cast<ScalarVar>(v);
-  if (s->source || s->loop_carried) return {s};
+  // A size expression counts as well: what is computed from it without a symbolic form (3 % s0)
+  // is pinned through it (python_value specializes it).
+  if (s->source || s->loop_carried || (s->sym && !s->sym->is_const())) return {s};
   return s->deps;
 }
 

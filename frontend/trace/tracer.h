@@ -51,6 +51,9 @@ struct TraceConfig {
   /// Whether `code`'s own loop ran earlier traces out of instructions (Note [Remembered failures]):
   /// a call to it breaks instead of being inlined. Null: none is known.
   bool (*gave_up_loop)(PyCodeObject* code) = nullptr;
+  /// `for` loops over a range are offered to the element-loop compiler first (Note [Element
+  /// loops]): only for a backend that compiles its nodes (the jit backend).
+  bool element_loops = false;
 };
 
 using KwArgs = std::vector<std::pair<std::string, VarPtr>>;
@@ -236,6 +239,28 @@ public:
   /// The SymInt a value stands for (constants and size-derived scalars), if any.
   std::optional<jit::SymInt> as_sym(const VarPtr& v);
 
+  // -- element loops (frontend/trace/element_loops.cpp, Note [Element loops]) --
+  /// How the loop compiler reads the frame's locals and globals (the interpreter's own readers).
+  struct LoopAccess {
+    std::function<VarPtr(int)> load_fast;
+    std::function<VarPtr(PyObject*)> load_global;  // name borrowed
+  };
+  /// range(...) just called with run-time bounds and about to be iterated: the range object made
+  /// from the bounds' trace-time values, without guards, and the bounds themselves.
+  struct PendingRange {
+    OwnedRef range;
+    std::vector<VarPtr> bounds;
+  };
+  std::optional<PendingRange>& pending_range() { return pending_range_; }
+  /// range(*args) about to be iterated, kept pending (see PendingRange) when its bounds are
+  /// run-time numbers or it is long; null to make the range as usual.
+  VarPtr pending_range_for(const std::vector<VarPtr>& args);
+  /// Compiles the `for` loop whose GET_ITER is at code unit `get_iter_at` of `f`, over range(*bounds),
+  /// into one Loop node and binds what it sets; returns the code unit after the loop. -1 with `why`
+  /// set when it cannot (nothing has changed then).
+  int compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
+                           const LoopAccess& access, std::string* why);
+
   // -- side effects (frontend/trace/side_effects.cpp, Note [Side effects]) --
   /// obj.name = value on an object that existed before the call (logged, not done).
   void store_attr(const VarPtr& obj, PyObject* name, const VarPtr& value);  // name borrowed
@@ -266,6 +291,9 @@ public:
   /// a `with` body) covers the instruction being traced, in its frame or a caller's
   /// (Note [Raising under a handler]).
   void check_raise_under_handler(int node);
+  /// Whether a handler that does something with an exception covers the instruction being traced,
+  /// in its frame or a caller's.
+  bool under_handler() const;
 
   // -- grad mode (frontend/trace/grad_mode.cpp, Note [Grad-mode blocks]) --
   /// torch's grad mode where the trace is: the caller's, as changed by the blocks it entered.
@@ -328,6 +356,7 @@ private:
   std::unordered_map<const Var*, int> value_outputs_;
   bool reuse_value_outputs_ = false;
   PyCodeObject* budget_spent_in_ = nullptr;  // borrowed
+  std::optional<PendingRange> pending_range_;
 };
 
 }  // namespace framejit::frontend

@@ -10,6 +10,7 @@
 #include "frontend/trace/op_table.h"
 #include "frontend/interop/torch_array.h"
 #include "frontend/trace/tracer.h"
+#include "runtime/log.h"
 
 namespace framejit::frontend {
 
@@ -123,6 +124,12 @@ static bool covered_by_handler(const TraceFrame& f, int at, int depth = 0) {
     }
     return true;
   }
+  return false;
+}
+
+bool Tracer::under_handler() const {
+  for (const TraceFrame* f = current_; f; f = f->parent)
+    if (covered_by_handler(*f, f->cur_offset)) return true;
   return false;
 }
 
@@ -799,6 +806,25 @@ struct Interpreter {
           break;
         }
         case Op::GetIter: {  // (iterable -- iterator)
+          if (auto& pr = tx.pending_range(); pr && f.stack.back()->kind == VarKind::Const &&
+                                             const_value(f.stack.back()) == pr->range.get()) {
+            // Note [Element loops]: the whole loop as one node, else unrolled over the bounds'
+            // values (pinned now).
+            Tracer::PendingRange r = std::move(*pr);
+            pr.reset();
+            std::string why;
+            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
+                                      [this](PyObject* n) { return load_global(n); }};
+            const int after = tx.compile_element_loop(f, f.cur_offset, r.bounds, access, &why);
+            if (after >= 0) {
+              pop();
+              jump_to(after);
+              break;
+            }
+            if (rt::log_enabled(rt::LogTopic::Graph))
+              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
+            for (const VarPtr& b : r.bounds) tx.python_value(b, "range() bound");
+          }
           VarPtr v = pop();
           push(v->kind == VarKind::Iterator ? v
                                             : std::make_shared<IteratorVar>(tx.unpack(v, "iteration")));

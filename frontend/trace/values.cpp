@@ -31,7 +31,10 @@ OwnedRef Tracer::python_value(const VarPtr& v, const std::string& why) {
       // Python logic needs the number itself: pin it (and whatever it was computed from).
       if (s->sym) out_.specialize(*s->sym, why + " at " + location());
       if (s->source) out_.guards.add_equals(s->source, s->hint.get());
-      for (auto& d : s->deps) out_.guards.add_equals(d->source, d->hint.get());
+      for (auto& d : s->deps) {
+        if (d->source) out_.guards.add_equals(d->source, d->hint.get());
+        if (d->sym && !d->sym->is_const()) out_.specialize(*d->sym, why + " at " + location());
+      }
       return s->hint;
     }
     case VarKind::Tuple:

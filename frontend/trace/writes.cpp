@@ -111,6 +111,8 @@ void Tracer::check_assignable(const VarPtr& t, const std::string& what) {
     check_assignable(tv->base, what);
     return;
   }
+  BREAK_IF(tv->may_be_operand, BreakKind::SideEffect,
+           what + " into a framejit.cond result that may be one of its operands (CPython writes through it)");
   if (t->source && !is_written_input(t.get())) check_input_write(t, what);
   check_views_remakeable(*tv);
 }

@@ -78,6 +78,8 @@ struct TensorVar : Var {
   bool index_view = false; // made by basic indexing: a write into it goes into base[key]
   bool maybe_copy = false; // reshape/ravel of an array that may not be contiguous: NumPy may have
                            // copied, so whether it shares memory is not known at trace time
+  bool may_be_operand = false;  // a framejit.cond result a branch may hand back unchanged: it may
+                                // be an operand's own memory (writes into it break)
   /// A view of it that the traced code can still reach (a write would have to show through it).
   bool has_live_views() const {
     for (const auto& v : views)

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string_view>
 
+#include "jit/ir/element_loop.h"
+
 namespace framejit::jit {
 
 // ----- Arg -------------------------------------------------------------------------------------
@@ -487,16 +489,22 @@ std::string Graph::to_string() const {
       out += key + "=" + arg_to_string(value);
     }
     out += ")\n";
-    // Note [Subgraphs]: each body under its node, indented.
-    for (size_t k = 0; k < n.subgraphs.size(); ++k) {
-      out += "        # " + n.name + " body " + std::to_string(k) + ":\n";
-      const std::string text = n.subgraphs[k] ? n.subgraphs[k]->to_string() : "(none)\n";
+    auto indented = [&](const std::string& text) {
       for (size_t from = 0; from < text.size();) {
         size_t end = text.find('\n', from);
         if (end == std::string::npos) end = text.size();
         out += "        " + text.substr(from, end - from) + "\n";
         from = end + 1;
       }
+    };
+    // Note [Subgraphs]: each body under its node, indented; a compiled loop's code likewise.
+    for (size_t k = 0; k < n.subgraphs.size(); ++k) {
+      out += "        # " + n.name + " body " + std::to_string(k) + ":\n";
+      indented(n.subgraphs[k] ? n.subgraphs[k]->to_string() : "(none)\n");
+    }
+    if (n.op == OpKind::Loop && n.attrs.element_loop) {
+      out += "        # " + n.name + " loop:\n";
+      indented(n.attrs.element_loop->to_string());
     }
   }
   if (!body) out += "    pass\n";
@@ -633,6 +641,17 @@ Status Graph::verify() const {
           return Status::internal(node_label(i, node) + ": call without a target");
         if (!node.subgraphs.empty() || is_control_flow(node.op))
           FJ_PROPAGATE(verify_bodies(*this, node, node_label(i, node)));
+        if (node.op == OpKind::Loop) {
+          const ElementLoop* loop = node.attrs.element_loop.get();
+          if (!loop) return Status::internal(node_label(i, node) + ": a loop without its code");
+          if (node.args.size() != loop->arrays.size() + loop->params.size())
+            return Status::internal(node_label(i, node) + ": passes " + std::to_string(node.args.size()) +
+                                    " values to a loop of " + std::to_string(loop->arrays.size()) + " arrays and " +
+                                    std::to_string(loop->params.size()) + " numbers");
+          for (size_t k = 0; k < loop->arrays.size(); ++k)
+            if (!node.args[k].is_node()) return Status::internal(node_label(i, node) + ": an array that is a constant");
+          FJ_PROPAGATE(loop->verify());
+        }
         break;
       case NodeKind::Output:
         // NB: this also catches a second output, since the first one is then not last.

@@ -141,6 +141,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::Cond: return "cond";
     case OpKind::WhileLoop: return "while_loop";
     case OpKind::Scan: return "scan";
+    case OpKind::Loop: return "loop";
   }
   return "?";
 }
@@ -172,7 +173,7 @@ bool OpAttrs::operator==(const OpAttrs& o) const {
   return described == o.described && all_axes == o.all_axes && axes == o.axes &&
          keepdims == o.keepdims && ddof == o.ddof && dtype == o.dtype && perm == o.perm &&
          shape == o.shape && loop_dtypes == o.loop_dtypes && operator_form == o.operator_form &&
-         exponent == o.exponent;
+         exponent == o.exponent && element_loop == o.element_loop;
 }
 
 }  // namespace framejit::jit

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,7 @@
 namespace framejit::jit {
 
 struct Arg;
+struct ElementLoop;  // jit/ir/element_loop.h
 
 /// Every op a traced graph holds. Pointwise ops follow broadcasting; a library's own dtype rules
 /// are already resolved into the node's meta and OpAttrs::loop_dtypes.
@@ -54,6 +56,10 @@ enum class OpKind : uint8_t {
   Mutate,
   // Control flow: nodes owning the graphs of their bodies (Note [Subgraphs] in jit/ir/graph.h).
   Cond, WhileLoop, Scan,
+  // A Python loop over array elements compiled as a loop (OpAttrs::element_loop; Note [Element
+  // loops] in frontend/trace/element_loops.cpp): args (*arrays, *numbers); its value is the tuple
+  // (*written arrays' new values, *numbers it hands back), selected by getitem nodes.
+  Loop,
 };
 
 /// A short stable name ("add", "sum", "scalar_add", ...), for logs and tests.
@@ -115,6 +121,9 @@ struct OpAttrs {
   bool operator_form = false;
   /// Pow: the operand that is the exponent (1, or 0 for a reflected call).
   int exponent = 1;
+
+  /// Loop: the compiled loop (shared with every copy of the node; equal only to itself).
+  std::shared_ptr<const ElementLoop> element_loop;
 
   /// Calls fn(arg) on every graph Arg the attributes hold (index parts, shape entries).
   template <typename Fn>

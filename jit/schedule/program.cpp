@@ -32,7 +32,7 @@ std::vector<bool> escaping_values(const Graph& graph, const FusionPlan* plan) {
   if (!plan) return out;
   for (int i = 0; i < n; ++i) {
     const Node& node = graph.node(i);
-    const bool call = node.kind == NodeKind::Call && node.op != OpKind::SymSize &&
+    const bool call = node.kind == NodeKind::Call && node.op != OpKind::SymSize && node.op != OpKind::Loop &&
                       plan->group_of[i] == FusionPlan::kNotFused && plan->reduction_of[i] < 0 &&
                       plan->gemm_of[i] < 0 && plan->store_of[i] < 0 && plan->view_of[i] < 0;
     if (!call && node.kind != NodeKind::Output) continue;
@@ -146,8 +146,71 @@ void chain_consecutive_kernels(std::vector<rt::Step>& steps) {
 // last read of anything that may share a value's memory; writes then run in graph order, so a chain
 // of in-place writes into a written-back input is recognized link by link.
 void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int>& store_nodes,
-                       std::vector<int> contents_read, const std::vector<bool>& is_output,
-                       const std::vector<bool>& written_back);
+                       const std::vector<int>& loop_steps, std::vector<int> contents_read,
+                       const std::vector<bool>& is_output, const std::vector<bool>& written_back);
+
+// The step of Loop node `i` (Note [Element loops] in frontend/trace/element_loops.cpp); marks the
+// getitem nodes that select its results in `by_loop`.
+rt::Step loop_step(const Graph& graph, int i, const PlanKernels* compiled, const std::vector<bool>& escaping,
+                   std::vector<bool>& by_loop) {
+  const Node& node = graph.node(i);
+  std::shared_ptr<const ElementLoop> loop = node.attrs.element_loop;
+  rt::Step s;
+  s.kind = rt::Step::Kind::Loop;
+  s.node = i;
+  rt::LoopStep& L = s.loop();
+  if (compiled && compiled->loops && static_cast<size_t>(i) < compiled->loops->size()) L.kernel = (*compiled->loops)[i];
+  L.interpret = [loop](rt::ElementLoopCall* call) { return static_cast<int32_t>(run_element_loop(*loop, call)); };
+  const size_t na = loop->arrays.size();
+  int outputs = 0;
+  for (size_t k = 0; k < node.args.size(); ++k) {
+    const int v = static_cast<int>(node.args[k].i);
+    if (k < na) {
+      L.arrays.push_back(v);
+      L.dtypes.push_back(loop->arrays[k].dtype);
+      L.written.push_back(loop->arrays[k].written);
+      L.memory.push_back(rt::StoreStep::Memory::Copy);
+      outputs += loop->arrays[k].written;
+    } else {
+      // Folding may have made a number a constant.
+      const Arg& a = node.args[k];
+      const bool is_int = loop->vars[loop->params[k - na]] == EType::Int;
+      rt::ParamValue c{};
+      if (a.kind == Arg::Kind::Int || a.kind == Arg::Kind::Bool) {
+        if (is_int) c.i = a.i;
+        else c.f = static_cast<double>(a.i);
+      } else if (a.kind == Arg::Kind::Float) {
+        c.f = a.f;
+      }
+      L.params.push_back(a.is_node() ? v : -1);
+      L.param_consts.push_back(c);
+      L.param_is_int.push_back(is_int);
+    }
+  }
+  const int written = outputs;
+  outputs += static_cast<int>(loop->results.size());
+  L.outputs.assign(outputs, -1);
+  for (int j = i + 1; j < static_cast<int>(graph.nodes().size()); ++j) {
+    const Node& g = graph.node(j);
+    if (g.kind != NodeKind::Call || g.op != OpKind::Extern || g.args.size() != 2 || !g.args[0].is_node() ||
+        g.args[0].i != i)
+      continue;
+    const int k = static_cast<int>(g.args[1].i);
+    if (L.outputs[k] < 0) L.outputs[k] = j;
+    else L.aliases.push_back({j, L.outputs[k]});  // CSE merged two equal loops: one runs
+    by_loop[j] = true;
+  }
+  for (size_t r = 0; r < loop->results.size(); ++r) {
+    const int id = L.outputs[written + r];
+    const TensorMeta m = id >= 0 ? graph.node(id).meta : TensorMeta{};
+    L.result_is_int.push_back(loop->vars[loop->results[r]] == EType::Int);
+    L.result_dtypes.push_back(m.dtype);
+    L.result_array.push_back(id >= 0 && m.kind == ValueKind::Tensor);
+    L.result_scalar.push_back(id >= 0 && m.kind == ValueKind::Tensor && m.scalar_object && escaping[id]);
+    L.result_tag.push_back(r < loop->tag_of.size() ? loop->tag_of[r] : -1);
+  }
+  return s;
+}
 
 // Graph values whose memory a node's result may share: a view's source; an extern call's array
 // arguments (np.asarray, a method returning self...). Not a write's base: a write made in place
@@ -195,6 +258,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       for (const Arg& a : nodes[v].args) a.for_each_node([&](int u) { self(self, u, at); });
   };
   std::vector<int> store_steps;                 // nodes computed by store steps
+  std::vector<int> loop_steps;                  // indices of loop steps
+  std::vector<bool> by_loop(n, false);          // getitems of a Loop node: its step sets them
   std::vector<bool> written_back(n, false);     // graph inputs a lowered copy_into writes
   auto uses = [&](const std::vector<int>& values, int at) {
     for (int v : values) use(use, v, at);
@@ -305,6 +370,13 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       p.steps.push_back(std::move(s));
       continue;
     }
+    if (node.op == OpKind::Loop && node.attrs.element_loop) {
+      p.steps.push_back(loop_step(graph, i, compiled, escaping, by_loop));
+      for (const Arg& a : node.args) a.for_each_node([&](int v) { use(use, v, here() - 1); });
+      loop_steps.push_back(here() - 1);
+      continue;
+    }
+    if (by_loop[i]) continue;  // set by its loop's step
     // A folded view is made only when a reader cannot apply its remap (by the host, on demand).
     if (p.is_folded(i)) continue;
     rt::Step s;
@@ -332,7 +404,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
     });
   for (int v = 0; v < p.num_values; ++v)
     if (last_use[v] >= 0 && !is_output[v]) p.steps[last_use[v]].release.push_back(v);
-  plan_store_memory(graph, p, store_steps, last_read, is_output, written_back);
+  plan_store_memory(graph, p, store_steps, loop_steps, last_read, is_output, written_back);
   // A kernel input dying at the kernel may take an output in place (never a graph input's memory).
   for (rt::Step& s : p.steps) {
     if (s.kind != rt::Step::Kind::Kernel) continue;
@@ -348,9 +420,9 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
 namespace {
 
 void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int>& store_nodes,
-                       std::vector<int> contents_read, const std::vector<bool>& is_output,
-                       const std::vector<bool>& written_back) {
-  if (store_nodes.empty()) return;
+                       const std::vector<int>& loop_steps, std::vector<int> contents_read,
+                       const std::vector<bool>& is_output, const std::vector<bool>& written_back) {
+  if (store_nodes.empty() && loop_steps.empty()) return;
   const int n = static_cast<int>(graph.nodes().size());
   constexpr int kForever = std::numeric_limits<int>::max();
   // A returned value is read after the run; a written-back input returned is the input object,
@@ -361,22 +433,44 @@ void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int
     for_each_memory_source(graph, v, [&](int u) { contents_read[u] = std::max(contents_read[u], contents_read[v]); });
   std::vector<int> step_of(n, -1);
   for (int k = 0; k < static_cast<int>(p.steps.size()); ++k)
-    if (p.steps[k].kind == rt::Step::Kind::Store) step_of[p.steps[k].node] = k;
+    if (p.steps[k].kind == rt::Step::Kind::Store || p.steps[k].kind == rt::Step::Kind::Loop) step_of[p.steps[k].node] = k;
   // Values whose memory is a written-back input's (or a private copy made on the way): writing
   // them needs no run-time check, and no check could see it (the caller holds the input).
   std::vector<bool> chain(n, false);
   for (int v = 0; v < n; ++v) chain[v] = graph.node(v).kind == NodeKind::Placeholder && written_back[v];
-  for (int node : store_nodes) {
-    rt::StoreStep& st = p.steps[step_of[node]].store();
-    if (st.into_base) continue;
-    const int base = st.base;
-    const bool dies_here = base < n && contents_read[base] == step_of[node] && !p.is_folded(base);
-    using M = rt::StoreStep::Memory;
-    if (!dies_here) st.memory = M::Copy;
-    else if (chain[base]) st.memory = M::Always;
-    else if (graph.node(base).kind == NodeKind::Placeholder) st.memory = M::Copy;
-    else st.memory = M::IfPrivate;
-    chain[node] = st.memory == M::Always;
+  // Stores and loops in program order: a chain of writes runs through both.
+  std::vector<int> writers;
+  for (int node : store_nodes) writers.push_back(step_of[node]);
+  for (int k : loop_steps) writers.push_back(k);
+  std::sort(writers.begin(), writers.end());
+  using M = rt::StoreStep::Memory;
+  auto decide = [&](int base, int at) {
+    const bool dies_here = base < n && contents_read[base] == at && !p.is_folded(base);
+    if (!dies_here) return M::Copy;
+    if (chain[base]) return M::Always;
+    if (graph.node(base).kind == NodeKind::Placeholder) return M::Copy;
+    return M::IfPrivate;
+  };
+  for (int at : writers) {
+    rt::Step& step = p.steps[at];
+    if (step.kind == rt::Step::Kind::Store) {
+      rt::StoreStep& st = step.store();
+      if (st.into_base) continue;
+      st.memory = decide(st.base, at);
+      chain[step.node] = st.memory == M::Always;
+      continue;
+    }
+    rt::LoopStep& L = step.loop();
+    int out = 0;
+    for (size_t k = 0; k < L.arrays.size(); ++k) {
+      if (!L.written[k]) continue;
+      // Another operand of the loop with the same memory would see the writes.
+      bool shared = false;
+      for (size_t j = 0; j < L.arrays.size(); ++j) shared |= j != k && L.arrays[j] == L.arrays[k];
+      L.memory[k] = shared ? M::Copy : decide(L.arrays[k], at);
+      const int result = L.outputs[out++];
+      if (result >= 0) chain[result] = L.memory[k] == M::Always;
+    }
   }
 }
 

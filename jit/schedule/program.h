@@ -21,6 +21,7 @@ struct PlanKernels {
   // GEMM entry points, and a device's pack kernels (made while the program runs: backends live as
   // long as the process).
   Backend& backend;
+  const std::vector<KernelArtifact>* loops = nullptr;  // per graph node: its compiled Loop, or null
 };
 
 /// The program for `graph`: with `compiled`, fused groups, reductions, GEMMs and folded views as

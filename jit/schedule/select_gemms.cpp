@@ -1,5 +1,6 @@
 // select_gemms.cpp — pass: matrix products left outside kernels run on framejit's GEMM; every
-// other such call is counted as an extern call.
+// other such call but a compiled loop and the getitems that take its results is counted as an
+// extern call.
 #include "jit/schedule/fusion_passes.h"
 
 namespace framejit::jit {
@@ -16,6 +17,10 @@ void select_gemms(FusionState& state) {
       plan.gemms.push_back(*mm);
       continue;
     }
+    if (nodes[i].op == OpKind::Loop) continue;  // compiled (Note [Element loops])
+    if (nodes[i].op == OpKind::Extern && !nodes[i].args.empty() && nodes[i].args[0].is_node() &&
+        nodes[nodes[i].args[0].i].op == OpKind::Loop)
+      continue;  // set by the loop's step
     ++plan.extern_calls;
   }
 }

@@ -1,6 +1,7 @@
 // backend.cpp — the x86-64 jit::Backend over the pointwise, reduction and GEMM generators.
 #include "jit/x86/backend.h"
 
+#include "jit/x86/element_loop_codegen.h"
 #include "jit/x86/gemm.h"
 #include "jit/x86/isa.h"
 #include "jit/x86/pointwise_codegen.h"
@@ -32,6 +33,7 @@ public:
     if (!k) return k.error();
     return ReductionArtifact{k->row, k->column};
   }
+  Expected<KernelArtifact> compile(const ElementLoop& loop) override { return compile_element_loop(loop); }
 };
 
 }  // namespace

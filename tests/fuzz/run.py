@@ -713,6 +713,39 @@ class Generator:
         inexact = "sum" in body and kind_of(env[b]) == "f"
         return Stmt(tmpl, t, [a, b], op_inexact=inexact)
 
+    def cand_eloop(self, env, inex, t):
+        """A Numba-style loop over elements (Note [Element loops] in
+        frontend/trace/element_loops.cpp): reads and writes of single elements, Python and NumPy
+        numbers, a branch on an element, a break. The same operations in the same order as
+        CPython, so exact where the operands are."""
+        r = self.r
+        a = self.pick(env, inex, lambda v: ndim(v) in (1, 2) and kind_of(v) in "fi" and np.size(v) > 0)
+        if a is None:
+            return None
+        v = env[a]
+        if ndim(v) == 1:
+            body = r.choice([
+                "{t} = 0.0\nfor i in range({a0}.shape[0]):\n    {t} += {a0}[i] * 0.5",
+                "{t} = 0\nfor i in range({a0}.shape[0]):\n    if {a0}[i] > 0:\n        {t} += 1",
+                "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n    {t}[i] = {a0}[i] * 2.0 + i",
+                "{t} = {a0}.copy()\nfor i in range(1, {t}.shape[0]):\n    {t}[i] = {t}[i - 1] + {t}[i]",
+                "{t} = -1\nfor i in range({a0}.shape[0] - 1, -1, -1):\n    if {a0}[i] < 1:\n        {t} = i\n"
+                "        break",
+                "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n    {t}[-i - 1] = max({a0}[i], 0.0)",
+            ])
+        else:
+            body = r.choice([
+                "{t} = {a0}.copy()\nfor i in range(1, {t}.shape[0]):\n    for j in range({t}.shape[1]):\n"
+                "        {t}[i, j] = {t}[i - 1, j] + {t}[i, j]",
+                "{t} = 0.0\nfor i in range({a0}.shape[0]):\n    for j in range(i % ({a0}.shape[1] + 1)):\n"
+                "        {t} += {a0}[i, j] * (i - j)",
+                "{t} = np.zeros(({a0}.shape[1], {a0}.shape[0]))\nfor i in range({a0}.shape[0]):\n"
+                "    for j in range({a0}.shape[1]):\n        {t}[j, i] = {a0}[i, j]",
+            ])
+        # Sums of floats are made in CPython's order; int elements as int64 may wrap where Python
+        # would not, which the statement's own range keeps far away.
+        return Stmt(body, t, [a], exact_slots=(0,) if kind_of(v) == "i" else ())
+
     # -- writes into arrays (Note [Writes and aliases]) ---------------------------------------
 
     def write_target(self, env, pred=lambda v: True):
@@ -953,7 +986,7 @@ class Generator:
 
     KINDS = {"unary": 4, "binary": 8, "where": 2, "reduce": 4, "view": 4, "astype": 2,
              "matmul": 1, "scalar": 1, "helper": 1, "branch": 1, "loop": 1,
-             "setitem": 2, "inplace": 2, "wview": 1, "brk": 2, "hop": 1}
+             "setitem": 2, "inplace": 2, "wview": 1, "brk": 2, "hop": 1, "eloop": 2}
 
     def gen_body(self, env, inex, n, prefix="v", kinds=None):
         """Appends up to `n` statements; returns them. The last one may raise on purpose."""
@@ -1445,7 +1478,7 @@ def main(argv=None):
     indices = [opt.replay] if opt.replay is not None else \
         [i for i in range(opt.count) if i not in skip]
     failures = ran = raising = unsupported = tensor_semantics = 0
-    stats = {"graph_breaks": 0, "extern_calls": 0, "captured": 0}
+    stats = {"graph_breaks": 0, "extern_calls": 0, "captured": 0, "loops": 0}
     for index in indices:
         if opt.time_budget is not None and time.monotonic() - start > opt.time_budget:
             break
@@ -1496,7 +1529,8 @@ def main(argv=None):
                                     f"{tensor_semantics} framejit.Tensor's semantics)")
     print(f"fuzz: seed {opt.seed} backend {opt.backend}{on}: {ran} programs in {elapsed:.1f} s "
           f"({rate:.0f}/min), {failures} failure(s); graphs {stats['captured']}, "
-          f"graph breaks {stats['graph_breaks']}, extern calls {stats['extern_calls']}",
+          f"graph breaks {stats['graph_breaks']}, extern calls {stats['extern_calls']}, "
+          f"compiled loops {stats['loops']}",
           flush=True)
     return 1 if failures else 0
 

@@ -440,3 +440,23 @@ def test_captured_operators_on_framejit_tensors():
     cf = framejit.compile(f, fullgraph=True)
     for v, n in ((x, 3), (-x, 2), (x, 0)):
         assert cf(v, n).tolist() == f(v, n).tolist()
+
+
+@needs_numpy
+def test_a_write_into_a_cond_result_that_is_an_operand_shows_in_it():
+    # Found by the fuzzer (seed 2, program 1873): the true branch hands back its operand itself, so
+    # in CPython the write goes into x; the write breaks and CPython makes it through the result.
+    def f(x):
+        v = framejit.cond(x.sum() > 0, lambda p, q: p, lambda p, q: np.maximum(p, q), (x, x))
+        v[...] -= x * 2
+        return np.log(x + 10.0)
+
+    for sign in (1, -1):
+        x = np.array([4, 2, 2, 2, 7], dtype=np.uint8) if sign > 0 else np.array([-4.0, 2.0])
+        want_x = x.copy()
+        want = f(want_x)
+        framejit.reset()
+        got_x = x.copy()
+        got = framejit.compile(f)(got_x)
+        np.testing.assert_array_equal(got_x, want_x)
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -232,24 +232,31 @@ def f_element_copies(a, b):
     return a
 
 
-def test_a_graph_of_library_calls_only_runs_in_cpython():
-    # Note [Extern-bound graphs]: 100 element reads and writes of int16, which kernels do not
-    # compute: nothing to compile.
-    a = np.arange(100, dtype=np.int16)
-    check(f_element_copies, a, a * 2, backend="jit", fullgraph=False, expect_hit=False)
-    framejit.reset()
-    framejit.compile(f_element_copies)(a.copy(), a.copy())
-    s = framejit.stats()
-    assert s["captured"] == 0 and s["graph_breaks"] == 1
+def f_short_element_copies(a, b):
+    for i in range(16):  # short enough to unroll (Note [Element loops]: longer loops compile whole)
+        a[i] = b[15 - i]
+    return a
 
 
-def test_element_copies_compile_to_store_kernels():
+def test_element_copies_compile_to_one_loop():
+    # Note [Element loops]: the loop of 100 element copies is one compiled loop, int16 as float64
+    # (whose copy back into the input is a library call: kernels do not compute int16).
+    for a in (np.arange(100, dtype=np.int16), np.arange(100.0)):
+        check(f_element_copies, a, a * 2, backend="jit")
+        framejit.reset()
+        framejit.compile(f_element_copies)(a.copy(), a.copy())
+        s = framejit.stats()
+        assert s["captured"] == 1 and s["graph_breaks"] == 0 and s["loops"] == 1, s
+        assert s["extern_calls"] == (a.dtype == np.int16), s
+
+
+def test_unrolled_element_copies_compile_to_store_kernels():
     # Note [Scalar steps]: of float64, each read is a folded view and each write a store kernel.
-    check(f_element_copies, np.arange(100.0), np.arange(100.0) * 2, backend="jit")
+    check(f_short_element_copies, np.arange(16.0), np.arange(16.0) * 2, backend="jit")
     framejit.reset()
-    framejit.compile(f_element_copies)(np.arange(100.0), np.arange(100.0))
+    framejit.compile(f_short_element_copies)(np.arange(16.0), np.arange(16.0))
     s = framejit.stats()
-    assert s["captured"] == 1 and s["extern_calls"] == 0 and s["kernels"] == 101
+    assert s["captured"] == 1 and s["extern_calls"] == 0 and s["kernels"] == 17 and s["loops"] == 0, s
 
 
 def f_outer_flip(a, b, m):

@@ -1,0 +1,1848 @@
+// element_loops.cpp — a `for` loop over a range whose body works on array elements and Python
+// numbers, compiled from its bytecode into one jit::ElementLoop node (Note [Element loops]).
+#include <Python.h>
+#include <opcode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "frontend/bytecode/opcode_facts.h"
+#include "frontend/interop/array_adapter.h"
+#include "frontend/interop/numpy_abi.h"
+#include "frontend/trace/op_table.h"
+#include "frontend/trace/opcodes.h"
+#include "frontend/trace/python_ops.h"
+#include "frontend/trace/tracer.h"
+#include "jit/ir/element_loop.h"
+#include "runtime/log.h"
+#include "runtime/program.h"
+
+namespace framejit::frontend {
+
+// Note [Element loops]
+// Code written for Numba loops over array elements with Python numbers: `for i in range(n): s +=
+// A[i, j] * x[j]`. Unrolled, each iteration is a handful of graph nodes and the trace runs out of
+// instructions; run by CPython, each element costs a boxed number. So a `for` over range(...) is
+// first offered whole to this compiler, at its GET_ITER: the loop's bytecode (everything up to
+// where the loop exits, nested loops, `while`, `if`, break and continue included) is interpreted
+// abstractly, once per basic block, into a jit::ElementLoop whose variables are the loop's Python
+// locals and temporaries, each of one machine type (Note [Element loop IR]). The loop becomes one
+// graph node: its operands are the arrays it touches and the numbers it reads (range bounds and
+// sizes stay run-time values: a new n does not recompile), its results the new values of the
+// arrays it wrote and of the locals it assigned that the code after the loop reads. The trace
+// goes on after the loop, in the same graph. Anything the compiler does not know (a call it does
+// not list, slicing, a write through a name bound to an array, a return) makes it give up with a
+// reason, logged under FRAMEJIT_LOGS=graph, and the loop is traced as before (unrolled, or broken).
+//
+// Types follow Python and NumPy, decided here per operation: each value knows which kinds of
+// number it may be (a Python int, float or bool; a NumPy int64, float64 or bool_; another NumPy
+// scalar read from an array), and an operation is compiled only when every combination means the
+// same machine operation: a Python int adds with an overflow check, a NumPy int64 wraps; a Python
+// float divided by zero raises ZeroDivisionError, a NumPy float64 gives inf. A value that may be
+// either kind where they differ is refused. A Python int is held in 64 bits; one that outgrows
+// them stops the loop with a framejit error (CPython would carry on with a big integer): array
+// code does not count past 2**63.
+//
+// Locals are read through liveness: a local the loop assigns is a result only if the code after
+// the loop may read it before writing it, and a local that is unbound before the loop and read
+// after it (the loop might not run) is refused. Views and aliasing: the arrays the loop writes
+// must not be views of, or have views among, the other arrays it reads (a write through one name
+// would show through the other); written graph inputs are guarded against sharing memory with
+// other inputs as every written input is (Note [Writes into arrays]).
+
+namespace {
+
+// BINARY_OP's arguments (the same on 3.11-3.13; in place: + 13).
+enum : int {
+  kNbAdd = 0,
+  kNbAnd = 1,
+  kNbFloorDivide = 2,
+  kNbLshift = 3,
+  kNbMultiply = 5,
+  kNbRemainder = 6,
+  kNbOr = 7,
+  kNbPower = 8,
+  kNbRshift = 9,
+  kNbSubtract = 10,
+  kNbTrueDivide = 11,
+  kNbXor = 12,
+  kNbInplace = 13,
+};
+
+struct Refused {
+  std::string why;
+};
+[[noreturn]] void refuse(std::string why) { throw Refused{std::move(why)}; }
+
+// The kinds of number a value may be (a set).
+enum : uint16_t {
+  kInt = 1,        // Python int
+  kFloat = 2,      // Python float
+  kBool = 4,       // Python bool
+  kNpInt = 8,      // numpy.int64
+  kNpFloat = 16,   // numpy.float64
+  kNpBool = 32,    // numpy.bool_
+  kNpOther = 64,   // another NumPy scalar (Val::other): compared, converted and stored only
+  kUnbound = 128,  // a local not assigned on some path
+};
+constexpr uint16_t kNumpyKinds = kNpInt | kNpFloat | kNpBool | kNpOther;
+constexpr uint16_t kFloatKinds = kFloat | kNpFloat;
+
+struct Val {
+  enum class K : uint8_t { Num, Array, Range, Iter, Func, Module, Null, None, Tuple, Shape, Outer };
+  Val() = default;
+  explicit Val(K kind) : k(kind) {}
+  K k = K::None;
+  uint16_t kinds = 0;                  // Num
+  rt::DType other = rt::DType::Int64;  // Num with kNpOther
+  int var = -1;                        // Num: its variable; Range: start; Iter: the next value
+  int stop = -1;                       // Range, Iter
+  int64_t step = 1;                    // Range, Iter
+  int array = -1;                      // Array, Shape
+  VarPtr obj;                          // Func, Module: the trace's value
+  std::vector<Val> items;              // Tuple
+  std::optional<int64_t> const_int;    // Num: known at compile time
+
+  bool same(const Val& o) const {
+    if (k != o.k) return false;
+    switch (k) {
+      case K::Num:
+        return var == o.var;
+      case K::Array:
+      case K::Shape:
+        return array == o.array;
+      case K::Range:
+      case K::Iter:
+        return var == o.var && stop == o.stop && step == o.step;
+      case K::Func:
+      case K::Module:
+        return obj == o.obj;
+      case K::Tuple:
+        if (items.size() != o.items.size()) return false;
+        for (size_t i = 0; i < items.size(); ++i)
+          if (!items[i].same(o.items[i])) return false;
+        return true;
+      default:
+        return true;
+    }
+  }
+};
+
+jit::EType machine(uint16_t kinds, rt::DType other) {
+  if (kinds & kFloatKinds) return jit::EType::Float;
+  if ((kinds & kNpOther) && rt::dtype_is_float(other)) return jit::EType::Float;
+  return jit::EType::Int;
+}
+
+std::string kinds_text(uint16_t k) {
+  std::string s;
+  const std::pair<uint16_t, const char*> names[] = {{kInt, "int"},
+                                                    {kFloat, "float"},
+                                                    {kBool, "bool"},
+                                                    {kNpInt, "numpy.int64"},
+                                                    {kNpFloat, "numpy.float64"},
+                                                    {kNpBool, "numpy.bool_"},
+                                                    {kNpOther, "numpy scalar"},
+                                                    {kUnbound, "unbound"}};
+  for (auto& [bit, name] : names)
+    if (k & bit) s += (s.empty() ? "" : " or ") + std::string(name);
+  return s;
+}
+
+struct Ins {
+  Op op = Op::Unknown;
+  int raw = 0;
+  int arg = 0;
+  int at = 0;    // code unit of the instruction (its EXTENDED_ARGs before it)
+  int next = 0;  // code unit after its caches
+};
+
+Ins decode(const uint16_t* instrs, int n, int at) {
+  Ins i;
+  i.at = at;
+  int ip = at;
+  int raw = instrs[ip] & 0xff, arg = instrs[ip] >> 8;
+  ++ip;
+  while (raw == EXTENDED_ARG && ip < n) {
+    raw = instrs[ip] & 0xff;
+    arg = (arg << 8) | (instrs[ip] >> 8);
+    ++ip;
+  }
+  i.raw = raw;
+  i.arg = arg;
+  i.op = kOpTable[raw].op;
+  i.next = ip + kOpTable[raw].cache_entries;
+  return i;
+}
+
+// Where a jump instruction goes (code units), or -1 for one that does not jump.
+int jump_target(const Ins& i) {
+  switch (i.op) {
+    case Op::JumpForward:
+    case Op::PopJumpForwardIfFalse:
+    case Op::PopJumpForwardIfTrue:
+    case Op::PopJumpForwardIfNone:
+    case Op::PopJumpForwardIfNotNone:
+    case Op::PopJumpIfFalse:
+    case Op::PopJumpIfTrue:
+    case Op::PopJumpIfNone:
+    case Op::PopJumpIfNotNone:
+    case Op::JumpIfFalseOrPop:
+    case Op::JumpIfTrueOrPop:
+      return i.next + i.arg;
+    case Op::JumpBackward:
+    case Op::JumpBackwardNoInterrupt:
+    case Op::PopJumpBackwardIfFalse:
+    case Op::PopJumpBackwardIfTrue:
+    case Op::PopJumpBackwardIfNone:
+    case Op::PopJumpBackwardIfNotNone:
+      return i.next - i.arg;
+    case Op::ForIter:
+      return i.next + i.arg + kForIterExitSkip;
+    default:
+      return -1;
+  }
+}
+
+bool unconditional(const Ins& i) {
+  return i.op == Op::JumpForward || i.op == Op::JumpBackward || i.op == Op::JumpBackwardNoInterrupt ||
+         i.op == Op::ReturnValue || i.op == Op::ReturnConst || i.op == Op::RaiseVarargs || i.op == Op::Reraise;
+}
+
+// Whether local slot `slot` of `code` may be read at code unit `from` before it is written:
+// backward liveness over the whole code, exception handlers counting as successors of what they
+// cover.
+class Liveness {
+ public:
+  Liveness(const TraceFrame& f) : f_(f) {
+    for (int at = 0; at < f.num_instrs;) {
+      Ins i = decode(f.instrs, f.num_instrs, at);
+      index_[at] = static_cast<int>(ins_.size());
+      ins_.push_back(i);
+      at = i.next;
+    }
+  }
+  bool live_at(int slot, int from) {
+    std::vector<char> seen(ins_.size(), 0);
+    std::vector<int> work;
+    auto push = [&](int at) {
+      auto it = index_.find(at);
+      if (it == index_.end() || seen[it->second]) return;
+      seen[it->second] = 1;
+      work.push_back(it->second);
+    };
+    push(from);
+    while (!work.empty()) {
+      const Ins& i = ins_[work.back()];
+      work.pop_back();
+      for (const auto& h : f_.handlers)
+        if (h.start <= i.at && i.at < h.end) push(h.target);
+      switch (reads_or_writes(i, slot)) {
+        case 1:
+          return true;
+        case 2:
+          continue;  // written first on this path
+        default:
+          break;
+      }
+      if (int t = jump_target(i); t >= 0) {
+        push(t);
+        if (i.op == Op::ForIter) push(i.next + i.arg);  // 3.12+: END_FOR, a no-op here
+      }
+      if (!unconditional(i)) push(i.next);
+    }
+    return false;
+  }
+
+ private:
+  // 1: reads the slot; 2: writes it (without reading); 0: neither.
+  static int reads_or_writes(const Ins& i, int slot) {
+    switch (i.op) {
+      case Op::LoadFast:
+      case Op::LoadFastCheck:
+      case Op::LoadClosure:
+      case Op::LoadFastAndClear:
+        return i.arg == slot ? 1 : 0;
+      case Op::LoadFastLoadFast:
+        return (i.arg >> 4) == slot || (i.arg & 15) == slot ? 1 : 0;
+      case Op::StoreFastLoadFast:
+        return (i.arg & 15) == slot && (i.arg >> 4) != slot ? 1 : (i.arg >> 4) == slot ? 2 : 0;
+      case Op::StoreFast:
+      case Op::DeleteFast:
+        return i.arg == slot ? 2 : 0;
+      case Op::StoreFastStoreFast:
+        return (i.arg >> 4) == slot || (i.arg & 15) == slot ? 2 : 0;
+      default:
+        return 0;
+    }
+  }
+  const TraceFrame& f_;
+  std::vector<Ins> ins_;
+  std::map<int, int> index_;
+};
+
+struct State {
+  std::vector<Val> stack;
+  std::vector<Val> locals;  // per slot: Outer (not assigned in the loop) or a Num of its variable
+};
+
+// The one PyObject a function value stands for (borrowed), or null.
+PyObject* object_of(const VarPtr& v) {
+  if (!v) return nullptr;
+  if (v->kind == VarKind::Builtin) return as<BuiltinVar>(v)->obj.get();
+  if (v->kind == VarKind::Module) return as<ModuleVar>(v)->module.get();
+  if (v->kind == VarKind::Const) return const_value(v);
+  return nullptr;
+}
+
+// Whether `obj` is `module.name` (borrowed), for the functions loops call.
+bool is_attr(PyObject* obj, const char* module, const char* name) {
+  OwnedRef m = OwnedRef::steal(PyImport_ImportModule(module));
+  OwnedRef a = m ? OwnedRef::steal(PyObject_GetAttrString(m.get(), name)) : OwnedRef();
+  if (!a) PyErr_Clear();
+  return a && a.get() == obj;
+}
+
+class LoopCompiler {
+ public:
+  LoopCompiler(Tracer& tx, TraceFrame& f, int get_iter_at, std::vector<VarPtr> bounds, const Tracer::LoopAccess& access)
+      : tx_(tx), f_(f), gi_(get_iter_at), bounds_(std::move(bounds)), access_(access) {}
+
+  // Compiles the loop; the code unit after it. Throws Refused.
+  int run() {
+    scan_region();
+    for (int attempt = 0;; ++attempt) {
+      if (attempt > 16) refuse("the types of the loop's values did not settle");
+      restart_ = false;
+      compile_once();
+      if (!restart_ && finish()) break;
+    }
+    return exit_;
+  }
+
+  std::shared_ptr<jit::ElementLoop> loop;
+  std::vector<VarPtr> array_vars;  // per loop array: the trace's value
+  std::vector<VarPtr> param_vars;  // per loop parameter: the trace's number
+  struct Result {
+    int slot;
+    uint16_t kinds;
+    rt::DType other;
+    int tag;  // Note [Kind tags]: the loop result that says which kind it is, or -1
+  };
+  std::vector<Result> results;  // per loop result: the local it sets
+
+ private:
+  // ---- the region -------------------------------------------------------------------------------
+  void scan_region() {
+    Ins gi = decode(f_.instrs, f_.num_instrs, gi_);
+    Ins fi = decode(f_.instrs, f_.num_instrs, gi.next);
+    if (fi.op != Op::ForIter) refuse("the range is not iterated by a for statement");
+    exit_ = jump_target(fi);
+    find_copied_tails();
+    // for ... else: a break jumps past the else block, which then belongs to the loop too.
+    int past_else = -1;
+    for (int at = gi_; at < exit_;) {
+      if (at >= f_.num_instrs) refuse("internal: the loop runs off the code");
+      Ins i = decode(f_.instrs, f_.num_instrs, at);
+      const int t = target_of(i);
+      if (t > exit_) {
+        if (past_else >= 0 && t != past_else) refuse("jumps out of the loop to two places");
+        past_else = t;
+      }
+      at = i.next;
+    }
+    if (past_else >= 0) exit_ = past_else;
+    for (int at = gi_; at < exit_;) {
+      if (at >= f_.num_instrs) refuse("internal: the loop runs off the code");
+      Ins i = decode(f_.instrs, f_.num_instrs, at);
+      index_[at] = static_cast<int>(ins_.size());
+      ins_.push_back(i);
+      at = i.next;
+    }
+    for (const auto& h : f_.handlers)
+      if (h.start < exit_ && gi_ < h.end) refuse("the loop is inside a try or with block");
+    // Blocks start at the region's entry, at jump targets and after jumps.
+    std::vector<int> leaders{gi_};
+    for (const Ins& i : ins_) {
+      if (i.op == Op::StoreFast) stored_.insert(i.arg);
+      if (i.op == Op::StoreFastStoreFast) stored_.insert({i.arg >> 4, i.arg & 15});
+      if (i.op == Op::StoreFastLoadFast) stored_.insert(i.arg >> 4);
+      if (i.op == Op::DeleteFast || i.op == Op::LoadFastAndClear || i.op == Op::StoreDeref || i.op == Op::MakeCell)
+        refuse("the loop deletes a local or uses a cell");
+      const int t = target_of(i);
+      if (t < 0 && !ends_block(i)) continue;
+      if (t >= 0) {
+        if (t != exit_ && (t < gi_ || t > exit_)) refuse("a jump out of the loop other than its end");
+        leaders.push_back(t);
+      }
+      leaders.push_back(i.next);
+    }
+    std::sort(leaders.begin(), leaders.end());
+    leaders.erase(std::unique(leaders.begin(), leaders.end()), leaders.end());
+    for (int l : leaders)
+      if (l < exit_) {
+        if (!index_.count(l)) refuse("internal: a jump into the middle of an instruction");
+        block_of_[l] = static_cast<int>(block_start_.size());
+        block_start_.push_back(l);
+      }
+    // Predecessor counts (the exit counts as a block too).
+    preds_.assign(block_start_.size() + 1, 0);
+    for (size_t b = 0; b < block_start_.size(); ++b) {
+      const int end = b + 1 < block_start_.size() ? block_start_[b + 1] : exit_;
+      const Ins& last = ins_[index_[prev_at(end)]];
+      if (int t = target_of(last); t >= 0) ++preds_[block_id(t)];
+      if (!ends_block(last) && end <= exit_) ++preds_[block_id(end)];
+    }
+  }
+
+  // Note [Copied tails]
+  // CPython 3.12 copies a short block that ends the function into the jumps that reach it: a
+  // `break` becomes POP_TOP, LOAD_FAST x, RETURN_VALUE right inside the loop. The copy is pure
+  // loads and a return, so it means exactly what the original after the loop means: it is read as
+  // a jump there.
+  void find_copied_tails() {
+    std::vector<Ins> body, after;
+    for (int at = gi_; at < exit_ && at < f_.num_instrs;) body.push_back(decode(f_.instrs, f_.num_instrs, at)), at = body.back().next;
+    for (int at = exit_; at < f_.num_instrs;) after.push_back(decode(f_.instrs, f_.num_instrs, at)), at = after.back().next;
+    auto pure_load = [](Op op) {
+      return op == Op::LoadFast || op == Op::LoadFastCheck || op == Op::LoadConst || op == Op::LoadFastLoadFast;
+    };
+    for (size_t r = 0; r < body.size(); ++r) {
+      if (body[r].op != Op::ReturnValue && body[r].op != Op::ReturnConst) continue;
+      size_t first = r;
+      while (first > 0 && pure_load(body[first - 1].op)) --first;
+      const size_t len = r - first + 1;
+      for (size_t t = 0; t + len <= after.size(); ++t) {
+        bool same = true;
+        for (size_t k = 0; k < len && same; ++k)
+          same = after[t + k].op == body[first + k].op && after[t + k].arg == body[first + k].arg;
+        if (!same) continue;
+        vjump_[body[first].at] = after[t].at;
+        break;
+      }
+    }
+  }
+  int target_of(const Ins& i) const {
+    auto it = vjump_.find(i.at);
+    return it != vjump_.end() ? it->second : jump_target(i);
+  }
+  bool ends_block(const Ins& i) const { return unconditional(i) || vjump_.count(i.at); }
+  int prev_at(int end) const {
+    auto it = index_.lower_bound(end);
+    --it;
+    return it->first;
+  }
+  int block_id(int at) const {
+    if (at == exit_) return static_cast<int>(block_start_.size());
+    return block_of_.at(at);
+  }
+
+  // ---- one pass over the blocks -----------------------------------------------------------------
+  void compile_once() {
+    loop = std::make_shared<jit::ElementLoop>();
+    array_vars.clear();
+    param_vars.clear();
+    outer_.clear();
+    slot_var_.clear();
+    tag_var_.clear();
+    const size_t nb = block_start_.size();
+    pending_.assign(nb + 1, std::nullopt);
+    processed_.assign(nb + 1, false);
+    ir_block_.assign(nb + 1, -1);
+    loop->blocks.resize(1);  // the prologue: constants, parameters, the locals' first values
+    for (size_t b = 0; b <= nb; ++b) {
+      ir_block_[b] = static_cast<int>(loop->blocks.size());
+      loop->blocks.emplace_back();
+    }
+    exit_state_.reset();
+    // The entry state: the range on the stack, locals as the trace has them.
+    State s;
+    s.locals.assign(f_.locals.size(), Val{Val::K::Outer});
+    cur_ = 0;
+    for (int slot : stored_) {
+      Val v = outer_value(slot, /*for_store=*/true);
+      if (v.k != Val::K::Num)
+        refuse("local '" + local_name(slot) + "' holds " + kind_name(v) + " and the loop assigns it");
+      Val slotv = v;
+      if (!(v.kinds & kUnbound)) {
+        slotv.var = slot_var(slot, loop->vars[v.var]);
+        if (loop->vars[slotv.var] != loop->vars[v.var])
+          store_widened(slotv.var, v, slot);
+        else
+          emit_mov(slotv.var, v.var);
+      }
+      slotv.const_int.reset();
+      s.locals[slot] = slotv;
+      if (tagged_.count(slot)) {
+        tag_var_[slot] = loop->new_var(jit::EType::Int);
+        set_tag(slot, v.kinds);
+      }
+    }
+    s.stack.push_back(range_from_bounds());
+    const int entry = edge(0, block_id(gi_), std::move(s), /*conditional=*/false);
+    while (true) {
+      int next = -1;
+      for (size_t b = 0; b < nb; ++b)
+        if (pending_[b] && !processed_[b]) {
+          next = static_cast<int>(b);
+          break;
+        }
+      if (next < 0 || restart_) break;
+      process(next);
+    }
+    if (restart_) return;
+    loop->blocks[ir_block_[nb]].instrs.push_back(terminator(jit::EOp::Exit));
+    // Code no path reaches (3.12's END_FOR after a loop's back jump) still ends its block.
+    for (size_t b = 0; b < nb; ++b)
+      if (!processed_[b]) loop->blocks[ir_block_[b]].instrs.push_back(terminator(jit::EOp::Exit));
+    jit::EInstr j = terminator(jit::EOp::Jump);
+    j.target = entry;
+    loop->blocks[0].instrs.push_back(j);
+  }
+
+  // The state arriving at block `b` from IR block `from`: the jump (or the branch's side) that
+  // reaches it is to the IR block returned. Locals already share their variables; values left on
+  // the stack meet in fresh variables when the block has other predecessors.
+  int edge(int from, int b, State s, bool conditional) {
+    (void)from;
+    const size_t nb = block_start_.size();
+    if (static_cast<size_t>(b) == nb && !s.stack.empty()) refuse("the loop leaves values on the stack");
+    std::optional<State>& p = pending_[b];
+    std::vector<std::pair<int, int>> movs;  // (dst, src)
+    if (!p) {
+      for (Val& v : s.stack) {
+        if (v.k != Val::K::Num || preds_[b] <= 1) continue;
+        const int fresh = loop->new_var(loop->vars[v.var]);
+        movs.push_back({fresh, v.var});
+        v.var = fresh;
+        v.const_int.reset();
+      }
+      if (auto sd = seed_.find(b); sd != seed_.end()) widen(s, sd->second);
+      p = std::move(s);
+      if (static_cast<size_t>(b) == nb) exit_state_ = p;
+    } else {
+      State& have = *p;
+      if (have.stack.size() != s.stack.size()) refuse("the stack differs where paths meet");
+      bool grew = false;
+      for (size_t k = 0; k < s.stack.size(); ++k) {
+        Val &h = have.stack[k], &v = s.stack[k];
+        if (h.k == Val::K::Num && v.k == Val::K::Num) {
+          if (loop->vars[h.var] != loop->vars[v.var]) refuse("an int and a float meet on the stack");
+          if (h.var != v.var) movs.push_back({h.var, v.var});
+          grew |= (h.kinds | v.kinds) != h.kinds || (v.kinds & kNpOther && v.other != h.other);
+          h.kinds |= v.kinds;
+          h.const_int.reset();
+        } else if (!h.same(v)) {
+          refuse("different values meet on the stack");
+        }
+      }
+      for (size_t k = 0; k < s.locals.size(); ++k) {
+        Val &h = have.locals[k], &v = s.locals[k];
+        if (h.k != Val::K::Num) continue;
+        grew |= (h.kinds | v.kinds) != h.kinds;
+        if (v.var >= 0 && h.var < 0) h.var = v.var;
+        h.kinds |= v.kinds;
+      }
+      if (static_cast<size_t>(b) == nb) exit_state_ = have;
+      if (grew && processed_[b]) {
+        seed_[b] = have;
+        restart_ = true;
+      }
+    }
+    if (movs.empty() && !conditional) return ir_block_[b];
+    if (movs.empty()) return ir_block_[b];
+    const int e = static_cast<int>(loop->blocks.size());
+    loop->blocks.emplace_back();
+    for (auto [d, src] : movs) loop->blocks[e].instrs.push_back(mov(d, src));
+    jit::EInstr j = terminator(jit::EOp::Jump);
+    j.target = ir_block_[b];
+    loop->blocks[e].instrs.push_back(j);
+    return e;
+  }
+
+  static void widen(State& s, const State& seed) {
+    for (size_t k = 0; k < s.stack.size() && k < seed.stack.size(); ++k)
+      if (s.stack[k].k == Val::K::Num) s.stack[k].kinds |= seed.stack[k].kinds;
+    for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k)
+      if (s.locals[k].k == Val::K::Num) s.locals[k].kinds |= seed.locals[k].kinds;
+  }
+
+  void process(int b) {
+    processed_[b] = true;
+    State s = *pending_[b];
+    cur_ = ir_block_[b];
+    const int end = static_cast<size_t>(b) + 1 < block_start_.size() ? block_start_[b + 1] : exit_;
+    for (int k = index_.at(block_start_[b]); k < static_cast<int>(ins_.size()) && ins_[k].at < end; ++k) {
+      const Ins& i = ins_[k];
+      at_ = i.at;
+      if (step(i, s)) return;  // the block ended in a jump
+      if (restart_) return;
+    }
+    // Falls through into the next block.
+    jit::EInstr j = terminator(jit::EOp::Jump);
+    const int here = cur_;
+    j.target = edge(here, block_id(end), std::move(s), false);
+    loop->blocks[here].instrs.push_back(j);
+  }
+
+  // ---- values -------------------------------------------------------------------------------------
+  std::string local_name(int slot) const {
+    PyObject* n = PyTuple_GET_ITEM(f_.code->co_localsplusnames, slot);  // borrowed
+    const char* s = PyUnicode_AsUTF8(n);
+    return s ? s : "?";
+  }
+  static std::string kind_name(const Val& v) {
+    switch (v.k) {
+      case Val::K::Num:
+        return kinds_text(v.kinds);
+      case Val::K::Array:
+        return "an array";
+      case Val::K::Range:
+        return "a range";
+      case Val::K::Iter:
+        return "an iterator";
+      case Val::K::Func:
+        return "a function";
+      case Val::K::Module:
+        return "a module";
+      case Val::K::Tuple:
+        return "a tuple";
+      case Val::K::Shape:
+        return "a shape";
+      case Val::K::None:
+        return "None";
+      default:
+        return "a value";
+    }
+  }
+
+  void emit(jit::EInstr i) { loop->blocks[cur_].instrs.push_back(std::move(i)); }
+  void emit_prologue(jit::EInstr i) { loop->blocks[0].instrs.push_back(std::move(i)); }
+  static jit::EInstr terminator(jit::EOp op) {
+    jit::EInstr i;
+    i.op = op;
+    return i;
+  }
+  jit::EInstr mov(int dst, int src) const {
+    jit::EInstr i;
+    i.op = jit::EOp::Mov;
+    i.type = loop->vars[dst];
+    i.dst = dst;
+    i.a = src;
+    return i;
+  }
+  void emit_mov(int dst, int src) {
+    if (dst != src) emit_prologue_or_here(mov(dst, src));
+  }
+  void emit_prologue_or_here(jit::EInstr i) {
+    if (cur_ == 0)
+      emit_prologue(std::move(i));
+    else
+      emit(std::move(i));
+  }
+
+  // Note [Widened locals]
+  // `total = 0` before a loop that adds floats to it: the local is an int, then a float. Numba
+  // widens it to a float; so does this compiler, when every int the local is given is a constant
+  // a float holds exactly (so no value changes) — an int from elsewhere could be beyond 2**53.
+  // Its variable is then a Float whose kinds may still say int; an operation whose meaning for
+  // an int differs from a float's (//, %, bit operations, indexing) is refused on it.
+  int slot_var(int slot, jit::EType t) {
+    if (widened_.count(slot)) t = jit::EType::Float;
+    auto it = slot_var_.find(slot);
+    if (it != slot_var_.end()) {
+      if (loop->vars[it->second] != t) {
+        widened_.insert(slot);
+        restart_ = true;
+      }
+      return it->second;
+    }
+    const int v = loop->new_var(t);
+    slot_var_[slot] = v;
+    return v;
+  }
+  // Stores `v` into a widened local's Float variable.
+  void store_widened(int var, const Val& v, int slot) {
+    if (loop->vars[v.var] == jit::EType::Float) {
+      emit_prologue_or_here(mov(var, v.var));
+      return;
+    }
+    constexpr int64_t kExact = int64_t{1} << 53;
+    if (!v.const_int || *v.const_int > kExact || *v.const_int < -kExact)
+      refuse("local '" + local_name(slot) + "' is given an int that may not be a float exactly, and a float");
+    jit::EInstr i;
+    i.op = jit::EOp::ToFloat;
+    i.type = jit::EType::Float;
+    i.dst = var;
+    i.a = v.var;
+    emit_prologue_or_here(i);
+  }
+
+  Val num(uint16_t kinds, jit::EType t, rt::DType other = rt::DType::Int64) {
+    Val v;
+    v.k = Val::K::Num;
+    v.kinds = kinds;
+    v.other = other;
+    v.var = loop->new_var(t);
+    return v;
+  }
+  Val const_int(int64_t x, uint16_t kinds = kInt, bool prologue = true) {
+    Val v = num(kinds, jit::EType::Int);
+    jit::EInstr i;
+    i.op = jit::EOp::Const;
+    i.type = jit::EType::Int;
+    i.dst = v.var;
+    i.imm = x;
+    if (prologue)
+      emit_prologue(i);
+    else
+      emit_prologue_or_here(i);
+    v.const_int = x;
+    return v;
+  }
+  Val const_float(double x, uint16_t kinds = kFloat, bool prologue = true) {
+    Val v = num(kinds, jit::EType::Float);
+    jit::EInstr i;
+    i.op = jit::EOp::Const;
+    i.type = jit::EType::Float;
+    i.dst = v.var;
+    i.fimm = x;
+    if (prologue)
+      emit_prologue(i);
+    else
+      emit_prologue_or_here(i);
+    return v;
+  }
+
+  // A Python constant or a value of the trace as a loop value; Refused for what loops cannot hold.
+  Val python_constant(PyObject* c) {  // borrowed
+    if (c == Py_None) return Val{Val::K::None};
+    if (PyBool_Check(c)) return const_int(c == Py_True, kBool, true);
+    if (PyLong_CheckExact(c)) {
+      int overflow = 0;
+      long long x = PyLong_AsLongLongAndOverflow(c, &overflow);
+      if (overflow) refuse("an integer constant beyond 64 bits");
+      return const_int(x, kInt, true);
+    }
+    if (PyFloat_CheckExact(c)) return const_float(PyFloat_AS_DOUBLE(c), kFloat, true);
+    if (const NumPyHandles* np = numpy_handles(); np && PyObject_TypeCheck(c, np->generic)) {
+      std::optional<rt::DType> dt = numpy_scalar_dtype(np, Py_TYPE(c));
+      if (dt == rt::DType::Float64) return const_float(PyFloat_AsDouble(c), kNpFloat, true);
+      long long x = 0;
+      if (dt == rt::DType::Int64 && numpy_scalar_int(c, &x)) return const_int(x, kNpInt, true);
+      if (dt == rt::DType::Bool && numpy_scalar_int(c, &x)) return const_int(x != 0, kNpBool, true);
+      refuse(std::string("a ") + Py_TYPE(c)->tp_name + " constant");
+    }
+    if (PyTuple_CheckExact(c)) {
+      Val t{Val::K::Tuple};
+      for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(c); ++k) t.items.push_back(python_constant(PyTuple_GET_ITEM(c, k)));
+      return t;
+    }
+    refuse(std::string("a ") + Py_TYPE(c)->tp_name + " constant");
+  }
+
+  Val from_trace(const VarPtr& v, const std::string& what) {
+    switch (v->kind) {
+      case VarKind::Const:
+        return python_constant(const_value(v));
+      case VarKind::Builtin: {
+        Val r{Val::K::Func};
+        r.obj = v;
+        return r;
+      }
+      case VarKind::Module: {
+        Val r{Val::K::Module};
+        r.obj = v;
+        return r;
+      }
+      case VarKind::Scalar: {
+        auto* s = as<ScalarVar>(v);
+        bool carried = s->loop_carried;
+        for (auto& d : s->deps) carried = carried || d->loop_carried;
+        (void)carried;  // a loop-carried number is a run-time value like any other here
+        const jit::TensorMeta& m = tx_.meta(v);
+        const uint16_t k = m.dtype == rt::DType::Float64 ? kFloat : m.dtype == rt::DType::Bool ? kBool : kInt;
+        return param(v, k, rt::DType::Int64);
+      }
+      case VarKind::Tensor: {
+        const jit::TensorMeta& m = tx_.meta(v);
+        if (m.device.type != rt::DeviceType::CPU) refuse(what + " is an array on a device");
+        if (m.rank() == 0) {
+          if (!m.scalar_object) refuse(what + " is a 0-d array");
+          uint16_t k = m.dtype == rt::DType::Float64 ? kNpFloat
+                       : m.dtype == rt::DType::Int64 ? kNpInt
+                       : m.dtype == rt::DType::Bool  ? kNpBool
+                                                     : kNpOther;
+          if (m.dtype == rt::DType::UInt64 || rt::dtype_is_half(m.dtype) || rt::dtype_is_complex(m.dtype))
+            refuse(what + " is a " + std::string(rt::dtype_name(m.dtype)) + " scalar");
+          return param(v, k, m.dtype);
+        }
+        if (m.dtype == rt::DType::UInt64 || rt::dtype_is_half(m.dtype) || rt::dtype_is_complex(m.dtype))
+          refuse(what + " is an array of " + std::string(rt::dtype_name(m.dtype)));
+        for (size_t k = 0; k < array_vars.size(); ++k)
+          if (array_vars[k] == v) return array_val(static_cast<int>(k));
+        array_vars.push_back(v);
+        loop->arrays.push_back({m.dtype, m.rank(), false});
+        return array_val(static_cast<int>(array_vars.size()) - 1);
+      }
+      default:
+        refuse(what + " is " + var_kind_name(v->kind));
+    }
+  }
+  static Val array_val(int k) {
+    Val r{Val::K::Array};
+    r.array = k;
+    return r;
+  }
+  Val param(const VarPtr& v, uint16_t kinds, rt::DType other) {
+    for (size_t k = 0; k < param_vars.size(); ++k)
+      if (param_vars[k] == v) {
+        Val r{Val::K::Num};
+        r.kinds = kinds;
+        r.other = other;
+        r.var = loop->params[k];
+        return r;
+      }
+    Val r = num(kinds, machine(kinds, other), other);
+    param_vars.push_back(v);
+    loop->params.push_back(r.var);
+    return r;
+  }
+
+  // A slot's value before the loop (converted once per pass).
+  Val outer_value(int slot, bool for_store) {
+    auto it = outer_.find(slot);
+    if (it != outer_.end()) return it->second;
+    VarPtr v = (f_.is_root && f_.lazy_args[slot]) || f_.locals[slot] ? access_.load_fast(slot) : nullptr;
+    Val r;
+    if (!v) {
+      if (!for_store) refuse("local '" + local_name(slot) + "' is unbound");
+      r.k = Val::K::Num;
+      r.kinds = kUnbound;
+    } else {
+      const int saved = cur_;
+      cur_ = 0;
+      r = from_trace(v, "local '" + local_name(slot) + "'");
+      cur_ = saved;
+    }
+    outer_[slot] = r;
+    return r;
+  }
+
+  Val load_local(State& s, int slot) {
+    Val& v = s.locals[slot];
+    if (v.k == Val::K::Outer) return outer_value(slot, false);
+    if (v.kinds & kUnbound) refuse("local '" + local_name(slot) + "' may be unbound in the loop");
+    return v;
+  }
+
+  // A stack value that reads variable `var` gets its own copy before `var` is assigned.
+  void detach(State& s, int var) {
+    std::function<void(Val&)> fix = [&](Val& v) {
+      if (v.k == Val::K::Num && v.var == var) {
+        const int fresh = loop->new_var(loop->vars[var]);
+        emit(mov(fresh, var));
+        v.var = fresh;
+      }
+      for (Val& x : v.items) fix(x);
+    };
+    for (Val& v : s.stack) fix(v);
+  }
+
+  void store_local(State& s, int slot, Val v) {
+    if (v.k != Val::K::Num) refuse("the loop binds local '" + local_name(slot) + "' to " + kind_name(v));
+    const int var = slot_var(slot, loop->vars[v.var]);
+    detach(s, var);
+    if (loop->vars[var] != loop->vars[v.var])
+      store_widened(var, v, slot);
+    else if (var != v.var)
+      emit(mov(var, v.var));
+    if (tagged_.count(slot)) set_tag(slot, v.kinds);
+    Val& l = s.locals[slot];
+    l.k = Val::K::Num;
+    l.var = var;
+    l.kinds = v.kinds;
+    l.other = v.other;
+    l.const_int.reset();
+  }
+
+  // Note [Kind tags]
+  // A local the code after the loop reads may hold a Python float on one path and a NumPy
+  // float64 on another (`s = 0.0; for ...: s += x[i]`: NumPy's after one trip, Python's after
+  // none); the same for int and int64, and for an int widened to a float (Note [Widened locals]).
+  // Each is one machine value; which object CPython would hand on is kept in a tag variable, set
+  // at each assignment, and the loop's step makes that object (rt::LoopStep::Tag). The trace goes
+  // on with it as a Python number of the variable's type (the values are the same).
+  void set_tag(int slot, uint16_t kinds) {
+    kinds &= ~kUnbound;
+    using T = rt::LoopStep::Tag;
+    const T tag = kinds == kInt ? T::PyInt : kinds == kFloat ? T::PyFloat : kinds == kNpInt ? T::Int64 : T::Float64;
+    if (kinds != kInt && kinds != kFloat && kinds != kNpInt && kinds != kNpFloat && kinds != 0)
+      refuse("local '" + local_name(slot) + "' is assigned a value that may be " + kinds_text(kinds));
+    jit::EInstr i;
+    i.op = jit::EOp::Const;
+    i.type = jit::EType::Int;
+    i.dst = tag_var_.at(slot);
+    i.imm = static_cast<int64_t>(tag);
+    emit_prologue_or_here(i);
+  }
+
+  Val range_from_bounds() {
+    std::vector<Val> b;
+    for (const VarPtr& v : bounds_) b.push_back(from_trace(v, "a range bound"));
+    return make_range(b);
+  }
+
+  Val make_range(std::vector<Val> b) {
+    if (b.empty() || b.size() > 3) refuse("range() with " + std::to_string(b.size()) + " arguments");
+    for (const Val& v : b)
+      if (v.k != Val::K::Num || loop->vars[v.var] != jit::EType::Int || (v.kinds & kUnbound))
+        refuse("range() of " + kind_name(v));
+    Val r{Val::K::Range};
+    if (b.size() == 1) b.insert(b.begin(), const_int(0));
+    if (b.size() == 3) {
+      if (!b[2].const_int || *b[2].const_int == 0) refuse("range() with a step not known when compiling");
+      r.step = *b[2].const_int;
+    }
+    // The bounds are read once, when range() is called.
+    r.var = loop->new_var(jit::EType::Int);
+    emit_prologue_or_here(mov(r.var, b[0].var));
+    r.stop = loop->new_var(jit::EType::Int);
+    emit_prologue_or_here(mov(r.stop, b[1].var));
+    return r;
+  }
+
+  // ---- conversions --------------------------------------------------------------------------------
+  int as_float(const Val& v) {
+    if (loop->vars[v.var] == jit::EType::Float) return v.var;
+    const int d = loop->new_var(jit::EType::Float);
+    jit::EInstr i;
+    i.op = jit::EOp::ToFloat;
+    i.type = jit::EType::Float;
+    i.dst = d;
+    i.a = v.var;
+    emit(i);
+    return d;
+  }
+  Val truth(const Val& v) {
+    if (v.k == Val::K::None) return const_int(0, kBool);
+    if (v.k != Val::K::Num) refuse("the truth value of " + kind_name(v));
+    if (loop->vars[v.var] == jit::EType::Int) {
+      if (v.kinds & ~(kBool | kNpBool)) {  // not 0/1 already
+        Val z = const_int(0);
+        return compare(Py_NE, v, z);
+      }
+      Val r = v;
+      r.kinds = kBool;
+      return r;
+    }
+    Val z = const_float(0.0);
+    Val r = compare(Py_NE, v, z);
+    r.kinds = kBool;
+    return r;
+  }
+
+  // ---- operations ---------------------------------------------------------------------------------
+  Val compare(int op, const Val& a, const Val& b) {
+    if (a.k != Val::K::Num || b.k != Val::K::Num) refuse("comparing " + kind_name(a) + " with " + kind_name(b));
+    const bool flt = loop->vars[a.var] == jit::EType::Float || loop->vars[b.var] == jit::EType::Float;
+    jit::EInstr i;
+    i.op = jit::EOp::Cmp;
+    i.type = flt ? jit::EType::Float : jit::EType::Int;
+    static const jit::ECond conds[] = {jit::ECond::Lt, jit::ECond::Le, jit::ECond::Eq,
+                                       jit::ECond::Ne, jit::ECond::Gt, jit::ECond::Ge};
+    i.cond = conds[op];
+    i.a = flt ? as_float(a) : a.var;
+    i.b = flt ? as_float(b) : b.var;
+    Val r = num(((a.kinds | b.kinds) & kNumpyKinds) ? kNpBool : kBool, jit::EType::Int);
+    i.dst = r.var;
+    emit(i);
+    return r;
+  }
+
+  // The meaning of `nb` (0-12, in place or not) on one kind from each side.
+  struct Meaning {
+    jit::EType type;
+    uint16_t kinds;
+    bool checked;
+    bool ok = true;
+  };
+  static Meaning meaning(int nb, uint16_t a, rt::DType ao, uint16_t b, rt::DType bo) {
+    const bool np = (a | b) & kNumpyKinds;
+    if ((a | b) & kNpOther) return {jit::EType::Int, 0, false, false};
+    const bool flt = (a | b) & kFloatKinds;
+    const bool bools = !((a | b) & ~(kBool | kNpBool));
+    (void)ao;
+    (void)bo;
+    switch (nb) {
+      case kNbAdd:
+      case kNbSubtract:
+      case kNbMultiply:
+      case kNbFloorDivide:
+      case kNbRemainder:
+        if (np && bools) return {jit::EType::Int, 0, false, false};  // numpy.bool_ arithmetic
+        // A float sum or product raises nothing in Python either: only division checks.
+        if (flt)
+          return {jit::EType::Float, static_cast<uint16_t>(np ? kNpFloat : kFloat),
+                  !np && (nb == kNbFloorDivide || nb == kNbRemainder)};
+        return {jit::EType::Int, static_cast<uint16_t>(np ? kNpInt : kInt), !np};
+      case kNbTrueDivide:
+        if (np && bools) return {jit::EType::Int, 0, false, false};
+        return {jit::EType::Float, static_cast<uint16_t>(np ? kNpFloat : kFloat), !np};
+      case kNbAnd:
+      case kNbOr:
+      case kNbXor:
+        if (flt) return {jit::EType::Int, 0, false, false};
+        if (bools) return {jit::EType::Int, static_cast<uint16_t>(np ? kNpBool : kBool), false};
+        return {jit::EType::Int, static_cast<uint16_t>(np ? kNpInt : kInt), false};
+      case kNbLshift:
+      case kNbRshift:
+        if (flt || (np && bools)) return {jit::EType::Int, 0, false, false};
+        return {jit::EType::Int, static_cast<uint16_t>(np ? kNpInt : kInt), !np};
+      default:
+        return {jit::EType::Int, 0, false, false};
+    }
+  }
+
+  Val binary(int nb_full, const Val& a, const Val& b) {
+    const int nb = nb_full % kNbInplace;
+    if (a.k != Val::K::Num || b.k != Val::K::Num)
+      refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kind_name(a) + " and " + kind_name(b));
+    if (nb == kNbPower) {
+      if (b.const_int == 2) return binary(kNbMultiply, a, a);
+      refuse("** other than ** 2");
+    }
+    std::optional<Meaning> m;
+    for (uint16_t ka = 1; ka < kUnbound; ka <<= 1) {
+      if (!(a.kinds & ka)) continue;
+      for (uint16_t kb = 1; kb < kUnbound; kb <<= 1) {
+        if (!(b.kinds & kb)) continue;
+        Meaning x = meaning(nb, ka, a.other, kb, b.other);
+        if (!x.ok)
+          refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kinds_text(ka) + " and " + kinds_text(kb));
+        if (!m) {
+          m = x;
+        } else {
+          if (m->type != x.type || m->checked != x.checked)
+            refuse(std::string("operator ") + nb_op_name(nb_full) + " on values that may be " + kinds_text(a.kinds) +
+                   " and " + kinds_text(b.kinds) + " (the kinds mean different things)");
+          m->kinds |= x.kinds;
+        }
+      }
+    }
+    if (!m) refuse("an operation on a value of no known kind");
+    jit::EInstr i;
+    i.type = m->type;
+    i.checked = m->checked;
+    switch (nb) {
+      case kNbAdd:
+        i.op = jit::EOp::Add;
+        break;
+      case kNbSubtract:
+        i.op = jit::EOp::Sub;
+        break;
+      case kNbMultiply:
+        i.op = jit::EOp::Mul;
+        break;
+      case kNbTrueDivide:
+        i.op = jit::EOp::Div;
+        break;
+      case kNbFloorDivide:
+        i.op = jit::EOp::FloorDiv;
+        break;
+      case kNbRemainder:
+        i.op = jit::EOp::Mod;
+        break;
+      case kNbAnd:
+        i.op = jit::EOp::BitAnd;
+        break;
+      case kNbOr:
+        i.op = jit::EOp::BitOr;
+        break;
+      case kNbXor:
+        i.op = jit::EOp::BitXor;
+        break;
+      case kNbLshift:
+        i.op = jit::EOp::Shl;
+        break;
+      case kNbRshift:
+        i.op = jit::EOp::Shr;
+        break;
+    }
+    if (m->type == jit::EType::Float) {
+      i.a = as_float(a);
+      i.b = as_float(b);
+    } else {
+      if (loop->vars[a.var] == jit::EType::Float || loop->vars[b.var] == jit::EType::Float)
+        refuse(std::string("operator ") + nb_op_name(nb_full) + " on an int held as a float (Note [Widened locals])");
+      i.a = a.var;
+      i.b = b.var;
+    }
+    Val r = num(m->kinds, m->type);
+    i.dst = r.var;
+    emit(i);
+    return r;
+  }
+
+  Val unary(jit::EOp op, const Val& a, const char* what) {
+    if (a.k != Val::K::Num || (a.kinds & (kNpOther | kNpBool))) refuse(std::string(what) + " of " + kind_name(a));
+    const bool np = a.kinds & kNumpyKinds;
+    if (np && (a.kinds & ~kNumpyKinds)) refuse(std::string(what) + " of a value that may be " + kinds_text(a.kinds));
+    jit::EInstr i;
+    i.op = op;
+    i.type = loop->vars[a.var];
+    if (op == jit::EOp::Invert && i.type == jit::EType::Float) refuse("~ of a float");
+    i.checked = !np && i.type == jit::EType::Int && op != jit::EOp::Invert;
+    i.a = a.var;
+    uint16_t kinds = a.kinds;
+    if (kinds & kBool) kinds = (kinds & ~kBool) | kInt;  // -True is -1
+    Val r = num(kinds, i.type);
+    i.dst = r.var;
+    emit(i);
+    return r;
+  }
+
+  // ---- arrays -------------------------------------------------------------------------------------
+  std::vector<int> indices(const Val& arr, const Val& key) {
+    const int rank = loop->arrays[arr.array].rank;
+    std::vector<Val> parts = key.k == Val::K::Tuple ? key.items : std::vector<Val>{key};
+    if (static_cast<int>(parts.size()) != rank)
+      refuse("indexing a " + std::to_string(rank) + "-d array with " + std::to_string(parts.size()) +
+             " integer(s) (slices, views and rows are not compiled in loops yet)");
+    std::vector<int> out;
+    for (const Val& p : parts) {
+      if (p.k != Val::K::Num || loop->vars[p.var] != jit::EType::Int || (p.kinds & (kBool | kNpBool)))
+        refuse("an index that is " + kind_name(p));
+      out.push_back(p.var);
+    }
+    return out;
+  }
+  Val load(const Val& arr, const Val& key) {
+    const jit::ElementArray& a = loop->arrays[arr.array];
+    jit::EInstr i;
+    i.op = jit::EOp::Load;
+    i.array = arr.array;
+    i.index = indices(arr, key);
+    uint16_t kinds = a.dtype == rt::DType::Float64 ? kNpFloat
+                     : a.dtype == rt::DType::Int64 ? kNpInt
+                     : a.dtype == rt::DType::Bool  ? kNpBool
+                                                   : kNpOther;
+    Val r = num(kinds, machine(kinds, a.dtype), a.dtype);
+    i.type = loop->vars[r.var];
+    i.dst = r.var;
+    emit(i);
+    return r;
+  }
+  void store(const Val& arr, const Val& key, const Val& value) {
+    jit::ElementArray& a = loop->arrays[arr.array];
+    if (value.k != Val::K::Num) refuse("storing " + kind_name(value) + " into an array element");
+    if (!rt::dtype_is_float(a.dtype) && loop->vars[value.var] == jit::EType::Float)
+      refuse("storing a float into an integer array (NumPy's truncation is not compiled yet)");
+    a.written = true;
+    jit::EInstr i;
+    i.op = jit::EOp::Store;
+    i.array = arr.array;
+    i.index = indices(arr, key);
+    i.a = value.var;
+    i.type = loop->vars[value.var];
+    emit(i);
+  }
+
+  // ---- calls ----------------------------------------------------------------------------------------
+  Val call(const Val& fn, std::vector<Val> args) {
+    if (fn.k != Val::K::Func) refuse("a call of " + kind_name(fn));
+    PyObject* o = object_of(fn.obj);
+    PyObject* builtins = f_.builtins.get();  // borrowed
+    auto builtin = [&](const char* name) { return o == PyDict_GetItemString(builtins, name); };
+    auto nums = [&](const char* what) {
+      for (const Val& a : args)
+        if (a.k != Val::K::Num) refuse(std::string(what) + " of " + kind_name(a));
+    };
+    if (builtin("range")) return make_range(args);
+    if (builtin("len")) {
+      if (args.size() != 1) refuse("len() arguments");
+      if (args[0].k == Val::K::Tuple) return const_int(static_cast<int64_t>(args[0].items.size()));
+      if (args[0].k != Val::K::Array) refuse("len() of " + kind_name(args[0]));
+      return dim(args[0].array, 0);
+    }
+    if (builtin("min") || builtin("max")) {
+      if (args.size() < 2) refuse("min/max of one iterable");
+      nums("min/max");
+      for (const Val& a : args)
+        if (a.kinds != args[0].kinds || loop->vars[a.var] != loop->vars[args[0].var] || (a.kinds & kNpOther))
+          refuse("min/max of values of different kinds (" + kinds_text(a.kinds) + ", " + kinds_text(args[0].kinds) +
+                 ")");
+      Val cur = args[0];
+      for (size_t k = 1; k < args.size(); ++k) {
+        jit::EInstr i;
+        i.op = builtin("min") ? jit::EOp::Min : jit::EOp::Max;
+        i.type = loop->vars[cur.var];
+        i.a = cur.var;
+        i.b = args[k].var;
+        Val r = num(cur.kinds, i.type);
+        i.dst = r.var;
+        emit(i);
+        cur = r;
+      }
+      return cur;
+    }
+    if (builtin("abs")) {
+      if (args.size() != 1) refuse("abs() arguments");
+      return unary(jit::EOp::Abs, args[0], "abs()");
+    }
+    if (builtin("int")) {
+      if (args.size() != 1) refuse("int() arguments");
+      nums("int()");
+      const Val& a = args[0];
+      if (loop->vars[a.var] == jit::EType::Int) {
+        Val r = a;
+        r.kinds = kInt;
+        return r;
+      }
+      jit::EInstr i;
+      i.op = jit::EOp::ToInt;
+      i.type = jit::EType::Int;
+      i.checked = true;
+      i.a = a.var;
+      Val r = num(kInt, jit::EType::Int);
+      i.dst = r.var;
+      emit(i);
+      return r;
+    }
+    if (builtin("float")) {
+      if (args.size() != 1) refuse("float() arguments");
+      nums("float()");
+      Val r = args[0];
+      r.var = as_float(args[0]);
+      r.kinds = kFloat;
+      r.const_int.reset();
+      return r;
+    }
+    if (builtin("bool")) {
+      if (args.size() != 1) refuse("bool() arguments");
+      return truth(args[0]);
+    }
+    // math and numpy functions of one float.
+    struct MathFn {
+      const char* module;
+      const char* name;
+      double (*fn)(double);
+      rt::LoopError inf_error;
+      bool to_int;
+    };
+    static const MathFn fns[] = {
+        {"math", "sqrt", nullptr, rt::LoopError::None, false},
+        {"math", "exp", [](double x) { return std::exp(x); }, rt::LoopError::MathRange, false},
+        {"math", "log", [](double x) { return std::log(x); }, rt::LoopError::MathDomain, false},
+        {"math", "sin", [](double x) { return std::sin(x); }, rt::LoopError::None, false},
+        {"math", "cos", [](double x) { return std::cos(x); }, rt::LoopError::None, false},
+        {"math", "tan", [](double x) { return std::tan(x); }, rt::LoopError::None, false},
+        {"math", "atan", [](double x) { return std::atan(x); }, rt::LoopError::None, false},
+        {"math", "fabs", nullptr, rt::LoopError::None, false},
+        {"math", "floor", [](double x) { return std::floor(x); }, rt::LoopError::None, true},
+        {"math", "ceil", [](double x) { return std::ceil(x); }, rt::LoopError::None, true},
+        {"numpy", "sqrt", nullptr, rt::LoopError::None, false},
+        {"numpy", "exp", [](double x) { return std::exp(x); }, rt::LoopError::None, false},
+        {"numpy", "log", [](double x) { return std::log(x); }, rt::LoopError::None, false},
+    };
+    for (const MathFn& m : fns) {
+      if (!is_attr(o, m.module, m.name)) continue;
+      if (args.size() != 1) refuse(std::string(m.module) + "." + m.name + "() arguments");
+      nums(m.name);
+      if (args[0].kinds & kNpOther) refuse(std::string(m.name) + " of a " + std::string(rt::dtype_name(args[0].other)));
+      const bool np = std::string(m.module) == "numpy";
+      if (np && (args[0].kinds & (kNpBool | kBool))) refuse(std::string("numpy.") + m.name + " of a bool");
+      jit::EInstr i;
+      i.type = jit::EType::Float;
+      i.a = as_float(args[0]);
+      i.checked = !np;
+      std::string name = std::string(m.name);
+      if (name == "sqrt") {
+        i.op = jit::EOp::Sqrt;
+      } else if (name == "fabs") {
+        i.op = jit::EOp::Abs;
+        i.checked = false;
+      } else {
+        i.op = jit::EOp::Call1;
+        i.fn1 = m.fn;
+        i.fn_name = std::string(m.module) + "." + m.name;
+        i.inf_error = m.inf_error;
+      }
+      Val r = num(np ? kNpFloat : kFloat, jit::EType::Float);
+      i.dst = r.var;
+      emit(i);
+      if (!m.to_int) return r;
+      jit::EInstr c;
+      c.op = jit::EOp::ToInt;
+      c.type = jit::EType::Int;
+      c.checked = true;
+      c.a = r.var;
+      Val ri = num(kInt, jit::EType::Int);
+      c.dst = ri.var;
+      emit(c);
+      return ri;
+    }
+    const char* name =
+        o ? (PyCFunction_Check(o) ? reinterpret_cast<PyCFunctionObject*>(o)->m_ml->ml_name : Py_TYPE(o)->tp_name) : "?";
+    refuse(std::string("a call of ") + name);
+  }
+
+  Val dim(int array, int axis) {
+    if (axis < 0) axis += loop->arrays[array].rank;
+    if (axis < 0 || axis >= loop->arrays[array].rank) refuse("shape index out of range");
+    jit::EInstr i;
+    i.op = jit::EOp::Dim;
+    i.type = jit::EType::Int;
+    i.array = array;
+    i.axis = axis;
+    Val r = num(kInt, jit::EType::Int);
+    i.dst = r.var;
+    emit(i);
+    return r;
+  }
+
+  // ---- one instruction; true when it ended the block ---------------------------------------------
+  Val pop(State& s) {
+    if (s.stack.empty()) refuse("the loop pops what was on the stack before it");
+    Val v = std::move(s.stack.back());
+    s.stack.pop_back();
+    return v;
+  }
+  void push_with_null(State& s, Val v) {
+    if (!kNullAboveCallable) s.stack.push_back(Val{Val::K::Null});
+    s.stack.push_back(std::move(v));
+    if (kNullAboveCallable) s.stack.push_back(Val{Val::K::Null});
+  }
+
+  void branch_on(State& s, const Val& cond, bool jump_if, int target, int fallthrough) {
+    Val t = truth(cond);
+    const int here = cur_;
+    jit::EInstr br = terminator(jit::EOp::Branch);
+    br.a = t.var;
+    const int to_target = edge(here, block_id(target), s, true);
+    const int to_next = edge(here, block_id(fallthrough), s, true);
+    br.target = jump_if ? to_target : to_next;
+    br.target2 = jump_if ? to_next : to_target;
+    loop->blocks[here].instrs.push_back(br);
+  }
+
+  bool step(const Ins& i, State& s) {
+    const int arg = i.arg;
+    if (auto vj = vjump_.find(i.at); vj != vjump_.end()) {  // Note [Copied tails]
+      const int here = cur_;
+      jit::EInstr j = terminator(jit::EOp::Jump);
+      j.target = edge(here, block_id(vj->second), std::move(s), false);
+      loop->blocks[here].instrs.push_back(j);
+      return true;
+    }
+    switch (i.op) {
+      case Op::Nop:
+      case Op::Resume:
+      case Op::Cache:
+      case Op::Precall:
+        return false;
+      case Op::PopTop:
+        pop(s);
+        return false;
+      case Op::PushNull:
+        s.stack.push_back(Val{Val::K::Null});
+        return false;
+      case Op::Copy:
+        if (arg > static_cast<int>(s.stack.size())) refuse("COPY below the loop's stack");
+        s.stack.push_back(s.stack[s.stack.size() - arg]);
+        return false;
+      case Op::Swap:
+        if (arg > static_cast<int>(s.stack.size())) refuse("SWAP below the loop's stack");
+        std::swap(s.stack.back(), s.stack[s.stack.size() - arg]);
+        return false;
+      case Op::LoadConst:
+        s.stack.push_back(python_constant(PyTuple_GET_ITEM(f_.code->co_consts, arg)));
+        return false;
+      case Op::LoadFast:
+      case Op::LoadFastCheck:
+        s.stack.push_back(load_local(s, arg));
+        return false;
+      case Op::LoadFastLoadFast:
+        s.stack.push_back(load_local(s, arg >> 4));
+        s.stack.push_back(load_local(s, arg & 15));
+        return false;
+      case Op::StoreFast:
+        store_local(s, arg, pop(s));
+        return false;
+      case Op::StoreFastStoreFast:
+        store_local(s, arg >> 4, pop(s));
+        store_local(s, arg & 15, pop(s));
+        return false;
+      case Op::StoreFastLoadFast:
+        store_local(s, arg >> 4, pop(s));
+        s.stack.push_back(load_local(s, arg & 15));
+        return false;
+      case Op::LoadGlobal: {
+        PyObject* name = PyTuple_GET_ITEM(f_.code->co_names, arg >> 1);
+        Val v = from_trace(access_.load_global(name), std::string("global '") + PyUnicode_AsUTF8(name) + "'");
+        if (arg & 1)
+          push_with_null(s, std::move(v));
+        else
+          s.stack.push_back(std::move(v));
+        return false;
+      }
+      case Op::LoadAttr:
+      case Op::LoadMethod: {
+        const bool method = i.op == Op::LoadMethod || (kLoadAttrHasMethodBit && (arg & 1));
+        PyObject* name = PyTuple_GET_ITEM(f_.code->co_names, kLoadAttrHasMethodBit ? arg >> 1 : arg);
+        Val obj = pop(s);
+        Val r;
+        const std::string n = PyUnicode_AsUTF8(name);
+        if (obj.k == Val::K::Module) {
+          r = from_trace(tx_.load_attr(obj.obj, name), "attribute " + n);
+        } else if (obj.k == Val::K::Array && n == "shape") {
+          r = Val{Val::K::Shape};
+          r.array = obj.array;
+        } else if (obj.k == Val::K::Array && n == "ndim") {
+          r = const_int(loop->arrays[obj.array].rank);
+        } else {
+          refuse("attribute '" + n + "' of " + kind_name(obj));
+        }
+        if (method)
+          push_with_null(s, std::move(r));
+        else
+          s.stack.push_back(std::move(r));
+        return false;
+      }
+      case Op::BinarySubscr: {
+        Val key = pop(s), obj = pop(s);
+        if (obj.k == Val::K::Array) {
+          s.stack.push_back(load(obj, key));
+        } else if ((obj.k == Val::K::Shape || obj.k == Val::K::Tuple) && key.k == Val::K::Num && key.const_int) {
+          if (obj.k == Val::K::Shape) {
+            s.stack.push_back(dim(obj.array, static_cast<int>(*key.const_int)));
+          } else {
+            int64_t k = *key.const_int;
+            if (k < 0) k += static_cast<int64_t>(obj.items.size());
+            if (k < 0 || k >= static_cast<int64_t>(obj.items.size())) refuse("tuple index out of range");
+            s.stack.push_back(obj.items[k]);
+          }
+        } else {
+          refuse("indexing " + kind_name(obj) + " with " + kind_name(key));
+        }
+        return false;
+      }
+      case Op::StoreSubscr: {
+        Val key = pop(s), obj = pop(s), value = pop(s);
+        if (obj.k != Val::K::Array) refuse("item assignment into " + kind_name(obj));
+        store(obj, key, value);
+        return false;
+      }
+      case Op::BinaryOp: {
+        Val b = pop(s), a = pop(s);
+        s.stack.push_back(binary(arg, a, b));
+        return false;
+      }
+      case Op::CompareOp: {
+        Val b = pop(s), a = pop(s);
+        const int op = arg >> kCompareOpShift;
+        if (op < Py_LT || op > Py_GE) refuse("comparison operator");
+        Val r = compare(op, a, b);
+        s.stack.push_back(r);
+        return false;
+      }
+      case Op::UnaryNegative:
+        s.stack.push_back(unary(jit::EOp::Neg, pop(s), "unary -"));
+        return false;
+      case Op::UnaryInvert:
+        s.stack.push_back(unary(jit::EOp::Invert, pop(s), "~"));
+        return false;
+      case Op::UnaryPositive: {
+        Val a = pop(s);
+        if (a.k != Val::K::Num) refuse("unary + of " + kind_name(a));
+        s.stack.push_back(a);
+        return false;
+      }
+      case Op::UnaryNot: {
+        Val t = truth(pop(s));
+        jit::EInstr n;
+        n.op = jit::EOp::Not;
+        n.type = jit::EType::Int;
+        n.a = t.var;
+        Val r = num(kBool, jit::EType::Int);
+        n.dst = r.var;
+        emit(n);
+        s.stack.push_back(r);
+        return false;
+      }
+      case Op::ToBool:
+        s.stack.push_back(truth(pop(s)));
+        return false;
+      case Op::BuildTuple: {
+        if (arg > static_cast<int>(s.stack.size())) refuse("BUILD_TUPLE below the loop's stack");
+        Val t{Val::K::Tuple};
+        t.items.assign(s.stack.end() - arg, s.stack.end());
+        s.stack.resize(s.stack.size() - arg);
+        s.stack.push_back(std::move(t));
+        return false;
+      }
+      case Op::UnpackSequence: {
+        Val t = pop(s);
+        std::vector<Val> items;
+        if (t.k == Val::K::Tuple) {
+          items = t.items;
+        } else if (t.k == Val::K::Shape) {
+          for (int d = 0; d < loop->arrays[t.array].rank; ++d) items.push_back(dim(t.array, d));
+        } else {
+          refuse("unpacking " + kind_name(t));
+        }
+        if (static_cast<int>(items.size()) != arg) refuse("unpacking a sequence of another length");
+        for (auto it = items.rbegin(); it != items.rend(); ++it) s.stack.push_back(*it);
+        return false;
+      }
+      case Op::Call: {
+        if (arg > static_cast<int>(s.stack.size())) refuse("CALL below the loop's stack");
+        std::vector<Val> args(s.stack.end() - arg, s.stack.end());
+        s.stack.resize(s.stack.size() - arg);
+        Val upper = pop(s), lower = pop(s);
+        Val fn;
+        if (lower.k == Val::K::Null) {
+          fn = upper;
+        } else {
+          fn = lower;
+          if (upper.k != Val::K::Null) args.insert(args.begin(), upper);
+        }
+        s.stack.push_back(call(fn, std::move(args)));
+        return false;
+      }
+      case Op::GetIter: {
+        Val r = pop(s);
+        if (r.k != Val::K::Range) refuse("iterating over " + kind_name(r));
+        r.k = Val::K::Iter;
+        s.stack.push_back(r);
+        return false;
+      }
+      case Op::ForIter: {
+        if (s.stack.empty() || s.stack.back().k != Val::K::Iter) refuse("FOR_ITER on " + kind_name(s.stack.back()));
+        const Val it = s.stack.back();
+        jit::EInstr c;
+        c.op = jit::EOp::Cmp;
+        c.type = jit::EType::Int;
+        c.cond = it.step > 0 ? jit::ECond::Lt : jit::ECond::Gt;
+        c.a = it.var;
+        c.b = it.stop;
+        c.dst = loop->new_var(jit::EType::Int);
+        emit(c);
+        const int here = cur_;
+        // Exhausted: the iterator is popped, and the loop's exit follows.
+        State done = s;
+        done.stack.pop_back();
+        const int to_exit = edge(here, block_id(jump_target(i)), std::move(done), true);
+        // Another value: taken from the iterator in a block of its own.
+        const int take = static_cast<int>(loop->blocks.size());
+        loop->blocks.emplace_back();
+        cur_ = take;
+        Val v = num(kInt, jit::EType::Int);
+        emit(mov(v.var, it.var));
+        jit::EInstr inc;
+        inc.op = jit::EOp::Add;
+        inc.type = jit::EType::Int;
+        inc.a = it.var;
+        inc.b = const_int(it.step).var;
+        inc.dst = it.var;
+        emit(inc);
+        State body = s;
+        body.stack.push_back(v);
+        jit::EInstr j = terminator(jit::EOp::Jump);
+        j.target = edge(take, block_id(i.next), std::move(body), false);
+        loop->blocks[take].instrs.push_back(j);
+        jit::EInstr br = terminator(jit::EOp::Branch);
+        br.a = c.dst;
+        br.target = take;
+        br.target2 = to_exit;
+        loop->blocks[here].instrs.push_back(br);
+        return true;
+      }
+      case Op::JumpForward:
+      case Op::JumpBackward:
+      case Op::JumpBackwardNoInterrupt: {
+        const int here = cur_;
+        jit::EInstr j = terminator(jit::EOp::Jump);
+        j.target = edge(here, block_id(jump_target(i)), std::move(s), false);
+        loop->blocks[here].instrs.push_back(j);
+        return true;
+      }
+      case Op::PopJumpIfFalse:
+      case Op::PopJumpForwardIfFalse:
+      case Op::PopJumpBackwardIfFalse:
+      case Op::PopJumpIfTrue:
+      case Op::PopJumpForwardIfTrue:
+      case Op::PopJumpBackwardIfTrue: {
+        Val c = pop(s);
+        const bool jump_if =
+            i.op == Op::PopJumpIfTrue || i.op == Op::PopJumpForwardIfTrue || i.op == Op::PopJumpBackwardIfTrue;
+        branch_on(s, c, jump_if, jump_target(i), i.next);
+        return true;
+      }
+      case Op::PopJumpIfNone:
+      case Op::PopJumpForwardIfNone:
+      case Op::PopJumpBackwardIfNone:
+      case Op::PopJumpIfNotNone:
+      case Op::PopJumpForwardIfNotNone:
+      case Op::PopJumpBackwardIfNotNone: {
+        Val c = pop(s);
+        const bool is_none = c.k == Val::K::None;
+        const bool want_none =
+            i.op == Op::PopJumpIfNone || i.op == Op::PopJumpForwardIfNone || i.op == Op::PopJumpBackwardIfNone;
+        const int here = cur_;
+        jit::EInstr j = terminator(jit::EOp::Jump);
+        j.target = edge(here, block_id(is_none == want_none ? jump_target(i) : i.next), std::move(s), false);
+        loop->blocks[here].instrs.push_back(j);
+        return true;
+      }
+      case Op::JumpIfFalseOrPop:
+      case Op::JumpIfTrueOrPop: {
+        // (cond -- cond if jumping): the value stays on the jumping side only.
+        if (s.stack.empty()) refuse("the loop pops what was on the stack before it");
+        Val t = truth(s.stack.back());
+        const int here = cur_;
+        State popped = s;
+        popped.stack.pop_back();
+        const int to_target = edge(here, block_id(jump_target(i)), s, true);
+        const int to_next = edge(here, block_id(i.next), std::move(popped), true);
+        jit::EInstr br = terminator(jit::EOp::Branch);
+        br.a = t.var;
+        const bool jump_if = i.op == Op::JumpIfTrueOrPop;
+        br.target = jump_if ? to_target : to_next;
+        br.target2 = jump_if ? to_next : to_target;
+        loop->blocks[here].instrs.push_back(br);
+        return true;
+      }
+      default: {
+        refuse("instruction " + std::to_string(i.raw) + " (" + opcode_name(i.raw) + ") in the loop");
+      }
+    }
+  }
+
+  static std::string opcode_name(int raw) {
+    OwnedRef dis = OwnedRef::steal(PyImport_ImportModule("opcode"));
+    if (dis) {
+      OwnedRef names = OwnedRef::steal(PyObject_GetAttrString(dis.get(), "opname"));
+      if (names && PyList_Check(names.get()) && raw < PyList_GET_SIZE(names.get()))
+        if (const char* s = PyUnicode_AsUTF8(PyList_GET_ITEM(names.get(), raw))) return s;
+    }
+    PyErr_Clear();
+    return "?";
+  }
+
+  // ---- results ------------------------------------------------------------------------------------
+  // The loop's results; false when a local needs a kind tag first (the pass is made again).
+  bool finish() {
+    if (!exit_state_) refuse("the loop never ends (no path reaches its end)");
+    Liveness live(f_);
+    loop->results.clear();
+    loop->tag_of.clear();
+    results.clear();
+    for (int slot : stored_) {
+      if (!live.live_at(slot, exit_)) continue;
+      const Val& v = exit_state_->locals[slot];
+      if (v.kinds & kUnbound)
+        refuse("local '" + local_name(slot) + "' is read after the loop, which may not assign it");
+      const uint16_t k = v.kinds;
+      // Several kinds, or an int held as a float: the kind travels in a tag.
+      const bool mixed =
+          !(k & ~(kInt | kFloat | kNpInt | kNpFloat)) && ((k & (k - 1)) || loop->vars[v.var] != machine(k, v.other));
+      if (k != kInt && k != kFloat && k != kNpInt && k != kNpFloat && k != kNpBool && !mixed)
+        refuse("local '" + local_name(slot) + "' is read after the loop and may be " + kinds_text(k));
+      if (mixed && !tagged_.count(slot)) {
+        tagged_.insert(slot);  // Note [Kind tags]
+        return false;
+      }
+      loop->results.push_back(v.var);
+      results.push_back({slot, k, v.other, mixed ? static_cast<int>(loop->results.size()) : -1});
+      loop->tag_of.push_back(results.back().tag);
+      if (mixed) {
+        loop->results.push_back(tag_var_.at(slot));
+        loop->tag_of.push_back(-1);
+      }
+    }
+    if (Status st = loop->verify(); !st.is_ok()) refuse("internal: " + st.message());
+    return true;
+  }
+
+  Tracer& tx_;
+  TraceFrame& f_;
+  int gi_;
+  std::vector<VarPtr> bounds_;
+  const Tracer::LoopAccess& access_;
+
+  std::vector<Ins> ins_;
+  std::map<int, int> index_;  // code unit -> ins_ index
+  int exit_ = -1;
+  std::vector<int> block_start_;
+  std::map<int, int> block_of_;
+  std::vector<int> preds_;
+  std::set<int> stored_;
+  std::map<int, int> vjump_;  // Note [Copied tails]: code unit -> where the copied tail came from
+
+  // Per pass.
+  std::vector<std::optional<State>> pending_;
+  std::vector<bool> processed_;
+  std::vector<int> ir_block_;
+  std::map<int, Val> outer_;
+  std::map<int, int> slot_var_;
+  std::optional<State> exit_state_;
+  int cur_ = 0;  // the IR block being emitted
+  int at_ = 0;
+  bool restart_ = false;
+  std::map<int, State> seed_;   // kinds a block's entry must allow (kept across passes)
+  std::set<int> tagged_;        // locals with a kind tag (kept across passes)
+  std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
+  std::map<int, int> tag_var_;  // per pass: their tags' variables
+};
+
+}  // namespace
+
+VarPtr Tracer::pending_range_for(const std::vector<VarPtr>& args) {
+  constexpr Py_ssize_t kUnrolledTrips = 16;  // shorter loops over constants unroll as before
+  if (!cfg_.element_loops || in_body() || !current_ || args.empty() || args.size() > 3) return nullptr;
+  if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return nullptr;
+  if (under_handler()) return nullptr;  // what the loop raises must meet the handler: CPython runs it
+  const TraceFrame& f = *current_;
+  if (f.ip >= f.num_instrs || (f.instrs[f.ip] & 0xff) != GET_ITER) return nullptr;
+  bool runtime = false;
+  OwnedRef values = OwnedRef::steal(PyTuple_New(static_cast<Py_ssize_t>(args.size())));
+  for (size_t k = 0; k < args.size(); ++k) {
+    PyObject* x = nullptr;  // borrowed
+    if (args[k]->kind == VarKind::Const) {
+      x = const_value(args[k]);
+    } else if (args[k]->kind == VarKind::Scalar) {
+      auto* s = as<ScalarVar>(args[k]);
+      bool carried = s->loop_carried;
+      for (auto& d : s->deps) carried = carried || d->loop_carried;
+      if (carried) return nullptr;
+      x = s->hint.get();
+      runtime = true;
+    }
+    if (!x || !PyLong_CheckExact(x)) return nullptr;
+    PyTuple_SET_ITEM(values.get(), static_cast<Py_ssize_t>(k), Py_NewRef(x));
+  }
+  OwnedRef r = OwnedRef::steal(PyObject_Call(reinterpret_cast<PyObject*>(&PyRange_Type), values.get(), nullptr));
+  if (!r) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const Py_ssize_t trips = PyObject_Length(r.get());
+  if (trips < 0) PyErr_Clear();
+  if (!runtime && trips >= 0 && trips <= kUnrolledTrips) return nullptr;
+  VarPtr v = wrap_const(r.get());
+  pending_range_ = PendingRange{r, args};
+  return v;
+}
+
+int Tracer::compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
+                                 const LoopAccess& access, std::string* why) {
+  if (out_.device.type != rt::DeviceType::CPU) {
+    *why = "the graph runs on a device";
+    return -1;
+  }
+  LoopCompiler c(*this, f, get_iter_at, bounds, access);
+  int exit = -1;
+  try {
+    exit = c.run();
+  } catch (const Refused& r) {
+    *why = r.why;
+    return -1;
+  } catch (const GraphBreak& b) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    *why = b.reason;
+    return -1;
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  const jit::ElementLoop& L = *c.loop;
+  if (!L.arrays.empty() && out_.array_kind != ArrayKind::NumPy) {
+    *why = "the loop's arrays are not NumPy arrays (their elements are other objects)";
+    return -1;
+  }
+  // Arrays written through one name and read through another that shares its memory.
+  auto related = [&](const VarPtr& a, const VarPtr& b) {
+    for (const Var* x = a.get(); x;
+         x = x->kind == VarKind::Tensor ? static_cast<const TensorVar*>(x)->base.get() : nullptr)
+      for (const Var* y = b.get(); y;
+           y = y->kind == VarKind::Tensor ? static_cast<const TensorVar*>(y)->base.get() : nullptr)
+        if (x == y) return true;
+    return false;
+  };
+  try {
+    for (size_t k = 0; k < L.arrays.size(); ++k) {
+      if (!L.arrays[k].written) continue;
+      for (size_t j = 0; j < L.arrays.size(); ++j)
+        if (j != k && related(c.array_vars[k], c.array_vars[j])) {
+          *why = "the loop writes an array that shares memory with another array it reads";
+          return -1;
+        }
+      if (as<TensorVar>(c.array_vars[k])->has_live_views()) {
+        *why = "the loop writes an array that has views";
+        return -1;
+      }
+      check_assignable(c.array_vars[k], "a write in a compiled loop");
+    }
+  } catch (const GraphBreak& b) {
+    if (PyErr_Occurred()) PyErr_Clear();
+    *why = b.reason;
+    return -1;
+  }
+  // The node and its results.
+  std::vector<jit::Arg> args;
+  for (const VarPtr& v : c.array_vars) args.push_back(to_arg(v));
+  for (const VarPtr& v : c.param_vars) args.push_back(to_arg(v));
+  jit::OpAttrs attrs;
+  attrs.element_loop = c.loop;
+  jit::TensorMeta tuple;
+  tuple.kind = jit::ValueKind::Object;
+  const int node =
+      out_.graph.add_call(jit::OpKind::Loop, std::move(attrs), "framejit.loop", std::move(args), {}, tuple);
+  int k = 0;
+  for (size_t a = 0; a < L.arrays.size(); ++a) {
+    if (!L.arrays[a].written) continue;
+    jit::TensorMeta m = meta(c.array_vars[a]);
+    const int r =
+        out_.graph.add_call(jit::OpKind::Extern, {}, "getitem", {jit::Arg::node(node), jit::Arg::integer(k++)}, {}, m);
+    assign_array(c.array_vars[a], r, "a write in a compiled loop");
+  }
+  for (const auto& res : c.results) {
+    jit::TensorMeta m;
+    VarPtr v;
+    const bool np = (res.kinds & kNumpyKinds) && res.tag < 0;  // Note [Kind tags]: a Python number
+    m.dtype = (res.kinds & (kFloat | kNpFloat)) ? rt::DType::Float64
+              : (res.kinds & (kBool | kNpBool)) ? rt::DType::Bool
+                                                : rt::DType::Int64;
+    if (np) {
+      m.kind = jit::ValueKind::Tensor;
+      m.scalar_object = true;
+    } else {
+      m.kind = jit::ValueKind::Scalar;
+    }
+    const int r =
+        out_.graph.add_call(jit::OpKind::Extern, {}, "getitem", {jit::Arg::node(node), jit::Arg::integer(k++)}, {}, m);
+    if (np) {
+      v = std::make_shared<TensorVar>(r);
+    } else {
+      OwnedRef hint = OwnedRef::steal(m.dtype == rt::DType::Float64 ? PyFloat_FromDouble(0.0)
+                                      : m.dtype == rt::DType::Bool  ? Py_NewRef(Py_False)
+                                                                    : PyLong_FromLong(0));
+      auto s = std::make_shared<ScalarVar>(r, std::move(hint));
+      s->loop_carried = true;  // Note [Loop-carried numbers]: no trace-time value
+      v = std::move(s);
+    }
+    v->scope = out_.scope();
+    if (res.tag >= 0) ++k;  // the tag: the loop's step reads it
+    f.locals[res.slot] = std::move(v);
+    if (f.is_root) f.lazy_args[res.slot] = false;
+  }
+  out_.saw_tensor = true;
+  if (rt::log_enabled(rt::LogTopic::Graph))
+    rt::log_write(rt::LogTopic::Graph, "compiled loop at " + location() + ":\n" + L.to_string());
+  return exit;
+}
+
+}  // namespace framejit::frontend

@@ -1,0 +1,34 @@
+// element_loop_call.h — what a compiled element loop (jit::ElementLoop, Note [Element loops] in
+// frontend/trace/element_loops.cpp) receives when it runs, and the errors it can stop with.
+#pragma once
+
+#include <cstdint>
+
+namespace framejit::rt {
+
+/// Why an element loop stopped early, as the exception CPython would have raised at that point.
+/// A loop returns one of these; None means it ran to its end.
+enum class LoopError : int32_t {
+  None = 0,
+  IndexOutOfBounds,  // IndexError: detail = {index, axis, size}
+  ZeroDivision,      // ZeroDivisionError: a Python int or float divided by zero
+  IntOverflow,       // a Python int left the 64 bits compiled loops hold them in
+  MathDomain,        // ValueError: math domain error (math.sqrt(-1), math.log(0))
+  MathRange,         // OverflowError: math range error (math.exp(1000))
+  FloatToInt,        // int(x) of a NaN (ValueError) or an infinity (OverflowError): detail[0] = 1 for NaN
+};
+
+/// The one argument of a compiled element loop: `int32_t f(ElementLoopCall*)` returns a LoopError.
+/// Arrays are given by their element (0, ..., 0), sizes and byte strides; numbers travel in
+/// `scalars` as int64 or the bits of a double, the loop's parameters first (read at entry), then
+/// its results (written at its end, and only then).
+struct ElementLoopCall {
+  char* const* data;
+  const int64_t* const* dims;
+  const int64_t* const* strides;
+  int64_t* scalars;
+  int64_t detail[3];  // set with the error that needs it
+};
+using ElementLoopFn = int32_t (*)(ElementLoopCall*);
+
+}  // namespace framejit::rt

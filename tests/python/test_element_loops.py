@@ -1,0 +1,527 @@
+"""Python loops over array elements compiled as loops (Note [Element loops] in
+frontend/trace/element_loops.cpp): each function against CPython's own run of it, with the loop
+compiled (framejit.stats()["loops"]) and no graph break."""
+
+import math
+
+import numpy as np
+import pytest
+
+import framejit
+
+
+def compiled(fn, *args, loops=1):
+    """fn(*args) through framejit, checked against CPython, with `loops` loops compiled."""
+    want = fn(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    framejit.reset()
+    cf = framejit.compile(fn)
+    got = cf(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    s = framejit.stats()
+    assert s["graph_breaks"] == 0, s
+    assert s["loops"] == loops, s
+    check(got, want)
+    again = cf(*[a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    check(again, want)
+    return cf
+
+
+def check(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            check(g, w)
+        return
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert got == want or (got != got and want != want), (got, want)
+
+
+# ---- the kernels of samples/loops.py -------------------------------------------------------------
+
+
+def trisolv(L, b):
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in range(n):
+        s = b[i]
+        for j in range(i):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    return x
+
+
+def cholesky(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = math.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    return L
+
+
+def lu(A):
+    A = A.copy()
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i):
+            for k in range(j):
+                A[i, j] -= A[i, k] * A[k, j]
+            A[i, j] /= A[j, j]
+        for j in range(i, n):
+            for k in range(i):
+                A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def floyd_warshall(path):
+    path = path.copy()
+    n = path.shape[0]
+    for k in range(n):
+        for i in range(n):
+            for j in range(n):
+                d = path[i, k] + path[k, j]
+                if d < path[i, j]:
+                    path[i, j] = d
+    return path
+
+
+def spmv(rowptr, cols, vals, x):
+    n = rowptr.shape[0] - 1
+    y = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for jj in range(rowptr[i], rowptr[i + 1]):
+            s += vals[jj] * x[cols[jj]]
+        y[i] = s
+    return y
+
+
+def crc16(data):
+    crc = 0xFFFF
+    for i in range(data.shape[0]):
+        crc ^= int(data[i]) << 8
+        for _ in range(8):
+            if crc & 0x8000:
+                crc = ((crc << 1) ^ 0x1021) & 0xFFFF
+            else:
+                crc = (crc << 1) & 0xFFFF
+    return crc
+
+
+def edit_distance(a, b):
+    m, n = a.shape[0], b.shape[0]
+    D = np.zeros((m + 1, n + 1), np.int64)
+    for i in range(m + 1):
+        D[i, 0] = i
+    for j in range(n + 1):
+        D[0, j] = j
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            D[i, j] = min(D[i - 1, j] + 1, D[i, j - 1] + 1, D[i - 1, j - 1] + cost)
+    return D[m, n]
+
+
+def mandelbrot(h, w, maxiter):
+    out = np.zeros((h, w), np.int64)
+    for y in range(h):
+        for x in range(w):
+            cr = -2.0 + 3.0 * x / w
+            ci = -1.5 + 3.0 * y / h
+            zr = 0.0
+            zi = 0.0
+            it = 0
+            for it in range(maxiter):
+                if zr * zr + zi * zi > 4.0:
+                    break
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+            out[y, x] = it
+    return out
+
+
+def newton_sqrt(v, tol):
+    out = np.empty_like(v)
+    for i in range(v.shape[0]):
+        g = v[i] if v[i] > 1.0 else 1.0
+        while abs(g * g - v[i]) > tol * v[i]:
+            g = 0.5 * (g + v[i] / g)
+        out[i] = g
+    return out
+
+
+RNG = np.random.default_rng(15)
+
+
+def spd(n):
+    m = RNG.random((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+def test_trisolv():
+    compiled(trisolv, np.tril(RNG.random((12, 12))) + 12 * np.eye(12), RNG.random(12))
+
+
+def test_cholesky():
+    compiled(cholesky, spd(10))
+
+
+def test_lu():
+    compiled(lu, spd(9))
+
+
+def test_floyd_warshall():
+    compiled(floyd_warshall, RNG.random((9, 9)) * 10)
+
+
+def test_spmv():
+    rowptr = np.sort(RNG.integers(0, 60, 11))
+    rowptr[0], rowptr[-1] = 0, 60
+    compiled(spmv, rowptr, RNG.integers(0, 20, 60), RNG.random(60), RNG.random(20))
+
+
+def test_crc16():
+    compiled(crc16, RNG.integers(0, 256, 50).astype(np.uint8))
+
+
+def test_edit_distance():
+    compiled(edit_distance, RNG.integers(0, 4, 11), RNG.integers(0, 4, 13), loops=3)
+
+
+def test_mandelbrot():
+    compiled(mandelbrot, 6, 8, 20)
+
+
+def test_newton_sqrt():
+    compiled(newton_sqrt, RNG.random(40) * 100, 1e-12)
+
+
+# ---- semantics -----------------------------------------------------------------------------------
+
+
+def test_a_new_trip_count_does_not_recompile():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        return s
+
+    x = RNG.random(50)
+    framejit.reset()
+    cf = framejit.compile(f)
+    for n in (3, 10, 0, 50):
+        assert cf(x, n) == f(x, n)
+        assert type(cf(x, n)) is type(f(x, n))  # Python's float after no trip, NumPy's after one
+    s = framejit.stats()
+    assert s["captured"] == 1 and s["loops"] == 1, s
+
+
+def test_new_sizes_do_not_recompile():
+    framejit.reset()
+    cf = framejit.compile(trisolv)
+    for n in (5, 9, 17):
+        L, b = np.tril(RNG.random((n, n))) + n * np.eye(n), RNG.random(n)
+        check(cf(L, b), trisolv(L, b))
+    assert framejit.stats()["captured"] == 1
+
+
+def test_loop_variable_and_results_after_the_loop():
+    def f(x):
+        total = 0
+        last = -1
+        for i in range(x.shape[0]):
+            if x[i] > 0.5:
+                total += 1
+                last = i
+        return total, last
+
+    compiled(f, RNG.random(30))
+
+
+def test_a_local_the_loop_may_leave_unbound_is_not_compiled():
+    # `i` after a loop that may not run: CPython raises UnboundLocalError for an empty x.
+    def f(x):
+        for i in range(x.shape[0]):
+            x[i] = 1.0
+        return i
+
+    x = RNG.random(5)
+    framejit.reset()
+    assert framejit.compile(f)(x.copy()) == f(x.copy())
+    assert framejit.stats()["loops"] == 0
+
+
+def test_break_continue_and_else():
+    def f(x):
+        found = -1
+        for i in range(x.shape[0]):
+            if x[i] < 0.2:
+                continue
+            if x[i] > 0.9:
+                found = i
+                break
+        return found
+
+    compiled(f, RNG.random(40))
+
+
+def test_an_int_total_that_becomes_a_float():
+    # Note [Widened locals] and [Kind tags]: 0 before the loop, numpy.float64 after a trip.
+    def f(x, n):
+        total = 0
+        count = 0
+        for i in range(n):
+            total += x[i]
+            count += 1
+        return total, count
+
+    x = RNG.random(9)
+    framejit.reset()
+    cf = framejit.compile(f)
+    for n in (0, 1, 9):
+        got, want = cf(x, n), f(x, n)
+        assert got == want and [type(g) for g in got] == [type(w) for w in want], (got, want)
+    s = framejit.stats()
+    assert s["loops"] == 1 and s["captured"] == 1, s
+
+
+def test_an_int_from_outside_is_not_widened():
+    def f(x, start):
+        total = start
+        for i in range(x.shape[0]):
+            total += x[i]
+        return total
+
+    x = RNG.random(5)
+    framejit.reset()
+    assert framejit.compile(f)(x, 2**60 + 1) == f(x, 2**60 + 1)
+
+
+def test_for_else():
+    def f(x, limit):
+        hits = 0
+        for i in range(x.shape[0]):
+            if x[i] > limit:
+                break
+            hits += 1
+        else:
+            hits = -hits
+        return hits
+
+    x = RNG.random(30)
+    framejit.reset()
+    cf = framejit.compile(f)
+    for limit in (0.5, 2.0, 0.99):
+        assert cf(x, limit) == f(x, limit)
+    s = framejit.stats()
+    assert s["loops"] == 1 and s["graph_breaks"] == 0, s
+
+
+def test_nested_while_with_break_and_continue():
+    def f(v):
+        out = np.zeros_like(v)
+        for i in range(v.shape[0]):
+            k = 0
+            x = v[i]
+            while True:
+                k += 1
+                if k % 3 == 0:
+                    continue
+                x = x * 0.5
+                if x < 1.0 or k > 50:
+                    break
+            out[i] = k
+        return out
+
+    compiled(f, RNG.random(20) * 1000)
+
+
+def test_negative_step_and_negative_indices():
+    def f(x):
+        y = np.zeros_like(x)
+        for i in range(x.shape[0] - 1, -1, -1):
+            y[-i - 1] = x[i] * 2.0
+        return y
+
+    compiled(f, RNG.random(13))
+
+
+def test_zero_trip_loop_keeps_values():
+    def f(x, n):
+        s = 1.5
+        for i in range(n):
+            s = s * x[i]
+        return s
+
+    x = RNG.random(5)
+    compiled(f, x, 0)
+
+
+def test_strided_and_transposed_arrays():
+    def f(a):
+        s = 0.0
+        for i in range(a.shape[0]):
+            for j in range(a.shape[1]):
+                s += a[i, j] * (i + 2 * j)
+        return s
+
+    base = RNG.random((7, 9))
+    compiled(f, base.T)
+    compiled(f, base[::2, ::-3])
+
+
+def test_writes_into_an_input_array_show_to_the_caller():
+    def f(x):
+        for i in range(1, x.shape[0]):
+            x[i] = x[i] + x[i - 1]
+
+    x = RNG.random(20)
+    want = x.copy()
+    f(want)
+    framejit.reset()
+    cf = framejit.compile(f)
+    got = x.copy()
+    assert cf(got) is None
+    np.testing.assert_array_equal(got, want)
+    assert framejit.stats()["loops"] == 1
+
+
+def test_other_dtypes():
+    def f(a, b, out):
+        for i in range(a.shape[0]):
+            out[i] = a[i] * 2 + b[i]
+        return out
+
+    a = RNG.integers(-50, 50, 16).astype(np.int64)
+    b = RNG.integers(-50, 50, 16).astype(np.int64)
+    compiled(f, a, b, np.zeros(16, np.int32))
+    compiled(f, RNG.random(16), RNG.random(16), np.zeros(16, np.float32))
+
+
+def test_index_error_as_numpy():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[i]
+        return s
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    x = RNG.random(4)
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 0 with size 4"):
+        cf(x, 6)
+    assert cf(x, 4) == f(x, 4)
+
+
+def test_python_float_division_by_zero_raises():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += 1.0 / float(x[i])
+        return s
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    with pytest.raises(ZeroDivisionError):
+        cf(np.array([1.0, 0.0]))
+    assert cf(np.array([1.0, 2.0])) == 1.5
+
+
+def test_numpy_float_division_by_zero_gives_inf():
+    def f(x):
+        y = np.zeros_like(x)
+        for i in range(x.shape[0]):
+            y[i] = 1.0 / x[i]
+        return y
+
+    with np.errstate(divide="ignore"):
+        compiled(f, np.array([1.0, 0.0, -0.0, 4.0]))
+
+
+def test_math_domain_error():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += math.sqrt(x[i])
+        return s
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    with pytest.raises(ValueError, match="math domain error"):
+        cf(np.array([1.0, -1.0]))
+
+
+def test_python_int_overflow_is_a_clear_error():
+    def f(n):
+        x = np.zeros(1)
+        p = 1
+        for i in range(n):
+            p = p * 3
+        x[0] = 1.0
+        return p, x
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    assert cf(10)[0] == 3**10
+    with pytest.raises(OverflowError, match="64 bits"):
+        cf(50)
+
+
+def test_python_and_numpy_kinds_meet():
+    def f(v):
+        out = np.empty_like(v)
+        for i in range(v.shape[0]):
+            g = v[i] if v[i] > 1.0 else 1.0
+            out[i] = g * 2
+        return out
+
+    compiled(f, RNG.random(20) * 3)
+
+
+def test_code_after_the_loop_stays_in_the_graph():
+    def f(x):
+        y = x * 2.0
+        for i in range(1, y.shape[0]):
+            y[i] += y[i - 1]
+        return np.sqrt(y) + 1.0
+
+    compiled(f, RNG.random(25))
+
+
+def test_unsupported_loops_still_run():
+    # A slice in the body: the loop is not compiled, the function still gives CPython's result.
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[: i + 1].sum()
+        return s
+
+    x = RNG.random(6)
+    framejit.reset()
+    assert framejit.compile(f)(x) == pytest.approx(f(x), rel=1e-12)
+    assert framejit.stats()["loops"] == 0
+
+
+def test_a_number_computed_from_a_size_without_a_symbol_is_guarded():
+    # Found by the fuzzer: `i % (s1 + 1)` has no symbolic form; unrolling the loop over it pinned
+    # nothing, and a new s1 reused the graph (float32 elements: the loop itself is not compiled).
+    def f(x0):
+        v3 = 0.0
+        for i in range(x0.shape[0]):
+            for j in range(i % (x0.shape[1] + 1)):
+                v3 += x0[i, j] * (i - j)
+        return v3
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    for shape in ((5, 2), (5, 8)):
+        x = RNG.random(shape).astype(np.float32)
+        assert cf(x) == f(x)
