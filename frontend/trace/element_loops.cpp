@@ -406,8 +406,10 @@ class LoopCompiler {
   // a jump there.
   void find_copied_tails() {
     std::vector<Ins> body, after;
-    for (int at = gi_; at < exit_ && at < f_.num_instrs;) body.push_back(decode(f_.instrs, f_.num_instrs, at)), at = body.back().next;
-    for (int at = exit_; at < f_.num_instrs;) after.push_back(decode(f_.instrs, f_.num_instrs, at)), at = after.back().next;
+    for (int at = gi_; at < exit_ && at < f_.num_instrs;)
+      body.push_back(decode(f_.instrs, f_.num_instrs, at)), at = body.back().next;
+    for (int at = exit_; at < f_.num_instrs;)
+      after.push_back(decode(f_.instrs, f_.num_instrs, at)), at = after.back().next;
     auto pure_load = [](Op op) {
       return op == Op::LoadFast || op == Op::LoadFastCheck || op == Op::LoadConst || op == Op::LoadFastLoadFast;
     };

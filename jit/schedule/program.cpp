@@ -433,7 +433,8 @@ void plan_store_memory(const Graph& graph, rt::Program& p, const std::vector<int
     for_each_memory_source(graph, v, [&](int u) { contents_read[u] = std::max(contents_read[u], contents_read[v]); });
   std::vector<int> step_of(n, -1);
   for (int k = 0; k < static_cast<int>(p.steps.size()); ++k)
-    if (p.steps[k].kind == rt::Step::Kind::Store || p.steps[k].kind == rt::Step::Kind::Loop) step_of[p.steps[k].node] = k;
+    if (p.steps[k].kind == rt::Step::Kind::Store || p.steps[k].kind == rt::Step::Kind::Loop)
+      step_of[p.steps[k].node] = k;
   // Values whose memory is a written-back input's (or a private copy made on the way): writing
   // them needs no run-time check, and no check could see it (the caller holds the input).
   std::vector<bool> chain(n, false);
