@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -57,7 +58,46 @@ struct PyCall {
   int result_dtype = -1;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
+  // Note [Creation without the library]: zeros/empty(_like) made by the host itself.
+  enum class Native : uint8_t { None, Zeros, Empty } native = Native::None;
+  int like = -1;                  // *_like: the value whose shape it takes
+  std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints)
 };
+
+// Note [Creation without the library]
+// NumPy's zeros_like is a Python function (array-function dispatch, empty_like, copyto): 3-5 µs
+// a call, most of a small compiled loop's time (Numba allocates natively). zeros, empty and their
+// _like forms of a C-ordered NumPy array, with no argument but the dtype, are the host's own
+// allocation (C order, as NumPy makes them there), zeroed for zeros: the same array.
+bool native_creation(const jit::Graph& graph, const jit::Node& n, PyCall& c) {
+  using jit::OpKind;
+  const bool like = n.op == OpKind::ZerosLike || n.op == OpKind::EmptyLike;
+  if (!like && n.op != OpKind::Zeros && n.op != OpKind::Empty) return false;
+  if (n.meta.kind != jit::ValueKind::Tensor || n.meta.device.type != rt::DeviceType::CPU || n.args.size() != 1)
+    return false;
+  for (const auto& [k, v] : n.kwargs)
+    if (k != "dtype") return false;
+  const jit::Arg& a = n.args[0];
+  if (like) {
+    if (!a.is_node()) return false;
+    const jit::TensorMeta& m = graph.node(static_cast<int>(a.i)).meta;
+    if (m.kind != jit::ValueKind::Tensor || m.layout != jit::Layout::Contiguous || m.rank() != n.meta.rank())
+      return false;
+    c.like = static_cast<int>(a.i);
+  } else {
+    std::vector<jit::Arg> dims = a.kind == jit::Arg::Kind::Tuple || a.kind == jit::Arg::Kind::List
+                                     ? a.items
+                                     : std::vector<jit::Arg>{a};
+    for (const jit::Arg& d : dims)
+      if (d.kind != jit::Arg::Kind::Int && !(d.is_node() && graph.node(static_cast<int>(d.i)).meta.kind ==
+                                                                    jit::ValueKind::Scalar))
+        return false;
+    if (static_cast<int>(dims.size()) != n.meta.rank()) return false;
+    c.shape = std::move(dims);
+  }
+  c.native = n.op == OpKind::ZerosLike || n.op == OpKind::Zeros ? PyCall::Native::Zeros : PyCall::Native::Empty;
+  return true;
+}
 
 bool has_value(const jit::Arg& a) {
   bool found = false;
@@ -389,6 +429,40 @@ bool PyHost::is_private(const rt::Value& v) {
 bool PyHost::run_extern(int node, rt::Value* values) {
   bool inplace = false;
   const PyCall* c = p_.call_of(node);
+  if (c && c->native != PyCall::Native::None && &arrays_ == array_adapter(ArrayKind::NumPy)) {
+    int64_t dims[rt::kMaxRank];
+    int rank = 0;
+    bool ok = true;
+    if (c->like >= 0) {
+      const rt::Value& x = values[c->like];
+      ok = x.is_array() && x.nd <= rt::kMaxRank;
+      rank = ok ? x.nd : 0;
+      for (int d = 0; d < rank; ++d) dims[d] = x.dims[d];
+    } else {
+      rank = static_cast<int>(c->shape.size());
+      for (int d = 0; d < rank && ok; ++d) {
+        const jit::Arg& a = c->shape[d];
+        if (a.kind == jit::Arg::Kind::Int) {
+          dims[d] = a.i;
+        } else {
+          const rt::Value& v = values[a.i];
+          ok = v.kind == rt::Value::Kind::Number && v.is_int;
+          dims[d] = ok ? v.number.i : 0;
+        }
+        ok = ok && dims[d] >= 0;  // a negative size: NumPy's call raises its error
+      }
+    }
+    if (ok) {
+      if (values[node].handle) release(values[node]);
+      if (!alloc(values[node], static_cast<DType>(c->result_dtype), rank, dims, nullptr)) return false;
+      if (c->native == PyCall::Native::Zeros) {
+        int64_t n = rt::dtype_itemsize(static_cast<DType>(c->result_dtype));
+        for (int d = 0; d < rank; ++d) n *= dims[d];
+        std::memset(values[node].data, 0, static_cast<size_t>(n));
+      }
+      return true;
+    }
+  }
   if (c && c->inplace_base >= 0) inplace = is_private(values[c->inplace_base]);
   PyObject* r = p_.call(node, values, inplace);  // new ref
   if (!r) return false;
@@ -743,6 +817,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       if (!c) return c.error();
       const jit::Node& n = nodes[s.node];
       if (n.meta.kind == jit::ValueKind::Tensor && !n.meta.scalar_object) c->result_dtype = static_cast<int>(n.meta.dtype);
+      if (jit && c->result_dtype >= 0) native_creation(graph, n, *c);
       if (n.target == "framejit._C._index_put" && !n.args.empty() && n.args[0].kind == jit::Arg::Kind::Node &&
           std::find(s.release.begin(), s.release.end(), static_cast<int>(n.args[0].i)) != s.release.end()) {
         c->inplace_base = static_cast<int>(n.args[0].i);

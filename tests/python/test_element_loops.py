@@ -525,3 +525,22 @@ def test_a_number_computed_from_a_size_without_a_symbol_is_guarded():
     for shape in ((5, 2), (5, 8)):
         x = RNG.random(shape).astype(np.float32)
         assert cf(x) == f(x)
+
+
+def test_creation_without_numpys_python_functions():
+    # Note [Creation without the library]: zeros/empty(_like) of C-ordered arrays are the host's
+    # own allocations; a Fortran-ordered input still gets NumPy's (Fortran-ordered) zeros_like.
+    def f(x, n):
+        a = np.zeros_like(x)
+        b = np.zeros((n, x.shape[0]), np.int64)
+        c = np.empty_like(x, dtype=np.float32)
+        return a, b, c.shape, c.dtype, c.flags.c_contiguous
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    for x in (RNG.random((3, 4)), np.asfortranarray(RNG.random((3, 4))), RNG.random(5)):
+        got, want = cf(x, 2), f(x, 2)
+        for g, w in zip(got[:2], want[:2]):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous == w.flags.c_contiguous
+            np.testing.assert_array_equal(g, w)
+        assert got[2:] == want[2:]
