@@ -176,10 +176,13 @@ struct Run {
         return true;
       }
       case DType::Int64:
-      case DType::Int32: {
+      case DType::Int32:
+      case DType::Bool: {  // a numpy.bool_ where the trace saw a Python bool (Note [Kind tags])
         int64_t i;
         if (x.dtype == DType::Int64) {
           std::memcpy(&i, x.data, sizeof i);
+        } else if (x.dtype == DType::Bool) {
+          i = *reinterpret_cast<const uint8_t*>(x.data) != 0;
         } else {
           int32_t j;
           std::memcpy(&j, x.data, sizeof j);

@@ -505,6 +505,18 @@ bool PyHost::read_number(const rt::Value& v, bool want_int, rt::ParamValue& out)
     fail(rt::RunError::ParamType, 0);
     return false;
   }
+  // A NumPy scalar where the trace saw a Python number (a compiled loop's result, Note [Kind tags]
+  // in frontend/trace/element_loops.cpp, compared: numpy.bool_): its value.
+  long long i = 0;
+  double d = 0;
+  if (want_int && !PyLong_Check(o) && numpy_scalar_int(o, &i)) {
+    out.i = i;
+    return true;
+  }
+  if (!want_int && !PyFloat_Check(o) && !PyLong_Check(o) && numpy_scalar_float(o, &d)) {
+    out.f = d;
+    return true;
+  }
   if (want_int) {
     int overflow = 0;
     out.i = PyLong_AsLongLongAndOverflow(o, &overflow);

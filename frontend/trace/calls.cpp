@@ -584,7 +584,11 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
     auto* s = as<ScalarVar>(args[0]);
     OwnedRef r = OwnedRef::steal(PyObject_CallOneArg(fn, s->hint.get()));
     if (!r) python_error_break();
-    auto deps = s->source ? std::vector<std::shared_ptr<ScalarVar>>{std::static_pointer_cast<ScalarVar>(args[0])} : s->deps;
+    // (A loop-carried number passes its mark on: its hint is no value to decide on, Note
+    // [Loop-carried numbers].)
+    auto deps = s->source || s->loop_carried
+                    ? std::vector<std::shared_ptr<ScalarVar>>{std::static_pointer_cast<ScalarVar>(args[0])}
+                    : s->deps;
     return add_scalar(is("float") ? "builtins.float" : "builtins.abs", {to_arg(args[0])}, r.get(), std::nullopt, deps);
   }
   OwnedRef pargs = OwnedRef::steal(PyTuple_New(nargs));

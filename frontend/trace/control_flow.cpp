@@ -377,6 +377,13 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
                                 {jit::Arg::node(c), jit::Arg::integer(static_cast<int64_t>(j))}, {}, t.outputs[j]);
     auto result = std::make_shared<TensorVar>(r);
     result->may_be_operand = may_alias[j];
+    if (may_alias[j]) {
+      // A write into an operand would show through this result in CPython: the operands list it
+      // as a view that cannot be made again, so such a write breaks (check_views_remakeable).
+      result->maybe_copy = true;
+      for (const VarPtr& o : operands)
+        if (o->kind == VarKind::Tensor) as<TensorVar>(o)->views.push_back(result);
+    }
     results.push_back(std::move(result));
   }
   out_.saw_tensor = true;

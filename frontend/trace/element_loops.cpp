@@ -106,6 +106,9 @@ struct Val {
   VarPtr obj;                          // Func, Module: the trace's value
   std::vector<Val> items;              // Tuple
   std::optional<int64_t> const_int;    // Num: known at compile time
+  std::optional<int64_t> lower;        // Num (Int): a lower bound proved; Range, Iter: the start's
+  int step_var = -1;                   // Range, Iter: a run-time step (known positive), or -1
+  std::vector<int> prefix;             // Array: a row A[i] (A[i][j] reads A[i, j]): its leading indices
 
   bool same(const Val& o) const {
     if (k != o.k) return false;
@@ -114,10 +117,10 @@ struct Val {
         return var == o.var;
       case K::Array:
       case K::Shape:
-        return array == o.array;
+        return array == o.array && prefix == o.prefix;
       case K::Range:
       case K::Iter:
-        return var == o.var && stop == o.stop && step == o.step;
+        return var == o.var && stop == o.stop && step == o.step && step_var == o.step_var;
       case K::Func:
       case K::Module:
         return obj == o.obj;
@@ -545,6 +548,10 @@ class LoopCompiler {
       for (size_t k = 0; k < s.locals.size(); ++k) {
         Val &h = have.locals[k], &v = s.locals[k];
         if (h.k != Val::K::Num) continue;
+        if (h.lower && (!v.lower || *v.lower < *h.lower)) {  // a bound holds where every path has it
+          h.lower = v.lower;
+          grew = true;
+        }
         grew |= (h.kinds | v.kinds) != h.kinds;
         if (v.var >= 0 && h.var < 0) h.var = v.var;
         h.kinds |= v.kinds;
@@ -569,8 +576,13 @@ class LoopCompiler {
   static void widen(State& s, const State& seed) {
     for (size_t k = 0; k < s.stack.size() && k < seed.stack.size(); ++k)
       if (s.stack[k].k == Val::K::Num) s.stack[k].kinds |= seed.stack[k].kinds;
-    for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k)
-      if (s.locals[k].k == Val::K::Num) s.locals[k].kinds |= seed.locals[k].kinds;
+    for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k) {
+      Val &l = s.locals[k];
+      const Val& w = seed.locals[k];
+      if (l.k != Val::K::Num) continue;
+      l.kinds |= w.kinds;
+      if (l.lower && (!w.lower || *w.lower < *l.lower)) l.lower = w.lower;
+    }
   }
 
   void process(int b) {
@@ -704,6 +716,7 @@ class LoopCompiler {
     else
       emit_prologue_or_here(i);
     v.const_int = x;
+    v.lower = x;
     return v;
   }
   Val const_float(double x, uint16_t kinds = kFloat, bool prologue = true) {
@@ -850,6 +863,12 @@ class LoopCompiler {
         emit(mov(fresh, var));
         v.var = fresh;
       }
+      for (int& p : v.prefix)
+        if (p == var) {
+          const int fresh = loop->new_var(jit::EType::Int);
+          emit(mov(fresh, var));
+          p = fresh;
+        }
       for (Val& x : v.items) fix(x);
     };
     for (Val& v : s.stack) fix(v);
@@ -870,6 +889,7 @@ class LoopCompiler {
     l.kinds = v.kinds;
     l.other = v.other;
     l.const_int.reset();
+    l.lower = v.lower;
   }
 
   // Note [Kind tags]
@@ -907,9 +927,17 @@ class LoopCompiler {
     Val r{Val::K::Range};
     if (b.size() == 1) b.insert(b.begin(), const_int(0));
     if (b.size() == 3) {
-      if (!b[2].const_int || *b[2].const_int == 0) refuse("range() with a step not known when compiling");
-      r.step = *b[2].const_int;
+      if (b[2].const_int) {
+        if (*b[2].const_int == 0) refuse("range() with a step of 0");
+        r.step = *b[2].const_int;
+      } else if (b[2].lower && *b[2].lower >= 1) {  // range(i * i, n, i) for an i >= 2
+        r.step_var = loop->new_var(jit::EType::Int);
+        emit_prologue_or_here(mov(r.step_var, b[2].var));
+      } else {
+        refuse("range() with a step whose sign is not known when compiling");
+      }
     }
+    if (r.step > 0) r.lower = b[0].lower;
     // The bounds are read once, when range() is called.
     r.var = loop->new_var(jit::EType::Int);
     emit_prologue_or_here(mov(r.var, b[0].var));
@@ -1085,6 +1113,11 @@ class LoopCompiler {
       i.b = b.var;
     }
     Val r = num(m->kinds, m->type);
+    if (m->type == jit::EType::Int && a.lower && b.lower && *a.lower >= 0 && *b.lower >= 0 &&
+        *a.lower < (int64_t{1} << 31) && *b.lower < (int64_t{1} << 31)) {
+      if (nb == kNbAdd) r.lower = *a.lower + *b.lower;
+      if (nb == kNbMultiply) r.lower = *a.lower * *b.lower;
+    }
     i.dst = r.var;
     emit(i);
     return r;
@@ -1110,12 +1143,12 @@ class LoopCompiler {
 
   // ---- arrays -------------------------------------------------------------------------------------
   std::vector<int> indices(const Val& arr, const Val& key) {
-    const int rank = loop->arrays[arr.array].rank;
+    const int rank = loop->arrays[arr.array].rank - static_cast<int>(arr.prefix.size());
     std::vector<Val> parts = key.k == Val::K::Tuple ? key.items : std::vector<Val>{key};
     if (static_cast<int>(parts.size()) != rank)
       refuse("indexing a " + std::to_string(rank) + "-d array with " + std::to_string(parts.size()) +
-             " integer(s) (slices, views and rows are not compiled in loops yet)");
-    std::vector<int> out;
+             " integer(s) (slices and views are not compiled in loops yet)");
+    std::vector<int> out = arr.prefix;
     for (const Val& p : parts) {
       if (p.k != Val::K::Num || loop->vars[p.var] != jit::EType::Int || (p.kinds & (kBool | kNpBool)))
         refuse("an index that is " + kind_name(p));
@@ -1168,7 +1201,8 @@ class LoopCompiler {
     if (builtin("len")) {
       if (args.size() != 1) refuse("len() arguments");
       if (args[0].k == Val::K::Tuple) return const_int(static_cast<int64_t>(args[0].items.size()));
-      if (args[0].k != Val::K::Array) refuse("len() of " + kind_name(args[0]));
+      // (len(A[i]) would skip A[i]'s own IndexError.)
+      if (args[0].k != Val::K::Array || !args[0].prefix.empty()) refuse("len() of " + kind_name(args[0]));
       return dim(args[0].array, 0);
     }
     if (builtin("min") || builtin("max")) {
@@ -1401,10 +1435,10 @@ class LoopCompiler {
         const std::string n = PyUnicode_AsUTF8(name);
         if (obj.k == Val::K::Module) {
           r = from_trace(tx_.load_attr(obj.obj, name), "attribute " + n);
-        } else if (obj.k == Val::K::Array && n == "shape") {
+        } else if (obj.k == Val::K::Array && n == "shape" && obj.prefix.empty()) {
           r = Val{Val::K::Shape};
           r.array = obj.array;
-        } else if (obj.k == Val::K::Array && n == "ndim") {
+        } else if (obj.k == Val::K::Array && n == "ndim" && obj.prefix.empty()) {
           r = const_int(loop->arrays[obj.array].rank);
         } else {
           refuse("attribute '" + n + "' of " + kind_name(obj));
@@ -1417,7 +1451,15 @@ class LoopCompiler {
       }
       case Op::BinarySubscr: {
         Val key = pop(s), obj = pop(s);
-        if (obj.k == Val::K::Array) {
+        if (obj.k == Val::K::Array && key.k == Val::K::Num &&
+            loop->arrays[obj.array].rank - static_cast<int>(obj.prefix.size()) > 1) {
+          // A row, indexed again at once (A[i][j]): its index joins the element's.
+          if (loop->vars[key.var] != jit::EType::Int || (key.kinds & (kBool | kNpBool)))
+            refuse("an index that is " + kind_name(key));
+          Val row = obj;
+          row.prefix.push_back(key.var);
+          s.stack.push_back(row);
+        } else if (obj.k == Val::K::Array) {
           s.stack.push_back(load(obj, key));
         } else if ((obj.k == Val::K::Shape || obj.k == Val::K::Tuple) && key.k == Val::K::Num && key.const_int) {
           if (obj.k == Val::K::Shape) {
@@ -1544,12 +1586,13 @@ class LoopCompiler {
         loop->blocks.emplace_back();
         cur_ = take;
         Val v = num(kInt, jit::EType::Int);
+        v.lower = it.lower;
         emit(mov(v.var, it.var));
         jit::EInstr inc;
         inc.op = jit::EOp::Add;
         inc.type = jit::EType::Int;
         inc.a = it.var;
-        inc.b = const_int(it.step).var;
+        inc.b = it.step_var >= 0 ? it.step_var : const_int(it.step).var;
         inc.dst = it.var;
         emit(inc);
         State body = s;

@@ -652,6 +652,14 @@ Status Graph::verify() const {
             if (!node.args[k].is_node()) return Status::internal(node_label(i, node) + ": an array that is a constant");
           FJ_PROPAGATE(loop->verify());
         }
+        if (node.op == OpKind::Extern && node.args.size() == 2 && node.args[0].is_node() && node.args[0].i < i &&
+            nodes_[node.args[0].i].op == OpKind::Loop && nodes_[node.args[0].i].attrs.element_loop) {
+          const ElementLoop& loop = *nodes_[node.args[0].i].attrs.element_loop;
+          int64_t outs = static_cast<int64_t>(loop.results.size());
+          for (const ElementArray& a : loop.arrays) outs += a.written;
+          if (node.args[1].kind != Arg::Kind::Int || node.args[1].i < 0 || node.args[1].i >= outs)
+            return Status::internal(node_label(i, node) + ": selects no result of its loop");
+        }
         break;
       case NodeKind::Output:
         // NB: this also catches a second output, since the first one is then not last.

@@ -6,6 +6,8 @@
 
 #include "jit/passes/passes.h"
 
+#include "jit/ir/element_loop.h"
+
 namespace framejit::jit {
 namespace {
 
@@ -75,6 +77,11 @@ void append_op(const Node& node, std::string& key) {
   ints('l', at.loop_dtypes);
   key += at.operator_form ? "F" : "f";
   key += "e" + std::to_string(at.exponent);
+  // A compiled loop is its code: two loops merge only when they are the same program.
+  if (at.element_loop) {
+    const std::string code = at.element_loop->to_string();
+    key += "L" + std::to_string(code.size()) + ":" + code;
+  }
 }
 
 std::string call_key(const Node& node) {

@@ -196,6 +196,7 @@ rt::Step loop_step(const Graph& graph, int i, const PlanKernels* compiled, const
         g.args[0].i != i)
       continue;
     const int k = static_cast<int>(g.args[1].i);
+    if (k < 0 || k >= static_cast<int>(L.outputs.size())) continue;  // verify() rejects such a getitem
     if (L.outputs[k] < 0) L.outputs[k] = j;
     else L.aliases.push_back({j, L.outputs[k]});  // CSE merged two equal loops: one runs
     by_loop[j] = true;

@@ -544,3 +544,77 @@ def test_creation_without_numpys_python_functions():
             assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous == w.flags.c_contiguous
             np.testing.assert_array_equal(g, w)
         assert got[2:] == want[2:]
+
+
+def test_a_step_known_positive_and_rows_indexed_twice():
+    def sieve(n):
+        is_p = np.ones(n + 1, np.bool_)
+        is_p[0] = False
+        is_p[1] = False
+        for i in range(2, n + 1):
+            if is_p[i]:
+                for j in range(i * i, n + 1, i):  # i >= 2: a positive step
+                    is_p[j] = False
+        return is_p
+
+    def rows(A):
+        s = 0.0
+        for i in range(A.shape[0]):
+            for j in range(A.shape[1]):
+                A[i][j] = A[i][j] * 2.0
+                s += A[i][j]
+        return s
+
+    compiled(sieve, 200)
+    compiled(rows, RNG.random((5, 6)))
+
+
+def test_a_step_of_unknown_sign_is_not_compiled():
+    def f(x, k):
+        s = 0.0
+        for i in range(x.shape[0]):
+            for j in range(0, x.shape[0], k):  # k < 0 counts down: not compiled, still right
+                s += x[j] * i
+        return s
+
+    x = RNG.random(7)
+    framejit.reset()
+    cf = framejit.compile(f)
+    for k in (2, 3):
+        assert cf(x, k) == f(x, k)
+
+
+def test_two_loops_alike_but_for_their_results_stay_two():
+    # Found by the fuzzer: CSE took two loops of the same bytecode for one, though only the second
+    # hands back its count (the first's is never read): the merged loop had no result to take.
+    def f(x0):
+        v1 = np.std(x0, axis=0)
+        v4 = 0
+        for i in range(v1.shape[0]):
+            if v1[i] > 0:
+                v4 += 1
+        v6 = 0
+        for i in range(v1.shape[0]):
+            if v1[i] > 0:
+                v6 += 1
+        return v6
+
+    framejit.reset()
+    x = RNG.random((4, 3))
+    assert framejit.compile(f)(x) == f(x)
+
+
+def test_python_logic_after_the_loop_on_its_results():
+    # Found by the fuzzer: abs() of a loop's result kept the loop's mark, so `v4 > 0` is decided at
+    # run time, not on a trace-time value the loop never had.
+    def f(x0):
+        v2 = 0.0
+        for i in range(x0.shape[0]):
+            for j in range(i % (x0.shape[1] + 1)):
+                v2 += x0[i, j] * (i - j)
+        v4 = abs(v2)
+        return np.where(v4 > 0, v4, x0)
+
+    x = np.array([[3, 6], [-2, -8], [9, -4], [8, 7]])
+    framejit.reset()
+    np.testing.assert_array_equal(framejit.compile(f)(x), f(x))

@@ -460,3 +460,19 @@ def test_a_write_into_a_cond_result_that_is_an_operand_shows_in_it():
         got = framejit.compile(f)(got_x)
         np.testing.assert_array_equal(got_x, want_x)
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@needs_numpy
+def test_a_write_into_an_operand_shows_through_a_cond_result_that_views_it():
+    # Found by the fuzzer (seed 24, program 777): a branch returns a view of its operand; a later
+    # write into the operand must show through the result, as in CPython.
+    def f(x0, x1):
+        v2 = np.minimum(np.abs(x1), x0)
+        v3 = framejit.cond(v2.sum() > 0, lambda p, q: p[::-1], lambda p, q: p - q, (v2, x0))
+        v2[...] *= x1
+        return np.transpose(v3)
+
+    x1 = np.array([-3.5, 2.25, 1.0], dtype=np.float32)
+    for x0 in (np.array(True), np.array(False)):
+        framejit.reset()
+        np.testing.assert_array_equal(framejit.compile(f)(x0, x1.copy()), f(x0, x1.copy()))
