@@ -13,6 +13,10 @@ int plan_reads(const FusionState& state, int value, int prologue_reads) {
   int reads = prologue_reads;
   for (int u : state.users.of(value))
     reads += plan.group_of[u] != FusionPlan::kNotComputed && plan.reduction_of[u] < 0;
+  // A store's kernel computes the value it writes from its own inputs (the fuzzer found
+  // `x[...] = c * 2` reading C after an epilogue had written exp(C) over it).
+  for (const StoreGroup& st : plan.stores)
+    for (int v : st.kernel.inputs) reads += v == value;
   return reads;
 }
 

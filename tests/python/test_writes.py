@@ -476,3 +476,23 @@ def test_recurrences_over_rows_and_columns_write_in_place_correctly(backend):
     img = randn(7, 6, seed=3)
     check_sequence(_column_recurrence, [(img, 0.3), (randn(5, 9, seed=4), -1.5)], backend=backend)
     check_sequence(_column_recurrence, [(np.asfortranarray(img), 0.3)], backend=backend)
+
+
+def test_a_stored_value_read_from_a_product_with_an_epilogue():
+    # Found by the fuzzer (seed 31, program 1782): exp(c) ran in place over the product c as its
+    # epilogue while the store x[...] = c * 2 still read c.
+    def f(x0):
+        v3 = np.dot(x0, x0)
+        v4 = np.exp(v3)
+        v6 = x0[::-1, ::-1]
+        v6[...] = v3 * 2
+        return v4[0]
+
+    for n in (1, 6):
+        a = np.arange(n * n, dtype=np.float64).reshape(n, n) / (n * n) + 0.3
+        got_a, want_a = a.copy(), a.copy()
+        framejit.reset()
+        got = framejit.compile(f)(got_a)
+        want = f(want_a)
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+        np.testing.assert_allclose(got_a, want_a, rtol=1e-14)
