@@ -1341,7 +1341,15 @@ bool run_loop_step(Run& run, const LoopStep& L) {
   }
   ElementLoopCall call{data.data(), dims.data(), strides.data(), scalars.data(), {0, 0, 0}};
   int32_t err = 0;
-  maybe_detached(run, 1 << 20, [&] {
+  // How long a loop runs is not known; how much data it is given says whether letting other
+  // threads run is worth a release of the interpreter lock (a short loop's whole time otherwise).
+  int64_t elements = 0;
+  for (size_t k = 0; k < na; ++k) {
+    int64_t n = 1;
+    for (int d = 0; d < refs[k].nd; ++d) n *= refs[k].dims[d];
+    elements += n;
+  }
+  maybe_detached(run, elements, [&] {
     err = L.kernel ? reinterpret_cast<ElementLoopFn>(L.kernel->entry)(&call) : L.interpret(&call);
   });
   if (err != static_cast<int32_t>(LoopError::None)) {
