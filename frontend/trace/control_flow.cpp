@@ -284,6 +284,21 @@ static std::vector<VarPtr> bind(const char* fn, std::initializer_list<const char
   return a;
 }
 
+// A control-flow result that may be one of `operands` itself (a branch handing back its operand,
+// a loop that ran no step handing back what it was given): CPython's result is that very array.
+// Writes into it break (TensorVar::may_be_operand), and so do writes into the operands, which
+// list it as a view that cannot be made again (check_views_remakeable); CPython then writes
+// through the objects, which the program hands back as they are.
+static VarPtr maybe_operand_result(int node, bool may_alias, const std::vector<VarPtr>& operands) {
+  auto result = std::make_shared<TensorVar>(node);
+  if (!may_alias) return result;
+  result->may_be_operand = true;
+  result->maybe_copy = true;
+  for (const VarPtr& o : operands)
+    if (o->kind == VarKind::Tensor) as<TensorVar>(o)->views.push_back(result);
+  return result;
+}
+
 VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
   const std::vector<VarPtr> a =
       bind("cond", {"pred", "true_fn", "false_fn", "operands"}, std::move(args), std::move(kwargs));
@@ -324,9 +339,7 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
   }
 
   // A branch that hands back an array it was given (or a view of one) makes the result that very
-  // memory in CPython (and in the program: the branch's output is its input's object). A write
-  // into such a result must show in the operand, which the graph's functional writes cannot say:
-  // it breaks (check_assignable), and CPython writes through the object the graph handed back.
+  // memory (maybe_operand_result).
   std::vector<bool> may_alias(t.outputs.size(), false);
   for (const BodyResult* b : {&t, &f}) {
     const std::vector<jit::Arg>& outs = b->graph->outputs();
@@ -375,16 +388,7 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
   for (size_t j = 0; j < t.outputs.size(); ++j) {
     int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
                                 {jit::Arg::node(c), jit::Arg::integer(static_cast<int64_t>(j))}, {}, t.outputs[j]);
-    auto result = std::make_shared<TensorVar>(r);
-    result->may_be_operand = may_alias[j];
-    if (may_alias[j]) {
-      // A write into an operand would show through this result in CPython: the operands list it
-      // as a view that cannot be made again, so such a write breaks (check_views_remakeable).
-      result->maybe_copy = true;
-      for (const VarPtr& o : operands)
-        if (o->kind == VarKind::Tensor) as<TensorVar>(o)->views.push_back(result);
-    }
-    results.push_back(std::move(result));
+    results.push_back(maybe_operand_result(r, may_alias[j], operands));
   }
   out_.saw_tensor = true;
   if (t.shape == VarKind::Tensor) return results[0];
@@ -456,7 +460,7 @@ VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
         out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
                             {jit::Arg::node(w), jit::Arg::integer(static_cast<int64_t>(j))}, {}, meta(carried[j]));
     if (meta(carried[j]).kind == jit::ValueKind::Tensor) {
-      results.push_back(std::make_shared<TensorVar>(r));
+      results.push_back(maybe_operand_result(r, true, {carried[j]}));  // no step: the init itself
     } else {
       auto s = std::make_shared<ScalarVar>(r, as<ScalarVar>(carried[j])->hint);
       s->loop_carried = true;  // Note [Loop-carried numbers]: the hint is not the result
@@ -606,7 +610,9 @@ VarPtr Tracer::build_scan(
     const int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem",
                                       {jit::Arg::node(node), jit::Arg::integer(static_cast<int64_t>(j))}, {}, m);
     if (m.kind == jit::ValueKind::Tensor) {
-      results.push_back(std::make_shared<TensorVar>(r));
+      // The carry after no step is the init itself; ys are new.
+      results.push_back(j < carried.size() ? maybe_operand_result(r, true, {carried[j]})
+                                           : std::make_shared<TensorVar>(r));
     } else {
       auto sv = std::make_shared<ScalarVar>(r, as<ScalarVar>(carried[j])->hint);
       sv->loop_carried = true;  // Note [Loop-carried numbers]

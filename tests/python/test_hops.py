@@ -476,3 +476,23 @@ def test_a_write_into_an_operand_shows_through_a_cond_result_that_views_it():
     for x0 in (np.array(True), np.array(False)):
         framejit.reset()
         np.testing.assert_array_equal(framejit.compile(f)(x0, x1.copy()), f(x0, x1.copy()))
+
+
+@needs_numpy
+def test_a_loop_that_runs_no_step_hands_back_its_init_itself():
+    # CPython's while_loop/fori_loop/scan return the init object itself after no step: a write into
+    # the result shows in the init, and one into the init shows in the result.
+    def f(x, n):
+        (k, y) = framejit.while_loop(lambda k, y: k < n, lambda k, y: (k + 1, y * 2.0), (0, x))
+        y[0] = -1.0
+        return y
+
+    for n in (0, 2):
+        x = np.arange(3.0)
+        want_x = x.copy()
+        want = f(want_x, n)
+        framejit.reset()
+        got_x = x.copy()
+        got = framejit.compile(f)(got_x, n)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_x, want_x)
