@@ -1698,6 +1698,13 @@ class LoopCompiler {
           !(k & ~(kInt | kFloat | kNpInt | kNpFloat)) && ((k & (k - 1)) || loop->vars[v.var] != machine(k, v.other));
       if (k != kInt && k != kFloat && k != kNpInt && k != kNpFloat && k != kNpBool && !mixed)
         refuse("local '" + local_name(slot) + "' is read after the loop and may be " + kinds_text(k));
+      // NumPy 2 promotes a NumPy scalar strongly and a Python number weakly: the trace, which goes
+      // on with a Python number (Note [Kind tags]), would give the code after the loop NumPy 1's
+      // dtypes where CPython has a numpy.float64.
+      const NumPyHandles* np = numpy_handles();
+      if (mixed && (k & kNumpyKinds) && (k & ~kNumpyKinds) && (!np || np->major >= 2))
+        refuse("local '" + local_name(slot) + "' is read after the loop and may be " + kinds_text(k) +
+               ", which NumPy 2 promotes differently");
       if (mixed && !tagged_.count(slot)) {
         tagged_.insert(slot);  // Note [Kind tags]
         return false;
