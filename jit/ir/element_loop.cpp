@@ -675,8 +675,6 @@ namespace framejit::jit {
 // one past instructions that cannot fail, and promote_carried_loads, whose first-iteration load
 // moves to the end of the preheader, just before the header where it was.
 
-namespace {
-
 bool has_dst(EOp op) { return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit; }
 
 bool reads_a(EOp op) {
@@ -692,6 +690,8 @@ bool reads_b(EOp op) {
     default: return false;
   }
 }
+
+namespace {
 
 // Calls f(v) for each variable operand of e (an int& for a non-const e); not Exit's results.
 template <typename I, typename F>

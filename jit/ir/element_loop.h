@@ -85,6 +85,12 @@ struct EInstr {
   bool is_terminator() const { return op == EOp::Jump || op == EOp::Branch || op == EOp::Exit; }
 };
 
+/// What an instruction of `op` touches: whether it sets `dst`, reads `a`, reads `b` (indices,
+/// a Store's `a` aside, are in `index`).
+bool has_dst(EOp op);
+bool reads_a(EOp op);
+bool reads_b(EOp op);
+
 struct EBlock {
   std::vector<EInstr> instrs;  // the last one, and only it, is a terminator
 };

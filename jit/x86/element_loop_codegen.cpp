@@ -94,19 +94,6 @@ struct Flags {
   }
 };
 
-bool reads_a(EOp op) {
-  return op != EOp::Const && op != EOp::Dim && op != EOp::Load && op != EOp::Jump && op != EOp::Exit;
-}
-
-bool reads_b(EOp op) {
-  switch (op) {
-    case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Div: case EOp::FloorDiv: case EOp::Mod:
-    case EOp::Min: case EOp::Max: case EOp::BitAnd: case EOp::BitOr: case EOp::BitXor: case EOp::Shl:
-    case EOp::Shr: case EOp::Cmp: case EOp::Call2:
-      return true;
-    default: return false;
-  }
-}
 
 bool writes_dst(EOp op) {
   return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit;

@@ -3,6 +3,8 @@ frontend/trace/element_loops.cpp): each function against CPython's own run of it
 compiled (framejit.stats()["loops"]) and no graph break."""
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,124 +41,20 @@ def check(got, want):
         assert got == want or (got != got and want != want), (got, want)
 
 
-# ---- the kernels of samples/loops.py -------------------------------------------------------------
+# ---- the kernels of samples/loops.py (its own functions, so the bench and the tests run one code) --
 
-
-def trisolv(L, b):
-    n = b.shape[0]
-    x = np.zeros_like(b)
-    for i in range(n):
-        s = b[i]
-        for j in range(i):
-            s -= L[i, j] * x[j]
-        x[i] = s / L[i, i]
-    return x
-
-
-def cholesky(A):
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for i in range(n):
-        for j in range(i + 1):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            if i == j:
-                L[i, i] = math.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return L
-
-
-def lu(A):
-    A = A.copy()
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            for k in range(j):
-                A[i, j] -= A[i, k] * A[k, j]
-            A[i, j] /= A[j, j]
-        for j in range(i, n):
-            for k in range(i):
-                A[i, j] -= A[i, k] * A[k, j]
-    return A
-
-
-def floyd_warshall(path):
-    path = path.copy()
-    n = path.shape[0]
-    for k in range(n):
-        for i in range(n):
-            for j in range(n):
-                d = path[i, k] + path[k, j]
-                if d < path[i, j]:
-                    path[i, j] = d
-    return path
-
-
-def spmv(rowptr, cols, vals, x):
-    n = rowptr.shape[0] - 1
-    y = np.zeros(n)
-    for i in range(n):
-        s = 0.0
-        for jj in range(rowptr[i], rowptr[i + 1]):
-            s += vals[jj] * x[cols[jj]]
-        y[i] = s
-    return y
-
-
-def crc16(data):
-    crc = 0xFFFF
-    for i in range(data.shape[0]):
-        crc ^= int(data[i]) << 8
-        for _ in range(8):
-            if crc & 0x8000:
-                crc = ((crc << 1) ^ 0x1021) & 0xFFFF
-            else:
-                crc = (crc << 1) & 0xFFFF
-    return crc
-
-
-def edit_distance(a, b):
-    m, n = a.shape[0], b.shape[0]
-    D = np.zeros((m + 1, n + 1), np.int64)
-    for i in range(m + 1):
-        D[i, 0] = i
-    for j in range(n + 1):
-        D[0, j] = j
-    for i in range(1, m + 1):
-        for j in range(1, n + 1):
-            cost = 0 if a[i - 1] == b[j - 1] else 1
-            D[i, j] = min(D[i - 1, j] + 1, D[i, j - 1] + 1, D[i - 1, j - 1] + cost)
-    return D[m, n]
-
-
-def mandelbrot(h, w, maxiter):
-    out = np.zeros((h, w), np.int64)
-    for y in range(h):
-        for x in range(w):
-            cr = -2.0 + 3.0 * x / w
-            ci = -1.5 + 3.0 * y / h
-            zr = 0.0
-            zi = 0.0
-            it = 0
-            for it in range(maxiter):
-                if zr * zr + zi * zi > 4.0:
-                    break
-                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
-            out[y, x] = it
-    return out
-
-
-def newton_sqrt(v, tol):
-    out = np.empty_like(v)
-    for i in range(v.shape[0]):
-        g = v[i] if v[i] > 1.0 else 1.0
-        while abs(g * g - v[i]) > tol * v[i]:
-            g = 0.5 * (g + v[i] / g)
-        out[i] = g
-    return out
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "samples"))
+from loops import (  # noqa: E402
+    cholesky,
+    crc16,
+    edit_distance,
+    floyd_warshall,
+    lu,
+    mandelbrot,
+    newton_sqrt,
+    spmv,
+    trisolv,
+)
 
 RNG = np.random.default_rng(15)
 
