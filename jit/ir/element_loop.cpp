@@ -675,6 +675,16 @@ namespace framejit::jit {
 // one past instructions that cannot fail, and promote_carried_loads, whose first-iteration load
 // moves to the end of the preheader, just before the header where it was.
 
+std::vector<int> successors(const EBlock& b) {
+  const EInstr& t = b.instrs.back();
+  if (t.op == EOp::Jump) return {t.target};
+  if (t.op == EOp::Branch) {
+    if (t.target == t.target2) return {t.target};
+    return {t.target, t.target2};
+  }
+  return {};
+}
+
 bool has_dst(EOp op) { return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit; }
 
 bool reads_a(EOp op) {
@@ -766,15 +776,6 @@ bool same_computation(const EInstr& x, const EInstr& y, Same&& same) {
   return true;
 }
 
-std::vector<int> successors(const EBlock& b) {
-  const EInstr& t = b.instrs.back();
-  if (t.op == EOp::Jump) return {t.target};
-  if (t.op == EOp::Branch) {
-    if (t.target == t.target2) return {t.target};
-    return {t.target, t.target2};
-  }
-  return {};
-}
 
 struct Cfg {
   std::vector<std::vector<int>> succ, pred;  // pred: distinct reachable predecessors

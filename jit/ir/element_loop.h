@@ -91,6 +91,10 @@ bool has_dst(EOp op);
 bool reads_a(EOp op);
 bool reads_b(EOp op);
 
+struct EBlock;
+/// The blocks a block's terminator goes to (none for Exit).
+std::vector<int> successors(const EBlock& b);
+
 struct EBlock {
   std::vector<EInstr> instrs;  // the last one, and only it, is a terminator
 };

@@ -116,15 +116,6 @@ bool reads_var(const ElementLoop& loop, const EInstr& e, int v) {
   return r;
 }
 
-std::vector<int> successors(const EBlock& b) {
-  const EInstr& t = b.instrs.back();
-  if (t.op == EOp::Jump) return {t.target};
-  if (t.op == EOp::Branch) {
-    if (t.target == t.target2) return {t.target};
-    return {t.target, t.target2};
-  }
-  return {};
-}
 
 // The variables live at the start of each block.
 std::vector<std::vector<char>> live_in(const ElementLoop& loop) {
