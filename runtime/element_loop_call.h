@@ -16,6 +16,16 @@ enum class LoopError : int32_t {
   MathDomain,        // ValueError: math domain error (math.sqrt(-1), math.log(0))
   MathRange,         // OverflowError: math range error (math.exp(1000))
   FloatToInt,        // int(x) of a NaN (ValueError) or an infinity (OverflowError): detail[0] = 1 for NaN
+  ShapeMismatch,     // ValueError: 1-d operands of lengths detail[0] and detail[1] that do not fit together,
+                     // in the words of ShapeUse detail[2]
+};
+
+/// Where a ShapeMismatch happened (NumPy words each differently).
+enum class ShapeUse : int64_t {
+  Broadcast = 0,  // an elementwise operation: operands could not be broadcast together
+  Dot = 1,        // numpy.dot: shapes not aligned
+  Matmul = 2,     // @: a mismatch in its core dimension
+  Assign = 3,     // a slice assignment: could not broadcast input array into the slice
 };
 
 /// The one argument of a compiled element loop: `int32_t f(ElementLoopCall*)` returns a LoopError.

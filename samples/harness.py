@@ -173,23 +173,45 @@ def time_batch(c: Contender, calls: int) -> float:
 
 
 def interleave(
-    contenders: list[Contender], *, calls: int, rounds: int, warmup: int = 2, settle_s: float = 0.0
+    contenders: list[Contender],
+    *,
+    calls: int | dict[str, int],
+    rounds: int,
+    warmup: int = 2,
+    settle_s: float = 0.0,
 ) -> dict[str, list[float]]:
     """Time every contender once per round, in turn (A, B, A, B, ...): ns per call, one per round.
 
+    calls may differ per contender (a dict by name, see calls_for): CPython at 10 ms a call and a
+    compiled kernel at 10 µs a call each get a batch of about the same duration.
     settle_s pauses between contenders: a thread pool that keeps spinning after a call (OpenBLAS
     spins about 0.1 s) would otherwise hold a core while the next contender runs.
     """
+
+    def n(c: Contender) -> int:
+        return calls[c.name] if isinstance(calls, dict) else calls
+
     for _ in range(warmup):
         for c in contenders:
-            time_batch(c, calls)
+            time_batch(c, n(c))
     samples: dict[str, list[float]] = {c.name: [] for c in contenders}
     for _ in range(rounds):
         for c in contenders:
             if settle_s:
                 time.sleep(settle_s)
-            samples[c.name].append(time_batch(c, calls))
+            samples[c.name].append(time_batch(c, n(c)))
     return samples
+
+
+def calls_for(contenders: list[Contender], batch_s: float) -> dict[str, int]:
+    """Per contender, how many back-to-back calls take about batch_s (at least one), from one
+    timed call after a warm one."""
+    out = {}
+    for c in contenders:
+        time_batch(c, 1)
+        per_call = time_batch(c, 1) * 1e-9
+        out[c.name] = max(1, min(100_000, int(batch_s / max(per_call, 1e-9))))
+    return out
 
 
 def use_all_cpus(torch) -> None:

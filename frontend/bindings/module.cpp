@@ -178,10 +178,14 @@ PYBIND11_MODULE(_C, m) {
         "Benchmark reference: a PEP 523 evaluator that does nothing but call CPython's.");
 
   m.def("explain", [](py::object fn, py::tuple args, py::dict kwargs) {
-    // explain(compiled_fn) explains the function it wraps (its own config would win otherwise).
+    // explain(compiled_fn) explains the function it wraps (its own config would win otherwise), with
+    // its backend; a plain function with compile()'s default, the jit: what it captures depends on
+    // the backend (loops compile only there, Note [Element loops]).
+    py::object backend = py::str("jit");
+    if (PyObject* b = compiled_function_backend(fn.ptr())) backend = py::reinterpret_borrow<py::object>(b);
     if (PyObject* inner = compiled_function_target(fn.ptr())) fn = py::reinterpret_borrow<py::object>(inner);
     ExplainRecord rec;
-    auto cfg = make_config(py::str("eager"), false, py::none());
+    auto cfg = make_config(backend, false, py::none());
     if (PyFunction_Check(fn.ptr())) cfg->root_code = PyFunction_GET_CODE(fn.ptr());
     cfg->explain = &rec;
     PyObject* r = call_with_config(fn.ptr(), args.ptr(), kwargs.ptr(), cfg.get());

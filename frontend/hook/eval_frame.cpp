@@ -443,6 +443,12 @@ PyObject* compiled_function_target(PyObject* obj) {
   return !cf->disabled && PyFunction_Check(cf->fn) ? cf->fn : nullptr;
 }
 
+PyObject* compiled_function_backend(PyObject* obj) {
+  if (Py_TYPE(obj) != &CompiledFunctionType) return nullptr;
+  auto* cf = reinterpret_cast<CompiledFunction*>(obj);
+  return !cf->disabled && cf->cfg && *cf->cfg ? (*cf->cfg)->backend.get() : nullptr;
+}
+
 void install(std::shared_ptr<CompileConfig> cfg) {
   bool was = static_cast<bool>(g_installed);
   g_installed = std::move(cfg);

@@ -18,6 +18,8 @@ PyObject* make_disabled_function(PyObject* fn);
 bool is_disabled_function(PyObject* obj);
 /// The Python function a framejit.compile wrapper wraps (borrowed), or null for anything else.
 PyObject* compiled_function_target(PyObject* obj);
+/// The backend a framejit.compile wrapper was made with (borrowed), or null for anything else.
+PyObject* compiled_function_backend(PyObject* obj);
 
 /// framejit.install()/uninstall(): the process-wide default config (null: none).
 void install(std::shared_ptr<CompileConfig> cfg);

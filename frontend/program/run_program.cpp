@@ -594,6 +594,28 @@ void PyHost::fail_loop(rt::LoopError error, const int64_t* detail) {
       if (detail[0]) PyErr_SetString(PyExc_ValueError, "cannot convert float NaN to integer");
       else PyErr_SetString(PyExc_OverflowError, "cannot convert float infinity to integer");
       return;
+    case L::ShapeMismatch: {
+      // NumPy's own words for each use (1-d operands of lengths a and b).
+      const long long a = detail[0], b = detail[1];
+      switch (static_cast<rt::ShapeUse>(detail[2])) {
+        case rt::ShapeUse::Dot:
+          PyErr_Format(PyExc_ValueError, "shapes (%lld,) and (%lld,) not aligned: %lld (dim 0) != %lld (dim 0)", a, b,
+                       a, b);
+          return;
+        case rt::ShapeUse::Matmul:
+          PyErr_Format(PyExc_ValueError,
+                       "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+                       "(n?,k),(k,m?)->(n?,m?) (size %lld is different from %lld)",
+                       b, a);
+          return;
+        case rt::ShapeUse::Assign:
+          PyErr_Format(PyExc_ValueError, "could not broadcast input array from shape (%lld,) into shape (%lld,)", a, b);
+          return;
+        default:
+          PyErr_Format(PyExc_ValueError, "operands could not be broadcast together with shapes (%lld,) (%lld,) ", a, b);
+          return;
+      }
+    }
   }
   PyErr_SetString(PyExc_RuntimeError, "framejit: a compiled loop failed");
 }

@@ -62,6 +62,7 @@ enum : int {
   kNbAnd = 1,
   kNbFloorDivide = 2,
   kNbLshift = 3,
+  kNbMatrixMultiply = 4,
   kNbMultiply = 5,
   kNbRemainder = 6,
   kNbOr = 7,
@@ -92,8 +93,28 @@ enum : uint16_t {
 constexpr uint16_t kNumpyKinds = kNpInt | kNpFloat | kNpBool | kNpOther;
 constexpr uint16_t kFloatKinds = kFloat | kNpFloat;
 
+// Note [Slices in element loops]
+// A slice of an array in a loop body (`A[i, :j]`, `x[k:k + 2]`, a row `A[i]`, a whole 1-d array,
+// `np.flip` of one) is a lazy 1-d vector: a VNode tree of views, gathers (`x[cols]`), numbers and
+// elementwise + - * / over them, with its length in a variable. Nothing is computed when it is
+// made; its consumer emits one inner loop over its elements: np.dot / @ / sum reduce it into a
+// number, a slice assignment (`A[i, :j] = ...`, `C[i, :i+1] += ...`) stores it. So `A[i, j] -=
+// np.dot(A[i, :j], A[j, :j])` is one fused loop, as Numba makes it. Slice bounds are normalized
+// as Python does (negative bounds count from the end, then clamp), a fixed index is checked when
+// the view is made (NumPy raises then, even for an empty slice), lengths are checked where NumPy
+// checks them (broadcasting a length 1 included), with NumPy's ValueError. A local may hold a
+// view (`cols = A_col[a:b]`): a view sees later writes, as NumPy's does; any other vector is a
+// new array in NumPy, so only views may be held. A slice assignment that reads the array it writes
+// elsewhere than at the very elements it writes (`A[1:] = A[:-1]`: NumPy copies first) is refused;
+// reading the same elements (`A[i, :] += ...`) is not an overlap. Elements are float64 or int64 (a
+// view of another dtype is copied only): NumPy's float32 and small-int arithmetic are not compiled.
+// Reductions add in order (np.dot calls BLAS, np.sum sums pairwise: the last bits may differ, as
+// any other order would).
+struct VNode;
+using VPtr = std::shared_ptr<const VNode>;
+
 struct Val {
-  enum class K : uint8_t { Num, Array, Range, Iter, Func, Module, Null, None, Tuple, Shape, Outer };
+  enum class K : uint8_t { Num, Array, Range, Iter, Func, Module, Null, None, Tuple, Shape, Outer, Slice, Vec };
   Val() = default;
   explicit Val(K kind) : k(kind) {}
   K k = K::None;
@@ -109,6 +130,8 @@ struct Val {
   std::optional<int64_t> lower;        // Num (Int): a lower bound proved; Range, Iter: the start's
   int step_var = -1;                   // Range, Iter: a run-time step (known positive), or -1
   std::vector<int> prefix;             // Array: a row A[i] (A[i][j] reads A[i, j]): its leading indices
+  VPtr vec;                            // Vec: its elements (Note [Slices in element loops]); var: its length
+  int method = 0;                      // Func: a method of items[0] (a Vec), by kMethod*
 
   bool same(const Val& o) const {
     if (k != o.k) return false;
@@ -123,7 +146,9 @@ struct Val {
         return var == o.var && stop == o.stop && step == o.step && step_var == o.step_var;
       case K::Func:
       case K::Module:
-        return obj == o.obj;
+        return obj == o.obj && method == o.method && (method == 0 || items[0].same(o.items[0]));
+      case K::Vec:
+        return vec == o.vec && var == o.var;
       case K::Tuple:
         if (items.size() != o.items.size()) return false;
         for (size_t i = 0; i < items.size(); ++i)
@@ -133,6 +158,28 @@ struct Val {
         return true;
     }
   }
+};
+
+enum : int { kMethodSum = 1, kMethodDot = 2 };
+
+// One node of a lazy vector (Note [Slices in element loops]); element k of each kind:
+struct VNode {
+  enum class K : uint8_t {
+    View,    // array[index...] with index[axis] = start + k * step (the other indices fixed)
+    Gather,  // array[a(k)] (a 1-d array, an index vector a)
+    Scalar,  // var, for every k
+    Binary,  // op(a(k), b(k)) in `type`
+    Neg,     // -a(k)
+    Bcast,   // a(k & mask): mask 0 repeats a's one element, -1 passes k through
+  };
+  K k = K::Scalar;
+  jit::EType type = jit::EType::Float;  // the elements' machine type
+  int array = -1, axis = -1, start = -1, var = -1, mask = -1;
+  int64_t step = 1;
+  std::vector<int> index;
+  std::vector<std::pair<int, int>> key;  // View: what it was made from ((variable, generation) per bound), for overlap
+  jit::EOp op = jit::EOp::Add;
+  VPtr a, b;
 };
 
 jit::EType machine(uint16_t kinds, rt::DType other) {
@@ -454,6 +501,7 @@ class LoopCompiler {
     outer_.clear();
     slot_var_.clear();
     tag_var_.clear();
+    gen_.clear();
     const size_t nb = block_start_.size();
     pending_.assign(nb + 1, std::nullopt);
     processed_.assign(nb + 1, false);
@@ -547,6 +595,13 @@ class LoopCompiler {
       }
       for (size_t k = 0; k < s.locals.size(); ++k) {
         Val &h = have.locals[k], &v = s.locals[k];
+        if (h.k == Val::K::Vec || v.k == Val::K::Vec) {  // a view held in a local: one view, or none
+          if (h.k == Val::K::Vec && v.k == Val::K::Vec && h.same(v)) continue;
+          if (h.k == Val::K::Num && h.var < 0 && (h.kinds & kUnbound)) continue;
+          h = dead_local();
+          grew = true;
+          continue;
+        }
         if (h.k != Val::K::Num) continue;
         if (h.lower && (!v.lower || *v.lower < *h.lower)) {  // a bound holds where every path has it
           h.lower = v.lower;
@@ -573,12 +628,22 @@ class LoopCompiler {
     return e;
   }
 
+  // A local no value reaches on every path the same (a view on one, another value on another).
+  static Val dead_local() {
+    Val d{Val::K::Num};
+    d.kinds = kUnbound;
+    return d;
+  }
   static void widen(State& s, const State& seed) {
     for (size_t k = 0; k < s.stack.size() && k < seed.stack.size(); ++k)
       if (s.stack[k].k == Val::K::Num) s.stack[k].kinds |= seed.stack[k].kinds;
     for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k) {
       Val &l = s.locals[k];
       const Val& w = seed.locals[k];
+      if ((l.k == Val::K::Vec || w.k == Val::K::Vec) && !(l.k == Val::K::Vec && w.k == Val::K::Vec && l.same(w))) {
+        l = dead_local();
+        continue;
+      }
       if (l.k != Val::K::Num) continue;
       l.kinds |= w.kinds;
       if (l.lower && (!w.lower || *w.lower < *l.lower)) l.lower = w.lower;
@@ -627,6 +692,10 @@ class LoopCompiler {
         return "a tuple";
       case Val::K::Shape:
         return "a shape";
+      case Val::K::Slice:
+        return "a slice";
+      case Val::K::Vec:
+        return "an array slice";
       case Val::K::None:
         return "None";
       default:
@@ -752,6 +821,10 @@ class LoopCompiler {
       if (dt == rt::DType::Bool && numpy_scalar_int(c, &x)) return const_int(x != 0, kNpBool, true);
       refuse(std::string("a ") + Py_TYPE(c)->tp_name + " constant");
     }
+    if (PySlice_Check(c)) {
+      auto* sl = reinterpret_cast<PySliceObject*>(c);
+      return make_slice({python_constant(sl->start), python_constant(sl->stop), python_constant(sl->step)});
+    }
     if (PyTuple_CheckExact(c)) {
       Val t{Val::K::Tuple};
       for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(c); ++k) t.items.push_back(python_constant(PyTuple_GET_ITEM(c, k)));
@@ -875,9 +948,16 @@ class LoopCompiler {
   }
 
   void store_local(State& s, int slot, Val v) {
+    if (v.k == Val::K::Vec && v.vec->k == VNode::K::View) {  // Note [Slices in element loops]
+      s.locals[slot] = v;
+      return;
+    }
+    if (v.k == Val::K::Vec)
+      refuse("the loop binds local '" + local_name(slot) + "' to a computed array (only views may be held)");
     if (v.k != Val::K::Num) refuse("the loop binds local '" + local_name(slot) + "' to " + kind_name(v));
     const int var = slot_var(slot, loop->vars[v.var]);
     detach(s, var);
+    ++gen_[var];
     if (loop->vars[var] != loop->vars[v.var])
       store_widened(var, v, slot);
     else if (var != v.var)
@@ -1190,6 +1270,14 @@ class LoopCompiler {
   // ---- calls ----------------------------------------------------------------------------------------
   Val call(const Val& fn, std::vector<Val> args) {
     if (fn.k != Val::K::Func) refuse("a call of " + kind_name(fn));
+    if (fn.method == kMethodSum) {
+      if (!args.empty()) refuse("sum() with arguments");
+      return vec_reduce(fn.items[0], nullptr, rt::ShapeUse::Dot);
+    }
+    if (fn.method == kMethodDot) {
+      if (args.size() != 1) refuse("dot() arguments");
+      return vec_reduce(fn.items[0], &args[0], rt::ShapeUse::Dot);
+    }
     PyObject* o = object_of(fn.obj);
     PyObject* builtins = f_.builtins.get();  // borrowed
     auto builtin = [&](const char* name) { return o == PyDict_GetItemString(builtins, name); };
@@ -1198,8 +1286,23 @@ class LoopCompiler {
         if (a.k != Val::K::Num) refuse(std::string(what) + " of " + kind_name(a));
     };
     if (builtin("range")) return make_range(args);
+    if (is_attr(o, "numpy", "dot") || is_attr(o, "numpy", "sum") || is_attr(o, "numpy", "flip")) {
+      const bool dot = is_attr(o, "numpy", "dot");
+      if (args.size() != (dot ? 2u : 1u)) refuse("numpy function arguments");
+      if (!as_vec(args[0])) refuse("numpy.dot, sum or flip of " + kind_name(args[0]));
+      if (dot) return vec_reduce(args[0], &args[1], rt::ShapeUse::Dot);
+      if (is_attr(o, "numpy", "sum")) return vec_reduce(args[0], nullptr, rt::ShapeUse::Dot);
+      return vec_flip(args[0]);
+    }
     if (builtin("len")) {
       if (args.size() != 1) refuse("len() arguments");
+      if (args[0].k == Val::K::Vec) {
+        Val n{Val::K::Num};
+        n.kinds = kInt;
+        n.var = fresh(args[0].var);
+        n.lower = 0;
+        return n;
+      }
       if (args[0].k == Val::K::Tuple) return const_int(static_cast<int64_t>(args[0].items.size()));
       // (len(A[i]) would skip A[i]'s own IndexError.)
       if (args[0].k != Val::K::Array || !args[0].prefix.empty()) refuse("len() of " + kind_name(args[0]));
@@ -1341,6 +1444,587 @@ class LoopCompiler {
     return r;
   }
 
+  // ---- slices and whole-array statements (Note [Slices in element loops]) -------------------------
+  int new_block() {
+    loop->blocks.emplace_back();
+    return static_cast<int>(loop->blocks.size()) - 1;
+  }
+  void emit_jump(int target) {
+    jit::EInstr j = terminator(jit::EOp::Jump);
+    j.target = target;
+    emit(j);
+  }
+  // dst = op(a, b), unchecked (NumPy's meaning; Int indices stay far from 2**63).
+  int op2(jit::EOp op, jit::EType t, int a, int b) {
+    jit::EInstr i;
+    i.op = op;
+    i.type = t;
+    i.a = a;
+    i.b = b;
+    i.dst = loop->new_var(op == jit::EOp::Cmp ? jit::EType::Int : t);
+    emit(i);
+    return i.dst;
+  }
+  int icmp(jit::ECond c, int a, int b) {
+    jit::EInstr i;
+    i.op = jit::EOp::Cmp;
+    i.type = jit::EType::Int;
+    i.cond = c;
+    i.a = a;
+    i.b = b;
+    i.dst = loop->new_var(jit::EType::Int);
+    emit(i);
+    return i.dst;
+  }
+  int iconst(int64_t x) { return const_int(x).var; }
+  int fresh(int var) {
+    const int d = loop->new_var(loop->vars[var]);
+    emit(mov(d, var));
+    return d;
+  }
+  int gen(int var) const {
+    auto it = gen_.find(var);
+    return it == gen_.end() ? 0 : it->second;
+  }
+  // Goes on in a new block when `ok` is nonzero; stops the loop with `err` (detail: `details`) when not.
+  void check_or_fail(int ok, rt::LoopError err, std::vector<int> details) {
+    const int bad = new_block(), cont = new_block();
+    jit::EInstr br = terminator(jit::EOp::Branch);
+    br.a = ok;
+    br.target = cont;
+    br.target2 = bad;
+    emit(br);
+    jit::EInstr f = terminator(jit::EOp::Fail);
+    f.imm = static_cast<int64_t>(err);
+    f.index = std::move(details);
+    loop->blocks[bad].instrs.push_back(f);
+    cur_ = cont;
+  }
+  // `for k in range(len): body(k)` in blocks of its own; emission goes on after it.
+  template <typename F>
+  void counted(int len, F&& body) {
+    const int k = loop->new_var(jit::EType::Int);
+    jit::EInstr z;
+    z.op = jit::EOp::Const;
+    z.type = jit::EType::Int;
+    z.dst = k;
+    emit(z);
+    const int one = iconst(1);
+    const int head = new_block(), b = new_block(), done = new_block();
+    emit_jump(head);
+    cur_ = head;
+    jit::EInstr br = terminator(jit::EOp::Branch);
+    br.a = icmp(jit::ECond::Lt, k, len);
+    br.target = b;
+    br.target2 = done;
+    emit(br);
+    cur_ = b;
+    body(k);
+    jit::EInstr inc;
+    inc.op = jit::EOp::Add;
+    inc.type = jit::EType::Int;
+    inc.a = k;
+    inc.b = one;
+    inc.dst = k;
+    emit(inc);
+    emit_jump(head);
+    cur_ = done;
+  }
+
+  static bool is_index(const Val& v, const jit::ElementLoop& l) {
+    return v.k == Val::K::Num && l.vars[v.var] == jit::EType::Int && !(v.kinds & (kBool | kNpBool | kUnbound)) &&
+           !(v.kinds & kFloatKinds);
+  }
+  // A fixed index of a view, checked now as NumPy checks it when slicing; the index from 0.
+  int checked_index(const Val& i, int array, int axis) {
+    const int d = dim(array, axis).var;
+    int at = i.var;
+    const bool nonneg = i.lower && *i.lower >= 0;
+    if (!nonneg) at = op2(jit::EOp::Add, jit::EType::Int, at, op2(jit::EOp::Mul, jit::EType::Int, icmp(jit::ECond::Lt, at, iconst(0)), d));
+    int ok = icmp(jit::ECond::Lt, at, d);
+    if (!nonneg) ok = op2(jit::EOp::BitAnd, jit::EType::Int, ok, icmp(jit::ECond::Ge, at, iconst(0)));
+    check_or_fail(ok, rt::LoopError::IndexOutOfBounds, {fresh(i.var), iconst(axis), d});
+    return nonneg ? fresh(at) : at;
+  }
+  // Python's slice.indices() for a constant step: (start, length).
+  std::pair<int, int> slice_bounds(const Val& sl, int d, int64_t step) {
+    const jit::EType I = jit::EType::Int;
+    auto bound = [&](const Val& v, int64_t if_none) -> int {
+      if (v.k == Val::K::None) return if_none == -1 ? iconst(-1) : if_none == 0 ? iconst(0) : -2;
+      if (!is_index(v, *loop)) refuse("a slice bound that is " + kind_name(v));
+      int x = v.var;
+      const bool nonneg = v.lower && *v.lower >= 0;
+      if (!nonneg) x = op2(jit::EOp::Add, I, x, op2(jit::EOp::Mul, I, icmp(jit::ECond::Lt, x, iconst(0)), d));
+      if (step > 0) {
+        if (!nonneg) x = op2(jit::EOp::Max, I, x, iconst(0));
+        return op2(jit::EOp::Min, I, x, d);
+      }
+      x = op2(jit::EOp::Max, I, x, iconst(-1));
+      return op2(jit::EOp::Min, I, x, op2(jit::EOp::Sub, I, d, iconst(1)));
+    };
+    int start, stop;
+    if (step > 0) {
+      start = bound(sl.items[0], 0);
+      stop = sl.items[1].k == Val::K::None ? fresh(d) : bound(sl.items[1], 0);
+    } else {
+      start = sl.items[0].k == Val::K::None ? op2(jit::EOp::Sub, I, d, iconst(1)) : bound(sl.items[0], 0);
+      stop = bound(sl.items[1], -1);
+    }
+    int span = step > 0 ? op2(jit::EOp::Sub, I, stop, start) : op2(jit::EOp::Sub, I, start, stop);
+    const int64_t m = step > 0 ? step : -step;
+    if (m != 1) span = op2(jit::EOp::FloorDiv, I, op2(jit::EOp::Add, I, span, iconst(m - 1)), iconst(m));
+    return {start, op2(jit::EOp::Max, I, span, iconst(0))};
+  }
+  static uint16_t vec_kinds(rt::DType dt) {
+    return dt == rt::DType::Float64 ? kNpFloat : dt == rt::DType::Int64 ? kNpInt : kNpOther;
+  }
+  Val vec_val(VPtr n, int len, uint16_t kinds, rt::DType other) {
+    Val r{Val::K::Vec};
+    r.vec = std::move(n);
+    r.var = len;
+    r.kinds = kinds;
+    r.other = other;
+    r.lower = 0;
+    return r;
+  }
+  // The parts of a subscript: the array's row prefix, then the key's items.
+  std::vector<Val> key_parts(const Val& arr, const Val& key) {
+    std::vector<Val> parts;
+    for (int p : arr.prefix) {
+      Val v{Val::K::Num};
+      v.kinds = kInt;
+      v.var = p;
+      parts.push_back(v);
+    }
+    if (key.k == Val::K::Tuple)
+      parts.insert(parts.end(), key.items.begin(), key.items.end());
+    else
+      parts.push_back(key);
+    return parts;
+  }
+  // Whether arr[key] is a slice (a view), not an element.
+  bool is_view_key(const Val& arr, const Val& key) const {
+    const int rank = loop->arrays[arr.array].rank;
+    const int n = static_cast<int>(arr.prefix.size()) + (key.k == Val::K::Tuple ? static_cast<int>(key.items.size()) : 1);
+    if (n < rank) return true;
+    auto is_slice = [](const Val& v) { return v.k == Val::K::Slice; };
+    return key.k == Val::K::Tuple ? std::any_of(key.items.begin(), key.items.end(), is_slice) : is_slice(key);
+  }
+  // arr[key] as a 1-d view.
+  Val make_view(const Val& arr, const Val& key) {
+    const jit::ElementArray& a = loop->arrays[arr.array];
+    std::vector<Val> parts = key_parts(arr, key);
+    if (static_cast<int>(parts.size()) > a.rank) refuse("too many indices for a " + std::to_string(a.rank) + "-d array");
+    while (static_cast<int>(parts.size()) < a.rank) {
+      Val all{Val::K::Slice};
+      all.items.assign(3, Val{Val::K::None});
+      parts.push_back(all);
+    }
+    int axis = -1;
+    for (int k = 0; k < a.rank; ++k) {
+      if (parts[k].k == Val::K::Slice) {
+        if (axis >= 0) refuse("a slice of more than one axis (only 1-d slices are compiled in loops)");
+        axis = k;
+      } else if (!is_index(parts[k], *loop)) {
+        refuse("an index that is " + kind_name(parts[k]));
+      }
+    }
+    auto n = std::make_shared<VNode>();
+    n->k = VNode::K::View;
+    n->array = arr.array;
+    n->axis = axis;
+    n->type = rt::dtype_is_float(a.dtype) ? jit::EType::Float : jit::EType::Int;
+    n->index.assign(a.rank, -1);
+    for (int k = 0; k < a.rank; ++k) {
+      if (k == axis) continue;
+      n->index[k] = checked_index(parts[k], arr.array, k);
+      n->key.push_back({parts[k].var, gen(parts[k].var)});
+    }
+    const Val& sl = parts[axis];
+    int64_t step = 1;
+    if (sl.items[2].k != Val::K::None) {
+      if (!sl.items[2].const_int || *sl.items[2].const_int == 0) refuse("a slice step that is not a nonzero constant");
+      step = *sl.items[2].const_int;
+    }
+    const int d = dim(arr.array, axis).var;
+    auto [start, len] = slice_bounds(sl, d, step);
+    n->start = start;
+    n->step = step;
+    for (int k = 0; k < 2; ++k)
+      n->key.push_back(sl.items[k].k == Val::K::None ? std::pair<int, int>{-1 - k, 0}
+                                                     : std::pair<int, int>{sl.items[k].var, gen(sl.items[k].var)});
+    n->key.push_back({-10, static_cast<int>(step)});
+    n->key.push_back({-20, axis});
+    return vec_val(n, len, vec_kinds(a.dtype), a.dtype);
+  }
+  // A value used as a vector: a vector, a row, a 1-d array.
+  std::optional<Val> as_vec(const Val& v) {
+    if (v.k == Val::K::Vec) return v;
+    if (v.k == Val::K::Array && loop->arrays[v.array].rank - static_cast<int>(v.prefix.size()) == 1) {
+      Val key{Val::K::Slice};
+      key.items.assign(3, Val{Val::K::None});
+      Val arr = v;
+      return make_view(arr, key);
+    }
+    if (v.k == Val::K::Array) refuse("a " + std::to_string(loop->arrays[v.array].rank - v.prefix.size()) + "-d array in a loop's arithmetic");
+    return std::nullopt;
+  }
+  void need_numeric(const Val& v, const char* what) {
+    if (v.kinds & kNpOther)
+      refuse(std::string(what) + " of a " + std::string(rt::dtype_name(v.other)) +
+             " array slice (only float64 and int64 slices compute in loops)");
+  }
+  // A number as a vector node of type t.
+  VPtr scalar_node(const Val& v, jit::EType t) {
+    auto n = std::make_shared<VNode>();
+    n->k = VNode::K::Scalar;
+    n->type = t;
+    n->var = t == jit::EType::Float ? as_float(v) : v.var;
+    n->var = fresh(n->var);
+    return n;
+  }
+  // a and b of lengths la and lb as operands of one elementwise operation: NumPy's broadcasting of
+  // 1-d shapes; the result's length.
+  int broadcast(VPtr& a, int la, VPtr& b, int lb, rt::ShapeUse use) {
+    if (la == lb) return la;
+    const jit::EType I = jit::EType::Int;
+    const int one = iconst(1);
+    const int eq = icmp(jit::ECond::Eq, la, lb), a1 = icmp(jit::ECond::Eq, la, one), b1 = icmp(jit::ECond::Eq, lb, one);
+    const int ok = op2(jit::EOp::BitOr, I, eq, op2(jit::EOp::BitOr, I, a1, b1));
+    check_or_fail(ok, rt::LoopError::ShapeMismatch, {la, lb, iconst(static_cast<int64_t>(use))});
+    // length: lb where a has one element, else la
+    const int len = op2(jit::EOp::Add, I, la, op2(jit::EOp::Mul, I, a1, op2(jit::EOp::Sub, I, lb, la)));
+    auto wrap = [&](VPtr& x, int x1) {
+      auto n = std::make_shared<VNode>();
+      n->k = VNode::K::Bcast;
+      n->type = x->type;
+      n->a = x;
+      // keep k unless x has one element (then every k reads element 0)
+      n->mask = op2(jit::EOp::Sub, I, iconst(0), op2(jit::EOp::Sub, I, one, x1));
+      x = n;
+    };
+    wrap(a, a1);
+    wrap(b, b1);
+    return len;
+  }
+  // Elementwise a <nb> b where one side is a vector.
+  Val vec_binary(int nb_full, const Val& a0, const Val& b0) {
+    const int nb = nb_full % kNbInplace;
+    if (nb != kNbAdd && nb != kNbSubtract && nb != kNbMultiply && nb != kNbTrueDivide)
+      refuse(std::string("operator ") + nb_op_name(nb_full) + " on an array slice");
+    std::optional<Val> av = as_vec(a0), bv = as_vec(b0);
+    const Val& a = av ? *av : a0;
+    const Val& b = bv ? *bv : b0;
+    auto elem_type = [&](const Val& v) -> jit::EType {
+      if (v.k == Val::K::Vec) {
+        need_numeric(v, "arithmetic");
+        return v.vec->type;
+      }
+      if (v.k != Val::K::Num || (v.kinds & (kBool | kNpBool | kNpOther | kUnbound)))
+        refuse(std::string("operator ") + nb_op_name(nb_full) + " on an array slice and " + kind_name(v));
+      const jit::EType t = loop->vars[v.var];
+      if ((v.kinds & kFloatKinds) ? t != jit::EType::Float : t != jit::EType::Int || (v.kinds & kFloatKinds))
+        refuse("a number of mixed kinds with an array slice");
+      return t;
+    };
+    const jit::EType ta = elem_type(a), tb = elem_type(b);
+    const jit::EType t = nb == kNbTrueDivide || ta == jit::EType::Float || tb == jit::EType::Float ? jit::EType::Float
+                                                                                                   : jit::EType::Int;
+    VPtr na = a.k == Val::K::Vec ? a.vec : scalar_node(a, ta);
+    VPtr nbn = b.k == Val::K::Vec ? b.vec : scalar_node(b, tb);
+    int len;
+    if (a.k == Val::K::Vec && b.k == Val::K::Vec)
+      len = broadcast(na, a.var, nbn, b.var, rt::ShapeUse::Broadcast);
+    else
+      len = a.k == Val::K::Vec ? a.var : b.var;
+    auto n = std::make_shared<VNode>();
+    n->k = VNode::K::Binary;
+    n->type = t;
+    n->op = nb == kNbAdd ? jit::EOp::Add : nb == kNbSubtract ? jit::EOp::Sub : nb == kNbMultiply ? jit::EOp::Mul : jit::EOp::Div;
+    n->a = na;
+    n->b = nbn;
+    return vec_val(n, len, t == jit::EType::Float ? kNpFloat : kNpInt, rt::DType::Int64);
+  }
+  Val vec_neg(const Val& v0) {
+    Val v = *as_vec(v0);
+    need_numeric(v, "unary -");
+    auto n = std::make_shared<VNode>();
+    n->k = VNode::K::Neg;
+    n->type = v.vec->type;
+    n->a = v.vec;
+    return vec_val(n, v.var, v.kinds, v.other);
+  }
+  // x[idx] for a 1-d array x and an integer vector idx (a copy in NumPy: not a view).
+  Val vec_gather(const Val& arr, const Val& idx) {
+    const jit::ElementArray& a = loop->arrays[arr.array];
+    if (a.rank != 1 || !arr.prefix.empty()) refuse("indexing a " + std::to_string(a.rank) + "-d array with an array");
+    const bool int_index = idx.vec->type == jit::EType::Int && (idx.kinds & (kNpInt | kNpOther)) &&
+                           !(idx.kinds & kNpOther && (rt::dtype_is_float(idx.other) || idx.other == rt::DType::Bool));
+    if (!int_index) refuse("indexing with an array that is not of integers");
+    auto n = std::make_shared<VNode>();
+    n->k = VNode::K::Gather;
+    n->array = arr.array;
+    n->type = rt::dtype_is_float(a.dtype) ? jit::EType::Float : jit::EType::Int;
+    n->a = idx.vec;
+    return vec_val(n, idx.var, vec_kinds(a.dtype), a.dtype);
+  }
+  // np.flip of a view: the same elements, last first.
+  Val vec_flip(const Val& v0) {
+    Val v = *as_vec(v0);
+    if (v.vec->k != VNode::K::View) refuse("numpy.flip of a computed array");
+    auto n = std::make_shared<VNode>(*v.vec);
+    const jit::EType I = jit::EType::Int;
+    // start + (len - 1) * step; for an empty view the start is never read.
+    n->start = op2(jit::EOp::Add, I, v.vec->start,
+                   op2(jit::EOp::Mul, I, op2(jit::EOp::Sub, I, v.var, iconst(1)), iconst(v.vec->step)));
+    n->step = -v.vec->step;
+    n->key.push_back({-30, 1});
+    return vec_val(n, v.var, v.kinds, v.other);
+  }
+  // Element k of a vector node, into a variable of the node's type.
+  int elem(const VNode& n, int k) {
+    const jit::EType I = jit::EType::Int;
+    switch (n.k) {
+      case VNode::K::Scalar:
+        return n.var;
+      case VNode::K::View: {
+        std::vector<int> index = n.index;
+        int off = n.step == 1 ? k : op2(jit::EOp::Mul, I, k, iconst(n.step));
+        index[n.axis] = op2(jit::EOp::Add, I, n.start, off);
+        jit::EInstr i;
+        i.op = jit::EOp::Load;
+        i.array = n.array;
+        i.index = std::move(index);
+        i.type = n.type;
+        i.dst = loop->new_var(n.type);
+        emit(i);
+        return i.dst;
+      }
+      case VNode::K::Gather: {
+        jit::EInstr i;
+        i.op = jit::EOp::Load;
+        i.array = n.array;
+        i.index = {elem(*n.a, k)};
+        i.type = n.type;
+        i.dst = loop->new_var(n.type);
+        emit(i);
+        return i.dst;
+      }
+      case VNode::K::Bcast:
+        return elem(*n.a, op2(jit::EOp::BitAnd, I, k, n.mask));
+      case VNode::K::Neg: {
+        jit::EInstr i;
+        i.op = jit::EOp::Neg;
+        i.type = n.type;
+        i.a = elem(*n.a, k);
+        i.dst = loop->new_var(n.type);
+        emit(i);
+        return i.dst;
+      }
+      case VNode::K::Binary: {
+        int x = elem(*n.a, k), y = elem(*n.b, k);
+        if (n.type == jit::EType::Float) {
+          x = to_float_var(x);
+          y = to_float_var(y);
+        }
+        return op2(n.op, n.type, x, y);
+      }
+    }
+    return -1;
+  }
+  int to_float_var(int v) {
+    if (loop->vars[v] == jit::EType::Float) return v;
+    jit::EInstr i;
+    i.op = jit::EOp::ToFloat;
+    i.type = jit::EType::Float;
+    i.a = v;
+    i.dst = loop->new_var(jit::EType::Float);
+    emit(i);
+    return i.dst;
+  }
+  // np.dot(a, b), a @ b, np.sum(a), a.sum(): one loop, a number (NumPy's scalar) out.
+  Val vec_reduce(const Val& a0, const Val* b0, rt::ShapeUse use) {
+    Val a = *as_vec(a0);
+    need_numeric(a, "a sum or product");
+    std::optional<Val> b;
+    if (b0) {
+      b = as_vec(*b0);
+      if (!b) refuse("numpy.dot of an array slice and a number");
+      need_numeric(*b, "a product");
+      check_or_fail(icmp(jit::ECond::Eq, a.var, b->var), rt::LoopError::ShapeMismatch,
+                    {a.var, b->var, iconst(static_cast<int64_t>(use))});
+    }
+    const jit::EType t = a.vec->type == jit::EType::Float || (b && b->vec->type == jit::EType::Float) ? jit::EType::Float
+                                                                                                      : jit::EType::Int;
+    auto zero = [&]() {
+      const int v = loop->new_var(t);
+      jit::EInstr z;
+      z.op = jit::EOp::Const;
+      z.type = t;
+      z.dst = v;
+      emit(z);
+      return v;
+    };
+    auto term = [&](int k) {
+      int x = elem(*a.vec, k);
+      if (t == jit::EType::Float) x = to_float_var(x);
+      if (!b) return x;
+      int y = elem(*b->vec, k);
+      if (t == jit::EType::Float) y = to_float_var(y);
+      return op2(jit::EOp::Mul, t, x, y);
+    };
+    auto add_into = [&](int acc, int x) {
+      jit::EInstr add;
+      add.op = jit::EOp::Add;
+      add.type = t;
+      add.a = acc;
+      add.b = x;
+      add.dst = acc;
+      emit(add);
+    };
+    Val r = num(t == jit::EType::Float ? kNpFloat : kNpInt, t);
+    if (t == jit::EType::Int) {  // one add a cycle: no dependency chain to break
+      jit::EInstr z;
+      z.op = jit::EOp::Const;
+      z.type = t;
+      z.dst = r.var;
+      emit(z);
+      counted(a.var, [&](int k) { add_into(r.var, term(k)); });
+      return r;
+    }
+    // Float: four running sums, so four additions are in flight instead of one (a float add's
+    // latency is four of its throughput), then the rest one by one; (s0 + s1) + (s2 + s3) + rest.
+    const int s[4] = {zero(), zero(), zero(), zero()};
+    const int k = loop->new_var(jit::EType::Int);
+    {
+      jit::EInstr z;
+      z.op = jit::EOp::Const;
+      z.type = jit::EType::Int;
+      z.dst = k;
+      emit(z);
+    }
+    const int last4 = op2(jit::EOp::Sub, jit::EType::Int, a.var, iconst(3));
+    auto loop_while = [&](int bound, int stride, auto&& body) {
+      const int head = new_block(), blk = new_block(), done = new_block();
+      emit_jump(head);
+      cur_ = head;
+      jit::EInstr br = terminator(jit::EOp::Branch);
+      br.a = icmp(jit::ECond::Lt, k, bound);
+      br.target = blk;
+      br.target2 = done;
+      emit(br);
+      cur_ = blk;
+      body();
+      jit::EInstr inc;
+      inc.op = jit::EOp::Add;
+      inc.type = jit::EType::Int;
+      inc.a = k;
+      inc.b = iconst(stride);
+      inc.dst = k;
+      emit(inc);
+      emit_jump(head);
+      cur_ = done;
+    };
+    loop_while(last4, 4, [&] {
+      for (int j = 0; j < 4; ++j) add_into(s[j], term(j == 0 ? k : op2(jit::EOp::Add, jit::EType::Int, k, iconst(j))));
+    });
+    loop_while(a.var, 1, [&] { add_into(s[0], term(k)); });
+    jit::EInstr sum;
+    sum.op = jit::EOp::Add;
+    sum.type = t;
+    sum.a = op2(jit::EOp::Add, t, s[0], s[1]);
+    sum.b = op2(jit::EOp::Add, t, s[2], s[3]);
+    sum.dst = r.var;
+    emit(sum);
+    return r;
+  }
+  static bool reads_array(const VNode& n, int array) {
+    if ((n.k == VNode::K::View || n.k == VNode::K::Gather) && n.array == array) return true;
+    return (n.a && reads_array(*n.a, array)) || (n.b && reads_array(*n.b, array));
+  }
+  // Whether node n reads array `array` anywhere but at the elements of view `target`.
+  static bool reads_elsewhere(const VNode& n, const VNode& target) {
+    switch (n.k) {
+      case VNode::K::View:
+        return n.array == target.array && n.key != target.key;
+      case VNode::K::Gather:
+        return n.array == target.array || reads_elsewhere(*n.a, target);
+      case VNode::K::Scalar:
+        return false;
+      case VNode::K::Bcast:
+        // Element 0 for every k only where the operand has one element and the result more: the
+        // stored value then has more elements than a view of one, and the store fails first.
+        return reads_elsewhere(*n.a, target);
+      default:
+        return reads_elsewhere(*n.a, target) || (n.b && reads_elsewhere(*n.b, target));
+    }
+  }
+  // arr[key] = value for a key that makes a view.
+  void vec_store(const Val& arr, const Val& key, const Val& value) {
+    jit::ElementArray& a = loop->arrays[arr.array];
+    Val target = make_view(arr, key);
+    std::optional<Val> v = as_vec(value);
+    int src_len = -1;
+    VPtr src;
+    if (v) {
+      src = v->vec;
+      src_len = v->var;
+      if (src->type == jit::EType::Float && !rt::dtype_is_float(a.dtype))
+        refuse("storing floats into an integer array slice (NumPy's truncation is not compiled yet)");
+      if (reads_elsewhere(*src, *target.vec))
+        refuse("a slice assignment that reads the array it writes at other elements (NumPy copies first)");
+    } else {
+      if (value.k != Val::K::Num || (value.kinds & kUnbound)) refuse("storing " + kind_name(value) + " into an array slice");
+      if (value.kinds & kNpOther) refuse("storing a " + std::string(rt::dtype_name(value.other)) + " into an array slice");
+      if (!rt::dtype_is_float(a.dtype) && loop->vars[value.var] == jit::EType::Float)
+        refuse("storing a float into an integer array (NumPy's truncation is not compiled yet)");
+    }
+    a.written = true;
+    int mask = -1;
+    if (v && src_len != target.var) {
+      const jit::EType I = jit::EType::Int;
+      const int one = iconst(1);
+      const int s1 = icmp(jit::ECond::Eq, src_len, one);
+      const int ok = op2(jit::EOp::BitOr, I, icmp(jit::ECond::Eq, src_len, target.var), s1);
+      check_or_fail(ok, rt::LoopError::ShapeMismatch, {src_len, target.var, iconst(static_cast<int64_t>(rt::ShapeUse::Assign))});
+      mask = op2(jit::EOp::Sub, I, iconst(0), op2(jit::EOp::Sub, I, one, s1));
+    }
+    const int scalar = v ? -1 : fresh(value.var);
+    const VNode& t = *target.vec;
+    counted(target.var, [&](int k) {
+      int x = scalar;
+      if (v) x = elem(*src, mask >= 0 ? op2(jit::EOp::BitAnd, jit::EType::Int, k, mask) : k);
+      std::vector<int> index = t.index;
+      const int off = t.step == 1 ? k : op2(jit::EOp::Mul, jit::EType::Int, k, iconst(t.step));
+      index[t.axis] = op2(jit::EOp::Add, jit::EType::Int, t.start, off);
+      jit::EInstr i;
+      i.op = jit::EOp::Store;
+      i.array = arr.array;
+      i.index = std::move(index);
+      i.a = x;
+      i.type = loop->vars[x];
+      emit(i);
+    });
+  }
+  Val make_slice(std::vector<Val> b) {
+    Val s{Val::K::Slice};
+    s.items = std::move(b);
+    if (s.items.size() == 2) s.items.push_back(Val{Val::K::None});
+    for (const Val& v : s.items)
+      if (v.k != Val::K::None && !is_index(v, *loop)) refuse("a slice bound that is " + kind_name(v));
+    return s;
+  }
+  // obj[key], for every kind of key.
+  Val subscript(const Val& obj, const Val& key) {
+    if (obj.k == Val::K::Array && key.k == Val::K::Vec) return vec_gather(obj, key);
+    if (obj.k == Val::K::Vec) {
+      if (key.k == Val::K::Num) refuse("indexing an array slice (index the array itself)");
+      refuse("slicing an array slice");
+    }
+    if (obj.k == Val::K::Array && is_view_key(obj, key)) return make_view(obj, key);
+    refuse("indexing " + kind_name(obj) + " with " + kind_name(key));
+  }
+
   // ---- one instruction; true when it ended the block ---------------------------------------------
   Val pop(State& s) {
     if (s.stack.empty()) refuse("the loop pops what was on the stack before it");
@@ -1440,6 +2124,10 @@ class LoopCompiler {
           r.array = obj.array;
         } else if (obj.k == Val::K::Array && n == "ndim" && obj.prefix.empty()) {
           r = const_int(loop->arrays[obj.array].rank);
+        } else if ((obj.k == Val::K::Vec || obj.k == Val::K::Array) && (n == "sum" || n == "dot") && method) {
+          r = Val{Val::K::Func};
+          r.method = n == "sum" ? kMethodSum : kMethodDot;
+          r.items.push_back(*as_vec(obj));
         } else {
           refuse("attribute '" + n + "' of " + kind_name(obj));
         }
@@ -1459,6 +2147,9 @@ class LoopCompiler {
           Val row = obj;
           row.prefix.push_back(key.var);
           s.stack.push_back(row);
+        } else if (obj.k == Val::K::Vec || key.k == Val::K::Vec ||
+                   (obj.k == Val::K::Array && is_view_key(obj, key))) {  // Note [Slices in element loops]
+          s.stack.push_back(subscript(obj, key));
         } else if (obj.k == Val::K::Array) {
           s.stack.push_back(load(obj, key));
         } else if ((obj.k == Val::K::Shape || obj.k == Val::K::Tuple) && key.k == Val::K::Num && key.const_int) {
@@ -1478,12 +2169,42 @@ class LoopCompiler {
       case Op::StoreSubscr: {
         Val key = pop(s), obj = pop(s), value = pop(s);
         if (obj.k != Val::K::Array) refuse("item assignment into " + kind_name(obj));
-        store(obj, key, value);
+        if (key.k == Val::K::Vec) refuse("assignment through an index array");
+        if (is_view_key(obj, key))
+          vec_store(obj, key, value);
+        else
+          store(obj, key, value);
+        return false;
+      }
+      case Op::BuildSlice: {
+        if (arg != 2 && arg != 3) refuse("BUILD_SLICE of " + std::to_string(arg));
+        std::vector<Val> parts(s.stack.end() - arg, s.stack.end());
+        s.stack.resize(s.stack.size() - arg);
+        s.stack.push_back(make_slice(std::move(parts)));
+        return false;
+      }
+      case Op::BinarySlice: {  // (container, start, stop -- value) 3.12+
+        Val stop = pop(s), start = pop(s), obj = pop(s);
+        s.stack.push_back(subscript(obj, make_slice({start, stop})));
+        return false;
+      }
+      case Op::StoreSlice: {  // (value, container, start, stop --) 3.12+
+        Val stop = pop(s), start = pop(s), obj = pop(s), value = pop(s);
+        if (obj.k != Val::K::Array) refuse("slice assignment into " + kind_name(obj));
+        vec_store(obj, make_slice({start, stop}), value);
         return false;
       }
       case Op::BinaryOp: {
         Val b = pop(s), a = pop(s);
-        s.stack.push_back(binary(arg, a, b));
+        const bool vec = a.k == Val::K::Vec || b.k == Val::K::Vec || a.k == Val::K::Array || b.k == Val::K::Array;
+        if (vec && arg % kNbInplace == kNbMatrixMultiply) {
+          if (arg >= kNbInplace) refuse("@= in a loop");
+          s.stack.push_back(vec_reduce(a, &b, rt::ShapeUse::Matmul));
+        } else if (vec) {
+          s.stack.push_back(vec_binary(arg, a, b));
+        } else {
+          s.stack.push_back(binary(arg, a, b));
+        }
         return false;
       }
       case Op::CompareOp: {
@@ -1494,9 +2215,11 @@ class LoopCompiler {
         s.stack.push_back(r);
         return false;
       }
-      case Op::UnaryNegative:
-        s.stack.push_back(unary(jit::EOp::Neg, pop(s), "unary -"));
+      case Op::UnaryNegative: {
+        Val a = pop(s);
+        s.stack.push_back(a.k == Val::K::Vec || a.k == Val::K::Array ? vec_neg(a) : unary(jit::EOp::Neg, a, "unary -"));
         return false;
+      }
       case Op::UnaryInvert:
         s.stack.push_back(unary(jit::EOp::Invert, pop(s), "~"));
         return false;
@@ -1690,6 +2413,7 @@ class LoopCompiler {
     for (int slot : stored_) {
       if (!live.live_at(slot, exit_)) continue;
       const Val& v = exit_state_->locals[slot];
+      if (v.k != Val::K::Num) refuse("local '" + local_name(slot) + "' is read after the loop and holds " + kind_name(v));
       if (v.kinds & kUnbound)
         refuse("local '" + local_name(slot) + "' is read after the loop, which may not assign it");
       const uint16_t k = v.kinds;
@@ -1750,6 +2474,7 @@ class LoopCompiler {
   std::set<int> tagged_;        // locals with a kind tag (kept across passes)
   std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
   std::map<int, int> tag_var_;  // per pass: their tags' variables
+  std::map<int, int> gen_;      // per pass: how many times a local's variable was assigned (views' keys)
 };
 
 }  // namespace

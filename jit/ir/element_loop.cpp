@@ -50,6 +50,7 @@ const char* op_name(EOp op) {
     case EOp::Jump: return "jump";
     case EOp::Branch: return "br";
     case EOp::Exit: return "exit";
+    case EOp::Fail: return "fail";
   }
   return "?";
 }
@@ -75,6 +76,7 @@ const char* loop_error_name(LoopError e) {
     case LoopError::MathDomain: return "MathDomain";
     case LoopError::MathRange: return "MathRange";
     case LoopError::FloatToInt: return "FloatToInt";
+    case LoopError::ShapeMismatch: return "ShapeMismatch";
   }
   return "?";
 }
@@ -155,6 +157,10 @@ std::string ElementLoop::to_string() const {
           s += " " + var(e.a) + " ? b" + std::to_string(e.target) + " : b" + std::to_string(e.target2);
           break;
         case EOp::Exit: break;
+        case EOp::Fail:
+          s += std::string(" ") + loop_error_name(static_cast<LoopError>(e.imm));
+          for (size_t k = 0; k < e.index.size(); ++k) s += (k ? ", " : " ") + var(e.index[k]);
+          break;
         default:
           if (e.a >= 0) s += " " + var(e.a);
           if (e.b >= 0) s += ", " + var(e.b);
@@ -193,7 +199,7 @@ Status ElementLoop::verify() const {
     for (size_t k = 0; k < instrs.size(); ++k) {
       const EInstr& e = instrs[k];
       const std::string where = "b" + std::to_string(b) + " #" + std::to_string(k) + " (" + op_name(e.op) + ")";
-      if (static_cast<int>(e.op) > static_cast<int>(EOp::Exit)) return fail(where, "unknown op");
+      if (static_cast<int>(e.op) > static_cast<int>(EOp::Fail)) return fail(where, "unknown op");
       if (e.is_terminator() != (k + 1 == instrs.size()))
         return fail(where, e.is_terminator() ? "terminator before the end of the block" : "block without terminator");
       if (e.type != EType::Int && e.type != EType::Float) return fail(where, "unknown type");
@@ -296,6 +302,14 @@ Status ElementLoop::verify() const {
           FJ_PROPAGATE(check_target(e.target2));
           break;
         case EOp::Exit: break;
+        case EOp::Fail:
+          if (e.index.size() > 3) return fail(where, "more than 3 details");
+          for (int v : e.index) {
+            FJ_PROPAGATE(check_var(v, "detail"));
+            FJ_PROPAGATE(want(v, EType::Int, "detail"));
+          }
+          if (e.imm <= 0 || e.imm > static_cast<int64_t>(LoopError::ShapeMismatch)) return fail(where, "unknown error");
+          break;
         default:  // the binary operations
           FJ_PROPAGATE(check_var(e.dst, "dst"));
           FJ_PROPAGATE(check_var(e.a, "a"));
@@ -618,6 +632,9 @@ rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* cal
           }
           return LoopError::None;
         }
+        case EOp::Fail:
+          for (size_t k = 0; k < e.index.size(); ++k) call->detail[k] = iv[e.index[k]];
+          return static_cast<LoopError>(e.imm);
       }
     }
     block = next;
@@ -685,10 +702,13 @@ std::vector<int> successors(const EBlock& b) {
   return {};
 }
 
-bool has_dst(EOp op) { return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit; }
+bool has_dst(EOp op) {
+  return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit && op != EOp::Fail;
+}
 
 bool reads_a(EOp op) {
-  return op != EOp::Const && op != EOp::Dim && op != EOp::Load && op != EOp::Jump && op != EOp::Exit;
+  return op != EOp::Const && op != EOp::Dim && op != EOp::Load && op != EOp::Jump && op != EOp::Exit &&
+         op != EOp::Fail;
 }
 
 bool reads_b(EOp op) {
@@ -708,7 +728,7 @@ template <typename I, typename F>
 void for_each_operand(I& e, F&& f) {
   if (reads_a(e.op)) f(e.a);
   if (reads_b(e.op)) f(e.b);
-  if (e.op == EOp::Load || e.op == EOp::Store)
+  if (e.op == EOp::Load || e.op == EOp::Store || e.op == EOp::Fail)
     for (auto& v : e.index) f(v);
 }
 
@@ -725,7 +745,7 @@ bool writes_var(const EInstr& e, int v) { return has_dst(e.op) && e.dst == v; }
 // Whether e may stop the loop with an error (or has an effect besides its dst).
 bool can_fail(const EInstr& e) {
   switch (e.op) {
-    case EOp::Load: case EOp::Store: case EOp::ToInt: return true;
+    case EOp::Load: case EOp::Store: case EOp::ToInt: case EOp::Fail: return true;
     case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Neg: case EOp::Abs:
       return e.checked && e.type == EType::Int;
     case EOp::Div: case EOp::FloorDiv: case EOp::Mod: case EOp::Shl: case EOp::Shr: case EOp::Sqrt:
@@ -738,7 +758,7 @@ bool can_fail(const EInstr& e) {
 // Operations whose result depends only on their operands (and arrays' contents or sizes).
 bool recomputable(EOp op) {
   switch (op) {
-    case EOp::Const: case EOp::Mov: case EOp::Store: case EOp::Jump: case EOp::Branch: case EOp::Exit:
+    case EOp::Const: case EOp::Mov: case EOp::Store: case EOp::Jump: case EOp::Branch: case EOp::Exit: case EOp::Fail:
       return false;
     default: return true;
   }

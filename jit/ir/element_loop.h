@@ -64,6 +64,7 @@ enum class EOp : uint8_t {
   Jump,      // to target
   Branch,    // a != 0 (Int) ? target : target2
   Exit,      // done: results hold their values
+  Fail,      // stop with the LoopError `imm`, detail[k] = index[k] (up to 3 Int variables)
 };
 
 struct EInstr {
@@ -82,7 +83,7 @@ struct EInstr {
   rt::LoopError inf_error = rt::LoopError::None;  // Call1, Call2 (checked)
   int target = -1, target2 = -1;
 
-  bool is_terminator() const { return op == EOp::Jump || op == EOp::Branch || op == EOp::Exit; }
+  bool is_terminator() const { return op == EOp::Jump || op == EOp::Branch || op == EOp::Exit || op == EOp::Fail; }
 };
 
 /// What an instruction of `op` touches: whether it sets `dst`, reads `a`, reads `b` (indices,

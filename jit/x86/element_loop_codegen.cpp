@@ -95,16 +95,14 @@ struct Flags {
 };
 
 
-bool writes_dst(EOp op) {
-  return op != EOp::Store && op != EOp::Jump && op != EOp::Branch && op != EOp::Exit;
-}
+bool writes_dst(EOp op) { return has_dst(op); }
 
 // Calls f(v) for every variable `e` reads (Exit reads the results).
 template <typename F>
 void for_each_read(const ElementLoop& loop, const EInstr& e, F&& f) {
   if (reads_a(e.op)) f(e.a);
   if (reads_b(e.op)) f(e.b);
-  if (e.op == EOp::Load || e.op == EOp::Store)
+  if (e.op == EOp::Load || e.op == EOp::Store || e.op == EOp::Fail)
     for (int v : e.index) f(v);
   if (e.op == EOp::Exit)
     for (int v : loop.results) f(v);
@@ -1429,6 +1427,16 @@ private:
       case EOp::Load: load(e); return;
       case EOp::Store: store(e); return;
       case EOp::Exit: exit_block(); return;
+      case EOp::Fail: {
+        const size_t detail = offsetof(ElementLoopCall, detail);
+        for (size_t k = 0; k < e.index.size(); ++k) {
+          const int v = e.index[k];
+          if (std::optional<int32_t> i = imm32(v)) cc_.mov(call_field(detail + 8 * k), *i);
+          else cc_.mov(call_field(detail + 8 * k), G(v));
+        }
+        return_code(static_cast<LoopError>(e.imm));
+        return;
+      }
       case EOp::Jump: case EOp::Branch: return;  // emit_block
     }
   }

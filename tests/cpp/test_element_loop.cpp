@@ -1771,6 +1771,38 @@ TEST(ElementLoop, UnusedLoadStillRaises) {
   EXPECT_EQ(c.run({av, mv}, {0, -2}).error, LoopError::None);  // wraps to row 0
 }
 
+TEST(ElementLoop, FailStopsWithItsDetail) {
+  // for i in range(n): a[i] = i; if i == k: fail ShapeMismatch {i, n, 2}. The stores before the
+  // failure stay (as CPython's loop would have made them); the results are not written.
+  Builder b;
+  const int a = b.array(DType::Float64, 1, true);
+  const int k = b.param(EType::Int);
+  const int n = b.dim(a, 0);
+  Builder::For f = b.begin_for(n);
+  b.store(a, {f.i}, f.i);
+  const int bad = b.block(), ok = b.block();
+  b.br(b.cmp(ECond::Eq, f.i, k), bad, ok);
+  b.at(bad);
+  const int two = b.iconst(2);
+  EInstr& fail = b.emit(EOp::Fail, EType::Int);
+  fail.imm = static_cast<int64_t>(LoopError::ShapeMismatch);
+  fail.index = {f.i, n, two};
+  b.at(ok);
+  b.end_for(f);
+  b.exit();
+  ASSERT_TRUE(b.loop.verify().is_ok()) << b.loop.verify().message();
+  EXPECT_NE(b.loop.to_string().find("fail ShapeMismatch"), std::string::npos) << b.loop.to_string();
+  Compiled c(b.loop);
+  const Array av = array_of(std::vector<double>(6, -1.0));
+  EXPECT_EQ(c.run({av}, {7}).error, LoopError::None);
+  Outcome o = c.run({av}, {3});
+  EXPECT_EQ(o.error, LoopError::ShapeMismatch);
+  EXPECT_EQ(o.detail[0], 3);
+  EXPECT_EQ(o.detail[1], 6);
+  EXPECT_EQ(o.detail[2], 2);
+  EXPECT_EQ(contents<double>(o.arrays[0]), (std::vector<double>{0, 1, 2, 3, -1, -1}));
+}
+
 TEST(ElementLoop, IfConvertedBranches) {
   // Small arms that meet again pick their Int results with cmov: on Int and Float (NaN)
   // conditions, diamonds and triangles, arms reading what the other assigns.

@@ -135,9 +135,11 @@ def test_explain_reports_break_with_file_and_line(fn):
 
 @pytest.mark.parametrize("fn", BREAKING, ids=lambda f: f.__name__)
 def test_explain_result_is_eager_result(fn):
+    # explain runs the function as compile() would (the jit backend): its math may differ from
+    # NumPy's in the last bits.
     e = framejit.explain(fn)(X.copy())
     expected = fn(X.copy())
-    np.testing.assert_array_equal(e.result, expected)
+    np.testing.assert_allclose(e.result, expected, rtol=1e-6)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

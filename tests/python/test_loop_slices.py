@@ -1,0 +1,334 @@
+"""Slices and whole-array statements inside compiled loops (Note [Slices in element loops] in
+frontend/trace/element_loops.cpp): each function against CPython's own run of it, with the loop
+compiled (framejit.stats()["loops"]), no graph break, and NumPy's errors where NumPy raises."""
+
+import numpy as np
+import pytest
+
+import framejit
+
+RNG = np.random.default_rng(150)
+
+
+def copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def compiled(fn, *args, loops=1, rtol=1e-12):
+    """fn(*args) through framejit against CPython, with `loops` loops compiled; sums may add in
+    another order than BLAS or NumPy's pairwise sum (rtol)."""
+    want_args = copies(args)
+    want = fn(*want_args)
+    framejit.reset()
+    cf = framejit.compile(fn)
+    got_args = copies(args)
+    got = cf(*got_args)
+    s = framejit.stats()
+    assert s["graph_breaks"] == 0, s
+    assert s["loops"] == loops, s
+    check(got, want, rtol)
+    for g, w in zip(got_args, want_args):  # writes into the arguments too
+        check(g, w, rtol)
+    check(cf(*copies(args)), want, rtol)
+    return cf
+
+
+def check(got, want, rtol):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            check(g, w, rtol)
+        return
+    assert type(got) is type(want), (type(got), type(want))
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, rtol=rtol, atol=0)
+        else:
+            np.testing.assert_array_equal(got, want)
+    elif isinstance(want, (float, np.floating)):
+        assert got == pytest.approx(want, rel=rtol, abs=0)
+    else:
+        assert got == want
+
+
+def spd(n):
+    m = RNG.random((n, n))
+    return m @ m.T + n * np.eye(n)
+
+
+# ---- kernels as NPBench writes them ---------------------------------------------------------------
+
+
+def test_cholesky_with_dot_of_row_slices():
+    def kernel(A):
+        A[0, 0] = np.sqrt(A[0, 0])
+        for i in range(1, A.shape[0]):
+            for j in range(i):
+                A[i, j] -= np.dot(A[i, :j], A[j, :j])
+                A[i, j] /= A[j, j]
+            A[i, i] -= np.dot(A[i, :i], A[i, :i])
+            A[i, i] = np.sqrt(A[i, i])
+
+    compiled(kernel, spd(20))
+
+
+def test_lu_with_matmul_of_a_row_and_a_column():
+    def kernel(A):
+        for i in range(A.shape[0]):
+            for j in range(i):
+                A[i, j] -= A[i, :j] @ A[:j, j]
+                A[i, j] /= A[j, j]
+            for j in range(i, A.shape[0]):
+                A[i, j] -= A[i, :i] @ A[:i, j]
+
+    compiled(kernel, spd(20))
+
+
+def test_trisolv_in_place():
+    def kernel(L, x, b):
+        for i in range(x.shape[0]):
+            x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+
+    compiled(kernel, np.tril(RNG.random((30, 30))) + 30 * np.eye(30), np.zeros(30), RNG.random(30))
+
+
+def test_syrk_slice_updates_with_a_scalar_and_a_column():
+    def kernel(alpha, beta, C, A):
+        for i in range(A.shape[0]):
+            C[i, : i + 1] *= beta
+            for k in range(A.shape[1]):
+                C[i, : i + 1] += alpha * A[i, k] * A[: i + 1, k]
+
+    compiled(kernel, 1.5, 1.2, RNG.random((25, 25)), RNG.random((25, 12)))
+
+
+def test_gramschmidt_columns():
+    def kernel(A):
+        Q = np.zeros_like(A)
+        R = np.zeros((A.shape[1], A.shape[1]), dtype=A.dtype)
+        for k in range(A.shape[1]):
+            nrm = np.dot(A[:, k], A[:, k])
+            R[k, k] = np.sqrt(nrm)
+            Q[:, k] = A[:, k] / R[k, k]
+            for j in range(k + 1, A.shape[1]):
+                R[k, j] = np.dot(Q[:, k], A[:, j])
+                A[:, j] -= Q[:, k] * R[k, j]
+        return Q, R
+
+    compiled(kernel, RNG.random((18, 12)), rtol=1e-9)
+
+
+def test_spmv_views_held_in_locals_and_a_gather():
+    def spmv(A_row, A_col, A_val, x):
+        y = np.empty(A_row.size - 1, A_val.dtype)
+        for i in range(A_row.size - 1):
+            cols = A_col[A_row[i] : A_row[i + 1]]
+            vals = A_val[A_row[i] : A_row[i + 1]]
+            y[i] = vals @ x[cols]
+        return y
+
+    rowptr = np.sort(RNG.integers(0, 300, 31))
+    rowptr[0], rowptr[-1] = 0, 300
+    compiled(spmv, rowptr, RNG.integers(0, 40, 300), RNG.random(300), RNG.random(40))
+
+
+# ---- slice semantics -------------------------------------------------------------------------------
+
+
+def test_slice_bounds_as_python_normalizes_them():
+    def f(x, n):
+        out = np.zeros((n, 9))
+        for i in range(n):
+            out[i, 0] = x[i - 3 : i + 2].sum()
+            out[i, 1] = x[-i:].sum()
+            out[i, 2] = x[: i - n].sum()
+            out[i, 3] = x[i::2].sum()
+            out[i, 4] = x[::-1][: i + 1].sum() if False else x[i::-1].sum()
+            out[i, 5] = x[n - i : 1 : -2].sum()
+            out[i, 6] = x[i + 100 :].sum()
+            out[i, 7] = x[-100 : i].sum()
+            out[i, 8] = np.flip(x[i : i + 4]) @ x[:4] if i + 4 <= x.shape[0] else 0.0
+        return out
+
+    compiled(f, RNG.integers(-9, 9, 10).astype(np.float64), 10)
+
+
+def test_empty_slices_sum_to_numpy_zeros():
+    def f(x, a):
+        s = x[:0].sum()
+        t = a[3:1] @ a[5:3]
+        for i in range(x.shape[0]):
+            s += x[i:i].sum()
+            t += a[i:i] @ a[i:i]
+        return s, t
+
+    compiled(f, RNG.random(5), RNG.integers(0, 9, 6))
+
+
+def test_int64_slices_compute_in_int64():
+    def f(a, b):
+        t = 0
+        for i in range(a.shape[0]):
+            t += a[: i + 1] @ b[: i + 1]
+            b[i:] -= a[i]
+        return t
+
+    compiled(f, RNG.integers(-2**40, 2**40, 12), RNG.integers(-2**40, 2**40, 12))
+
+
+def test_length_one_operands_broadcast():
+    def f(x, y):
+        out = np.zeros(y.shape[0])
+        for i in range(x.shape[0]):
+            out[:] += x[i : i + 1] * y
+            out[i : i + 1] = (y[:3] - y[i : i + 1]).sum()
+        return out
+
+    compiled(f, RNG.random(4), RNG.random(6))
+
+
+def test_whole_arrays_and_rows_as_vectors():
+    def f(A, x):
+        y = np.zeros(A.shape[0])
+        for i in range(A.shape[0]):
+            y[i] = A[i] @ x + x.sum() - (-x).sum()
+            A[i] = 2.0 * A[i] - x
+        return y
+
+    compiled(f, RNG.random((6, 5)), RNG.random(5))
+
+
+def test_a_view_in_a_local_sees_later_writes():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0] - 1):
+            v = x[i : i + 2]
+            x[i + 1] = 10.0 * i
+            s += v.sum()
+        return s
+
+    compiled(f, RNG.random(6))
+
+
+def test_float32_slices_are_copied_not_computed():
+    def copies_only(a, out):
+        for i in range(a.shape[0]):
+            out[i, :] = a[i, :]
+
+    compiled(copies_only, RNG.random((4, 5)).astype(np.float32), np.zeros((4, 5)))
+
+    def computes(a):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s += a[i, :].sum()
+        return s
+
+    a = RNG.random((4, 5)).astype(np.float32)
+    framejit.reset()
+    assert framejit.compile(computes)(a) == computes(a)
+    assert framejit.stats()["loops"] == 0
+
+
+# ---- NumPy's errors ----------------------------------------------------------------------------------
+
+
+def raises_as_numpy(fn, *args):
+    """fn raises in CPython; the compiled loop raises the same type with the same message."""
+    with pytest.raises(Exception) as want:
+        fn(*copies(args))
+    framejit.reset()
+    with pytest.raises(type(want.value)) as got:
+        framejit.compile(fn)(*copies(args))
+    assert str(got.value) == str(want.value)
+
+
+def test_dot_of_different_lengths_raises_numpys_value_error():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += np.dot(x[:i], x[: i + 1])
+        return s
+
+    raises_as_numpy(f, RNG.random(5), 3)
+
+
+def test_matmul_of_different_lengths():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += x[:i] @ x[: i + 2]
+        return s
+
+    raises_as_numpy(f, RNG.random(5), 3)
+
+
+def test_elementwise_of_different_lengths():
+    def f(x, n):
+        s = 0.0
+        for i in range(n):
+            s += (x[:i] + x[: i + 2]).sum()
+        return s
+
+    raises_as_numpy(f, RNG.random(5), 3)
+
+
+def test_slice_assignment_of_another_length():
+    def f(x, y):
+        for i in range(3):
+            x[i:] = y[:2]
+        return x
+
+    raises_as_numpy(f, RNG.random(5), RNG.random(4))
+
+
+def test_a_fixed_index_out_of_bounds_raises_even_for_an_empty_slice():
+    def f(A, n):
+        s = 0.0
+        for i in range(n):
+            s += A[i, :0].sum()
+        return s
+
+    raises_as_numpy(f, RNG.random((3, 4)), 5)
+
+
+def test_a_gathered_index_out_of_bounds():
+    def f(x, idx):
+        s = 0.0
+        for i in range(idx.shape[0]):
+            s += x[idx[: i + 1]].sum()
+        return s
+
+    raises_as_numpy(f, RNG.random(4), np.array([0, 3, 4, 1]))
+
+
+# ---- what is not compiled still runs ----------------------------------------------------------------
+
+
+def test_an_overlapping_slice_assignment_is_not_compiled():
+    # NumPy reads x[:-1] whole before writing x[1:]; one loop over the elements would not.
+    def f(x, n):
+        for _ in range(n):
+            x[1:] = x[:-1] * 0.5
+        return x
+
+    x = RNG.random(6)
+    framejit.reset()
+    got = framejit.compile(f)(x.copy(), 3)
+    np.testing.assert_array_equal(got, f(x.copy(), 3))
+    assert framejit.stats()["loops"] == 0
+
+
+def test_a_computed_array_in_a_local_is_not_compiled():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            t = x[: i + 1] * 2.0
+            x[0] = 5.0
+            s += t.sum()
+        return s
+
+    x = RNG.random(20)  # more trips than a loop over constants unrolls
+    framejit.reset()
+    assert framejit.compile(f)(x.copy()) == pytest.approx(f(x.copy()), rel=1e-12)
+    assert framejit.stats()["loops"] == 0
