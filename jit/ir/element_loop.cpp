@@ -679,6 +679,7 @@ namespace framejit::jit {
 //  - hoist_invariants: an instruction in a loop that cannot fail and does not read memory, whose
 //    operands the loop does not assign, moves to the loop's preheader.
 //  - simplify_flags: `c ? (x = 0) : (x = 1)` becomes `x = not c`, and not(a < b) for Ints a >= b.
+//  - fold_identities: Int x + 0, x - 0 and x * 1 become copies of x.
 //  - eliminate_dead: an instruction whose result nothing reads and that cannot fail goes. One
 //    that can fail stays: a Load whose value is unused writes a variable nothing reads (the code
 //    generator then only checks its index), checked arithmetic stays as it is.
@@ -1600,6 +1601,30 @@ bool hoist_invariants(ElementLoop& loop) {
 
 // Small rewrites: not(cmp) becomes the opposite Int compare; a branch whose arms only assign one
 // variable 0 and 1 (and meet again) becomes a Not (or two) of its condition.
+// Int x + 0, 0 + x, x - 0, x * 1, 1 * x: a copy of x (none can overflow, so a checked one too).
+bool fold_identities(ElementLoop& loop) {
+  const Cfg g = build_cfg(loop);
+  const std::vector<const EInstr*> cst = constants_of(loop, g, analyze(loop, g));
+  auto is = [&](int v, int64_t x) { return v >= 0 && cst[v] && cst[v]->type == EType::Int && cst[v]->imm == x; };
+  bool changed = false;
+  for (EBlock& blk : loop.blocks)
+    for (EInstr& e : blk.instrs) {
+      if (e.type != EType::Int) continue;
+      int keep = -1;
+      if ((e.op == EOp::Add || e.op == EOp::Sub) && is(e.b, 0)) keep = e.a;
+      else if (e.op == EOp::Add && is(e.a, 0)) keep = e.b;
+      else if (e.op == EOp::Mul && is(e.b, 1)) keep = e.a;
+      else if (e.op == EOp::Mul && is(e.a, 1)) keep = e.b;
+      if (keep < 0) continue;
+      e.op = EOp::Mov;
+      e.a = keep;
+      e.b = -1;
+      e.checked = false;
+      changed = true;
+    }
+  return changed;
+}
+
 bool simplify_flags(ElementLoop& loop) {
   const Cfg g = build_cfg(loop);
   const VarInfo vi = analyze(loop, g);
@@ -2009,6 +2034,7 @@ void optimize_element_loop(ElementLoop& loop) {
       changed |= uncheck(loop);
       changed |= hoist_invariants(loop);
       changed |= simplify_flags(loop);
+      changed |= fold_identities(loop);
       changed |= eliminate_dead(loop, sink);
       if (!changed) break;
     }

@@ -67,8 +67,8 @@ using CC = ax::CondCode;
 // checks: a negative index is wrapped with cmov as a valid one would be, and an invalid one gives
 // an address nobody uses, since the loop still checks each index where it uses it.
 //
-// Versions. An innermost loop whose header only tests `counter < bound` (counter stepped by 1
-// once per iteration, bound not assigned in the loop) is emitted a second time without the index
+// Versions. An innermost loop whose header only tests `counter < bound` (counter stepped by a
+// positive constant once per iteration, bound not assigned in the loop) is emitted a second time without the index
 // checks that cannot fail once they pass at the preheader: those of indices the loop does not
 // assign (in range now, so on every iteration), and those of the counter plus a constant c (a
 // variable the loop only assigns counter + c), in range on every iteration if counter + c >= 0
@@ -656,7 +656,10 @@ private:
           }
           inc = before ? next : nullptr;
         }
-        if (inc && offset_of(*inc, cmp.a) == std::optional<int64_t>(1)) {
+        // Any positive constant step: the header's counter still lies in [its value at the
+        // preheader, bound) on every iteration, which is all the checks below rely on.
+        const std::optional<int64_t> step = inc ? offset_of(*inc, cmp.a) : std::nullopt;
+        if (step && *step >= 1) {
           lp.counter = cmp.a;
           lp.bound = cmp.b;
         }

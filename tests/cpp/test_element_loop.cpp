@@ -1803,6 +1803,39 @@ TEST(ElementLoop, FailStopsWithItsDetail) {
   EXPECT_EQ(contents<double>(o.arrays[0]), (std::vector<double>{0, 1, 2, 3, -1, -1}));
 }
 
+TEST(ElementLoop, CountersSteppedByFourAreVersioned) {
+  // k = 0; while k < m - 3: s += a[k] * b[k + 3]; k += 4 (m a parameter, maybe past the sizes):
+  // the version without checks is taken only when every index stays in range; else the checks
+  // raise where the interpreter does.
+  Builder b;
+  const int a = b.array(DType::Float64, 1), c = b.array(DType::Float64, 1);
+  const int m = b.param(EType::Int);
+  const int s = b.fconst(0.0), k = b.iconst(0), four = b.iconst(4), three = b.iconst(3);
+  const int bound = b.op(EOp::Sub, m, three, false);
+  const int head = b.block(), body = b.block(), done = b.block();
+  b.jump(head);
+  b.at(head);
+  b.br(b.cmp(ECond::Lt, k, bound), body, done);
+  b.at(body);
+  const int x = b.load(a, {k}, EType::Float);
+  const int y = b.load(c, {b.op(EOp::Add, k, three, false)}, EType::Float);
+  b.set(s, EOp::Add, s, b.op(EOp::Mul, x, y, false), false);
+  b.set(k, EOp::Add, k, four, false);
+  b.jump(head);
+  b.at(done);
+  b.result(s);
+  b.exit();
+  Compiled comp(b.loop);
+  std::vector<double> av(13), cv(16);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = 0.5 + static_cast<double>(i);
+  for (size_t i = 0; i < cv.size(); ++i) cv[i] = 1.0 / (1.0 + static_cast<double>(i));
+  for (int64_t n : {0, 3, 7, 13, 16, 17, 20}) {
+    Outcome o = comp.run({array_of(av), array_of(cv)}, {n});
+    if (n < 20) EXPECT_EQ(o.error, LoopError::None) << n;  // k = 16 is the first past a's 13
+    else EXPECT_EQ(o.error, LoopError::IndexOutOfBounds) << n;
+  }
+}
+
 TEST(ElementLoop, IfConvertedBranches) {
   // Small arms that meet again pick their Int results with cmov: on Int and Float (NaN)
   // conditions, diamonds and triangles, arms reading what the other assigns.
