@@ -113,6 +113,48 @@ constexpr uint16_t kFloatKinds = kFloat | kNpFloat;
 struct VNode;
 using VPtr = std::shared_ptr<const VNode>;
 
+// An Int value as a sum of constant multiples of symbols plus a constant, where a symbol stands
+// for a value that is fixed while one block runs (Note [Slices in element loops]: which elements
+// two views share). Exact in int64 (wrapping on both sides alike).
+struct Affine {
+  std::vector<std::pair<int64_t, int64_t>> terms;  // (symbol, coefficient): sorted, no zero coefficient
+  int64_t c = 0;
+};
+using APtr = std::shared_ptr<const Affine>;
+
+APtr affine_combine(const APtr& a, const APtr& b, int64_t sb) {  // a + sb * b
+  if (!a || !b) return nullptr;
+  auto r = std::make_shared<Affine>();
+  r->c = a->c + sb * b->c;
+  size_t i = 0, j = 0;
+  while (i < a->terms.size() || j < b->terms.size()) {
+    if (j == b->terms.size() || (i < a->terms.size() && a->terms[i].first < b->terms[j].first)) {
+      r->terms.push_back(a->terms[i++]);
+    } else if (i == a->terms.size() || b->terms[j].first < a->terms[i].first) {
+      r->terms.push_back({b->terms[j].first, sb * b->terms[j].second});
+      ++j;
+    } else {
+      const int64_t c = a->terms[i].second + sb * b->terms[j].second;
+      if (c != 0) r->terms.push_back({a->terms[i].first, c});
+      ++i, ++j;
+    }
+  }
+  return r;
+}
+APtr affine_scale(const APtr& a, int64_t s) {
+  if (!a) return nullptr;
+  auto r = std::make_shared<Affine>();
+  r->c = a->c * s;
+  if (s != 0)
+    for (auto [sym, c] : a->terms) r->terms.push_back({sym, c * s});
+  return r;
+}
+// a - b when it is a constant.
+std::optional<int64_t> affine_diff(const APtr& a, const APtr& b) {
+  if (!a || !b || a->terms != b->terms) return std::nullopt;
+  return a->c - b->c;
+}
+
 struct Val {
   enum class K : uint8_t { Num, Array, Range, Iter, Func, Module, Null, None, Tuple, Shape, Outer, Slice, Vec };
   Val() = default;
@@ -131,6 +173,9 @@ struct Val {
   int step_var = -1;                   // Range, Iter: a run-time step (known positive), or -1
   std::vector<int> prefix;             // Array: a row A[i] (A[i][j] reads A[i, j]): its leading indices
   VPtr vec;                            // Vec: its elements (Note [Slices in element loops]); var: its length
+  APtr aff;                            // Num (Int): its value as an Affine, when known; Vec: its length's key
+  std::vector<APtr> prefix_aff;        // Array: prefix's Affines, and whether each is known >= 0
+  std::vector<char> prefix_nonneg;
   int method = 0;                      // Func: a method of items[0] (a Vec), by kMethod*
 
   bool same(const Val& o) const {
@@ -177,7 +222,13 @@ struct VNode {
   int array = -1, axis = -1, start = -1, var = -1, mask = -1;
   int64_t step = 1;
   std::vector<int> index;
-  std::vector<std::pair<int, int>> key;  // View: what it was made from ((variable, generation) per bound), for overlap
+  // View, for which elements two views share: each fixed index as an Affine (null at `axis` or
+  // when unknown) and whether it is known >= 0; the slice's start and stop as written (null: None
+  // or unknown) and whether the start is known >= 0; whether np.flip made it.
+  std::vector<APtr> fixed;
+  std::vector<char> fixed_nonneg;
+  APtr raw_start, raw_stop;
+  bool start_none = false, stop_none = false, start_nonneg = false, flipped = false;
   jit::EOp op = jit::EOp::Add;
   VPtr a, b;
 };
@@ -501,7 +552,9 @@ class LoopCompiler {
     outer_.clear();
     slot_var_.clear();
     tag_var_.clear();
-    gen_.clear();
+    next_symbol_ = 0;
+    stable_symbols_.clear();
+    length_keys_.clear();
     const size_t nb = block_start_.size();
     pending_.assign(nb + 1, std::nullopt);
     processed_.assign(nb + 1, false);
@@ -653,6 +706,11 @@ class LoopCompiler {
   void process(int b) {
     processed_[b] = true;
     State s = *pending_[b];
+    // What the Affines say holds within a block: each Int arrives as a value of its own.
+    for (Val& v : s.locals)
+      if (v.k == Val::K::Num && v.var >= 0 && loop->vars[v.var] == jit::EType::Int) v.aff = fresh_symbol();
+    for (Val& v : s.stack)
+      if (v.k == Val::K::Num && v.var >= 0 && loop->vars[v.var] == jit::EType::Int) v.aff = fresh_symbol();
     cur_ = ir_block_[b];
     const int end = static_cast<size_t>(b) + 1 < block_start_.size() ? block_start_[b + 1] : exit_;
     for (int k = index_.at(block_start_[b]); k < static_cast<int>(ins_.size()) && ins_[k].at < end; ++k) {
@@ -771,7 +829,20 @@ class LoopCompiler {
     v.kinds = kinds;
     v.other = other;
     v.var = loop->new_var(t);
+    if (t == jit::EType::Int) v.aff = fresh_symbol();
     return v;
+  }
+  // A value no other is known to equal (fixed while the block runs).
+  APtr fresh_symbol() {
+    auto a = std::make_shared<Affine>();
+    a->terms.push_back({next_symbol_++, 1});
+    return a;
+  }
+  // The same symbol for every read of something fixed for the whole loop (a parameter, a size).
+  APtr stable_symbol(int64_t key) {
+    auto [it, added] = stable_symbols_.try_emplace(key, nullptr);
+    if (added) it->second = fresh_symbol();
+    return it->second;
   }
   Val const_int(int64_t x, uint16_t kinds = kInt, bool prologue = true) {
     Val v = num(kinds, jit::EType::Int);
@@ -786,6 +857,9 @@ class LoopCompiler {
       emit_prologue_or_here(i);
     v.const_int = x;
     v.lower = x;
+    auto a = std::make_shared<Affine>();
+    a->c = x;
+    v.aff = a;
     return v;
   }
   Val const_float(double x, uint16_t kinds = kFloat, bool prologue = true) {
@@ -893,11 +967,13 @@ class LoopCompiler {
         r.kinds = kinds;
         r.other = other;
         r.var = loop->params[k];
+        if (loop->vars[r.var] == jit::EType::Int) r.aff = stable_symbol(r.var);
         return r;
       }
     Val r = num(kinds, machine(kinds, other), other);
     param_vars.push_back(v);
     loop->params.push_back(r.var);
+    if (loop->vars[r.var] == jit::EType::Int) r.aff = stable_symbol(r.var);
     return r;
   }
 
@@ -957,7 +1033,6 @@ class LoopCompiler {
     if (v.k != Val::K::Num) refuse("the loop binds local '" + local_name(slot) + "' to " + kind_name(v));
     const int var = slot_var(slot, loop->vars[v.var]);
     detach(s, var);
-    ++gen_[var];
     if (loop->vars[var] != loop->vars[v.var])
       store_widened(var, v, slot);
     else if (var != v.var)
@@ -970,6 +1045,7 @@ class LoopCompiler {
     l.other = v.other;
     l.const_int.reset();
     l.lower = v.lower;
+    l.aff = loop->vars[var] == jit::EType::Int ? (v.aff ? v.aff : fresh_symbol()) : nullptr;
   }
 
   // Note [Kind tags]
@@ -1018,6 +1094,7 @@ class LoopCompiler {
       }
     }
     if (r.step > 0) r.lower = b[0].lower;
+    else if (b[1].const_int) r.lower = *b[1].const_int + 1;  // counting down to a constant: above it
     // The bounds are read once, when range() is called.
     r.var = loop->new_var(jit::EType::Int);
     emit_prologue_or_here(mov(r.var, b[0].var));
@@ -1198,8 +1275,17 @@ class LoopCompiler {
       if (nb == kNbAdd) r.lower = *a.lower + *b.lower;
       if (nb == kNbMultiply) r.lower = *a.lower * *b.lower;
     }
+    // i - c for a constant c >= 0: above a's bound less c (no wrap: c is small, a above it).
+    if (m->type == jit::EType::Int && nb == kNbSubtract && a.lower && b.const_int && *b.const_int >= 0 &&
+        *b.const_int < (int64_t{1} << 31) && *a.lower > -(int64_t{1} << 31) && *a.lower < (int64_t{1} << 31))
+      r.lower = *a.lower - *b.const_int;
     i.dst = r.var;
     emit(i);
+    if (m->type == jit::EType::Int && a.aff && b.aff) {
+      if (nb == kNbAdd || nb == kNbSubtract) r.aff = affine_combine(a.aff, b.aff, nb == kNbAdd ? 1 : -1);
+      if (nb == kNbMultiply && b.aff->terms.empty()) r.aff = affine_scale(a.aff, b.aff->c);
+      if (nb == kNbMultiply && a.aff->terms.empty()) r.aff = affine_scale(b.aff, a.aff->c);
+    }
     return r;
   }
 
@@ -1218,6 +1304,7 @@ class LoopCompiler {
     Val r = num(kinds, i.type);
     i.dst = r.var;
     emit(i);
+    if (op == jit::EOp::Neg && a.aff) r.aff = affine_scale(a.aff, -1);
     return r;
   }
 
@@ -1441,6 +1528,7 @@ class LoopCompiler {
     Val r = num(kInt, jit::EType::Int);
     i.dst = r.var;
     emit(i);
+    r.aff = stable_symbol(-1 - (int64_t{array} << 8) - axis);
     return r;
   }
 
@@ -1481,10 +1569,6 @@ class LoopCompiler {
     const int d = loop->new_var(loop->vars[var]);
     emit(mov(d, var));
     return d;
-  }
-  int gen(int var) const {
-    auto it = gen_.find(var);
-    return it == gen_.end() ? 0 : it->second;
   }
   // Goes on in a new block when `ok` is nonzero; stops the loop with `err` (detail: `details`) when not.
   void check_or_fail(int ok, rt::LoopError err, std::vector<int> details) {
@@ -1578,22 +1662,53 @@ class LoopCompiler {
   static uint16_t vec_kinds(rt::DType dt) {
     return dt == rt::DType::Float64 ? kNpFloat : dt == rt::DType::Int64 ? kNpInt : kNpOther;
   }
-  Val vec_val(VPtr n, int len, uint16_t kinds, rt::DType other) {
+  Val vec_val(VPtr n, int len, uint16_t kinds, rt::DType other, APtr len_key = nullptr) {
     Val r{Val::K::Vec};
     r.vec = std::move(n);
     r.var = len;
     r.kinds = kinds;
     r.other = other;
     r.lower = 0;
+    r.aff = len_key ? len_key : fresh_symbol();
     return r;
+  }
+  // A key equal for two views exactly when their lengths are provably equal (so operands need no
+  // broadcasting, and the views' read orders can be compared). With a step of 1, a start that is
+  // None or a constant a >= 0 and a stop that is None or a constant -b < 0, the length is
+  // max(0, size - a - b) whatever the size (clamping included): the key is size - a - b. Else
+  // equal sizes, steps and bounds as written give equal lengths.
+  APtr length_key(const APtr& size, const Val& sl, int64_t step) {
+    const Val &a = sl.items[0], &b = sl.items[1];
+    const bool front = a.k == Val::K::None || (a.const_int && *a.const_int >= 0);
+    const bool back = b.k == Val::K::None || (b.const_int && *b.const_int < 0);
+    if (step == 1 && front && back) {
+      auto k = std::make_shared<Affine>(*size);
+      k->c -= (a.k == Val::K::None ? 0 : *a.const_int) - (b.k == Val::K::None ? 0 : *b.const_int);
+      return k;
+    }
+    auto text = [](const Val& v) {
+      if (v.k == Val::K::None) return std::string("None");
+      if (!v.aff) return std::string("?");
+      std::string s = std::to_string(v.aff->c);
+      for (auto [sym, c] : v.aff->terms) s += "+" + std::to_string(c) + "*s" + std::to_string(sym);
+      return s;
+    };
+    if ((a.k != Val::K::None && !a.aff) || (b.k != Val::K::None && !b.aff)) return fresh_symbol();
+    const std::string key = std::to_string(size->terms.empty() ? 0 : size->terms[0].first) + "|" +
+                            std::to_string(step) + "|" + text(a) + "|" + text(b);
+    auto [it, added] = length_keys_.try_emplace(key, nullptr);
+    if (added) it->second = fresh_symbol();
+    return it->second;
   }
   // The parts of a subscript: the array's row prefix, then the key's items.
   std::vector<Val> key_parts(const Val& arr, const Val& key) {
     std::vector<Val> parts;
-    for (int p : arr.prefix) {
+    for (size_t k = 0; k < arr.prefix.size(); ++k) {
       Val v{Val::K::Num};
       v.kinds = kInt;
-      v.var = p;
+      v.var = arr.prefix[k];
+      v.aff = arr.prefix_aff[k];
+      if (arr.prefix_nonneg[k]) v.lower = 0;
       parts.push_back(v);
     }
     if (key.k == Val::K::Tuple)
@@ -1635,10 +1750,13 @@ class LoopCompiler {
     n->axis = axis;
     n->type = rt::dtype_is_float(a.dtype) ? jit::EType::Float : jit::EType::Int;
     n->index.assign(a.rank, -1);
+    n->fixed.assign(a.rank, nullptr);
+    n->fixed_nonneg.assign(a.rank, 0);
     for (int k = 0; k < a.rank; ++k) {
       if (k == axis) continue;
       n->index[k] = checked_index(parts[k], arr.array, k);
-      n->key.push_back({parts[k].var, gen(parts[k].var)});
+      n->fixed[k] = parts[k].aff;
+      n->fixed_nonneg[k] = parts[k].lower && *parts[k].lower >= 0;
     }
     const Val& sl = parts[axis];
     int64_t step = 1;
@@ -1646,16 +1764,17 @@ class LoopCompiler {
       if (!sl.items[2].const_int || *sl.items[2].const_int == 0) refuse("a slice step that is not a nonzero constant");
       step = *sl.items[2].const_int;
     }
-    const int d = dim(arr.array, axis).var;
+    const Val dv = dim(arr.array, axis);
+    const int d = dv.var;
     auto [start, len] = slice_bounds(sl, d, step);
     n->start = start;
     n->step = step;
-    for (int k = 0; k < 2; ++k)
-      n->key.push_back(sl.items[k].k == Val::K::None ? std::pair<int, int>{-1 - k, 0}
-                                                     : std::pair<int, int>{sl.items[k].var, gen(sl.items[k].var)});
-    n->key.push_back({-10, static_cast<int>(step)});
-    n->key.push_back({-20, axis});
-    return vec_val(n, len, vec_kinds(a.dtype), a.dtype);
+    n->start_none = sl.items[0].k == Val::K::None;
+    n->stop_none = sl.items[1].k == Val::K::None;
+    n->raw_start = n->start_none ? nullptr : sl.items[0].aff;
+    n->raw_stop = n->stop_none ? nullptr : sl.items[1].aff;
+    n->start_nonneg = n->start_none || (sl.items[0].lower && *sl.items[0].lower >= 0);
+    return vec_val(n, len, vec_kinds(a.dtype), a.dtype, length_key(dv.aff, sl, step));
   }
   // A value used as a vector: a vector, a row, a 1-d array.
   std::optional<Val> as_vec(const Val& v) {
@@ -1733,17 +1852,20 @@ class LoopCompiler {
     VPtr na = a.k == Val::K::Vec ? a.vec : scalar_node(a, ta);
     VPtr nbn = b.k == Val::K::Vec ? b.vec : scalar_node(b, tb);
     int len;
-    if (a.k == Val::K::Vec && b.k == Val::K::Vec)
+    APtr key;
+    if (a.k == Val::K::Vec && b.k == Val::K::Vec && affine_diff(a.aff, b.aff) != std::optional<int64_t>(0)) {
       len = broadcast(na, a.var, nbn, b.var, rt::ShapeUse::Broadcast);
-    else
+    } else {
       len = a.k == Val::K::Vec ? a.var : b.var;
+      key = a.k == Val::K::Vec ? a.aff : b.aff;
+    }
     auto n = std::make_shared<VNode>();
     n->k = VNode::K::Binary;
     n->type = t;
     n->op = nb == kNbAdd ? jit::EOp::Add : nb == kNbSubtract ? jit::EOp::Sub : nb == kNbMultiply ? jit::EOp::Mul : jit::EOp::Div;
     n->a = na;
     n->b = nbn;
-    return vec_val(n, len, t == jit::EType::Float ? kNpFloat : kNpInt, rt::DType::Int64);
+    return vec_val(n, len, t == jit::EType::Float ? kNpFloat : kNpInt, rt::DType::Int64, key);
   }
   Val vec_neg(const Val& v0) {
     Val v = *as_vec(v0);
@@ -1752,7 +1874,7 @@ class LoopCompiler {
     n->k = VNode::K::Neg;
     n->type = v.vec->type;
     n->a = v.vec;
-    return vec_val(n, v.var, v.kinds, v.other);
+    return vec_val(n, v.var, v.kinds, v.other, v.aff);
   }
   // x[idx] for a 1-d array x and an integer vector idx (a copy in NumPy: not a view).
   Val vec_gather(const Val& arr, const Val& idx) {
@@ -1766,7 +1888,7 @@ class LoopCompiler {
     n->array = arr.array;
     n->type = rt::dtype_is_float(a.dtype) ? jit::EType::Float : jit::EType::Int;
     n->a = idx.vec;
-    return vec_val(n, idx.var, vec_kinds(a.dtype), a.dtype);
+    return vec_val(n, idx.var, vec_kinds(a.dtype), a.dtype, idx.aff);
   }
   // np.flip of a view: the same elements, last first.
   Val vec_flip(const Val& v0) {
@@ -1778,8 +1900,8 @@ class LoopCompiler {
     n->start = op2(jit::EOp::Add, I, v.vec->start,
                    op2(jit::EOp::Mul, I, op2(jit::EOp::Sub, I, v.var, iconst(1)), iconst(v.vec->step)));
     n->step = -v.vec->step;
-    n->key.push_back({-30, 1});
-    return vec_val(n, v.var, v.kinds, v.other);
+    n->flipped = true;
+    return vec_val(n, v.var, v.kinds, v.other, v.aff);
   }
   // Element k of a vector node, into a variable of the node's type.
   int elem(const VNode& n, int k) {
@@ -1942,21 +2064,60 @@ class LoopCompiler {
     if ((n.k == VNode::K::View || n.k == VNode::K::Gather) && n.array == array) return true;
     return (n.a && reads_array(*n.a, array)) || (n.b && reads_array(*n.b, array));
   }
-  // Whether node n reads array `array` anywhere but at the elements of view `target`.
-  static bool reads_elsewhere(const VNode& n, const VNode& target) {
+  // Which elements two views of one array share, from how they were written: the same elements
+  // in the same order; none (a fixed index differing by a constant, both >= 0: no wrapping); or
+  // r reads target's element k or one after it (same axis and step > 0, r's start a constant
+  // distance at or after target's, both >= 0: clamping keeps the order), which a store of target
+  // in order reads before it writes.
+  static bool same_bound(const APtr& a, bool a_none, const APtr& b, bool b_none) {
+    if (a_none || b_none) return a_none && b_none;
+    return affine_diff(a, b) == std::optional<int64_t>(0);
+  }
+  static bool same_elements(const VNode& r, const VNode& t) {
+    if (r.axis != t.axis || r.step != t.step || r.flipped || t.flipped) return false;
+    for (size_t k = 0; k < r.fixed.size(); ++k)
+      if (static_cast<int>(k) != r.axis && affine_diff(r.fixed[k], t.fixed[k]) != std::optional<int64_t>(0)) return false;
+    return same_bound(r.raw_start, r.start_none, t.raw_start, t.start_none) &&
+           same_bound(r.raw_stop, r.stop_none, t.raw_stop, t.stop_none);
+  }
+  static bool disjoint(const VNode& r, const VNode& t) {
+    for (size_t k = 0; k < r.fixed.size(); ++k) {
+      if (static_cast<int>(k) == r.axis || static_cast<int>(k) == t.axis || !r.fixed_nonneg[k] || !t.fixed_nonneg[k])
+        continue;
+      const std::optional<int64_t> d = affine_diff(r.fixed[k], t.fixed[k]);
+      if (d && *d != 0) return true;
+    }
+    return false;
+  }
+  static bool read_ahead(const VNode& r, const VNode& t) {
+    if (r.axis != t.axis || r.step != t.step || r.step <= 0 || r.flipped || t.flipped || !r.start_nonneg ||
+        !t.start_nonneg)
+      return false;
+    for (size_t k = 0; k < r.fixed.size(); ++k)
+      if (static_cast<int>(k) != r.axis && affine_diff(r.fixed[k], t.fixed[k]) != std::optional<int64_t>(0)) return false;
+    auto zero = std::make_shared<Affine>();
+    const std::optional<int64_t> d =
+        affine_diff(r.start_none ? zero : r.raw_start, t.start_none ? zero : t.raw_start);
+    return d && *d >= 0;
+  }
+  // Whether a store of view `target`, in order, could read an element of it node n reads after
+  // writing it. Under a broadcast (`bcast`) every k may read element 0.
+  static bool reads_elsewhere(const VNode& n, const VNode& target, bool bcast = false) {
     switch (n.k) {
       case VNode::K::View:
-        return n.array == target.array && n.key != target.key;
+        if (n.array != target.array) return false;
+        return !(same_elements(n, target) || disjoint(n, target) || (!bcast && read_ahead(n, target)));
       case VNode::K::Gather:
-        return n.array == target.array || reads_elsewhere(*n.a, target);
+        return n.array == target.array || reads_elsewhere(*n.a, target, bcast);
       case VNode::K::Scalar:
         return false;
       case VNode::K::Bcast:
-        // Element 0 for every k only where the operand has one element and the result more: the
-        // stored value then has more elements than a view of one, and the store fails first.
-        return reads_elsewhere(*n.a, target);
+        // Element 0 for every k only where the operand has one element and the result more: a
+        // view of the same elements then has one, the stored value more, and the store fails
+        // before it writes.
+        return reads_elsewhere(*n.a, target, true);
       default:
-        return reads_elsewhere(*n.a, target) || (n.b && reads_elsewhere(*n.b, target));
+        return reads_elsewhere(*n.a, target, bcast) || (n.b && reads_elsewhere(*n.b, target, bcast));
     }
   }
   // arr[key] = value for a key that makes a view.
@@ -1981,7 +2142,7 @@ class LoopCompiler {
     }
     a.written = true;
     int mask = -1;
-    if (v && src_len != target.var) {
+    if (v && src_len != target.var && affine_diff(v->aff, target.aff) != std::optional<int64_t>(0)) {
       const jit::EType I = jit::EType::Int;
       const int one = iconst(1);
       const int s1 = icmp(jit::ECond::Eq, src_len, one);
@@ -2146,6 +2307,8 @@ class LoopCompiler {
             refuse("an index that is " + kind_name(key));
           Val row = obj;
           row.prefix.push_back(key.var);
+          row.prefix_aff.push_back(key.aff);
+          row.prefix_nonneg.push_back(key.lower && *key.lower >= 0);
           s.stack.push_back(row);
         } else if (obj.k == Val::K::Vec || key.k == Val::K::Vec ||
                    (obj.k == Val::K::Array && is_view_key(obj, key))) {  // Note [Slices in element loops]
@@ -2474,7 +2637,9 @@ class LoopCompiler {
   std::set<int> tagged_;        // locals with a kind tag (kept across passes)
   std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
   std::map<int, int> tag_var_;  // per pass: their tags' variables
-  std::map<int, int> gen_;      // per pass: how many times a local's variable was assigned (views' keys)
+  int64_t next_symbol_ = 0;                // per pass: Affine symbols
+  std::map<int64_t, APtr> stable_symbols_;  // per pass: parameters' and sizes'
+  std::map<std::string, APtr> length_keys_;  // per pass: views' (length_key)
 };
 
 }  // namespace

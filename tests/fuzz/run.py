@@ -732,6 +732,12 @@ class Generator:
                 "{t} = -1\nfor i in range({a0}.shape[0] - 1, -1, -1):\n    if {a0}[i] < 1:\n        {t} = i\n"
                 "        break",
                 "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n    {t}[-i - 1] = max({a0}[i], 0.0)",
+                # Note [Slices in element loops]
+                "{t} = 0.0\nfor i in range({a0}.shape[0]):\n    {t} += {a0}[: i + 1].sum() * 0.5",
+                "{t} = 0.0\nfor i in range({a0}.shape[0]):\n    {t} += np.dot({a0}[i::2], {a0}[i::2])",
+                "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n    {t}[: i + 1] += {a0}[-i - 1 :] * 2.0",
+                "{t} = {a0} * 1.0\nfor i in range({t}.shape[0] - 2):\n    {t}[i + 1 : -1] = 0.5 * ({t}[i + 2 :] + {t}[i + 1 : -1])",
+                "{t} = {a0} * 1.0\nfor i in range(1, {t}.shape[0]):\n    {t}[i:] += {t}[i - 1] * 0.25",
             ])
         else:
             body = r.choice([
@@ -741,10 +747,16 @@ class Generator:
                 "        {t} += {a0}[i, j] * (i - j)",
                 "{t} = np.zeros(({a0}.shape[1], {a0}.shape[0]))\nfor i in range({a0}.shape[0]):\n"
                 "    for j in range({a0}.shape[1]):\n        {t}[j, i] = {a0}[i, j]",
+                "{t} = 0.0\nfor i in range({a0}.shape[0]):\n    {t} += {a0}[i, :] @ {a0}[i, ::-1]",
+                "{t} = {a0} * 1.0\nfor i in range(1, {t}.shape[0]):\n    {t}[i, :] = {t}[i - 1, :] * 0.5 + {t}[i, :]",
+                "{t} = {a0} * 1.0\nfor j in range(1, {t}.shape[1]):\n    {t}[:, j] -= {t}[:, j - 1]",
+                "{t} = np.zeros({a0}.shape[1])\nfor i in range({a0}.shape[0]):\n    {t} += {a0}[i] * {a0}[i, 0]",
             ])
         # Sums of floats are made in CPython's order; int elements as int64 may wrap where Python
-        # would not, which the statement's own range keeps far away.
-        return Stmt(body, t, [a], exact_slots=(0,) if kind_of(v) == "i" else ())
+        # would not, which the statement's own range keeps far away. Sums and dot products of
+        # slices add in another order than NumPy's pairwise sum or BLAS.
+        reduces = ".sum()" in body or "np.dot" in body or " @ " in body
+        return Stmt(body, t, [a], exact_slots=(0,) if kind_of(v) == "i" else (), op_inexact=reduces)
 
     # -- writes into arrays (Note [Writes and aliases]) ---------------------------------------
 

@@ -332,3 +332,80 @@ def test_a_computed_array_in_a_local_is_not_compiled():
     framejit.reset()
     assert framejit.compile(f)(x.copy()) == pytest.approx(f(x.copy()), rel=1e-12)
     assert framejit.stats()["loops"] == 0
+
+
+# ---- which slice assignments read what they write (Note [Slices in element loops]) ----------------
+
+
+def test_stencil_rows_read_other_rows_and_the_same_row_ahead():
+    # seidel_2d as NPBench writes it: rows i - 1 and i + 1 are other rows; row i is read at and
+    # after each element the store writes, which an in-order store reads before writing.
+    def kernel(TSTEPS, N, A):
+        for t in range(0, TSTEPS - 1):
+            for i in range(1, N - 1):
+                A[i, 1:-1] += (A[i - 1, :-2] + A[i - 1, 1:-1] + A[i - 1, 2:] + A[i, 2:] + A[i + 1, :-2]
+                               + A[i + 1, 1:-1] + A[i + 1, 2:])
+                for j in range(1, N - 1):
+                    A[i, j] += A[i, j - 1]
+                    A[i, j] /= 9.0
+
+    compiled(kernel, 4, 12, RNG.random((12, 12)))
+
+
+def test_columns_next_to_each_other_forward_and_backward():
+    # adi's and deriche's recurrences: column j from columns j - 1, j - 2 (or j + 1, j + 2 counting
+    # down to 0): each a different column.
+    def kernel(y, x):
+        for j in range(2, y.shape[1]):
+            y[:, j] = 0.5 * x[:, j] + 0.25 * y[:, j - 1] - 0.125 * y[:, j - 2]
+        for j in range(y.shape[1] - 3, -1, -1):
+            y[:, j] += 0.5 * y[:, j + 1] + 0.25 * y[:, j + 2]
+        return y
+
+    compiled(kernel, RNG.random((7, 20)), RNG.random((7, 20)), loops=2)
+
+
+def test_jacobi_between_two_arrays():
+    def kernel(TSTEPS, A, B):
+        for t in range(1, TSTEPS):
+            B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+            A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+    compiled(kernel, 20, RNG.random(30), RNG.random(30))
+
+
+def not_compiled_but_right(fn, *args):
+    want = fn(*copies(args))
+    framejit.reset()
+    got = framejit.compile(fn)(*copies(args))
+    np.testing.assert_array_equal(got, want)
+    assert framejit.stats()["loops"] == 0
+
+
+def test_reading_behind_what_is_written_is_not_compiled():
+    def f(x, n):
+        for _ in range(n):
+            x[1:] += x[:-1]
+        return x
+
+    not_compiled_but_right(f, RNG.random(8), 20)
+
+
+def test_a_broadcast_element_of_what_is_written_is_not_compiled():
+    # x[1:2] has one element, read for every k: the store of x[0:n] writes it at k = 1 first.
+    def f(x, y, n):
+        for _ in range(n):
+            x[0:4] = x[1:2] * y
+        return x
+
+    not_compiled_but_right(f, RNG.random(6), RNG.random(4), 20)
+
+
+def test_a_column_that_may_wrap_to_the_one_written_is_not_compiled():
+    # j - 1 is -1 for j = 0: the last column, which NumPy reads whole before the store.
+    def f(A, n):
+        for j in range(n):
+            A[:, j] = A[:, j - 1] + 1.0
+        return A
+
+    not_compiled_but_right(f, RNG.random((3, 20)), 20)
