@@ -17,6 +17,7 @@ import install_overhead
 import layernorm
 import loops
 import mlp
+import npbench_suite
 import overhead
 import peak_memory
 import sgemm
@@ -47,6 +48,7 @@ CASES = {
         host_model,
         peak_memory,
         loops,
+        npbench_suite,
     )
 }
 
