@@ -188,7 +188,8 @@ struct Val {
         return array == o.array && prefix == o.prefix;
       case K::Range:
       case K::Iter:
-        return var == o.var && stop == o.stop && step == o.step && step_var == o.step_var;
+        return var == o.var && stop == o.stop && step == o.step && step_var == o.step_var &&
+               items.size() == o.items.size() && (items.empty() || items[0].same(o.items[0]));
       case K::Func:
       case K::Module:
         return obj == o.obj && method == o.method && (method == 0 || items[0].same(o.items[0]));
@@ -410,8 +411,9 @@ bool is_attr(PyObject* obj, const char* module, const char* name) {
 
 class LoopCompiler {
  public:
-  LoopCompiler(Tracer& tx, TraceFrame& f, int get_iter_at, std::vector<VarPtr> bounds, const Tracer::LoopAccess& access)
-      : tx_(tx), f_(f), gi_(get_iter_at), bounds_(std::move(bounds)), access_(access) {}
+  LoopCompiler(Tracer& tx, TraceFrame& f, int get_iter_at, std::vector<VarPtr> bounds, const Tracer::LoopAccess& access,
+               VarPtr over_array)
+      : tx_(tx), f_(f), gi_(get_iter_at), bounds_(std::move(bounds)), access_(access), over_(std::move(over_array)) {}
 
   // Compiles the loop; the code unit after it. Throws Refused.
   int run() {
@@ -588,7 +590,7 @@ class LoopCompiler {
         set_tag(slot, v.kinds);
       }
     }
-    s.stack.push_back(range_from_bounds());
+    s.stack.push_back(over_ ? over_array(from_trace(over_, "the array iterated")) : range_from_bounds());
     const int entry = edge(0, block_id(gi_), std::move(s), /*conditional=*/false);
     while (true) {
       int next = -1;
@@ -648,8 +650,8 @@ class LoopCompiler {
       }
       for (size_t k = 0; k < s.locals.size(); ++k) {
         Val &h = have.locals[k], &v = s.locals[k];
-        if (h.k == Val::K::Vec || v.k == Val::K::Vec) {  // a view held in a local: one view, or none
-          if (h.k == Val::K::Vec && v.k == Val::K::Vec && h.same(v)) continue;
+        if (held_view(h) || held_view(v)) {  // a view held in a local: one view, or none
+          if (held_view(h) && held_view(v) && h.same(v)) continue;
           if (h.k == Val::K::Num && h.var < 0 && (h.kinds & kUnbound)) continue;
           h = dead_local();
           grew = true;
@@ -693,7 +695,7 @@ class LoopCompiler {
     for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k) {
       Val &l = s.locals[k];
       const Val& w = seed.locals[k];
-      if ((l.k == Val::K::Vec || w.k == Val::K::Vec) && !(l.k == Val::K::Vec && w.k == Val::K::Vec && l.same(w))) {
+      if ((held_view(l) || held_view(w)) && !(held_view(l) && held_view(w) && l.same(w))) {
         l = dead_local();
         continue;
       }
@@ -1023,8 +1025,12 @@ class LoopCompiler {
     for (Val& v : s.stack) fix(v);
   }
 
+  // A view a local may hold (Note [Slices in element loops]): a slice, or a row A[i].
+  static bool held_view(const Val& v) {
+    return (v.k == Val::K::Vec && v.vec->k == VNode::K::View) || (v.k == Val::K::Array && !v.prefix.empty());
+  }
   void store_local(State& s, int slot, Val v) {
-    if (v.k == Val::K::Vec && v.vec->k == VNode::K::View) {  // Note [Slices in element loops]
+    if (held_view(v)) {
       s.locals[slot] = v;
       return;
     }
@@ -1069,6 +1075,16 @@ class LoopCompiler {
     emit_prologue_or_here(i);
   }
 
+  // `for x in a`: range(len(a)) whose values are a's elements (or rows), read as CPython's array
+  // iterator reads them, one at a time when the loop gets there.
+  Val over_array(const Val& a) {
+    if (a.k != Val::K::Array) refuse("iterating over " + kind_name(a));
+    const int axis = static_cast<int>(a.prefix.size());
+    if (axis >= loop->arrays[a.array].rank) refuse("iterating over a 0-d array");
+    Val r = make_range({dim(a.array, axis)});
+    r.items.push_back(a);
+    return r;
+  }
   Val range_from_bounds() {
     std::vector<Val> b;
     for (const VarPtr& v : bounds_) b.push_back(from_trace(v, "a range bound"));
@@ -1157,10 +1173,37 @@ class LoopCompiler {
     uint16_t kinds;
     bool checked;
     bool ok = true;
+    rt::DType wrap = rt::DType::Int64;  // the result wraps to this small int type (Note [Small NumPy ints])
   };
+  // Note [Small NumPy ints]
+  // An element of an int8 ... uint32 array is a NumPy scalar of that type. NumPy 1 computes it
+  // with a Python int (or bool) in int64 (`np.uint8(5) & 0xFF` is a numpy.int64), NumPy 2 in its
+  // own type (wrapping at its width); with a NumPy int64 or any float both give int64 or float64.
+  // Those cases compute as int64 here. Two of one type (`seq[i] + seq[j]` of an int32 array) give
+  // that type in both: + - * & | ^ are computed in int64 and wrapped to its width (NumPy warns
+  // when that wraps; a compiled loop does not). Other mixes are refused, and so are small floats
+  // (float32 arithmetic).
   static Meaning meaning(int nb, uint16_t a, rt::DType ao, uint16_t b, rt::DType bo) {
+    if ((a | b) & kNpOther) {
+      const Meaning no{jit::EType::Int, 0, false, false};
+      auto small = [](rt::DType d) {
+        return rt::dtype_is_integer(d) && d != rt::DType::UInt64 && d != rt::DType::Int64 && d != rt::DType::Bool;
+      };
+      const bool wrapping_op = nb == kNbAdd || nb == kNbSubtract || nb == kNbMultiply || nb == kNbAnd || nb == kNbOr ||
+                               nb == kNbXor;
+      // Two of one small type, or one and a numpy.bool_ (which any int type holds): that type.
+      if ((a == kNpOther && b == kNpOther && ao == bo && small(ao)) || (a == kNpOther && b == kNpBool && small(ao)))
+        return wrapping_op ? Meaning{jit::EType::Int, kNpOther, false, true, ao} : no;
+      if (a == kNpBool && b == kNpOther && small(bo)) return wrapping_op ? Meaning{jit::EType::Int, kNpOther, false, true, bo} : no;
+      if ((a & kNpOther) && (b & kNpOther)) return no;
+      const rt::DType d = (a & kNpOther) ? ao : bo;
+      const uint16_t other = (a & kNpOther) ? b : a;
+      if (!rt::dtype_is_integer(d) || d == rt::DType::UInt64 || d == rt::DType::Bool || (other & kNpBool)) return no;
+      const NumPyHandles* np = numpy_handles();
+      if ((other & (kInt | kBool)) && (!np || np->major >= 2)) return no;
+      return meaning(nb, (a & kNpOther) ? kNpInt : a, rt::DType::Int64, (b & kNpOther) ? kNpInt : b, rt::DType::Int64);
+    }
     const bool np = (a | b) & kNumpyKinds;
-    if ((a | b) & kNpOther) return {jit::EType::Int, 0, false, false};
     const bool flt = (a | b) & kFloatKinds;
     const bool bools = !((a | b) & ~(kBool | kNpBool));
     (void)ao;
@@ -1214,7 +1257,7 @@ class LoopCompiler {
         if (!m) {
           m = x;
         } else {
-          if (m->type != x.type || m->checked != x.checked)
+          if (m->type != x.type || m->checked != x.checked || m->wrap != x.wrap)
             refuse(std::string("operator ") + nb_op_name(nb_full) + " on values that may be " + kinds_text(a.kinds) +
                    " and " + kinds_text(b.kinds) + " (the kinds mean different things)");
           m->kinds |= x.kinds;
@@ -1281,6 +1324,18 @@ class LoopCompiler {
       r.lower = *a.lower - *b.const_int;
     i.dst = r.var;
     emit(i);
+    if (m->wrap != rt::DType::Int64) {  // Note [Small NumPy ints]: back to the type's width
+      r.lower.reset();
+      r.other = m->wrap;
+      const int64_t bits = 8 * rt::dtype_itemsize(m->wrap);
+      if (rt::dtype_is_signed(m->wrap)) {
+        const int up = op2(jit::EOp::Shl, jit::EType::Int, r.var, iconst(64 - bits));
+        emit(mov(r.var, op2(jit::EOp::Shr, jit::EType::Int, up, iconst(64 - bits))));
+      } else {
+        emit(mov(r.var, op2(jit::EOp::BitAnd, jit::EType::Int, r.var, iconst((int64_t{1} << bits) - 1))));
+      }
+      return r;
+    }
     if (m->type == jit::EType::Int && a.aff && b.aff) {
       if (nb == kNbAdd || nb == kNbSubtract) r.aff = affine_combine(a.aff, b.aff, nb == kNbAdd ? 1 : -1);
       if (nb == kNbMultiply && b.aff->terms.empty()) r.aff = affine_scale(a.aff, b.aff->c);
@@ -1398,8 +1453,11 @@ class LoopCompiler {
     if (builtin("min") || builtin("max")) {
       if (args.size() < 2) refuse("min/max of one iterable");
       nums("min/max");
+      // Python's min/max hands back one of its arguments: values of one kind (a small NumPy int
+      // included: the result is that same type) compare as the machine values they are.
       for (const Val& a : args)
-        if (a.kinds != args[0].kinds || loop->vars[a.var] != loop->vars[args[0].var] || (a.kinds & kNpOther))
+        if (a.kinds != args[0].kinds || loop->vars[a.var] != loop->vars[args[0].var] ||
+            ((a.kinds & kNpOther) && (a.other != args[0].other || rt::dtype_is_float(a.other))))
           refuse("min/max of values of different kinds (" + kinds_text(a.kinds) + ", " + kinds_text(args[0].kinds) +
                  ")");
       Val cur = args[0];
@@ -1409,7 +1467,7 @@ class LoopCompiler {
         i.type = loop->vars[cur.var];
         i.a = cur.var;
         i.b = args[k].var;
-        Val r = num(cur.kinds, i.type);
+        Val r = num(cur.kinds, i.type, cur.other);
         i.dst = r.var;
         emit(i);
         cur = r;
@@ -2446,6 +2504,7 @@ class LoopCompiler {
       }
       case Op::GetIter: {
         Val r = pop(s);
+        if (r.k == Val::K::Array) r = over_array(r);
         if (r.k != Val::K::Range) refuse("iterating over " + kind_name(r));
         r.k = Val::K::Iter;
         s.stack.push_back(r);
@@ -2482,7 +2541,20 @@ class LoopCompiler {
         inc.dst = it.var;
         emit(inc);
         State body = s;
-        body.stack.push_back(v);
+        if (it.items.empty()) {
+          body.stack.push_back(v);
+        } else {  // over an array: its element (or row) v
+          const Val& arr = it.items[0];
+          if (static_cast<int>(arr.prefix.size()) + 1 < loop->arrays[arr.array].rank) {
+            Val row = arr;
+            row.prefix.push_back(v.var);
+            row.prefix_aff.push_back(v.aff);
+            row.prefix_nonneg.push_back(1);
+            body.stack.push_back(row);
+          } else {
+            body.stack.push_back(load(arr, v));
+          }
+        }
         jit::EInstr j = terminator(jit::EOp::Jump);
         j.target = edge(take, block_id(i.next), std::move(body), false);
         loop->blocks[take].instrs.push_back(j);
@@ -2613,6 +2685,7 @@ class LoopCompiler {
   int gi_;
   std::vector<VarPtr> bounds_;
   const Tracer::LoopAccess& access_;
+  VarPtr over_;  // `for x in over_`: the array iterated, else null (a range)
 
   std::vector<Ins> ins_;
   std::map<int, int> index_;  // code unit -> ins_ index
@@ -2681,13 +2754,23 @@ VarPtr Tracer::pending_range_for(const std::vector<VarPtr>& args) {
   return v;
 }
 
+bool Tracer::offers_array_loop(const VarPtr& v) {
+  constexpr int64_t kUnrolledTrips = 16;  // as pending_range_for
+  if (!cfg_.element_loops || in_body() || !current_ || !v || v->kind != VarKind::Tensor) return false;
+  if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return false;
+  if (under_handler()) return false;
+  const jit::TensorMeta& m = meta(v);
+  if (m.rank() == 0 || m.device.type != rt::DeviceType::CPU || m.scalar_object) return false;
+  return !m.shape[0].is_const() || m.shape[0].const_value() > kUnrolledTrips;
+}
+
 int Tracer::compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
-                                 const LoopAccess& access, std::string* why) {
+                                 const LoopAccess& access, std::string* why, const VarPtr& over_array) {
   if (out_.device.type != rt::DeviceType::CPU) {
     *why = "the graph runs on a device";
     return -1;
   }
-  LoopCompiler c(*this, f, get_iter_at, bounds, access);
+  LoopCompiler c(*this, f, get_iter_at, bounds, access, over_array);
   int exit = -1;
   try {
     exit = c.run();

@@ -259,7 +259,10 @@ public:
   /// into one Loop node and binds what it sets; returns the code unit after the loop. -1 with `why`
   /// set when it cannot (nothing has changed then).
   int compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
-                           const LoopAccess& access, std::string* why);
+                           const LoopAccess& access, std::string* why, const VarPtr& over_array = nullptr);
+  /// Whether `for x in v` is offered to the loop compiler whole (over_array): a NumPy array of
+  /// rank >= 1 on the CPU whose length is a run-time value or above the unroll limit.
+  bool offers_array_loop(const VarPtr& v);
 
   // -- side effects (frontend/trace/side_effects.cpp, Note [Side effects]) --
   /// obj.name = value on an object that existed before the call (logged, not done).

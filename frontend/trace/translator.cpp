@@ -824,6 +824,18 @@ struct Interpreter {
             if (rt::log_enabled(rt::LogTopic::Graph))
               rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
             for (const VarPtr& b : r.bounds) tx.python_value(b, "range() bound");
+          } else if (tx.offers_array_loop(f.stack.back())) {  // `for x in array`, whole
+            std::string why;
+            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
+                                      [this](PyObject* n) { return load_global(n); }};
+            const int after = tx.compile_element_loop(f, f.cur_offset, {}, access, &why, f.stack.back());
+            if (after >= 0) {
+              pop();
+              jump_to(after);
+              break;
+            }
+            if (rt::log_enabled(rt::LogTopic::Graph))
+              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
           }
           VarPtr v = pop();
           push(v->kind == VarKind::Iterator ? v

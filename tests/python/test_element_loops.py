@@ -524,3 +524,73 @@ def test_python_logic_after_the_loop_on_its_results():
     x = np.array([[3, 6], [-2, -8], [9, -4], [8, 7]])
     framejit.reset()
     np.testing.assert_array_equal(framejit.compile(f)(x), f(x))
+
+
+# ---- `for x in array` and small NumPy ints (Note [Small NumPy ints]) ------------------------------
+
+
+def test_for_over_an_array_and_its_rows():
+    def crc(data, poly=0x8408):
+        # NPBench's crc16, as written there: uint8 elements with Python ints.
+        crc = 0xFFFF
+        for b in data:
+            cur_byte = 0xFF & b
+            for _ in range(0, 8):
+                if (crc & 0x0001) ^ (cur_byte & 0x0001):
+                    crc = (crc >> 1) ^ poly
+                else:
+                    crc >>= 1
+                cur_byte >>= 1
+        crc = ~crc & 0xFFFF
+        crc = (crc << 8) | ((crc >> 8) & 0xFF)
+        return crc & 0xFFFF
+
+    compiled(crc, RNG.integers(0, 256, 300).astype(np.uint8))
+
+    def rows(A):
+        s = 0.0
+        for row in A:
+            for x in row:
+                s += x * x
+        return s
+
+    compiled(rows, RNG.random((20, 7)))
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) >= "2.0.0", reason="NumPy 2 keeps a small int's own type")
+def test_small_ints_with_python_ints_compute_in_int64():
+    def f(table, seq):
+        best = 0
+        for i in range(table.shape[0]):
+            for j in range(i + 1, table.shape[1]):
+                v = max(table[i, j], table[i, j - 1])
+                table[i, j] = v + (seq[i] + seq[j] == 3)
+                best = max(best, int(table[i, j]))
+        return best
+
+    compiled(f, np.zeros((20, 20), np.int32), (np.arange(20) % 4).astype(np.int32))
+
+
+def test_two_small_ints_of_one_type_wrap_at_its_width():
+    # int32 + int32 is an int32 in NumPy 1 and 2, wrapping at 32 bits (NumPy warns; the loop does not).
+    def f(a, b, n):
+        s = 0
+        for i in range(n):
+            s += int(a[i] + a[i]) + int(b[i] * b[i]) + int(b[i] - a[i] % 7 if False else b[i] ^ b[-i])
+        return s
+
+    a = np.array([2**30, -2**31, 5, -7] * 5, np.int32)
+    b = np.array([200, 255, 3, 17] * 5, np.uint8)
+    with np.errstate(over="ignore"):
+        compiled(f, a, b, 20)
+
+    def g(a, n):
+        s = 0
+        for i in range(n):
+            s += int(a[i] // a[i])  # floor division of two int32: not compiled, still right
+        return s
+
+    a = np.arange(1, 21, dtype=np.int32)
+    framejit.reset()
+    assert framejit.compile(g)(a, 20) == g(a, 20)
+    assert framejit.stats()["loops"] == 0
