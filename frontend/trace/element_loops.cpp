@@ -170,6 +170,7 @@ struct Val {
   std::vector<Val> items;              // Tuple
   std::optional<int64_t> const_int;    // Num: known at compile time
   std::optional<int64_t> lower;        // Num (Int): a lower bound proved; Range, Iter: the start's
+  std::optional<int64_t> upper;        // Num (Int): an upper bound proved (Note [Small NumPy ints])
   int step_var = -1;                   // Range, Iter: a run-time step (known positive), or -1
   std::vector<int> prefix;             // Array: a row A[i] (A[i][j] reads A[i, j]): its leading indices
   VPtr vec;                            // Vec: its elements (Note [Slices in element loops]); var: its length
@@ -859,6 +860,7 @@ class LoopCompiler {
       emit_prologue_or_here(i);
     v.const_int = x;
     v.lower = x;
+    v.upper = x;
     auto a = std::make_shared<Affine>();
     a->c = x;
     v.aff = a;
@@ -1164,6 +1166,8 @@ class LoopCompiler {
     Val r = num(((a.kinds | b.kinds) & kNumpyKinds) ? kNpBool : kBool, jit::EType::Int);
     i.dst = r.var;
     emit(i);
+    r.lower = 0;
+    r.upper = 1;
     return r;
   }
 
@@ -1189,8 +1193,9 @@ class LoopCompiler {
       auto small = [](rt::DType d) {
         return rt::dtype_is_integer(d) && d != rt::DType::UInt64 && d != rt::DType::Int64 && d != rt::DType::Bool;
       };
+      // (>> of an unsigned type: a count >= 0, the result in range; a count past the width gives 0 as here.)
       const bool wrapping_op = nb == kNbAdd || nb == kNbSubtract || nb == kNbMultiply || nb == kNbAnd || nb == kNbOr ||
-                               nb == kNbXor;
+                               nb == kNbXor || (nb == kNbRshift && !rt::dtype_is_signed(ao) && !rt::dtype_is_signed(bo));
       // Two of one small type, or one and a numpy.bool_ (which any int type holds): that type.
       if ((a == kNpOther && b == kNpOther && ao == bo && small(ao)) || (a == kNpOther && b == kNpBool && small(ao)))
         return wrapping_op ? Meaning{jit::EType::Int, kNpOther, false, true, ao} : no;
@@ -1238,14 +1243,33 @@ class LoopCompiler {
     }
   }
 
-  Val binary(int nb_full, const Val& a, const Val& b) {
+  // Under NumPy 2 a Python int (or bool) meets a small NumPy int as that type: when its value is
+  // known to fit (else NumPy raises OverflowError), it is taken as one (Note [Small NumPy ints]).
+  static Val as_small_int(const Val& py, const Val& small) {
+    const NumPyHandles* np = numpy_handles();
+    if (np && np->major < 2) return py;
+    if (small.kinds != kNpOther || !rt::dtype_is_integer(small.other) || small.other == rt::DType::UInt64 ||
+        small.other == rt::DType::Int64 || small.other == rt::DType::Bool || (py.kinds & ~(kInt | kBool)))
+      return py;
+    const int bits = 8 * rt::dtype_itemsize(small.other);
+    const bool sgn = rt::dtype_is_signed(small.other);
+    const int64_t lo = sgn ? -(int64_t{1} << (bits - 1)) : 0;
+    const int64_t hi = sgn ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
+    if (!py.lower || !py.upper || *py.lower < lo || *py.upper > hi) return py;
+    Val r = py;
+    r.kinds = kNpOther;
+    r.other = small.other;
+    return r;
+  }
+  Val binary(int nb_full, const Val& a0, const Val& b0) {
     const int nb = nb_full % kNbInplace;
-    if (a.k != Val::K::Num || b.k != Val::K::Num)
-      refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kind_name(a) + " and " + kind_name(b));
+    if (a0.k != Val::K::Num || b0.k != Val::K::Num)
+      refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kind_name(a0) + " and " + kind_name(b0));
     if (nb == kNbPower) {
-      if (b.const_int == 2) return binary(kNbMultiply, a, a);
+      if (b0.const_int == 2) return binary(kNbMultiply, a0, a0);
       refuse("** other than ** 2");
     }
+    const Val a = as_small_int(a0, b0), b = as_small_int(b0, a0);
     std::optional<Meaning> m;
     for (uint16_t ka = 1; ka < kUnbound; ka <<= 1) {
       if (!(a.kinds & ka)) continue;
@@ -1318,6 +1342,13 @@ class LoopCompiler {
       if (nb == kNbAdd) r.lower = *a.lower + *b.lower;
       if (nb == kNbMultiply) r.lower = *a.lower * *b.lower;
     }
+    // x & c for a constant c >= 0: in [0, c].
+    if (m->type == jit::EType::Int && nb == kNbAnd)
+      for (const Val* c : {&a, &b})
+        if (c->const_int && *c->const_int >= 0) {
+          r.lower = 0;
+          r.upper = *c->const_int;
+        }
     // i - c for a constant c >= 0: above a's bound less c (no wrap: c is small, a above it).
     if (m->type == jit::EType::Int && nb == kNbSubtract && a.lower && b.const_int && *b.const_int >= 0 &&
         *b.const_int < (int64_t{1} << 31) && *a.lower > -(int64_t{1} << 31) && *a.lower < (int64_t{1} << 31))

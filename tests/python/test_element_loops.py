@@ -548,7 +548,7 @@ def test_for_over_an_array_and_its_rows():
     compiled(crc, RNG.integers(0, 256, 300).astype(np.uint8))
 
     def rows(A):
-        s = 0.0
+        s = np.float64(0.0)  # a NumPy float throughout (NumPy 2 promotes a Python 0.0 otherwise)
         for row in A:
             for x in row:
                 s += x * x

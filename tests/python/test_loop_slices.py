@@ -168,7 +168,7 @@ def test_empty_slices_sum_to_numpy_zeros():
 
 def test_int64_slices_compute_in_int64():
     def f(a, b):
-        t = 0
+        t = a[:0] @ b[:0]  # a numpy.int64 from the start (NumPy 2 promotes a Python 0 otherwise)
         for i in range(a.shape[0]):
             t += a[: i + 1] @ b[: i + 1]
             b[i:] -= a[i]
@@ -201,7 +201,7 @@ def test_whole_arrays_and_rows_as_vectors():
 
 def test_a_view_in_a_local_sees_later_writes():
     def f(x):
-        s = 0.0
+        s = x[:0].sum()  # a numpy.float64 throughout (NumPy 2 promotes a Python 0.0 otherwise)
         for i in range(x.shape[0] - 1):
             v = x[i : i + 2]
             x[i + 1] = 10.0 * i
