@@ -666,8 +666,8 @@ namespace framejit::jit {
 //  - propagate_copies: `d = mov s` where that is d's only assignment, it comes before every read
 //    of d, and s is assigned at most once, before it: every read of d reads s. A copy of a constant
 //    becomes the constant.
-//  - coalesce: `t = op ...; ...; x = mov t` with t read only there, and x neither read nor written
-//    between, computes op into x directly.
+//  - coalesce: `t = op ...; ...; x = mov t` with t read only up to there, and x neither read nor
+//    written between, computes op into x directly (and the reads of t between read x).
 //  - hoist_common: an instruction both arms of a branch start with (the same operation on the
 //    same operands, or on constants of equal value) runs once before the branch.
 //  - sink_updates: `x = mov i; i = add i, 1; ...reads of x...` moves the add after the reads of
@@ -1316,13 +1316,20 @@ bool coalesce(ElementLoop& loop) {
       const EInstr& e = instrs[k];
       if (e.op != EOp::Mov || e.a == e.dst) continue;
       const int x = e.dst, t = e.a;
-      if (in.ndefs[t] != 1 || in.is_param[t] || in.reads[t].size() != 1) continue;
+      if (in.ndefs[t] != 1 || in.is_param[t]) continue;
       const Pos d = in.def[t];
       if (d.b != b || d.k >= k || !has_dst(instrs[d.k].op) || instrs[d.k].dst != t) continue;
+      // t may also be read between its def and the copy (`t = sub acc, p; store t; acc = mov t`):
+      // those reads read x then, which holds t's value there.
       bool ok = true;
+      for (const Pos& r : in.reads[t]) ok &= r.b == b && r.k > d.k && r.k <= k;
       for (int j = d.k + 1; j < k && ok; ++j) ok = !reads_var(loop, instrs[j], x) && !writes_var(instrs[j], x);
       if (!ok) continue;
       instrs[d.k].dst = x;
+      for (int j = d.k + 1; j < k; ++j)
+        for_each_operand(instrs[j], [&](int& v) {
+          if (v == t) v = x;
+        });
       instrs.erase(instrs.begin() + k);
       changed = true;
     }
