@@ -925,6 +925,11 @@ class LoopCompiler {
         r.obj = v;
         return r;
       }
+      case VarKind::Function: {  // called in the loop: inlined (Note [Calls in element loops])
+        Val r{Val::K::Func};
+        r.obj = v;
+        return r;
+      }
       case VarKind::Scalar: {
         auto* s = as<ScalarVar>(v);
         bool carried = s->loop_carried;
@@ -1451,6 +1456,7 @@ class LoopCompiler {
       if (args.size() != 1) refuse("dot() arguments");
       return vec_reduce(fn.items[0], &args[0], rt::ShapeUse::Dot);
     }
+    if (fn.obj && fn.obj->kind == VarKind::Function) return inline_function(*as<FunctionVar>(fn.obj), std::move(args));
     PyObject* o = object_of(fn.obj);
     PyObject* builtins = f_.builtins.get();  // borrowed
     auto builtin = [&](const char* name) { return o == PyDict_GetItemString(builtins, name); };
@@ -1484,21 +1490,32 @@ class LoopCompiler {
     if (builtin("min") || builtin("max")) {
       if (args.size() < 2) refuse("min/max of one iterable");
       nums("min/max");
-      // Python's min/max hands back one of its arguments: values of one kind (a small NumPy int
-      // included: the result is that same type) compare as the machine values they are.
-      for (const Val& a : args)
-        if (a.kinds != args[0].kinds || loop->vars[a.var] != loop->vars[args[0].var] ||
-            ((a.kinds & kNpOther) && (a.other != args[0].other || rt::dtype_is_float(a.other))))
+      // Python's min/max hands back one of its arguments, compared as the machine values they are:
+      // of one machine type, the result may be any of their kinds (at most one small NumPy int
+      // type among them).
+      uint16_t kinds = 0;
+      std::optional<rt::DType> small;
+      for (const Val& a : args) {
+        if (loop->vars[a.var] != loop->vars[args[0].var] || (a.kinds & kUnbound))
           refuse("min/max of values of different kinds (" + kinds_text(a.kinds) + ", " + kinds_text(args[0].kinds) +
                  ")");
+        if (a.kinds & kNpOther) {
+          if (rt::dtype_is_float(a.other) || (small && *small != a.other))
+            refuse("min/max of " + std::string(rt::dtype_name(a.other)) + " values with others");
+          small = a.other;
+        }
+        kinds |= a.kinds;
+      }
       Val cur = args[0];
+      cur.kinds = kinds;
+      if (small) cur.other = *small;
       for (size_t k = 1; k < args.size(); ++k) {
         jit::EInstr i;
         i.op = builtin("min") ? jit::EOp::Min : jit::EOp::Max;
         i.type = loop->vars[cur.var];
         i.a = cur.var;
         i.b = args[k].var;
-        Val r = num(cur.kinds, i.type, cur.other);
+        Val r = num(kinds, i.type, cur.other);
         i.dst = r.var;
         emit(i);
         cur = r;
@@ -2275,6 +2292,312 @@ class LoopCompiler {
     refuse("indexing " + kind_name(obj) + " with " + kind_name(key));
   }
 
+  // ---- calls of Python functions (Note [Calls in element loops]) -----------------------------------
+  // Note [Calls in element loops]
+  // A Python function the loop calls (`match(seq[i], seq[j])`, a helper written for Numba's
+  // njit) is inlined: its bytecode is interpreted abstractly like the loop's own, its blocks in
+  // order (its jumps must go forward: no loops in it), its locals its own, its arguments the
+  // caller's values; each `return` hands its value to one variable and goes on after the call.
+  // It must read the caller's globals (the module's own helpers), take plain positional
+  // arguments (defaults filled in), close over nothing, and not raise through a handler; what
+  // it calls is held to the loop's own rules. Calls nest a few deep.
+  struct InlineCtx {
+    PyCodeObject* code = nullptr;
+    OwnedRef code_bytes;
+    std::vector<Ins> ins;
+    std::map<int, int> block_of;     // code unit of a block's start -> block
+    std::vector<int> block_start;    // per block: its first code unit
+    std::vector<int> preds;          // per block
+    std::vector<int> ir;             // per block: its IR block
+    std::vector<std::optional<State>> state;  // per block: what arrives (merged)
+    int cont = -1;                   // the IR block after the call
+    int result = -1;                 // the returned value's variable
+    Val returned;                    // kinds of every return
+  };
+  PyCodeObject* code() const { return inl_ ? inl_->code : f_.code; }
+
+  // The IR block an edge into callee block `t` with state `s` jumps to.
+  int inline_edge(int t, State s) {
+    InlineCtx& c = *inl_;
+    if (t >= static_cast<int>(c.ir.size())) refuse("internal: a jump past a called function");
+    if (c.preds[t] <= 1) {
+      c.state[t] = std::move(s);
+      return c.ir[t];
+    }
+    auto fresh_vars = [&](Val& v) {
+      if (v.k == Val::K::Num && v.var >= 0) v.var = loop->new_var(loop->vars[v.var]);
+      v.const_int.reset();
+    };
+    if (!c.state[t]) {
+      State m = s;
+      for (Val& v : m.locals) fresh_vars(v);
+      for (Val& v : m.stack) fresh_vars(v);
+      c.state[t] = std::move(m);
+    }
+    State& m = *c.state[t];
+    if (m.stack.size() != s.stack.size()) refuse("the stack differs where paths meet in a called function");
+    const int e = new_block();
+    auto meet = [&](Val& h, const Val& v) {
+      if (h.k == Val::K::Num && v.k == Val::K::Num) {
+        if (h.var < 0 && v.var >= 0) {  // unbound on the path that came first
+          h.var = loop->new_var(loop->vars[v.var]);
+        }
+        if (h.var >= 0 && v.var >= 0) {
+          if (loop->vars[h.var] != loop->vars[v.var]) refuse("an int and a float meet in a called function");
+          loop->blocks[e].instrs.push_back(mov(h.var, v.var));
+        }
+        if (h.var >= 0 && v.var < 0) h.kinds |= kUnbound;
+        h.kinds |= v.kinds;
+        if (h.lower && (!v.lower || *v.lower < *h.lower)) h.lower = v.lower;
+        if (h.upper && (!v.upper || *v.upper > *h.upper)) h.upper = v.upper;
+        if (v.kinds & kNpOther && h.other != v.other) refuse("two small NumPy int types meet in a called function");
+        return;
+      }
+      if (!h.same(v)) refuse("different values meet in a called function");
+    };
+    for (size_t k = 0; k < m.locals.size(); ++k) meet(m.locals[k], s.locals[k]);
+    for (size_t k = 0; k < m.stack.size(); ++k) meet(m.stack[k], s.stack[k]);
+    jit::EInstr j = terminator(jit::EOp::Jump);
+    j.target = c.ir[t];
+    loop->blocks[e].instrs.push_back(j);
+    return e;
+  }
+  int callee_block(int at) const {
+    auto it = inl_->block_of.find(at);
+    if (it == inl_->block_of.end()) refuse("internal: a jump into the middle of a called function's block");
+    return it->second;
+  }
+  void inline_return(const Val& v) {
+    InlineCtx& c = *inl_;
+    if (v.k != Val::K::Num || (v.kinds & kUnbound)) refuse("a called function returns " + kind_name(v));
+    if (c.result < 0) {
+      c.result = loop->new_var(loop->vars[v.var]);
+      c.returned = v;
+      c.returned.var = c.result;
+      c.returned.const_int.reset();
+    } else {
+      if (loop->vars[c.result] != loop->vars[v.var])
+        refuse("a called function returns an int on one path and a float on another");
+      if ((v.kinds & kNpOther) && c.returned.other != v.other) refuse("a called function returns two small int types");
+      c.returned.kinds |= v.kinds;
+      if (c.returned.lower && (!v.lower || *v.lower < *c.returned.lower)) c.returned.lower = v.lower;
+      if (c.returned.upper && (!v.upper || *v.upper > *c.returned.upper)) c.returned.upper = v.upper;
+    }
+    emit(mov(c.result, v.var));
+    emit_jump(c.cont);
+  }
+  // The inline-mode meaning of i (locals, jumps, returns); nullopt for what step() does alike.
+  std::optional<bool> inline_step(const Ins& i, State& s) {
+    const int arg = i.arg;
+    auto local = [&](int slot) {
+      const Val& v = s.locals[slot];
+      if (v.k == Val::K::Num && (v.kinds & kUnbound)) refuse("a called function reads a local that may be unbound");
+      return v;
+    };
+    auto jump = [&](int target) {
+      if (target <= i.at) refuse("a loop in a called function");
+      jit::EInstr j = terminator(jit::EOp::Jump);
+      const int here = cur_;
+      j.target = inline_edge(callee_block(target), std::move(s));
+      loop->blocks[here].instrs.push_back(j);
+      return true;
+    };
+    auto branch = [&](const Val& cond, bool jump_if, int target, State other) {
+      if (target <= i.at) refuse("a loop in a called function");
+      Val t = truth(cond);
+      const int here = cur_;
+      jit::EInstr br = terminator(jit::EOp::Branch);
+      br.a = t.var;
+      const int to_target = inline_edge(callee_block(target), s);
+      const int to_next = inline_edge(callee_block(i.next), std::move(other));
+      br.target = jump_if ? to_target : to_next;
+      br.target2 = jump_if ? to_next : to_target;
+      loop->blocks[here].instrs.push_back(br);
+      return true;
+    };
+    switch (i.op) {
+      case Op::LoadFast:
+      case Op::LoadFastCheck:
+        s.stack.push_back(local(arg));
+        return false;
+      case Op::LoadFastLoadFast:
+        s.stack.push_back(local(arg >> 4));
+        s.stack.push_back(local(arg & 15));
+        return false;
+      case Op::StoreFast:
+        s.locals[arg] = pop(s);
+        return false;
+      case Op::StoreFastStoreFast:
+        s.locals[arg >> 4] = pop(s);
+        s.locals[arg & 15] = pop(s);
+        return false;
+      case Op::StoreFastLoadFast:
+        s.locals[arg >> 4] = pop(s);
+        s.stack.push_back(local(arg & 15));
+        return false;
+      case Op::ReturnValue:
+        inline_return(pop(s));
+        return true;
+      case Op::ReturnConst:
+        inline_return(python_constant(PyTuple_GET_ITEM(code()->co_consts, arg)));
+        return true;
+      case Op::JumpForward:
+        return jump(jump_target(i));
+      case Op::PopJumpIfFalse:
+      case Op::PopJumpForwardIfFalse:
+      case Op::PopJumpIfTrue:
+      case Op::PopJumpForwardIfTrue: {
+        Val c = pop(s);
+        const bool jump_if = i.op == Op::PopJumpIfTrue || i.op == Op::PopJumpForwardIfTrue;
+        State other = s;
+        return branch(c, jump_if, jump_target(i), std::move(other));
+      }
+      case Op::PopJumpIfNone:
+      case Op::PopJumpForwardIfNone:
+      case Op::PopJumpIfNotNone:
+      case Op::PopJumpForwardIfNotNone: {
+        Val c = pop(s);
+        const bool want_none = i.op == Op::PopJumpIfNone || i.op == Op::PopJumpForwardIfNone;
+        return (c.k == Val::K::None) == want_none ? jump(jump_target(i)) : jump(i.next);
+      }
+      case Op::JumpIfFalseOrPop:
+      case Op::JumpIfTrueOrPop: {
+        if (s.stack.empty()) refuse("a called function pops what is not its own");
+        const Val c = s.stack.back();
+        State popped = s;
+        popped.stack.pop_back();
+        return branch(c, i.op == Op::JumpIfTrueOrPop, jump_target(i), std::move(popped));
+      }
+      case Op::JumpBackward:
+      case Op::JumpBackwardNoInterrupt:
+      case Op::PopJumpBackwardIfFalse:
+      case Op::PopJumpBackwardIfTrue:
+      case Op::PopJumpBackwardIfNone:
+      case Op::PopJumpBackwardIfNotNone:
+      case Op::GetIter:
+      case Op::ForIter:
+        refuse("a loop in a called function");
+      default:
+        return std::nullopt;
+    }
+  }
+  Val inline_function(const FunctionVar& fv, std::vector<Val> args) {
+    constexpr int kMaxDepth = 4, kMaxUnits = 600;
+    if (inline_depth_ >= kMaxDepth) refuse("calls nested too deep in the loop");
+    auto* co = reinterpret_cast<PyCodeObject*>(fv.code.get());
+    const std::string name = PyUnicode_AsUTF8(co->co_name) ? PyUnicode_AsUTF8(co->co_name) : "?";
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR | CO_VARARGS | CO_VARKEYWORDS))
+      refuse("a call of '" + name + "' (a generator, or *args/**kwargs)");
+    if (co->co_kwonlyargcount != 0 || !fv.closure.empty() || fv.globals_base || fv.globals.get() != f_.globals.get())
+      refuse("a call of '" + name + "' (keyword-only arguments, a closure, or other globals)");
+    const int nargs = co->co_argcount;
+    if (static_cast<int>(args.size()) > nargs) refuse("a call of '" + name + "' with too many arguments");
+    const int missing = nargs - static_cast<int>(args.size());
+    // Defaults: the trace's values, or a real function's own (constants).
+    PyObject* real_defaults = fv.real && PyFunction_Check(fv.real.get()) ? PyFunction_GET_DEFAULTS(fv.real.get()) : nullptr;
+    const int ndef = !fv.defaults.empty() ? static_cast<int>(fv.defaults.size())
+                     : real_defaults     ? static_cast<int>(PyTuple_GET_SIZE(real_defaults))
+                                         : 0;
+    if (missing > ndef) refuse("a call of '" + name + "' with too few arguments");
+    for (int k = ndef - missing; k < ndef; ++k) {
+      if (!fv.defaults.empty()) {
+        args.push_back(from_trace(fv.defaults[k], "a default of '" + name + "'"));
+      } else {
+        // Read through the function's source, so a new __defaults__ fails the guards.
+        if (!fv.source) refuse("a call of '" + name + "' whose defaults cannot be guarded");
+        VarPtr d = tx_.wrap(PyTuple_GET_ITEM(real_defaults, k), child_source(SourceKind::FuncDefault, fv.source, k));
+        args.push_back(from_trace(d, "a default of '" + name + "'"));
+      }
+    }
+    OwnedRef bytes = OwnedRef::steal(PyCode_GetCode(co));
+    if (!bytes) {
+      PyErr_Clear();
+      refuse("internal: the code of '" + name + "'");
+    }
+    if (PyBytes_GET_SIZE(co->co_exceptiontable) > 0) refuse("a call of '" + name + "', which handles exceptions");
+    // co_localsplusnames: locals, then cells and free variables (none here).
+    if (co->co_ncellvars != 0 || co->co_nfreevars != 0) refuse("a call of '" + name + "', which has cells");
+    const int nlocals = static_cast<int>(PyTuple_GET_SIZE(co->co_localsplusnames));
+    InlineCtx c;
+    c.code = co;
+    c.code_bytes = bytes;
+    const auto* units = reinterpret_cast<const uint16_t*>(PyBytes_AS_STRING(bytes.get()));
+    const int n = static_cast<int>(PyBytes_GET_SIZE(bytes.get()) / 2);
+    if (n > kMaxUnits) refuse("a call of '" + name + "', too long to inline");
+    std::set<int> leaders{0};
+    for (int at = 0; at < n;) {
+      Ins x = decode(units, n, at);
+      c.ins.push_back(x);
+      if (int t = jump_target(x); t >= 0) {
+        leaders.insert(t);
+        leaders.insert(x.next);
+      }
+      if (unconditional(x)) leaders.insert(x.next);
+      at = x.next;
+    }
+    for (int l : leaders)
+      if (l < n) {
+        c.block_of[l] = static_cast<int>(c.block_start.size());
+        c.block_start.push_back(l);
+      }
+    const int nb = static_cast<int>(c.block_start.size());
+    c.preds.assign(nb + 1, 0);
+    c.preds[0] = 1;
+    for (size_t k = 0; k < c.ins.size(); ++k) {
+      const Ins& x = c.ins[k];
+      const bool last = k + 1 == c.ins.size() || c.block_of.count(c.ins[k + 1].at);
+      if (int t = jump_target(x); t >= 0 && c.block_of.count(t)) ++c.preds[c.block_of[t]];
+      if (last && !unconditional(x) && k + 1 < c.ins.size()) ++c.preds[c.block_of[c.ins[k + 1].at]];
+    }
+    for (int b = 0; b < nb; ++b) c.ir.push_back(new_block());
+    c.state.assign(nb, std::nullopt);
+    c.cont = new_block();
+    State entry;
+    entry.locals.assign(nlocals, dead_local());
+    for (size_t k = 0; k < args.size(); ++k) {
+      if (args[k].k == Val::K::Null) refuse("internal: a NULL argument");
+      entry.locals[k] = args[k];
+    }
+    InlineCtx* saved = inl_;
+    inl_ = &c;
+    ++inline_depth_;
+    c.state[0] = std::move(entry);
+    emit_jump(c.ir[0]);
+    for (int b = 0; b < nb; ++b) {
+      cur_ = c.ir[b];
+      if (!c.state[b]) {  // no path reaches it
+        emit(terminator(jit::EOp::Exit));
+        continue;
+      }
+      State s = *c.state[b];
+      for (Val& v : s.locals)
+        if (v.k == Val::K::Num && v.var >= 0 && loop->vars[v.var] == jit::EType::Int) v.aff = fresh_symbol();
+      const int end = b + 1 < nb ? c.block_start[b + 1] : n;
+      bool ended = false;
+      for (const Ins& x : c.ins) {
+        if (x.at < c.block_start[b] || x.at >= end) continue;
+        if (step(x, s)) {
+          ended = true;
+          break;
+        }
+      }
+      if (!ended) {
+        if (b + 1 >= nb) refuse("a called function runs off its end");
+        jit::EInstr j = terminator(jit::EOp::Jump);
+        const int here = cur_;
+        j.target = inline_edge(b + 1, std::move(s));
+        loop->blocks[here].instrs.push_back(j);
+      }
+    }
+    inl_ = saved;
+    --inline_depth_;
+    if (c.result < 0) refuse("a called function that never returns");
+    cur_ = c.cont;
+    Val r = c.returned;
+    r.aff = loop->vars[r.var] == jit::EType::Int ? fresh_symbol() : nullptr;
+    return r;
+  }
+
   // ---- one instruction; true when it ended the block ---------------------------------------------
   Val pop(State& s) {
     if (s.stack.empty()) refuse("the loop pops what was on the stack before it");
@@ -2302,7 +2625,9 @@ class LoopCompiler {
 
   bool step(const Ins& i, State& s) {
     const int arg = i.arg;
-    if (auto vj = vjump_.find(i.at); vj != vjump_.end()) {  // Note [Copied tails]
+    if (inl_) {
+      if (std::optional<bool> ended = inline_step(i, s)) return *ended;
+    } else if (auto vj = vjump_.find(i.at); vj != vjump_.end()) {  // Note [Copied tails]
       const int here = cur_;
       jit::EInstr j = terminator(jit::EOp::Jump);
       j.target = edge(here, block_id(vj->second), std::move(s), false);
@@ -2330,7 +2655,7 @@ class LoopCompiler {
         std::swap(s.stack.back(), s.stack[s.stack.size() - arg]);
         return false;
       case Op::LoadConst:
-        s.stack.push_back(python_constant(PyTuple_GET_ITEM(f_.code->co_consts, arg)));
+        s.stack.push_back(python_constant(PyTuple_GET_ITEM(code()->co_consts, arg)));
         return false;
       case Op::LoadFast:
       case Op::LoadFastCheck:
@@ -2352,7 +2677,7 @@ class LoopCompiler {
         s.stack.push_back(load_local(s, arg & 15));
         return false;
       case Op::LoadGlobal: {
-        PyObject* name = PyTuple_GET_ITEM(f_.code->co_names, arg >> 1);
+        PyObject* name = PyTuple_GET_ITEM(code()->co_names, arg >> 1);
         Val v = from_trace(access_.load_global(name), std::string("global '") + PyUnicode_AsUTF8(name) + "'");
         if (arg & 1)
           push_with_null(s, std::move(v));
@@ -2363,7 +2688,7 @@ class LoopCompiler {
       case Op::LoadAttr:
       case Op::LoadMethod: {
         const bool method = i.op == Op::LoadMethod || (kLoadAttrHasMethodBit && (arg & 1));
-        PyObject* name = PyTuple_GET_ITEM(f_.code->co_names, kLoadAttrHasMethodBit ? arg >> 1 : arg);
+        PyObject* name = PyTuple_GET_ITEM(code()->co_names, kLoadAttrHasMethodBit ? arg >> 1 : arg);
         Val obj = pop(s);
         Val r;
         const std::string n = PyUnicode_AsUTF8(name);
@@ -2741,6 +3066,8 @@ class LoopCompiler {
   std::set<int> tagged_;        // locals with a kind tag (kept across passes)
   std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
   std::map<int, int> tag_var_;  // per pass: their tags' variables
+  InlineCtx* inl_ = nullptr;               // the function being inlined (Note [Calls in element loops])
+  int inline_depth_ = 0;
   int64_t next_symbol_ = 0;                // per pass: Affine symbols
   std::map<int64_t, APtr> stable_symbols_;  // per pass: parameters' and sizes'
   std::map<std::string, APtr> length_keys_;  // per pass: views' (length_key)

@@ -594,3 +594,88 @@ def test_two_small_ints_of_one_type_wrap_at_its_width():
     framejit.reset()
     assert framejit.compile(g)(a, 20) == g(a, 20)
     assert framejit.stats()["loops"] == 0
+
+
+# ---- calls of Python functions in loops (Note [Calls in element loops]) --------------------------
+
+
+def match(b1, b2):
+    if b1 + b2 == 3:
+        return 1
+    else:
+        return 0
+
+
+def clamp(x, lo=0.0, hi=1.0):
+    if x < lo:
+        return lo
+    return hi if x > hi else x
+
+
+def smooth(x, y):
+    return 0.5 * clamp(x) + 0.5 * clamp(y, -1.0)
+
+
+def test_nussinov_calls_a_helper():
+    def kernel(N, seq):
+        table = np.zeros((N, N), np.int32)
+        for i in range(N - 1, -1, -1):
+            for j in range(i + 1, N):
+                if j - 1 >= 0:
+                    table[i, j] = max(table[i, j], table[i, j - 1])
+                if i + 1 < N:
+                    table[i, j] = max(table[i, j], table[i + 1, j])
+                if j - 1 >= 0 and i + 1 < N:
+                    if i < j - 1:
+                        table[i, j] = max(table[i, j], table[i + 1, j - 1] + match(seq[i], seq[j]))
+                    else:
+                        table[i, j] = max(table[i, j], table[i + 1, j - 1])
+                for k in range(i + 1, j):
+                    table[i, j] = max(table[i, j], table[i, k] + table[k + 1, j])
+        return table
+
+    compiled(kernel, 30, ((np.arange(30) + 1) % 4).astype(np.int32))
+
+
+def test_helpers_with_defaults_and_nested_calls():
+    def f(x, y):
+        out = np.empty(x.shape[0])
+        for i in range(x.shape[0]):
+            out[i] = smooth(x[i], y[i]) + clamp(x[i] - y[i], hi=0.5) if False else smooth(x[i], y[i])
+        return out
+
+    compiled(f, RNG.random(40) * 3 - 1, RNG.random(40) * 3 - 1)
+
+
+def with_loop(x):
+    s = 0.0
+    for v in x:
+        s += v
+    return s
+
+
+def mixed(x):
+    return 1 if x > 0.5 else 0.5
+
+
+def test_helpers_the_loop_compiler_refuses_still_run():
+    def f(a, n):
+        s = 0.0
+        for i in range(n):
+            s += with_loop(a[i])
+        return s
+
+    def g(a, n):
+        s = 0.0
+        for i in range(n):
+            s += mixed(a[i, 0])
+        return s
+
+    # f's loop is not compiled (with_loop has a loop of its own; the trace then runs f's loop
+    # over, and with_loop's loop, over a row of run-time length, compiles each time); g's neither
+    # (mixed returns an int or a float).
+    a = RNG.random((20, 3))
+    for fn in (f, g):
+        framejit.reset()
+        assert framejit.compile(fn)(a, 20) == pytest.approx(fn(a, 20), rel=1e-12)
+    assert framejit.stats()["loops"] == 0
