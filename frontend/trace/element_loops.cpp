@@ -104,10 +104,15 @@ constexpr uint16_t kFloatKinds = kFloat | kNpFloat;
 // the view is made (NumPy raises then, even for an empty slice), lengths are checked where NumPy
 // checks them (broadcasting a length 1 included), with NumPy's ValueError. A local may hold a
 // view (`cols = A_col[a:b]`): a view sees later writes, as NumPy's does; any other vector is a
-// new array in NumPy, so only views may be held. A slice assignment that reads the array it writes
-// elsewhere than at the very elements it writes (`A[1:] = A[:-1]`: NumPy copies first) is refused;
-// reading the same elements (`A[i, :] += ...`) is not an overlap. Elements are float64 or int64 (a
-// view of another dtype is copied only): NumPy's float32 and small-int arithmetic are not compiled.
+// new array in NumPy, so only views may be held. A slice assignment stores element by element in
+// order, which is what NumPy's computing the whole value first gives when the value reads the
+// array it writes only at the elements about to be written (`A[i, :] += ...`), at other rows or
+// columns (a fixed index a constant apart), or further along the same row (`A[i, 1:-1] += A[i,
+// 2:]`: each read before its write); which is which is decided on Affine forms of the indices
+// and bounds. Otherwise (`A[1:] = A[:-1]`, `y[:k] += np.flip(y[:k])`) the value goes into a
+// scratch array first (numpy.empty_like of the target, made once before the loop), then is
+// copied. Elements are float64 or int64 (a view of another dtype is copied only): NumPy's
+// float32 and small-int arithmetic on slices are not compiled.
 // Reductions add in order (np.dot calls BLAS, np.sum sums pairwise: the last bits may differ, as
 // any other order would).
 struct VNode;
@@ -2233,13 +2238,15 @@ class LoopCompiler {
     std::optional<Val> v = as_vec(value);
     int src_len = -1;
     VPtr src;
+    bool through_scratch = false;
     if (v) {
       src = v->vec;
       src_len = v->var;
       if (src->type == jit::EType::Float && !rt::dtype_is_float(a.dtype))
         refuse("storing floats into an integer array slice (NumPy's truncation is not compiled yet)");
-      if (reads_elsewhere(*src, *target.vec))
-        refuse("a slice assignment that reads the array it writes at other elements (NumPy copies first)");
+      // NumPy computes the whole value before it writes: so does the loop, into a scratch array
+      // shaped like the target, when the value reads the target elsewhere than where it writes.
+      through_scratch = reads_elsewhere(*src, *target.vec);
     } else {
       if (value.k != Val::K::Num || (value.kinds & kUnbound)) refuse("storing " + kind_name(value) + " into an array slice");
       if (value.kinds & kNpOther) refuse("storing a " + std::string(rt::dtype_name(value.other)) + " into an array slice");
@@ -2258,20 +2265,58 @@ class LoopCompiler {
     }
     const int scalar = v ? -1 : fresh(value.var);
     const VNode& t = *target.vec;
-    counted(target.var, [&](int k) {
-      int x = scalar;
-      if (v) x = elem(*src, mask >= 0 ? op2(jit::EOp::BitAnd, jit::EType::Int, k, mask) : k);
+    auto at = [&](int k) {
       std::vector<int> index = t.index;
       const int off = t.step == 1 ? k : op2(jit::EOp::Mul, jit::EType::Int, k, iconst(t.step));
       index[t.axis] = op2(jit::EOp::Add, jit::EType::Int, t.start, off);
+      return index;
+    };
+    auto store_at = [&](int array, std::vector<int> index, int x) {
       jit::EInstr i;
       i.op = jit::EOp::Store;
-      i.array = arr.array;
+      i.array = array;
       i.index = std::move(index);
       i.a = x;
       i.type = loop->vars[x];
       emit(i);
+    };
+    const int scratch = through_scratch ? scratch_like(arr.array) : -1;
+    counted(target.var, [&](int k) {
+      int x = scalar;
+      if (v) x = elem(*src, mask >= 0 ? op2(jit::EOp::BitAnd, jit::EType::Int, k, mask) : k);
+      store_at(scratch >= 0 ? scratch : arr.array, at(k), x);
     });
+    if (scratch < 0) return;
+    counted(target.var, [&](int k) {
+      std::vector<int> index = at(k);
+      jit::EInstr i;
+      i.op = jit::EOp::Load;
+      i.array = scratch;
+      i.index = index;
+      i.type = rt::dtype_is_float(loop->arrays[scratch].dtype) ? jit::EType::Float : jit::EType::Int;
+      i.dst = loop->new_var(i.type);
+      emit(i);
+      store_at(arr.array, std::move(index), i.dst);
+    });
+  }
+  // A loop array of the trace's numpy.empty_like(array k), made once per loop (a graph node
+  // before the loop node; unused, it goes with dead code if the loop is refused).
+  int scratch_like(int k) {
+    const VarPtr& of = array_vars[k];
+    auto it = scratch_vars_.find(of.get());
+    if (it == scratch_vars_.end()) {
+      OwnedRef np = OwnedRef::steal(PyImport_ImportModule("numpy"));
+      OwnedRef fn = np ? OwnedRef::steal(PyObject_GetAttrString(np.get(), "empty_like")) : OwnedRef();
+      if (!fn) {
+        PyErr_Clear();
+        refuse("internal: numpy.empty_like");
+      }
+      VarPtr made = tx_.call(std::make_shared<BuiltinVar>(fn), {of}, {});
+      it = scratch_vars_.emplace(of.get(), made).first;
+    }
+    const Val s = from_trace(it->second, "a scratch array");
+    loop->arrays[s.array].written = true;
+    return s.array;
   }
   Val make_slice(std::vector<Val> b) {
     Val s{Val::K::Slice};
@@ -3066,6 +3111,7 @@ class LoopCompiler {
   std::set<int> tagged_;        // locals with a kind tag (kept across passes)
   std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
   std::map<int, int> tag_var_;  // per pass: their tags' variables
+  std::map<const Var*, VarPtr> scratch_vars_;  // scratch_like's arrays (kept across passes)
   InlineCtx* inl_ = nullptr;               // the function being inlined (Note [Calls in element loops])
   int inline_depth_ = 0;
   int64_t next_symbol_ = 0;                // per pass: Affine symbols
