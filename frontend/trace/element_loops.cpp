@@ -1216,7 +1216,8 @@ class LoopCompiler {
       if (!rt::dtype_is_integer(d) || d == rt::DType::UInt64 || d == rt::DType::Bool || (other & kNpBool)) return no;
       const NumPyHandles* np = numpy_handles();
       if ((other & (kInt | kBool)) && (!np || np->major >= 2)) return no;
-      return meaning(nb, (a & kNpOther) ? kNpInt : a, rt::DType::Int64, (b & kNpOther) ? kNpInt : b, rt::DType::Int64);
+      return meaning(nb, (a & kNpOther) ? uint16_t{kNpInt} : a, rt::DType::Int64, (b & kNpOther) ? uint16_t{kNpInt} : b,
+                     rt::DType::Int64);
     }
     const bool np = (a | b) & kNumpyKinds;
     const bool flt = (a | b) & kFloatKinds;
