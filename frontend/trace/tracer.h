@@ -294,6 +294,7 @@ public:
   /// a `with` body) covers the instruction being traced, in its frame or a caller's
   /// (Note [Raising under a handler]).
   void check_raise_under_handler(int node);
+  void check_raise_after_write(int node);
   /// Whether a handler that does something with an exception covers the instruction being traced,
   /// in its frame or a caller's.
   bool under_handler() const;

@@ -303,6 +303,7 @@ VarPtr Tracer::add_tensor(const std::string& target, std::vector<jit::Arg> args,
   out_.saw_tensor = true;
   int node = array_ops().add_call(out_.graph, target, std::move(args), std::move(kwargs), std::move(m));
   check_raise_under_handler(node);
+  check_raise_after_write(node);
   check_grad_use(node);
   return std::make_shared<TensorVar>(node);
 }
@@ -314,6 +315,7 @@ VarPtr Tracer::add_scalar(const std::string& target, std::vector<jit::Arg> args,
   m.dtype = PyBool_Check(hint) ? jit::DType::Bool : PyLong_Check(hint) ? jit::DType::Int64 : jit::DType::Float64;
   int node = array_ops().add_call(out_.graph, target, std::move(args), {}, std::move(m));
   check_raise_under_handler(node);
+  check_raise_after_write(node);
   check_grad_use(node);
   auto s = std::make_shared<ScalarVar>(node, OwnedRef::borrow(hint));
   s->sym = std::move(sym);

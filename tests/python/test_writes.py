@@ -496,3 +496,27 @@ def test_a_stored_value_read_from_a_product_with_an_epilogue():
         want = f(want_a)
         np.testing.assert_allclose(got, want, rtol=1e-14)
         np.testing.assert_allclose(got_a, want_a, rtol=1e-14)
+
+
+def test_a_write_is_seen_when_a_later_integer_power_raises():
+    # Note [Raising after a write] (found by the fuzzer): the copy-back into x ran after the power,
+    # which raised first, so the caller's x kept its old contents.
+    def g(x, e):
+        x += 5
+        return x ** e
+
+    for e in (np.array([1, 2], np.int32), np.array([-1, 2], np.int32)):
+        want_x, got_x = np.array([2, 3], np.int32), np.array([2, 3], np.int32)
+        try:
+            want = g(want_x, e)
+        except ValueError as err:
+            want = err
+        framejit.reset()
+        try:
+            got = framejit.compile(g)(got_x, e)
+        except ValueError as err:
+            got = err
+        assert type(got) is type(want)
+        if isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got_x, want_x)
