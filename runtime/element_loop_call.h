@@ -23,7 +23,7 @@ enum class LoopError : int32_t {
 /// Where a ShapeMismatch happened (NumPy words each differently).
 enum class ShapeUse : int64_t {
   Broadcast = 0,  // an elementwise operation: operands could not be broadcast together
-  Dot = 1,        // numpy.dot: shapes not aligned
+  Dot = 1,        // a dot product of two 1-d operands: shapes not aligned
   Matmul = 2,     // @: a mismatch in its core dimension
   Assign = 3,     // a slice assignment: could not broadcast input array into the slice
 };

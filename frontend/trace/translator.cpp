@@ -825,36 +825,33 @@ struct Interpreter {
           break;
         }
         case Op::GetIter: {  // (iterable -- iterator)
+          // Note [Element loops]: the whole loop as one node (over a range, or over an array's
+          // elements); the code unit after it, or -1 (logged why) to unroll it.
+          auto whole_loop = [&](const std::vector<VarPtr>& bounds, const VarPtr& over) {
+            std::string why;
+            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
+                                      [this](PyObject* n) { return load_global(n); }};
+            const int after = tx.compile_element_loop(f, f.cur_offset, bounds, access, &why, over);
+            if (after < 0 && rt::log_enabled(rt::LogTopic::Graph))
+              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
+            return after;
+          };
+          int after = -1;
           if (auto& pr = tx.pending_range(); pr && f.stack.back()->kind == VarKind::Const &&
                                              const_value(f.stack.back()) == pr->range.get()) {
-            // Note [Element loops]: the whole loop as one node, else unrolled over the bounds'
-            // values (pinned now).
             Tracer::PendingRange r = std::move(*pr);
             pr.reset();
-            std::string why;
-            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
-                                      [this](PyObject* n) { return load_global(n); }};
-            const int after = tx.compile_element_loop(f, f.cur_offset, r.bounds, access, &why);
-            if (after >= 0) {
-              pop();
-              jump_to(after);
-              break;
-            }
-            if (rt::log_enabled(rt::LogTopic::Graph))
-              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
-            for (const VarPtr& b : r.bounds) tx.python_value(b, "range() bound");
-          } else if (tx.offers_array_loop(f.stack.back())) {  // `for x in array`, whole
-            std::string why;
-            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
-                                      [this](PyObject* n) { return load_global(n); }};
-            const int after = tx.compile_element_loop(f, f.cur_offset, {}, access, &why, f.stack.back());
-            if (after >= 0) {
-              pop();
-              jump_to(after);
-              break;
-            }
-            if (rt::log_enabled(rt::LogTopic::Graph))
-              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
+            after = whole_loop(r.bounds, nullptr);
+            // Else unrolled over the bounds' values (pinned now).
+            if (after < 0)
+              for (const VarPtr& b : r.bounds) tx.python_value(b, "range() bound");
+          } else if (tx.offers_array_loop(f.stack.back())) {
+            after = whole_loop({}, f.stack.back());
+          }
+          if (after >= 0) {
+            pop();
+            jump_to(after);
+            break;
           }
           VarPtr v = pop();
           push(v->kind == VarKind::Iterator ? v
