@@ -1696,35 +1696,43 @@ class LoopCompiler {
     loop->blocks[bad].instrs.push_back(f);
     cur_ = cont;
   }
-  // `for k in range(len): body(k)` in blocks of its own; emission goes on after it.
-  template <typename F>
-  void counted(int len, F&& body) {
-    const int k = loop->new_var(jit::EType::Int);
+  // A new variable of type t set to 0 here (not in the prologue: it changes).
+  int zero_here(jit::EType t) {
     jit::EInstr z;
     z.op = jit::EOp::Const;
-    z.type = jit::EType::Int;
-    z.dst = k;
+    z.type = t;
+    z.dst = loop->new_var(t);
     emit(z);
-    const int one = iconst(1);
+    return z.dst;
+  }
+  // `while k < bound: body(); k += stride` in blocks of its own; emission goes on after it.
+  template <typename F>
+  void while_below(int k, int bound, int64_t stride, F&& body) {
     const int head = new_block(), b = new_block(), done = new_block();
     emit_jump(head);
     cur_ = head;
     jit::EInstr br = terminator(jit::EOp::Branch);
-    br.a = icmp(jit::ECond::Lt, k, len);
+    br.a = icmp(jit::ECond::Lt, k, bound);
     br.target = b;
     br.target2 = done;
     emit(br);
     cur_ = b;
-    body(k);
+    body();
     jit::EInstr inc;
     inc.op = jit::EOp::Add;
     inc.type = jit::EType::Int;
     inc.a = k;
-    inc.b = one;
+    inc.b = iconst(stride);
     inc.dst = k;
     emit(inc);
     emit_jump(head);
     cur_ = done;
+  }
+  // `for k in range(len): body(k)`.
+  template <typename F>
+  void counted(int len, F&& body) {
+    const int k = zero_here(jit::EType::Int);
+    while_below(k, len, 1, [&] { body(k); });
   }
 
   static bool is_index(const Val& v, const jit::ElementLoop& l) {
@@ -2090,15 +2098,6 @@ class LoopCompiler {
     }
     const jit::EType t = a.vec->type == jit::EType::Float || (b && b->vec->type == jit::EType::Float) ? jit::EType::Float
                                                                                                       : jit::EType::Int;
-    auto zero = [&]() {
-      const int v = loop->new_var(t);
-      jit::EInstr z;
-      z.op = jit::EOp::Const;
-      z.type = t;
-      z.dst = v;
-      emit(z);
-      return v;
-    };
     auto term = [&](int k) {
       int x = elem(*a.vec, k);
       if (t == jit::EType::Float) x = to_float_var(x);
@@ -2118,51 +2117,19 @@ class LoopCompiler {
     };
     Val r = num(t == jit::EType::Float ? kNpFloat : kNpInt, t);
     if (t == jit::EType::Int) {  // one add a cycle: no dependency chain to break
-      jit::EInstr z;
-      z.op = jit::EOp::Const;
-      z.type = t;
-      z.dst = r.var;
-      emit(z);
+      r.var = zero_here(t);
       counted(a.var, [&](int k) { add_into(r.var, term(k)); });
       return r;
     }
     // Float: four running sums, so four additions are in flight instead of one (a float add's
-    // latency is four of its throughput), then the rest one by one; (s0 + s1) + (s2 + s3) + rest.
-    const int s[4] = {zero(), zero(), zero(), zero()};
-    const int k = loop->new_var(jit::EType::Int);
-    {
-      jit::EInstr z;
-      z.op = jit::EOp::Const;
-      z.type = jit::EType::Int;
-      z.dst = k;
-      emit(z);
-    }
+    // latency is four of its throughput), the last few elements into s0; (s0 + s1) + (s2 + s3).
+    const int s[4] = {zero_here(t), zero_here(t), zero_here(t), zero_here(t)};
+    const int k = zero_here(jit::EType::Int);
     const int last4 = op2(jit::EOp::Sub, jit::EType::Int, a.var, iconst(3));
-    auto loop_while = [&](int bound, int stride, auto&& body) {
-      const int head = new_block(), blk = new_block(), done = new_block();
-      emit_jump(head);
-      cur_ = head;
-      jit::EInstr br = terminator(jit::EOp::Branch);
-      br.a = icmp(jit::ECond::Lt, k, bound);
-      br.target = blk;
-      br.target2 = done;
-      emit(br);
-      cur_ = blk;
-      body();
-      jit::EInstr inc;
-      inc.op = jit::EOp::Add;
-      inc.type = jit::EType::Int;
-      inc.a = k;
-      inc.b = iconst(stride);
-      inc.dst = k;
-      emit(inc);
-      emit_jump(head);
-      cur_ = done;
-    };
-    loop_while(last4, 4, [&] {
+    while_below(k, last4, 4, [&] {
       for (int j = 0; j < 4; ++j) add_into(s[j], term(j == 0 ? k : op2(jit::EOp::Add, jit::EType::Int, k, iconst(j))));
     });
-    loop_while(a.var, 1, [&] { add_into(s[0], term(k)); });
+    while_below(k, a.var, 1, [&] { add_into(s[0], term(k)); });
     jit::EInstr sum;
     sum.op = jit::EOp::Add;
     sum.type = t;
