@@ -799,13 +799,78 @@ PyObject* run_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  /
 PyMethodDef run_scan_def = {"scan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_scan)),
                             METH_FASTCALL, "runs a captured framejit.scan or framejit.map"};
 
+// The run of Note [Parallel scans] (frontend/trace/control_flow.cpp): an AssociativeScan node's
+// callable holds its body's program (branch 0) and the node's dim and reverse. Called with (xs,
+// *invariant), it copies xs (C order, the library's own copy) and runs the levels in place:
+// out[d:] = body(out[:-d], out[d:], *invariant) for d = 1, 2, 4, ... below n (with reverse,
+// out[:-d] = body(out[d:], out[:-d], ...)). The body's result is new memory (its program allocates
+// it) unless the body hands back an operand, a view of `out` itself, which is copied first.
+PyObject* run_associative_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
+  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  if (!b) return nullptr;
+  Program& body = *b->branch[0];
+  adopt(body, *b->enclosing);
+  const ScanShape& sh = b->scan;
+  if (nargs < 1 || body.num_inputs() != nargs + 1 || body.num_outputs() != 1) {
+    PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: an associative_scan's body takes other values");
+    return nullptr;
+  }
+  OwnedRef fresh = OwnedRef::steal(module_attr("framejit._control", "_fresh_copy"));
+  OwnedRef out = fresh ? OwnedRef::steal(PyObject_CallOneArg(fresh.get(), args[0])) : OwnedRef();
+  OwnedRef shape = out ? OwnedRef::steal(PyObject_GetAttrString(out.get(), "shape")) : OwnedRef();
+  OwnedRef len = shape ? OwnedRef::steal(PySequence_GetItem(shape.get(), sh.dim)) : OwnedRef();
+  if (!len) return nullptr;
+  const Py_ssize_t n = PyNumber_AsSsize_t(len.get(), PyExc_OverflowError);
+  if (n < 0 && PyErr_Occurred()) return nullptr;
+  if (n == 0) {  // the plain meaning's error (an unbacked length may be 0)
+    PyErr_SetString(PyExc_ValueError, "framejit.associative_scan: xs has no elements along the scanned dim (the "
+                                      "result's shape is unknown)");
+    return nullptr;
+  }
+  // The keys out[..., :n - d] and out[..., d:]: (slice(None),) * dim + (that slice,).
+  auto key_of = [&](Py_ssize_t start, Py_ssize_t stop) -> OwnedRef {
+    OwnedRef key = OwnedRef::steal(PyTuple_New(sh.dim + 1));
+    if (!key) return key;
+    for (int d = 0; d <= sh.dim; ++d) {
+      OwnedRef lo = d < sh.dim || start < 0 ? OwnedRef::borrow(Py_None) : OwnedRef::steal(PyLong_FromSsize_t(start));
+      OwnedRef hi = d < sh.dim || stop < 0 ? OwnedRef::borrow(Py_None) : OwnedRef::steal(PyLong_FromSsize_t(stop));
+      PyObject* sl = lo && hi ? PySlice_New(lo.get(), hi.get(), nullptr) : nullptr;
+      if (!sl) return OwnedRef();
+      PyTuple_SET_ITEM(key.get(), d, sl);
+    }
+    return key;
+  };
+  std::vector<PyObject*> in(args, args + nargs);  // borrowed: the invariants after a and b
+  in.insert(in.begin(), nullptr);
+  for (Py_ssize_t d = 1; d < n; d *= 2) {
+    OwnedRef head_key = key_of(-1, n - d), tail_key = key_of(d, -1);
+    if (!head_key || !tail_key) return nullptr;
+    OwnedRef head = OwnedRef::steal(PyObject_GetItem(out.get(), head_key.get()));
+    OwnedRef tail = head ? OwnedRef::steal(PyObject_GetItem(out.get(), tail_key.get())) : OwnedRef();
+    if (!tail) return nullptr;
+    in[0] = sh.reverse ? tail.get() : head.get();
+    in[1] = sh.reverse ? head.get() : tail.get();
+    PyObject* r = nullptr;
+    if (!body.run(in.data(), &r)) return nullptr;
+    OwnedRef value = OwnedRef::steal(r);
+    if (r == head.get() || r == tail.get()) value = OwnedRef::steal(PyObject_CallOneArg(fresh.get(), r));
+    if (!value || PyObject_SetItem(out.get(), sh.reverse ? head_key.get() : tail_key.get(), value.get()) < 0)
+      return nullptr;
+  }
+  return PyTuple_Pack(1, out.get());
+}
+
+PyMethodDef run_associative_scan_def = {
+    "associative_scan", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_associative_scan)),
+    METH_FASTCALL, "runs a captured framejit.associative_scan as a parallel scan"};
+
 Expected<std::unique_ptr<Program>> build_branch(const jit::Graph& body, bool jit, rt::Device device);
 
 // The callable of Cond or WhileLoop node `n` (Note [Running cond], Note [Running while_loop]).
 Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool jit, rt::Device device) {
   auto branches = std::make_unique<CondBranches>();
   branches->enclosing = &enclosing;
-  if (n.op == jit::OpKind::Scan)
+  if (n.op == jit::OpKind::Scan || n.op == jit::OpKind::AssociativeScan)
     for (const auto& [key, v] : n.kwargs) {
       if (key == "carried") branches->scan.carried = static_cast<int>(v.i);
       if (key == "dim") branches->scan.dim = static_cast<int>(v.i);
@@ -822,7 +887,10 @@ Expected<PyCall> cond_call_of(const jit::Node& n, const Program& enclosing, bool
   if (!capsule) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   branches.release();  // the capsule owns it
   PyCall c;
-  PyMethodDef* def = n.op == jit::OpKind::Cond ? &run_cond_def : n.op == jit::OpKind::Scan ? &run_scan_def : &run_while_def;
+  PyMethodDef* def = n.op == jit::OpKind::Cond              ? &run_cond_def
+                     : n.op == jit::OpKind::Scan            ? &run_scan_def
+                     : n.op == jit::OpKind::AssociativeScan ? &run_associative_scan_def
+                                                            : &run_while_def;
   c.callable = OwnedRef::steal(PyCFunction_New(def, capsule.get()));
   if (!c.callable) return Status::internal("cannot make a cond's callable: " + fetch_error_text());
   for (const jit::Arg& a : n.args) {

@@ -236,6 +236,7 @@ VarPtr Tracer::inline_function(const VarPtr& fnv, std::vector<VarPtr> args, KwAr
     case HigherOrderOp::ForiLoop: return call_fori_loop(std::move(args), std::move(kwargs));
     case HigherOrderOp::Scan: return call_scan(std::move(args), std::move(kwargs));
     case HigherOrderOp::Map: return call_map(std::move(args), std::move(kwargs));
+    case HigherOrderOp::AssociativeScan: return call_associative_scan(std::move(args), std::move(kwargs));
     case HigherOrderOp::None: break;
   }
   auto* code = reinterpret_cast<PyCodeObject*>(fn->code.get());

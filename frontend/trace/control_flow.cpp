@@ -1,6 +1,7 @@
 // control_flow.cpp — higher-order control-flow operators in a trace: framejit.cond as a Cond node,
-// framejit.while_loop and fori_loop as WhileLoop nodes, scan and map as Scan nodes, whose bodies
-// are traced into graphs of their own (Note [Subgraphs] in jit/ir/graph.h).
+// framejit.while_loop and fori_loop as WhileLoop nodes, scan and map as Scan nodes,
+// associative_scan as an AssociativeScan node, whose bodies are traced into graphs of their own
+// (Note [Subgraphs] in jit/ir/graph.h).
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -48,7 +49,9 @@ PyObject* framejit_cond() {
   return fn;
 }
 
-std::string meta_text(const jit::TensorMeta& m) { return m.to_string(); }
+std::string meta_text(const jit::TensorMeta& m) {
+  return m.scalar_object ? "a NumPy scalar of " + m.to_string() : m.to_string();
+}
 
 // A body's graph and what it took: the operands' placeholders, the outer values it lifted.
 struct BodyResult {
@@ -94,9 +97,10 @@ VarKind sequence_of(Tracer& tx, const VarPtr& v, std::vector<VarPtr>& items) {
 }
 
 // Whether `b` may stand for `a` across a branch or an iteration: one kind, dtype and shape (sizes
-// equal as expressions).
+// equal as expressions), and both NumPy scalars or both arrays (a 0-d array is written in place
+// where a scalar is replaced).
 bool same_value_kind(const jit::TensorMeta& a, const jit::TensorMeta& b) {
-  bool same = a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank();
+  bool same = a.kind == b.kind && a.dtype == b.dtype && a.rank() == b.rank() && a.scalar_object == b.scalar_object;
   for (int d = 0; same && d < a.rank(); ++d) same = a.shape[d].same_as(b.shape[d]);
   return same;
 }
@@ -141,10 +145,12 @@ HigherOrderOp higher_order_op(PyObject* fn) {
   static PyObject* fori_loop = control_attr("fori_loop");
   static PyObject* scan = control_attr("scan");
   static PyObject* map = control_attr("map");
+  static PyObject* associative_scan = control_attr("associative_scan");
   if (fn == while_loop) return HigherOrderOp::WhileLoop;
   if (fn == fori_loop) return HigherOrderOp::ForiLoop;
   if (fn == scan) return HigherOrderOp::Scan;
   if (fn == map) return HigherOrderOp::Map;
+  if (fn == associative_scan) return HigherOrderOp::AssociativeScan;
   return HigherOrderOp::None;
 }
 
@@ -284,6 +290,18 @@ static std::vector<VarPtr> bind(const char* fn, std::initializer_list<const char
   return a;
 }
 
+// Breaks when a result that may be one of `operands` itself would be an input array written
+// earlier in the graph (or a view of one): the graph holds such an array's new contents apart
+// from the caller's array until it ends (Note [Writes into arrays]), so the result could not be
+// that array, and writes through one would miss the other. CPython runs the statement instead.
+static void check_no_written_operand(Tracer& tx, const char* op, const std::vector<VarPtr>& operands) {
+  for (const VarPtr& o : operands)
+    BREAK_IF(o->kind == VarKind::Tensor &&
+                 (tx.is_written_input(o.get()) || tx.is_view_of_written_input(*as<TensorVar>(o))),
+             std::string(op) + ": it may hand back an operand that is an input array written earlier in this graph "
+                               "(the statement runs in CPython, on the array itself)");
+}
+
 // A control-flow result that may be one of `operands` itself (a branch handing back its operand,
 // a loop that ran no step handing back what it was given): CPython's result is that very array.
 // Writes into it break (TensorVar::may_be_operand), and so do writes into the operands, which
@@ -353,6 +371,11 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
     }
   }
 
+  std::vector<VarPtr> aliased;
+  for (size_t j = 0; j < may_alias.size(); ++j)
+    if (may_alias[j]) aliased = operands;
+  check_no_written_operand(*this, "framejit.cond", aliased);
+
   // The node's operands: the graph values among the operands, then what either branch lifted;
   // each body's placeholders in that order (one it lacks is made, unused).
   // (A value both passed as an operand and read as a closure is both: two placeholders.)
@@ -408,6 +431,7 @@ VarPtr Tracer::call_cond(std::vector<VarPtr> args, KwArgs kwargs) {
 VarPtr Tracer::build_while(const char* op, const std::vector<VarPtr>& init,
                            const std::function<VarPtr(std::vector<VarPtr>)>& cond_body,
                            const std::function<std::vector<VarPtr>(std::vector<VarPtr>)>& step_body, VarKind shape) {
+  check_no_written_operand(*this, op, init);  // after no step, a result is the init itself
   const std::vector<VarPtr> carried = carried_values(*this, op, init);
   BodyResult test = trace_body(*this, op, carried, true, [&](std::vector<VarPtr> in) {
     VarPtr p = cond_body(std::move(in));
@@ -548,6 +572,7 @@ VarPtr Tracer::build_scan(
            std::string(op) + ": dim " + std::to_string(dim) + " is out of range for an array of " +
                std::to_string(xm.rank()) + " dims");
   if (dim < 0) dim += xm.rank();
+  check_no_written_operand(*this, op, init);  // after no step, the carry is the init itself
   const jit::SymInt n = xm.shape[dim];
   // No elements: the plain meaning raises (the ys' shape is unknown); so does CPython here.
   BREAK_IF(n.is_const() && n.const_value() == 0, Raises{PyExc_ValueError},
@@ -680,6 +705,162 @@ VarPtr Tracer::call_map(std::vector<VarPtr> args, KwArgs kwargs) {
     return std::make_pair(std::vector<VarPtr>{}, call(fn, std::move(call_args), {}));
   });
   return as<SeqVar>(r)->items.back();
+}
+
+// Note [Parallel scans]
+// framejit.associative_scan(combine_fn, xs, dim, reverse) is an inclusive scan whose combine_fn
+// the caller promises associative. The plain meaning folds slice after slice: n - 1 calls, each
+// waiting for the one before. Captured, it is a parallel scan: combine_fn is traced once on two
+// batches of slices (arrays shaped like xs, their length along dim a size known only when the
+// program runs), and the program runs ceil(log2 n) levels over a copy of xs (Hillis and Steele):
+// at level d = 1, 2, 4, ..., out[d:] = combine_fn(out[:-d], out[d:]) along dim (with reverse,
+// out[:-d] = combine_fn(out[d:], out[:-d])), each level one run of the body's compiled program
+// over all the slices at once.
+// That is the plain meaning's value only when combine_fn treats each slice on its own: the body
+// must be made of pointwise ops and Python numbers alone, each array in it shaped like the batches
+// or 0-d (no reduction, view, product or broadcast across slices; no array read from outside but
+// 0-d ones). And a step must compute as on one slice: the body is traced on single slices too
+// (the plain meaning's operands: NumPy scalars for a vector xs), and both traces must run the same
+// ops in the same dtypes and keep xs's dtype (NumPy 1 makes float64 of a float32 scalar times a
+// Python float, float32 of such an array). Anything else breaks with the reason, and CPython runs
+// the plain meaning. Floats are then combined in another order than the plain meaning's, as in
+// jax.lax.associative_scan: equal up to rounding for an associative combine_fn, exact for integers.
+// framejit.Tensor has no slice assignment for the levels to write with: captured on NumPy arrays
+// and torch tensors.
+
+namespace {
+
+// Whether graph `body` (placeholders a, b, then lifted values) combines batches of shape `batch`
+// slice by slice (Note [Parallel scans]); otherwise why not.
+std::string why_not_slicewise(const jit::Graph& body, const jit::TensorMeta& batch) {
+  auto shaped_like_batch = [&](const jit::TensorMeta& m) {
+    if (m.kind != jit::ValueKind::Tensor || m.rank() == 0) return true;
+    if (m.rank() != batch.rank()) return false;
+    for (int d = 0; d < m.rank(); ++d)
+      if (!m.shape[d].same_as(batch.shape[d])) return false;
+    return true;
+  };
+  const std::vector<int> ph = body.placeholders();
+  for (size_t k = 2; k < ph.size(); ++k) {
+    const jit::TensorMeta& m = body.node(ph[k]).meta;
+    if (m.kind == jit::ValueKind::Tensor && m.rank() != 0)
+      return "combine_fn reads an array from outside (" + body.node(ph[k]).name + ")";
+  }
+  for (const jit::Node& n : body.nodes()) {
+    if (n.kind != jit::NodeKind::Call) continue;
+    if (!jit::is_pointwise(n.op) && !jit::is_scalar_op(n.op))
+      return "combine_fn calls " + n.target + ", not an elementwise operation";
+    if (!shaped_like_batch(n.meta)) return "combine_fn broadcasts its operands (" + n.target + ")";
+  }
+  return {};
+}
+
+// The (op, dtype) of each call of `g`, in order: what a body computes.
+std::vector<std::pair<jit::OpKind, jit::DType>> computation(const jit::Graph& g) {
+  std::vector<std::pair<jit::OpKind, jit::DType>> out;
+  for (const jit::Node& n : g.nodes())
+    if (n.kind == jit::NodeKind::Call) out.emplace_back(n.op, n.meta.dtype);
+  return out;
+}
+
+}  // namespace
+
+VarPtr Tracer::call_associative_scan(std::vector<VarPtr> args, KwArgs kwargs) {
+  static const char* op = "framejit.associative_scan";
+  VarPtr reverse_v;
+  for (auto it = kwargs.begin(); it != kwargs.end();) {
+    if (it->first == "reverse") {
+      reverse_v = it->second;
+      it = kwargs.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (args.size() > 3 && !reverse_v) reverse_v = args[3];
+  BREAK_IF(args.size() > 4, Raises{PyExc_TypeError},
+           "associative_scan() takes from 3 to 4 positional arguments but " + std::to_string(args.size()) +
+               " were given");
+  if (args.size() > 3) args.resize(3);
+  const std::vector<VarPtr> a =
+      bind("associative_scan", {"combine_fn", "xs", "dim"}, std::move(args), std::move(kwargs));
+  const VarPtr &combine = a[0], &xs = a[1];
+  int64_t dim = to_int(a[2], "framejit.associative_scan's dim");
+  const bool reverse = reverse_v ? truth(reverse_v, "framejit.associative_scan's reverse") : false;
+  BREAK_IF(xs->kind != VarKind::Tensor,
+           std::string(op) + ": xs is " + var_kind_name(xs->kind) + "; a scan is captured over an array");
+  const jit::TensorMeta xm = meta(xs);
+  BREAK_IF(dim < -xm.rank() || dim >= xm.rank(), Raises{PyExc_ValueError},
+           std::string(op) + ": dim " + std::to_string(dim) + " is out of range for an array of " +
+               std::to_string(xm.rank()) + " dims");
+  if (dim < 0) dim += xm.rank();
+  BREAK_IF(out_.array_kind != ArrayKind::NumPy && out_.array_kind != ArrayKind::Torch,
+           std::string(op) + " is captured on NumPy arrays and torch tensors (a framejit.Tensor has no slice "
+                             "assignment for the scan's levels)");
+  const jit::SymInt n = xm.shape[dim];
+  BREAK_IF(n.is_const() && n.const_value() == 0, Raises{PyExc_ValueError},
+           std::string(op) + ": xs has no elements along the scanned dim (the result's shape is unknown)");
+
+  // Traces combine_fn on two operands of `m`: its one array result.
+  auto trace_combine = [&](const jit::TensorMeta& m) {
+    return trace_body(
+        *this, op, {}, false,
+        [&](std::vector<VarPtr> in) {
+          VarPtr r = call(combine, std::move(in), {});
+          BREAK_IF(r->kind != VarKind::Tensor, std::string(op) + ": combine_fn returns " + var_kind_name(r->kind) +
+                                                   "; a scan is captured when it returns one array");
+          return std::vector<VarPtr>{r};
+        },
+        {m, m});
+  };
+  // The plain meaning's step, on one slice of each.
+  jit::TensorMeta one = xm;
+  one.shape.erase(one.shape.begin() + dim);
+  if (dim != 0) one.layout = jit::Layout::Strided;
+  one.scalar_object = one.rank() == 0 && out_.array_kind == ArrayKind::NumPy;
+  const BodyResult single = trace_combine(one);
+  // The batches: xs's shape, with a length along dim that only the run knows. The symbol is bound
+  // to no call of the frame's graph (Note [Unbacked sizes]): it lives in the body alone.
+  jit::TensorMeta batch = xm;
+  const int s =
+      out_.new_unbacked_symbol(-1, dim, "a batch of framejit.associative_scan's slices",
+                               [](const std::string& reason) { graph_break(BreakKind::DataDependent, reason); });
+  batch.shape[dim] = jit::SymInt::symbol(s);
+  batch.layout = dim == 0 ? jit::Layout::Contiguous : jit::Layout::Strided;  // views of a C-ordered copy
+  BodyResult body = trace_combine(batch);
+
+  const std::string why = why_not_slicewise(*body.graph, batch);
+  BREAK_IF(!why.empty(), std::string(op) + ": " + why + "; a parallel scan needs an elementwise combine_fn");
+  BREAK_IF(single.outputs[0].dtype != xm.dtype || body.outputs[0].dtype != xm.dtype,
+           std::string(op) + ": combine_fn turns " + std::string(rt::dtype_name(xm.dtype)) + " slices into " +
+               std::string(rt::dtype_name(single.outputs[0].dtype == xm.dtype ? body.outputs[0].dtype
+                                                                               : single.outputs[0].dtype)) +
+               " (a captured scan keeps xs's dtype)");
+  BREAK_IF(computation(*single.graph) != computation(*body.graph),
+           std::string(op) + ": combine_fn computes in other dtypes on one slice than on many (the library's "
+                             "promotion of scalars); a parallel scan needs the same computation");
+
+  // Placeholders: a, b, then what the body lifted; the node passes xs for the scan and the lifted.
+  std::vector<VarPtr> passed{xs, xs};
+  for (const VarPtr& v : body.lifted) passed.push_back(v);
+  std::vector<int> order(body.operand_placeholders.begin(), body.operand_placeholders.end());
+  order.insert(order.end(), body.lifted_placeholders.begin(), body.lifted_placeholders.end());
+  order_placeholders(*this, *body.graph, order, passed);
+  std::vector<jit::Arg> node_args;
+  for (size_t k = 1; k < passed.size(); ++k) node_args.push_back(to_arg(passed[k]));
+  jit::TensorMeta tuple;
+  tuple.kind = jit::ValueKind::Object;
+  const int node =
+      out_.graph.add_call(jit::OpKind::AssociativeScan, {}, op, std::move(node_args),
+                          {{"dim", jit::Arg::integer(dim)}, {"reverse", jit::Arg::boolean(reverse)}}, tuple);
+  out_.graph.mutable_node(node).subgraphs = {body.graph};
+  check_raise_under_handler(node);
+  jit::TensorMeta m = xm;
+  m.layout = jit::Layout::Contiguous;
+  m.scalar_object = false;
+  const int r = out_.graph.add_call(jit::OpKind::Extern, {}, "getitem", {jit::Arg::node(node), jit::Arg::integer(0)},
+                                    {}, m);
+  out_.saw_tensor = true;
+  return std::make_shared<TensorVar>(r);  // new memory: the scan runs over a copy of xs
 }
 
 }  // namespace framejit::frontend

@@ -26,7 +26,7 @@ namespace framejit::frontend {
 class OpTable;  // trace/op_table.h
 
 /// The higher-order operators the tracer captures (trace/control_flow.cpp).
-enum class HigherOrderOp : uint8_t { None, Cond, WhileLoop, ForiLoop, Scan, Map };
+enum class HigherOrderOp : uint8_t { None, Cond, WhileLoop, ForiLoop, Scan, Map, AssociativeScan };
 /// Which one `fn` (borrowed) is.
 HigherOrderOp higher_order_op(PyObject* fn);
 /// The operator whose body the trace is in ("framejit.cond", ...), for messages.
@@ -216,6 +216,8 @@ public:
   /// framejit.scan(combine_fn, init, xs, dim=0, reverse=False), framejit.map(fn, xs, *args).
   VarPtr call_scan(std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr call_map(std::vector<VarPtr> args, KwArgs kwargs);
+  /// framejit.associative_scan(combine_fn, xs, dim, reverse=False) (Note [Parallel scans]).
+  VarPtr call_associative_scan(std::vector<VarPtr> args, KwArgs kwargs);
   /// A Scan node over `xs` along `dim` carrying `init`: `run(carry, x)` traces the body and
   /// returns (next carry, y). Its value: a Tuple of the final carry values, then ys.
   VarPtr build_scan(const char* op, const std::vector<VarPtr>& init, const VarPtr& xs, int64_t dim, bool reverse,

@@ -578,10 +578,27 @@ Status verify_scan(const Graph& graph, const Node& node, const std::string& labe
   return check_carried(graph, node, out, static_cast<size_t>(carried), label);
 }
 
+Status verify_associative_scan(const Graph& graph, const Node& node, const std::string& label) {
+  if (node.subgraphs.size() != 1 || !node.subgraphs[0]) return Status::internal(label + ": needs one body");
+  const Graph& body = *node.subgraphs[0];
+  Status s = body.verify();
+  if (!s) return Status::internal(label + ", body: " + s.message());
+  if (node.args.empty() || !node.args[0].is_node()) return Status::internal(label + ": needs xs");
+  if (body.placeholders().size() != node.args.size() + 1)
+    return Status::internal(label + ": the body takes " + std::to_string(body.placeholders().size()) +
+                            " values, the node passes xs twice and " + std::to_string(node.args.size() - 1) + " more");
+  const TensorMeta& xs = graph.node(static_cast<int>(node.args[0].i)).meta;
+  const std::vector<TensorMeta> out = output_metas(body);
+  if (out.size() != 1 || out[0].dtype != xs.dtype || out[0].rank() != xs.rank())
+    return Status::internal(label + ": the body must return one value of xs's dtype and rank");
+  return Status::ok();
+}
+
 // Note [Subgraphs]: the rules of a control-flow node's bodies, or why they are broken.
 Status verify_bodies(const Graph& graph, const Node& node, const std::string& label) {
   if (!is_control_flow(node.op)) return Status::internal(label + ": only control-flow nodes own subgraphs");
   if (node.op == OpKind::Scan) return verify_scan(graph, node, label);
+  if (node.op == OpKind::AssociativeScan) return verify_associative_scan(graph, node, label);
   if (node.subgraphs.size() != 2) return Status::internal(label + ": needs two bodies");
   for (size_t k = 0; k < node.subgraphs.size(); ++k) {
     if (!node.subgraphs[k]) return Status::internal(label + ": body " + std::to_string(k) + " is missing");

@@ -99,6 +99,9 @@ class Graph;
 //   scan        args (*carry, xs, *invariant), kwargs carried (the carry's count), dim, reverse;
 //               one subgraph taking (*carry, x, *invariant), x the slice of xs at each index of
 //               dim, returning (*carry, y); the value is (*carry, ys), ys the ys stacked along dim.
+//   associative_scan  args (xs, *invariant), kwargs dim, reverse; one subgraph taking (a, b,
+//               *invariant), a and b of xs's dtype and rank, returning one value like them; the
+//               value is (out,), the inclusive scan of xs along dim (Note [Parallel scans]).
 // verify() checks these rules and recurses; the passes run inside bodies too; the printer writes
 // each body indented under its node.
 

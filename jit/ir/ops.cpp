@@ -141,6 +141,7 @@ std::string_view op_name(OpKind op) {
     case OpKind::Cond: return "cond";
     case OpKind::WhileLoop: return "while_loop";
     case OpKind::Scan: return "scan";
+    case OpKind::AssociativeScan: return "associative_scan";
     case OpKind::Loop: return "loop";
   }
   return "?";
@@ -158,7 +159,7 @@ bool is_reduction(OpKind op) { return op >= OpKind::Sum && op <= OpKind::All; }
 bool is_view(OpKind op) { return op >= OpKind::Transpose && op <= OpKind::GetItem; }
 bool is_creation(OpKind op) { return op >= OpKind::Zeros && op <= OpKind::FullLike; }
 bool is_scalar_op(OpKind op) { return op >= OpKind::SymSize && op <= OpKind::ScalarFloat; }
-bool is_control_flow(OpKind op) { return op == OpKind::Cond || op == OpKind::WhileLoop || op == OpKind::Scan; }
+bool is_control_flow(OpKind op) { return op >= OpKind::Cond && op <= OpKind::AssociativeScan; }
 
 bool mutates(OpKind op) { return op == OpKind::Mutate || op == OpKind::CopyInto; }
 bool fresh_memory(OpKind op) { return op == OpKind::Empty || op == OpKind::EmptyLike; }

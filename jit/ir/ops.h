@@ -55,7 +55,8 @@ enum class OpKind : uint8_t {
   // A call that writes into one of its arguments (x op= y on a shared array, setitem, ...).
   Mutate,
   // Control flow: nodes owning the graphs of their bodies (Note [Subgraphs] in jit/ir/graph.h).
-  Cond, WhileLoop, Scan,
+  // AssociativeScan's body combines two batches of slices (Note [Parallel scans]).
+  Cond, WhileLoop, Scan, AssociativeScan,
   // A Python loop over array elements compiled as a loop (OpAttrs::element_loop; Note [Element
   // loops] in frontend/trace/element_loops.cpp): args (*arrays, *numbers); its value is the tuple
   // (*written arrays' new values, *numbers it hands back), selected by getitem nodes.

@@ -157,6 +157,39 @@ TEST(Subgraphs, ScanTakesTheCarryAndASliceAndReturnsTheCarryAndY) {
   EXPECT_NE(s.message().find("the body returns 2 values for 0 carried and y"), std::string::npos) << s.message();
 }
 
+TEST(Subgraphs, AssociativeScanCombinesTwoBatchesIntoOneLikeThem) {
+  // associative_scan over xs f32[5, 4] along dim 0: body (a, b, k) -> a * k + b.
+  auto build = [](DType out, bool extra_output) {
+    Graph g;
+    int xs = g.add_placeholder("xs", tensor({5, 4}));
+    int k = g.add_placeholder("k", tensor({}));
+    auto body = std::make_shared<Graph>();
+    int a = body->add_placeholder("a", tensor({3, 4}));
+    int b = body->add_placeholder("b", tensor({3, 4}));
+    int bk = body->add_placeholder("k", tensor({}));
+    int m = test::add_call(*body, "operator.mul", {n(a), n(bk)}, {}, tensor({3, 4}));
+    int s = test::add_call(*body, "operator.add", {n(m), n(b)}, {}, tensor({3, 4}, out));
+    body->set_output(extra_output ? std::vector<Arg>{n(s), n(m)} : std::vector<Arg>{n(s)});
+    TensorMeta tuple;
+    tuple.kind = ValueKind::Object;
+    int sc = g.add_call(OpKind::AssociativeScan, {}, "framejit.associative_scan", {n(xs), n(k)},
+                        {{"dim", Arg::integer(0)}, {"reverse", Arg::boolean(false)}}, tuple);
+    g.mutable_node(sc).subgraphs = {body};
+    g.set_output({n(sc)});
+    return g;
+  };
+  Graph ok = build(DType::Float32, false);
+  EXPECT_TRUE(ok.verify()) << ok.verify().message();
+  EXPECT_NE(ok.to_string().find("framejit.associative_scan(xs, k, dim=0, reverse=False)"), std::string::npos)
+      << ok.to_string();
+  for (Graph bad : {build(DType::Float64, false), build(DType::Float32, true)}) {
+    Status s = bad.verify();
+    ASSERT_FALSE(s);
+    EXPECT_NE(s.message().find("the body must return one value of xs's dtype and rank"), std::string::npos)
+        << s.message();
+  }
+}
+
 TEST(Subgraphs, PassesRunInsideBodies) {
   // A true branch with a dead call, a repeated subexpression and a constant expression.
   auto body = std::make_shared<Graph>();

@@ -979,7 +979,15 @@ class Generator:
             tmpl = f"{{t}} = framejit.cond({pred}, lambda p, q: {e1}, lambda p, q: {e2}, ({{a0}}, {{a1}}))"
             return Stmt(tmpl, t, [a, b], exact_slots=(0,), op_inexact="tanh" in e1 + e2 or "sum" in e1 + e2,
                         view=True)
-        if x < 0.6 and ndim(env[a]) >= 1:  # scan and map over the first dim of a0
+        if x < 0.6 and ndim(env[a]) >= 1:  # scan, map and associative_scan over a dim of a0
+            if r.random() < 0.3:
+                # Parallel when elementwise (Note [Parallel scans]); a reduction is a break.
+                body = r.choice(["p + q2", "np.maximum(p, q2)", "np.minimum(q2, p)", "p * q2",
+                                 "np.where(q2 > 0, q2, p)", "p", "q2", "p + q2.sum()"])
+                dim = r.randrange(-ndim(env[a]), ndim(env[a]))
+                rev = r.choice(["", ", reverse=True"])
+                tmpl = f"{{t}} = framejit.associative_scan(lambda p, q2: {body}, {{a0}}, {dim}{rev})"
+                return Stmt(tmpl, t, [a, b], op_inexact=True)
             if r.random() < 0.5:
                 body = r.choice(["r * 2 + q", "np.abs(r) - q", "r * q"])
                 tmpl = f"{{t}} = framejit.map(lambda r, q: {body}, {{a0}}, {{a1}})"

@@ -1,7 +1,7 @@
 """framejit's higher-order operators outside compiled code (issue 15): each against the plain
 Python it stands for, on Python numbers, framejit.Tensors, NumPy arrays and torch tensors where
 those exist; the structure checks' errors; and compiled functions that call them: framejit.cond is
-captured as a node with its branches' graphs, the others run in CPython until they are."""
+captured as a node with its branches' graphs, and so are the loops, scans and associative_scan."""
 
 import pytest
 
@@ -496,3 +496,165 @@ def test_a_loop_that_runs_no_step_hands_back_its_init_itself():
         got = framejit.compile(f)(got_x, n)
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got_x, want_x)
+
+
+@needs_numpy
+def test_cond_results_after_a_write_into_the_operand_are_the_array_itself():
+    # Found by the fuzzer (seed 304 program 1054, seed 308 program 2326): the operand is an input
+    # written earlier in the graph, whose new contents the graph holds apart from the caller's array
+    # until it ends; a branch handing it back must hand back the array itself (the statement breaks).
+    def write_then_cond(x0):
+        x0 += x0
+        v = framejit.cond(x0.sum() > 0, lambda p, q: p, lambda p, q: p - q, (x0, x0))
+        v[..., -1] = 1
+        return np.where(x0 > 0, x0, x0)
+
+    def write_through_a_view(x0, x1):
+        v1 = x1[:]
+        v1[...] = 2.0
+        v2 = framejit.cond(np.all(x1 > -1), lambda p, q: p, lambda p, q: np.tanh(p), (x1, x0))
+        v2 += x1 * 2
+        return v2
+
+    def zero_trips(x, n):
+        x[0] = 5.0
+        (k, y) = framejit.while_loop(lambda k, y: k < n, lambda k, y: (k + 1, y * 2.0), (0, x))
+        y[1] = -1.0
+        return y
+
+    cases = [(write_then_cond, lambda: (np.array([3, 0, 5, 3], dtype=np.uint8),)),
+             (write_through_a_view, lambda: (np.zeros(3), np.ones(4, np.float32))),
+             (zero_trips, lambda: (np.arange(3.0), 0)), (zero_trips, lambda: (np.arange(3.0), 2))]
+    for fn, make in cases:
+        want_args, got_args = make(), make()
+        want = fn(*want_args)
+        framejit.reset()
+        got = framejit.compile(fn)(*got_args)
+        np.testing.assert_array_equal(got, want)
+        for g, w in zip(got_args, want_args):
+            np.testing.assert_array_equal(g, w)
+
+
+@needs_numpy
+def test_cond_branches_returning_a_scalar_and_a_0d_array_are_not_merged():
+    # Found by the fuzzer (seed 306 program 533): p is a 0-d array, p * 2 a NumPy scalar, and what
+    # follows differs (astype keeps a 0-d array; += writes into it, which NumPy refuses here).
+    def f(x0):
+        v = framejit.cond(x0.sum() > 0, lambda p, q: p, lambda p, q: p * 2, (x0, x0))
+        return v.astype(np.float32)
+
+    for x in (np.array(3), np.array(-3)):
+        framejit.reset()
+        got, want = framejit.compile(f)(x), f(x)
+        assert type(got) is type(want) and got == want
+    framejit.reset()
+    with pytest.raises(framejit.Unsupported, match="output 0 differs: i64.* a NumPy scalar of i64"):
+        framejit.compile(f, fullgraph=True)(np.array(3))
+
+
+# ---- associative_scan inside compiled code (Note [Parallel scans]) -------------------------------
+
+
+@needs_numpy
+def test_associative_scan_is_captured_as_a_parallel_scan():
+    def cumsum(xs):
+        return framejit.associative_scan(lambda a, b: a + b, xs, 0)
+
+    def running_max_from_the_end(xs):
+        return framejit.associative_scan(np.maximum, xs, -1, reverse=True)
+
+    def last_positive(xs, floor):
+        # Associative but not commutative: the later slice wins where it is positive.
+        return framejit.associative_scan(lambda a, b: np.where(b > floor, b, a), xs, 1) * 2
+
+    def first(xs):
+        return framejit.associative_scan(lambda a, b: a, xs, 0)
+
+    rng = np.random.default_rng(5)
+    cases = [
+        (cumsum, [(np.arange(n, dtype=np.int64) * 3,) for n in (2, 3, 17, 64, 1000)]),
+        (cumsum, [(rng.integers(-9, 9, (n, 3, 2)).astype(np.int32),) for n in (5, 8, 33)]),
+        (running_max_from_the_end, [(rng.standard_normal((4, n)),) for n in (2, 9, 100)]),
+        (last_positive, [(rng.standard_normal((3, n, 2)), 0.5) for n in (7, 2, 40)]),
+        (first, [(rng.standard_normal((n, 2)),) for n in (3, 16)]),
+    ]
+    for fn, calls in cases:
+        framejit.reset()
+        cf = framejit.compile(fn, fullgraph=True)
+        for args in calls:
+            got, want = cf(*args), fn(*args)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+            assert got.flags.c_contiguous and not np.shares_memory(got, args[0])
+        st = framejit.stats()
+        # A new length is a run-time value: one trace for every call.
+        assert st["captured"] == 1 and st["recompiles"] == 0 and st["graph_breaks"] == 0, (fn.__name__, st)
+    # Float sums combine in another order than the plain meaning's fold: equal up to rounding.
+    xs = rng.standard_normal((999, 5))
+    framejit.reset()
+    np.testing.assert_allclose(framejit.compile(cumsum, fullgraph=True)(xs), np.cumsum(xs, 0), rtol=1e-12, atol=1e-12)
+    text = str(framejit.explain(cumsum)(xs))
+    assert "framejit.associative_scan(" in text and "# associative_scan body 0:" in text
+    # One element along dim: the copy; none: the plain meaning's ValueError.
+    np.testing.assert_array_equal(framejit.compile(cumsum)(np.ones((1, 3))), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="no elements"):
+        framejit.compile(cumsum)(np.ones((0, 3)))
+
+
+@needs_numpy
+def test_associative_scans_that_are_not_elementwise_run_in_cpython():
+    w = np.ones(3)
+
+    def matmul(xs):
+        return framejit.associative_scan(lambda a, b: a @ b, xs, 0)
+
+    def reduces(xs):
+        return framejit.associative_scan(lambda a, b: a + b.sum(), xs, 0)
+
+    def reads_an_array(xs):
+        return framejit.associative_scan(lambda a, b: np.maximum(a, b * w), xs, 0)
+
+    def promotes(xs):
+        # NumPy 1: a float32 scalar times a Python float is float64 (an array stays float32).
+        return framejit.associative_scan(lambda a, b: np.maximum(a, b * 2.0), xs, 0)
+
+    rng = np.random.default_rng(2)
+    for fn, xs, why in ((matmul, rng.standard_normal((5, 3, 3)), "calls operator.matmul"),
+                        (reduces, rng.standard_normal((4, 3)), "calls method.sum"),
+                        (reads_an_array, rng.standard_normal((4, 3)), r"reads an array from outside \(w\)"),
+                        (promotes, rng.standard_normal(6).astype(np.float32), None)):
+        framejit.reset()
+        got, want = framejit.compile(fn)(xs), fn(xs)
+        assert got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        if why:
+            framejit.reset()
+            with pytest.raises(framejit.Unsupported, match=why):
+                framejit.compile(fn, fullgraph=True)(xs)
+
+
+@needs_torch
+def test_associative_scan_on_torch_tensors():
+    def f(xs):
+        return framejit.associative_scan(torch.maximum, xs, 0), framejit.associative_scan(lambda a, b: a + b, xs, 1,
+                                                                                           reverse=True)
+
+    framejit.reset()
+    cf = framejit.compile(f, fullgraph=True)
+    for n in (6, 31):
+        xs = torch.arange(n * 4, dtype=torch.int64).reshape(n, 4) % 7 - 3
+        got, want = cf(xs), f(xs)
+        assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    assert framejit.stats()["recompiles"] == 0
+
+
+def test_associative_scan_on_framejit_tensors_runs_in_cpython():
+    def f(xs):
+        return framejit.associative_scan(lambda a, b: a + b, xs, 0)
+
+    xs = T([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    framejit.reset()
+    assert framejit.compile(f)(xs).tolist() == [[1.0, 2.0], [4.0, 6.0], [9.0, 12.0]]
+    framejit.reset()
+    with pytest.raises(framejit.Unsupported, match="captured on NumPy arrays and torch tensors"):
+        framejit.compile(f, fullgraph=True)(xs)

@@ -186,3 +186,17 @@ def test_comparison_with_a_0d_array_casts_by_value_as_numpy_does():
         got = framejit.compile(f)(x0, x1)
         for w, g in zip(want, got):
             np.testing.assert_array_equal(g, w)
+
+
+def test_float16_compared_with_a_float_past_its_range():
+    # NumPy 1.x compares float16 with 1e10 in float32 (by the value), where float16 would make it
+    # inf and find it equal to an inf element; found by the fuzzer (seed 309, program 1503).
+    x = np.array([np.inf, 1.0, -np.inf, 70000.0], np.float32)
+
+    def f(x):
+        h = x.astype(np.float16)
+        return 1e10 == h, h < 1e10, h >= 0.1
+
+    framejit.reset()
+    for g, w in zip(framejit.compile(f)(x), f(x)):
+        np.testing.assert_array_equal(g, w)

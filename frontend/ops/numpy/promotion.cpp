@@ -712,6 +712,8 @@ std::optional<DType> comparison_loop_dtype(const std::vector<DType> &arrays,
     t = *p;
   }
   for (OperandKind n : numbers) {
+    // NumPy 1 compares float16 with a float past float16's range (1e10) in float32, by its value.
+    if (n == OperandKind::PyFloat && t == DType::Float16) return std::nullopt;
     if (n == OperandKind::PyBool || n == OperandKind::Tensor || is_float(t)) continue;
     if (n == OperandKind::PyInt) {
       t = DType::Int64;

@@ -124,7 +124,8 @@ bool can_cast_same_kind(rt::DType from, rt::DType to);
 /// np.result_type does; an int number against integer arrays needs int64 (its value is a run-time
 /// input); a float number against float arrays becomes the array type, against int32/int64 arrays
 /// both become float64. nullopt where NumPy goes through float16 (a float against uint8/bool
-/// arrays) or no array takes part.
+/// arrays, or against float16 arrays, which NumPy 1 compares in float32 when the float is past
+/// float16's range) or no array takes part.
 std::optional<rt::DType> comparison_loop_dtype(const std::vector<rt::DType> &arrays,
                                                const std::vector<OperandKind> &numbers);
 

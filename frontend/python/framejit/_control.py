@@ -8,10 +8,10 @@ next (a clear TypeError naming the value otherwise). Inside a compiled function,
 fori_loop, scan and map are captured: their bodies are traced into graphs of a Cond, WhileLoop or
 Scan node, and the program runs the branch its predicate picks, or loops on the host over the
 bodies' compiled programs, so a new predicate, trip count or length does not recompile (Note
-[Tracing bodies] in frontend/trace/control_flow.cpp). A body that cannot be captured (a side
-effect, values that change dtype or shape, Python logic on a number a loop carries) sends that
-statement to CPython with the reason. associative_scan runs in CPython, with the same result,
-until it is captured as a parallel scan.
+[Tracing bodies] in frontend/trace/control_flow.cpp). associative_scan with an elementwise
+combine_fn is captured as a parallel scan: log2(n) runs of the body over all slices at once (Note
+[Parallel scans]). A body that cannot be captured (a side effect, values that change dtype or
+shape, Python logic on a number a loop carries) sends that statement to CPython with the reason.
 """
 
 import sys as _sys
@@ -144,6 +144,15 @@ def map(fn, xs, *args):  # noqa: A001 - the operator's name, as in torch and jax
     """fn(x, *args) for each x of xs along dim 0, stacked along dim 0."""
     n, _ = _length(xs, 0, "map")
     return _stack([fn(_take(xs, i, 0), *args) for i in range(n)], 0, "map")
+
+
+def _fresh_copy(xs):
+    """A C-ordered copy of xs by its own library: the array a captured associative_scan scans in
+    place (Note [Parallel scans])."""
+    torch = _sys.modules.get("torch")
+    if torch is not None and isinstance(xs, torch.Tensor):
+        return xs.clone(memory_format=torch.contiguous_format)
+    return xs.copy(order="C")
 
 
 def associative_scan(combine_fn, xs, dim, reverse=False):
