@@ -1752,8 +1752,10 @@ bool eliminate_dead(ElementLoop& loop, std::vector<int>& sink) {
 // not assigned in the loop, and a load of a[I] comes before any store in the iteration, that
 // load reads the y of the iteration before (the element's type holding y exactly: float64 for a
 // Float, int64 or uint64 for an Int). If the load is the header's first instruction, it moves to
-// the end of the preheader, and each latch ends with `x = mov y`. Else a flag set in the latches
-// and cleared in the preheader picks between the load (the first iteration) and a copy of y.
+// the end of the preheader, and each latch ends with `x = mov y`. If it opens the body and the
+// header only tests, the test is repeated after the preheader, which then loads when the loop will
+// run. Else a flag set in the latches and cleared in the preheader picks between the load (the
+// first iteration) and a copy of y.
 // The store stays; the load still checks its index in the first iteration, and later ones skip
 // a check that the same indices passed in the store.
 bool promote_carried_loads(ElementLoop& loop) {
@@ -1858,6 +1860,23 @@ bool promote_carried_loads(ElementLoop& loop) {
       std::vector<EInstr>& hi = loop.blocks[l.header].instrs;
       hi.erase(hi.begin());
       before_end(pre, ld);
+      for (size_t k = 0; k < latches.size(); ++k) before_end(latches[k], make_mov(loop, x, stored[k]));
+      return true;
+    }
+    // The header only tests and the load opens the body: the test is repeated on the way in, and
+    // the element is loaded there when the first iteration will run (no flag in the loop).
+    const std::vector<EInstr> hi = loop.blocks[l.header].instrs;
+    if (at_k == 0 && hi.size() == 2 && hi[0].op == EOp::Cmp && hi[1].op == EOp::Branch && hi[1].a == hi[0].dst &&
+        g.pred[at_b].size() == 1 && (hi[1].target == at_b) != (hi[1].target2 == at_b)) {
+      const int guard_b = n, load_b = n + 1;
+      EInstr br = hi[1];
+      (br.target == at_b ? br.target : br.target2) = load_b;
+      loop.blocks.resize(n + 2);
+      loop.blocks[guard_b].instrs = {hi[0], br};
+      loop.blocks[load_b].instrs = {ld, make_jump(l.header)};
+      loop.blocks[pre].instrs.back().target = guard_b;
+      std::vector<EInstr>& body = loop.blocks[at_b].instrs;
+      body.erase(body.begin());
       for (size_t k = 0; k < latches.size(); ++k) before_end(latches[k], make_mov(loop, x, stored[k]));
       return true;
     }

@@ -74,7 +74,10 @@ using CC = ax::CondCode;
 // variable the loop only assigns counter + c), in range on every iteration if counter + c >= 0
 // at the preheader and bound + c <= the size. The preheader tests these and goes to that version,
 // or to the one with every check (which then raises where the loop would). Exits from either
-// version go to the same blocks.
+// version go to the same blocks. In that version, a row whose index variables are the counter and
+// variables the loop does not assign (A[k, j] for counter k) is an induction pointer: computed
+// after the preheader's tests, stepped by step * stride where the counter steps (no imul per
+// element).
 //
 // Floats compare with ucomisd, which reports "unordered" (a NaN operand) as ZF = PF = CF = 1:
 // a < b is `ucomisd b, a; ja`, a <= b `jae` (CF = 0 excludes NaN), a == b is ZF = 1 with PF = 0
@@ -161,6 +164,7 @@ bool speculable(const EInstr& e) {
 
 constexpr int kMaxArm = 4;       // instructions per if-converted arm
 constexpr size_t kMaxHoists = 6;  // row addresses computed before a loop
+constexpr size_t kMaxInduced = 3;  // induction pointers of a loop's version without checks
 // Code twice as long costs compile time: above these sizes (instructions), one version only.
 constexpr size_t kMaxDuplicated = 600;  // the whole loop, for the contiguous-arrays version
 constexpr size_t kMaxVersioned = 200;   // an inner loop, for its version without checks
@@ -193,6 +197,7 @@ public:
     plan_layout();
     plan_hoists();
     plan_versions();
+    plan_induced();
 
     load_arrays();
     load_params();
@@ -273,7 +278,9 @@ private:
     std::vector<std::pair<Fact, int64_t>> counted;
     std::vector<std::pair<int, int64_t>> offsets;  // those variables and their c
     int counter = -1, bound = -1;
+    int64_t step = 0;                // what the counter's one assignment adds
     std::vector<char> counter_kept;  // per block: no path from the header to it steps the counter
+    std::vector<Hoist> induced;      // rows of the counter and invariant variables, in the fast version
   };
 
   // Array indexing worked out along an extended block: the checked index of an axis (in [0, size)),
@@ -350,6 +357,7 @@ private:
     cache_at_end_.assign(nb, IndexCache{});
     emitted_.assign(nb, 0);
     hoisted_.assign(loops_.size(), {});
+    induced_.assign(loops_.size(), {});
     fast_labels_.assign(loops_.size(), {});
     for (size_t l = 0; l < loops_.size(); ++l)
       if (loops_[l].versioned)
@@ -662,6 +670,7 @@ private:
         if (step && *step >= 1) {
           lp.counter = cmp.a;
           lp.bound = cmp.b;
+          lp.step = *step;
         }
       }
       if (lp.counter >= 0)
@@ -722,6 +731,48 @@ private:
               break;
             }
           }
+        }
+      }
+    }
+  }
+
+  // Rows of a versioned loop that the counter and invariant variables index: induction pointers in
+  // its version without checks (Note [Element loop code]). The counter's one assignment must be
+  // emitted as a block's instruction (not in an if-converted arm), where the pointers step.
+  void plan_induced() {
+    const int nb = static_cast<int>(loop_.blocks.size());
+    std::vector<char> arm(nb, 0);
+    for (int b = 0; b < nb; ++b)
+      if (ifconv_[b])
+        for (int x : ifconv_[b]->arm)
+          if (x >= 0) arm[x] = 1;
+    for (LoopInfo& lp : loops_) {
+      if (!lp.versioned || lp.counter < 0 || lp.step * 64 > (int64_t{1} << 30)) continue;
+      std::vector<char> written(loop_.vars.size(), 0);
+      bool stepped_in_block = false;
+      for (int b = 0; b < nb; ++b) {
+        if (!lp.body[b]) continue;
+        for (const EInstr& e : loop_.blocks[b].instrs)
+          if (writes_dst(e.op)) {
+            written[e.dst] = 1;
+            stepped_in_block |= e.dst == lp.counter && !arm[b];
+          }
+      }
+      if (!stepped_in_block) continue;
+      for (int b = 0; b < nb; ++b) {
+        if (!lp.body[b]) continue;
+        for (const EInstr& e : loop_.blocks[b].instrs) {
+          if ((e.op != EOp::Load && e.op != EOp::Store) || e.index.size() < 2) continue;
+          const std::vector<int> vars(e.index.begin(), e.index.end() - 1);
+          bool counted = false, invariant = true;
+          for (int v : vars) {
+            counted |= v == lp.counter;
+            invariant &= v == lp.counter || !written[v];
+          }
+          Hoist h{e.array, vars};
+          if (counted && invariant && std::find(lp.induced.begin(), lp.induced.end(), h) == lp.induced.end() &&
+              lp.induced.size() < kMaxInduced)
+            lp.induced.push_back(std::move(h));
         }
       }
     }
@@ -1057,6 +1108,30 @@ private:
     }
   }
 
+  // After a versioned loop's preheader passed its tests (the indices are in range): its induction
+  // pointers and their steps.
+  void emit_induced(int l) {
+    const LoopInfo& lp = loops_[l];
+    for (const Hoist& h : lp.induced) {
+      mat_gp_.clear();
+      const ArrayRegs& ar = arrays_[h.array];
+      ax::Gp p = cc_.newIntPtr("induced"), t = tmp();
+      cc_.mov(p, ar.data);
+      Induced d{h, p, ax::Gp()};
+      for (size_t k = 0; k < h.vars.size(); ++k) {
+        cc_.mov(t, G(h.vars[k]));
+        cc_.imul(t, ar.stride[k]);
+        cc_.add(p, t);
+        if (h.vars[k] == lp.counter) {
+          d.step = cc_.newInt64("step");
+          cc_.mov(d.step, ar.stride[k]);
+          if (lp.step != 1) cc_.imul(d.step, d.step, static_cast<int32_t>(lp.step));
+        }
+      }
+      induced_[l].push_back(d);
+    }
+  }
+
   // The block an innermost loop's back edge jumps to: the header's successor in the loop when the
   // header only tests (its test is repeated at the latch), else the header.
   bool loop_top(int b) const {
@@ -1097,7 +1172,10 @@ private:
         if (ifconv_[b]) {
           if_converted(b, *ifconv_[b]);
           emit_hoists(b);
-          if (fast_loop_ < 0 && versioned_from(b) >= 0) version_checks(versioned_from(b));
+          if (fast_loop_ < 0 && versioned_from(b) >= 0) {
+            version_checks(versioned_from(b));
+            emit_induced(versioned_from(b));
+          }
           jump(ifconv_[b]->join, next, b);
         } else {
           branch(branch_flags(b), e.target, e.target2, next, b);
@@ -1106,7 +1184,10 @@ private:
       }
       if (e.op == EOp::Jump) {
         emit_hoists(b);
-        if (fast_loop_ < 0 && versioned_from(b) >= 0) version_checks(versioned_from(b));
+        if (fast_loop_ < 0 && versioned_from(b) >= 0) {
+          version_checks(versioned_from(b));
+          emit_induced(versioned_from(b));
+        }
         jump(e.target, next, b);
         continue;
       }
@@ -1114,6 +1195,8 @@ private:
       mat_xmm_.clear();
       instr(e);
       if (writes_dst(e.op)) forget(e.dst);
+      if (fast_loop_ >= 0 && writes_dst(e.op) && e.dst == loops_[fast_loop_].counter)
+        for (const Induced& d : induced_[fast_loop_]) cc_.add(d.ptr, d.step);
       if (fast_loop_ >= 0) assume_after(e);
       if (e.op == EOp::Mov && e.dst != e.a && !is_const(e.dst)) {
         // The copy passes the checks its source passed.
@@ -1798,8 +1881,14 @@ private:
     for (const RowEntry& r : cache_.rows)
       if (r.array == e.array && r.vars == vars) return r.ptr;
     ax::Gp p;
+    if (fast_loop_ >= 0)
+      for (const Induced& d : induced_[fast_loop_])
+        if (d.row.array == e.array && d.row.vars == vars) {
+          for (int k = 0; k < count; ++k) axis_entry(e, k, false);
+          p = d.ptr;
+        }
     const int l = innermost_[cur_block_];
-    if (l >= 0 && !hoisted_[l].empty()) {
+    if (!p.isValid() && l >= 0 && !hoisted_[l].empty()) {
       const std::vector<Hoist>& hs = loops_[l].hoists;
       for (size_t h = 0; h < hs.size() && h < hoisted_[l].size(); ++h) {
         if (hs[h].array == e.array && hs[h].vars == vars) {
@@ -1988,6 +2077,12 @@ private:
   std::vector<LoopInfo> loops_;
   std::vector<int> innermost_;                       // per block: its innermost loop, or -1
   std::vector<std::vector<ax::Gp>> hoisted_;         // per loop: its hoists' registers (this version)
+  // An induction pointer of a loop's version without checks, and what it steps by.
+  struct Induced {
+    Hoist row;
+    ax::Gp ptr, step;
+  };
+  std::vector<std::vector<Induced>> induced_;  // per loop (this address version)
   bool contiguous_ = false;                          // the version for contiguous last axes
   std::vector<std::vector<Label>> fast_labels_;      // per versioned loop: its blocks' labels without checks
   int fast_loop_ = -1;                               // the loop being emitted without checks
