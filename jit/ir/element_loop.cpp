@@ -1757,11 +1757,20 @@ bool eliminate_dead(ElementLoop& loop, std::vector<int>& sink) {
 // run. Else a flag set in the latches and cleared in the preheader picks between the load (the
 // first iteration) and a copy of y.
 // The store stays; the load still checks its index in the first iteration, and later ones skip
-// a check that the same indices passed in the store.
+// a check that the same indices passed in the store. Likewise, with a counter c that the one latch
+// steps by 1 after the store a[..., c, ...] = y (the loop's only store into a), a load of
+// a[..., c - 1, ...] (c - 1 computed in the iteration before c steps) reads the y of the
+// iteration before: `D[i, j] = min(D[i, j - 1] + 1, ...)`, a running sum `a[j] = a[j - 1] + x[j]`
+// (through the flag: the first iteration loads).
 bool promote_carried_loads(ElementLoop& loop) {
   const Cfg g = build_cfg(loop);
   const std::vector<NaturalLoop> loops = natural_loops(g);
   const int n = static_cast<int>(loop.blocks.size());
+  const VarInfo vi = analyze(loop, g);
+  const std::vector<const EInstr*> consts = constants_of(loop, g, vi);
+  auto is_int = [&](int v, int64_t c) {
+    return consts[v] && consts[v]->type == EType::Int && consts[v]->imm == c;
+  };
   for (const NaturalLoop& l : loops) {
     // Innermost: no other header inside.
     bool inner = false;
@@ -1777,14 +1786,17 @@ bool promote_carried_loads(ElementLoop& loop) {
       }
     }
     if (outside != 1 || loop.blocks[pre].instrs.back().op != EOp::Jump) continue;
-    std::vector<char> written(loop.vars.size(), 0);
+    std::vector<int> written(loop.vars.size(), 0);  // assignments in the loop
     for (int b = 0; b < n; ++b)
       if (l.body[b])
         for (const EInstr& e : loop.blocks[b].instrs)
-          if (has_dst(e.op)) written[e.dst] = 1;
+          if (has_dst(e.op)) ++written[e.dst];
     // The store each latch ends with.
     const EInstr* element = nullptr;
     std::vector<int> stored;  // per latch: y
+    // A counter c stepped by 1 after the store (one latch): a load of the element at c - 1 reads
+    // the y of the iteration before (edit distance's D[i, j - 1]). Its position in the index.
+    int counter = -1, at = -1;
     bool ok = !latches.empty();
     for (int lt : latches) {
       const std::vector<EInstr>& in = loop.blocks[lt].instrs;
@@ -1797,10 +1809,18 @@ bool promote_carried_loads(ElementLoop& loop) {
         break;
       }
       const EInstr& st = in[s];
-      for (size_t k = s + 1; k < in.size(); ++k)
-        if (has_dst(in[k].op) &&
-            (in[k].dst == st.a || std::find(st.index.begin(), st.index.end(), in[k].dst) != st.index.end()))
-          ok = false;
+      for (size_t k = s + 1; k < in.size(); ++k) {
+        if (!has_dst(in[k].op)) continue;
+        const auto pos = std::find(st.index.begin(), st.index.end(), in[k].dst);
+        const EInstr& e = in[k];
+        if (pos != st.index.end() && latches.size() == 1 && counter < 0 && e.op == EOp::Add && e.a == e.dst &&
+            is_int(e.b, 1) && written[e.dst] == 1 && std::count(st.index.begin(), st.index.end(), e.dst) == 1) {
+          counter = e.dst;
+          at = static_cast<int>(pos - st.index.begin());
+          continue;
+        }
+        if (e.dst == st.a || pos != st.index.end()) ok = false;
+      }
       if (element && (element->array != st.array || element->index != st.index)) ok = false;
       element = &st;
       stored.push_back(st.a);
@@ -1812,8 +1832,34 @@ bool promote_carried_loads(ElementLoop& loop) {
     const bool exact = (dt == DType::Float64 && t == EType::Float) ||
                        ((dt == DType::Int64 || dt == DType::UInt64) && t == EType::Int);
     for (int y : stored) ok &= loop.vars[y] == t;
-    for (int v : element->index) ok &= !written[v];
+    for (int v : element->index) ok &= !written[v] || v == counter;
+    if (counter >= 0) {
+      // The latch's store is the loop's only one into the array.
+      int stores = 0;
+      for (int b = 0; b < n; ++b)
+        if (l.body[b])
+          for (const EInstr& e : loop.blocks[b].instrs) stores += e.op == EOp::Store && e.array == element->array;
+      ok &= stores == 1;
+    }
     if (!ok || !exact) continue;
+    // The element the iteration before stored: its index, or (with the counter) the index with
+    // c - 1 at `at`, c - 1 computed in the loop from c before c steps.
+    auto same_element = [&](const EInstr& e, int b, size_t k) {
+      if (e.index == element->index) return counter < 0;  // (with a counter: this iteration's element)
+      if (counter < 0 || e.index.size() != element->index.size()) return false;
+      for (size_t q = 0; q < e.index.size(); ++q)
+        if (static_cast<int>(q) != at && e.index[q] != element->index[q]) return false;
+      const int w = e.index[at];
+      if (written[w] != 1) return false;
+      const std::vector<EInstr>& in = loop.blocks[b].instrs;
+      for (size_t j = 0; j < k; ++j) {
+        const EInstr& d = in[j];
+        if (has_dst(d.op) && d.dst == w)
+          return (d.op == EOp::Sub && d.a == counter && is_int(d.b, 1)) ||
+                 (d.op == EOp::Add && d.a == counter && is_int(d.b, -1));
+      }
+      return false;
+    };
     // A load of the element that no store precedes in the iteration.
     std::vector<char> clean_in(n, 0), clean_out(n, 0);
     int at_b = -1, at_k = -1;
@@ -1840,7 +1886,7 @@ bool promote_carried_loads(ElementLoop& loop) {
       }
       for (size_t k = 0; k < in.size() && c; ++k) {
         const EInstr& e = in[k];
-        if (at_b < 0 && !made && e.op == EOp::Load && e.array == element->array && e.index == element->index &&
+        if (at_b < 0 && !made && e.op == EOp::Load && e.array == element->array && same_element(e, b, k) &&
             e.type == t) {
           at_b = b;
           at_k = static_cast<int>(k);

@@ -679,3 +679,33 @@ def test_helpers_the_loop_compiler_refuses_still_run():
         framejit.reset()
         assert framejit.compile(fn)(a, 20) == pytest.approx(fn(a, 20), rel=1e-12)
     assert framejit.stats()["loops"] == 0
+
+
+def _running(a, x, start):
+    # a[j] from a[j - 1]: the element the iteration before stored (Note [Carried elements]).
+    for j in range(start, x.shape[0]):
+        a[j] = a[j - 1] * 0.5 + x[j]
+    return a
+
+
+def _running_rows(D, x):
+    for i in range(1, D.shape[0]):
+        for j in range(1, D.shape[1]):
+            D[i, j] = min(D[i - 1, j], D[i, j - 1] + x[j], D[i - 1, j - 1]) + 1
+    return D
+
+
+def test_an_element_stored_one_iteration_back_is_carried():
+    x = RNG.random(40)
+    compiled(_running, np.zeros(40), x, 1)
+    compiled(_running, np.ones(40), x, 0)  # a[-1] first: the last element, wrapped
+    compiled(_running, np.ones(40), x, 39)
+    compiled(_running, np.ones(40), x, 40)  # no iteration
+    compiled(_running_rows, RNG.integers(0, 9, (7, 11)), RNG.integers(0, 3, 11))
+    # Out of range midway: the elements stored before the IndexError stay, as in CPython.
+    f = framejit.compile(_running)
+    got, want = np.zeros(10), np.zeros(10)
+    for a in (got, want):
+        with pytest.raises(IndexError):
+            (f if a is got else _running)(a, np.arange(12.0), 1)
+    np.testing.assert_array_equal(got, want)

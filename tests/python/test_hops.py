@@ -615,8 +615,9 @@ def test_associative_scans_that_are_not_elementwise_run_in_cpython():
         return framejit.associative_scan(lambda a, b: np.maximum(a, b * w), xs, 0)
 
     def promotes(xs):
-        # NumPy 1: a float32 scalar times a Python float is float64 (an array stays float32).
-        return framejit.associative_scan(lambda a, b: np.maximum(a, b * 2.0), xs, 0)
+        # NumPy 1: a float32 scalar times a Python float is float64 (an array stays float32); NumPy 2
+        # keeps float32 both ways, and captures it.
+        return framejit.associative_scan(lambda a, b: np.maximum(a, b) * 1.0, xs, 0)
 
     rng = np.random.default_rng(2)
     for fn, xs, why in ((matmul, rng.standard_normal((5, 3, 3)), "calls operator.matmul"),
