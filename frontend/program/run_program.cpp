@@ -715,6 +715,14 @@ PyObject* run_while(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  
 PyMethodDef run_while_def = {"while_loop", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(run_while)),
                              METH_FASTCALL, "runs a captured framejit.while_loop"};
 
+// A Scan or AssociativeScan node's callable state, its one body adopted by the enclosing program;
+// null with the error set.
+CondBranches* scan_of(PyObject* self) {
+  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  if (b) adopt(*b->branch[0], *b->enclosing);
+  return b;
+}
+
 // Note [Running scan]
 // A Scan node's callable holds its body's program (branch 0 of CondBranches) and the node's
 // carried count, dim and reverse (kept in `scan`), and runs the plain meaning on the host: for each
@@ -722,10 +730,9 @@ PyMethodDef run_while_def = {"while_loop", reinterpret_cast<PyCFunction>(reinter
 // (xs[:, ..., i]), runs the body on (*carry, x, *invariant), carries the carry on and keeps y; the
 // ys are stacked by framejit._control._stack, the plain meaning's own (np.stack, torch.stack).
 PyObject* run_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
-  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  CondBranches* b = scan_of(self);
   if (!b) return nullptr;
   Program& body = *b->branch[0];
-  adopt(body, *b->enclosing);
   const ScanShape& sh = b->scan;
   if (nargs != body.num_inputs() || body.num_outputs() != sh.carried + 1 || nargs <= sh.carried) {
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a scan's body takes other values");
@@ -806,10 +813,9 @@ PyMethodDef run_scan_def = {"scan", reinterpret_cast<PyCFunction>(reinterpret_ca
 // out[:-d] = body(out[d:], out[:-d], ...)). The body's result is new memory (its program allocates
 // it) unless the body hands back an operand, a view of `out` itself, which is copied first.
 PyObject* run_associative_scan(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {  // new ref or null
-  auto* b = static_cast<CondBranches*>(PyCapsule_GetPointer(self, "framejit.cond"));
+  CondBranches* b = scan_of(self);
   if (!b) return nullptr;
   Program& body = *b->branch[0];
-  adopt(body, *b->enclosing);
   const ScanShape& sh = b->scan;
   if (nargs < 1 || body.num_inputs() != nargs + 1 || body.num_outputs() != 1) {
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: an associative_scan's body takes other values");
