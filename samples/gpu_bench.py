@@ -2,8 +2,9 @@
 `python3 samples/gpu_bench.py`): each workload is written once in torch and run on the same CUDA
 tensors by framejit.compile, torch eager and torch.compile, interleaved rounds, medians. Prints the
 device, absolute figures and the ratios the issue names; workloads framejit cannot run on a GPU yet
-are listed as such, with its reason, not left out. `--tensor` adds the framejit.Tensor (NumPy-style)
-forms of the bandwidth workloads."""
+are listed as such, with its reason, not left out. Where CuPy is installed, the NumPy-style forms of
+the bandwidth workloads also run on CuPy arrays: framejit against CuPy eager (and cupy.fuse for the
+pointwise chain). `--tensor` adds the framejit.Tensor forms. `--only cupy` runs only the CuPy part."""
 import statistics
 import sys
 import time
@@ -38,31 +39,96 @@ def cold(fn, args, sync):
     return time.perf_counter() - t0
 
 
-def np_chain(x, a, b):
-    y = x * a + b
-    return 0.5 * y * (1 + np.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))) * (1 / (1 + np.exp(-x)))
+def numpy_style(xp):
+    """The bandwidth workloads as NumPy-style code over the array module `xp` (numpy or cupy)."""
+
+    def chain(x, a, b):
+        y = x * a + b
+        return 0.5 * y * (1 + xp.tanh(0.7978845608028654 * (y + 0.044715 * y * y * y))) * (1 / (1 + xp.exp(-x)))
+
+    def softmax(x):
+        e = xp.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def layernorm(x, w, b):
+        mu = x.mean(axis=-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mu) / xp.sqrt(var + 1e-5) * w + b
+
+    def add(x):
+        return x + 1
+
+    return chain, softmax, layernorm, add
 
 
-def np_softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+np_chain, np_softmax, np_layernorm, _ = numpy_style(np)
 
 
-def np_layernorm(x, w, b):
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * w + b
+def cupy_part(n, rows):
+    """CuPy arrays (Note [CuPy arrays]): framejit.compile of NumPy-style code calling cupy.*, against
+    CuPy eager and, for the pointwise chain, cupy.fuse; copy bandwidth measured in the same rounds."""
+    try:
+        import cupy as cp
+    except ImportError:
+        print("\nCuPy: not installed")
+        return
+    csync = cp.cuda.Device().synchronize
+    chain, softmax, layernorm, add = numpy_style(cp)
+    print(f"\nCuPy {cp.__version__} arrays, NumPy-style code (framejit / CuPy eager / cupy.fuse):")
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.standard_normal(n, dtype=np.float32))
+    x2 = cp.asarray(rng.standard_normal((rows, rows), dtype=np.float32))
+    w, b = cp.asarray(rng.standard_normal(rows, dtype=np.float32)), cp.asarray(rng.standard_normal(rows, dtype=np.float32))
+    small = cp.arange(4, dtype=cp.float32)
+    for name, fn, args, iters, moved, target in (
+            ("gelu chain 64M", chain, (x, 1.5, 0.25), 20, 2 * 4 * n, 0.95),
+            (f"softmax {rows}x{rows}", softmax, (x2,), 10, 2 * 4 * rows * rows, 0.90),
+            (f"layernorm {rows}x{rows}", layernorm, (x2, w, b), 10, 2 * 4 * rows * rows, 0.90),
+            ("x + 1, 4 elements, sync", add, (small,), 1, None, None)):
+        framejit.reset()
+        fj = framejit.compile(fn, fullgraph=True)
+        try:
+            fj_cold = cold(fj, args, csync)
+        except Exception as e:  # noqa: BLE001 - reported, not hidden
+            print(f"  {name}: framejit cannot compile it on the GPU: {type(e).__name__}: {e}")
+            continue
+        want, got = fn(*args), fj(*args)
+        err = float(cp.max(cp.abs(got - want) / (cp.abs(want) + 1)))
+        cases = {}
+        if moved:
+            dst = cp.empty_like(args[0])
+            cases["copy"] = (lambda: dst.__setitem__(Ellipsis, args[0]), csync)
+        cases["framejit"] = (lambda: fj(*args), csync)
+        cases["cupy"] = (lambda: fn(*args), csync)
+        if fn is chain:
+            fused = cp.fuse(chain)
+            cases["cupy.fuse"] = (lambda: fused(*args), csync)
+        t = interleaved(cases, iters)
+        figures = ", ".join(f"{k} {v * 1e6:.1f} us" + (f" ({moved / v / 1e9:.0f} GB/s)" if moved else "")
+                            for k, v in t.items())
+        print(f"  {name}: {figures}; max rel. diff {err:.1e}; cold compile {fj_cold * 1e3:.1f} ms")
+        ratios = f"framejit / cupy time {t['framejit'] / t['cupy']:.2f}"
+        if "cupy.fuse" in t:
+            ratios += f", / cupy.fuse {t['framejit'] / t['cupy.fuse']:.2f}"
+        if moved:
+            ratios += f", of copy bandwidth {t['copy'] / t['framejit']:.3f} (target >= {target})"
+        print("    " + ratios)
 
 
 def main():
     if not framejit.cuda.is_available():
         print("no CUDA device:", framejit.cuda.why_unavailable())
         return 1
+    n, rows = 64 << 20, 8192
+    print(f"device: {framejit.cuda.get_device_name(0)}")
+    if "--only" in sys.argv and sys.argv[sys.argv.index("--only") + 1] == "cupy":
+        cupy_part(n, rows)
+        return 0
     import torch
 
     dev = torch.device("cuda")
     tsync = torch.cuda.synchronize
-    print(f"device: {framejit.cuda.get_device_name(0)}; torch {torch.__version__}")
+    print(f"torch {torch.__version__}")
 
     def t_chain(x, a: float, b: float):
         y = x * a + b
@@ -113,7 +179,6 @@ def main():
         return times
 
     # ---- gelu chain, 64M float32 ------------------------------------------------------------
-    n = 64 << 20
     x = torch.randn(n, device=dev)
     t = run("gelu chain, 64M float32", t_chain, (x, 1.5, 0.25), 20, 2 * 4 * n)
     if t:
@@ -121,7 +186,6 @@ def main():
               f"vs torch.compile {t['torch.compile'] / t['framejit']:.2f}x")
 
     # ---- row softmax and layernorm, 8192 x 8192 float32 -------------------------------------
-    rows = 8192
     x2 = torch.randn(rows, rows, device=dev)
     w, b = torch.randn(rows, device=dev), torch.randn(rows, device=dev)
     for name, fn, args in (("softmax", t_softmax, (x2,)), ("layernorm", t_layernorm, (x2, w, b))):
@@ -194,6 +258,7 @@ def main():
             times = interleaved({"framejit.Tensor": (lambda: f(*args), fsync)}, 10)
             v = times["framejit.Tensor"]
             print(f"  {name:12} {v * 1e6:9.1f} us {moved / v / 1e9:8.0f} GB/s")
+    cupy_part(n, rows)
     return 0
 
 

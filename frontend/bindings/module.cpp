@@ -10,6 +10,7 @@
 #include "frontend/hook/eval_frame.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/cpython/python_env.h"
+#include "frontend/ops/cupy/registry.h"
 #include "frontend/ops/torch/registry.h"
 #include "frontend/ops/numpy/registry.h"
 #include "frontend/ops/tensor/eager.h"
@@ -222,6 +223,7 @@ PYBIND11_MODULE(_C, m) {
     init_numpy_handles();  // false without NumPy: then only framejit.Tensor graphs are traced
     if (!ops::install_op_table()) throw py::error_already_set();
     if (!ops::torch_ops::install_op_table()) throw py::error_already_set();
+    if (!ops::cupy_ops::install_op_table()) throw py::error_already_set();
   }, "Imports what the C++ side needs from Python; called once by framejit/__init__.py.");
 
   // The run-time steps of Note [Writes into arrays]: graph nodes call these like library functions.

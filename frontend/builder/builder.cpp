@@ -7,6 +7,7 @@
 #include "frontend/interop/array_adapter.h"
 #include "frontend/hook/eval_frame.h"
 #include "frontend/interop/numpy_abi.h"
+#include "frontend/interop/cupy_array.h"
 #include "frontend/interop/torch_array.h"
 #include "frontend/trace/op_table.h"
 #include "frontend/cpython/python_env.h"
@@ -116,19 +117,21 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
 
   const bool is_fj_tensor = is_tensor(value);
   const bool is_torch = !is_fj_tensor && is_torch_tensor(value);
-  ArrayFields torch_fields;
+  const bool is_cupy = !is_fj_tensor && !is_torch && is_cupy_array(value);
+  const bool is_lib = is_torch || is_cupy;  // read through the library's adapter
+  ArrayFields lib_fields;
   bool torch_requires_grad = false;
   if (is_torch) {
     // Note [Torch values]
     // A torch tensor is a graph input like an ndarray, guarded on its exact type (torch.Tensor or
     // nn.Parameter), dtype, rank, sizes (0/1 static, others symbolic), contiguity and
-    // requires_grad; only CPU tensors of the strided layout are arrays (torch_fields says). A
+    // requires_grad; only CPU tensors of the strided layout are arrays (torch_tensor_facts says). A
     // tensor that requires grad while grad mode is on would need autograd through the graph,
     // which framejit does not build yet: the statement that reads it runs in CPython (with torch's
     // autograd), so .backward() keeps working.
     const std::optional<TorchTensorFacts> facts = torch_tensor_facts(value);
     BREAK_IF(!facts, std::string("a torch tensor that is not a CPU or CUDA tensor of a dtype framejit has (") + key + ")");
-    torch_fields = facts->fields;
+    lib_fields = facts->fields;
     torch_requires_grad = facts->requires_grad;
     // Under no_grad or inference_mode it is an input like any other (a model's parameters): its
     // guard holds requires_grad and the caller's grad mode. The mode is the trace's, which a
@@ -137,28 +140,34 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
              "autograd: " + key + " requires grad under grad mode (framejit does not build backward graphs yet; "
              "the statement runs in CPython with torch's autograd)");
   }
-  if (is_fj_tensor || is_torch || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
-    bool is_array = is_fj_tensor || is_torch || type == np->ndarray;
+  if (is_cupy) {
+    // Note [CuPy values]: a cupy.ndarray is a graph input like a torch CUDA tensor, guarded on its
+    // exact type, dtype, rank, sizes, contiguity and device.
+    lib_fields = array_adapter(ArrayKind::CuPy)->fields(value);
+    BREAK_IF(!lib_fields.ok, std::string("a CuPy array of a dtype framejit does not have (") + key + ")");
+  }
+  if (is_fj_tensor || is_lib || (np && (type == np->ndarray || PyObject_TypeCheck(value, np->generic)))) {
+    bool is_array = is_fj_tensor || is_lib || type == np->ndarray;
     std::optional<rt::DType> dt;
     if (is_fj_tensor) {
       dt = as_tensor(value)->dtype;
-    } else if (is_torch) {
-      dt = torch_fields.dtype;
+    } else if (is_lib) {
+      dt = lib_fields.dtype;
     } else if (is_array) {
       dt = dtype_from_descr(as_ndarray(value)->descr);
     } else {
       dt = numpy_scalar_dtype(np, type);
     }
-    BREAK_IF(!is_fj_tensor && !is_torch && PyObject_TypeCheck(value, np->ndarray) && !is_array,
+    BREAK_IF(!is_fj_tensor && !is_lib && PyObject_TypeCheck(value, np->ndarray) && !is_array,
              std::string("ndarray subclass ") + type->tp_name + " is not supported");
     BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
-                      (is_array && !is_fj_tensor && !is_torch ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
+                      (is_array && !is_fj_tensor && !is_lib ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
                       ") are not supported");
     // Note [One device per graph]
     // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
     // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
     // that mixes them raises as torch's does when CPython runs it.
-    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_torch ? torch_fields.device : rt::Device{};
+    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_lib ? lib_fields.device : rt::Device{};
     BREAK_IF(out_.has_device && !(out_.device == device),
              "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
     out_.has_device = true;
@@ -167,7 +176,10 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
     // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
     // the mix, where a Tensor operator takes the NumPy array as a Tensor view.
-    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor : is_torch ? ArrayKind::Torch : ArrayKind::NumPy;
+    const ArrayKind kind = is_fj_tensor ? ArrayKind::Tensor
+                           : is_torch   ? ArrayKind::Torch
+                           : is_cupy    ? ArrayKind::CuPy
+                                        : ArrayKind::NumPy;
     BREAK_IF(out_.array_kind != ArrayKind::None && out_.array_kind != kind,
              std::string(array_kind_name(out_.array_kind)) + " and " + array_kind_name(kind) + " in one graph (" + key + ")");
     out_.array_kind = kind;
@@ -178,6 +190,7 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     tg.device = device;
     tg.kind = is_fj_tensor ? TensorGuard::Kind::Tensor
               : is_torch   ? TensorGuard::Kind::Torch
+              : is_cupy    ? TensorGuard::Kind::CuPy
               : is_array   ? TensorGuard::Kind::NdArray
                            : TensorGuard::Kind::NumPyScalar;
     tg.type = type;
@@ -186,11 +199,11 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     int node = static_cast<int>(out_.root_graph().nodes().size());  // the placeholder add_input appends
     if (torch_requires_grad) out_.requires_grad_inputs.push_back(node);
     if (is_array) {
-      ArrayFields a = is_torch ? torch_fields : array_fields(value);
-      tg.type_num = is_fj_tensor || is_torch ? static_cast<int>(*dt) : descr_of(value)->type_num;
+      ArrayFields a = is_lib ? lib_fields : array_fields(value);
+      tg.type_num = is_fj_tensor || is_lib ? static_cast<int>(*dt) : descr_of(value)->type_num;
       tg.ndim = a.nd;
       tg.c_contiguous = is_fj_tensor ? (as_tensor(value)->flags & kTensorCContiguous) != 0
-                        : is_torch   ? fields_c_contiguous(a)
+                        : is_lib     ? fields_c_contiguous(a)
                                      : (as_ndarray(value)->flags & kNpyCContiguous) != 0;
       m.layout = tg.c_contiguous ? jit::Layout::Contiguous : jit::Layout::Strided;
       // Note [Held array sizes]

@@ -136,7 +136,7 @@ HitResult run_entry(CacheEntry& e, const FrameView& view, const HitFrame& frame,
 
 HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& request, HitFrame& frame,
                   int* same_backend) noexcept {
-  TorchRunScope torch_scope;  // the guards' and the program's reads of torch tensors, exported once
+  ArrayRunScope array_scope;  // the guards' and the program's reads of torch and CuPy arrays, made once
   CacheEntry* e = find_entry(cs, view, request, frame, same_backend);
   if (!e) return {HitKind::Miss, nullptr};
   if (request.frameless && e->break_code) return {HitKind::RunInCPython, nullptr};

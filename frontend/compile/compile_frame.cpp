@@ -280,7 +280,7 @@ std::string event_summary() {
 std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionObject* fn,
                                           const FrameView& view, CodeState& state,
                                           GraphBreak* broke_out) {
-  TorchRunScope torch_scope;  // the builder's reads of torch tensors (Note [Torch arrays])
+  ArrayRunScope array_scope;  // the builder's reads of torch and CuPy arrays (Note [Torch arrays])
   auto t0 = Clock::now();
   bool had_entries = false;
   for (auto& e : state.entries) had_entries |= e->backend_key == cfg.backend.get();
@@ -388,8 +388,9 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
       const NumPyHandles* np = numpy_handles();
-      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || og.array_kind == ArrayKind::Torch || !np ||
-                              np->major >= 2;
+      // CuPy 13 and later follow NEP 50 on either NumPy (Note [CuPy through NumPy's table]).
+      og.graph.weak_scalars = og.array_kind == ArrayKind::Tensor || og.array_kind == ArrayKind::Torch ||
+                              og.array_kind == ArrayKind::CuPy || !np || np->major >= 2;
       hoist_placeholders(og);
       auto report = jit::run_graph_passes(og.graph);
       if (!report) st = report.error();

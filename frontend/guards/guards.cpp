@@ -225,6 +225,21 @@ bool check_tensor(const TensorGuard& g, PyObject* v, int64_t* syms, std::string*
     dims = a.dims;
     type_num = static_cast<int>(a.dtype);
     c = fields_c_contiguous(a);
+  } else if (g.kind == TensorGuard::Kind::CuPy) {
+    // Note [CuPy arrays]: read once per run, kept by the adapter's run table.
+    const ArrayFields a = array_adapter(ArrayKind::CuPy)->fields(v);
+    if (!a.ok) {
+      if (kVerbose) *why = "is not a CuPy array of a dtype framejit has";
+      return false;
+    }
+    if (!(a.device == g.device)) {
+      if (kVerbose) *why = "is on another device";
+      return false;
+    }
+    nd = a.nd;
+    dims = a.dims;
+    type_num = static_cast<int>(a.dtype);
+    c = fields_c_contiguous(a);
   } else if (g.kind == TensorGuard::Kind::Tensor) {
     const TensorObject* t = as_tensor(v);
     if (!(t->device == g.device)) {
@@ -482,8 +497,9 @@ std::string describe_leaf(const GuardLeaf& leaf, const std::string& what) {
       const TensorGuard& g = leaf.tensor;
       std::string s = what + ": " + g.type->tp_name;
       if (g.type_num >= 0) {
-        // A framejit.Tensor's guard holds its DType; an ndarray's, NumPy's type number.
-        auto dt = g.kind == TensorGuard::Kind::Tensor || g.kind == TensorGuard::Kind::Torch
+        // A framejit.Tensor's, torch or CuPy array's guard holds its DType; an ndarray's, NumPy's type number.
+        auto dt = g.kind == TensorGuard::Kind::Tensor || g.kind == TensorGuard::Kind::Torch ||
+                          g.kind == TensorGuard::Kind::CuPy
                       ? std::optional<rt::DType>(static_cast<rt::DType>(g.type_num))
                       : dtype_from_type_num(g.type_num);
         s += " " + std::string(dt ? rt::dtype_name(*dt) : "?") + " shape (";

@@ -18,10 +18,10 @@ namespace framejit::frontend {
 /// What a tensor guard pins down about one array. Sizes not pinned are symbols (bound on check).
 struct TensorGuard {
   /// What `type` is, so the check reads the right fields without testing the type again.
-  enum class Kind : uint8_t { NdArray, NumPyScalar, Tensor, Torch } kind = Kind::NdArray;
+  enum class Kind : uint8_t { NdArray, NumPyScalar, Tensor, Torch, CuPy } kind = Kind::NdArray;
   PyTypeObject* type = nullptr;  // exact type (numpy.ndarray, a NumPy scalar type or
                                  // framejit.Tensor); borrowed, kept alive by the owning leaf
-  int type_num = -1;             // NumPy's type number; for a framejit.Tensor its rt::DType
+  int type_num = -1;             // NumPy's type number; for a framejit.Tensor, torch or CuPy array its rt::DType
   int ndim = 0;
   /// Per dim: >= 0 a static size; kSymbolic: any size >= 2, bound to symbols[dim].
   std::vector<int64_t> sizes;

@@ -11,7 +11,7 @@ const ArrayAdapter& numpy_adapter();  // numpy_array.cpp
 namespace {
 
 // Indexed by ArrayKind. Written at module init, under the GIL, before any program runs.
-std::array<const ArrayAdapter*, kArrayKinds> g_adapters{nullptr, &numpy_adapter(), nullptr, nullptr};
+std::array<const ArrayAdapter*, kArrayKinds> g_adapters{nullptr, &numpy_adapter(), nullptr, nullptr, nullptr};
 
 }  // namespace
 
@@ -19,6 +19,16 @@ const ArrayAdapter* array_adapter(ArrayKind kind) { return g_adapters[static_cas
 
 void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter) {
   g_adapters[static_cast<size_t>(kind)] = adapter;
+}
+
+ArrayRunScope::ArrayRunScope() {
+  for (const ArrayAdapter* a : g_adapters)
+    if (a) a->enter_run();
+}
+
+ArrayRunScope::~ArrayRunScope() {
+  for (const ArrayAdapter* a : g_adapters)
+    if (a) a->exit_run();
 }
 
 ArrayFields array_fields(PyObject* o, const ArrayAdapter* first) {
@@ -37,6 +47,7 @@ const char* array_kind_name(ArrayKind kind) {
     case ArrayKind::NumPy: return "NumPy arrays";
     case ArrayKind::Tensor: return "framejit.Tensors";
     case ArrayKind::Torch: return "torch tensors";
+    case ArrayKind::CuPy: return "CuPy arrays";
   }
   return "?";
 }

@@ -20,14 +20,14 @@ namespace framejit::frontend {
 // adapter (registered at module init) plus one op table (Note [Op tables]).
 //
 // Note [Program array kind]
-// A traced function works on NumPy arrays, framejit.Tensors or torch tensors, one kind per graph
-// (the tracer breaks the graph where they would meet: Note [One array kind per graph] in
-// builder/builder.cpp). So NumPy code gets ndarrays back, Tensor code Tensors, torch code torch
-// tensors.
+// A traced function works on NumPy arrays, framejit.Tensors, torch tensors or CuPy arrays, one
+// kind per graph (the tracer breaks the graph where they would meet: Note [One array kind per
+// graph] in builder/builder.cpp). So NumPy code gets ndarrays back, Tensor code Tensors, torch
+// code torch tensors, CuPy code CuPy arrays.
 
 /// What a graph's arrays are; also the key of the adapter registry.
-enum class ArrayKind : uint8_t { None, NumPy, Tensor, Torch };
-constexpr int kArrayKinds = 4;
+enum class ArrayKind : uint8_t { None, NumPy, Tensor, Torch, CuPy };
+constexpr int kArrayKinds = 5;
 
 /// An array's memory: data, rank, sizes and byte strides (borrowed from the object, valid while
 /// it lives) and element type.
@@ -60,6 +60,20 @@ public:
   /// Whether a program may write over `o`, which the caller already knows it holds the only
   /// reference to: `o` owns its memory (no view shares it) and is aligned, writeable and C-ordered.
   virtual bool is_private(PyObject* o) const = 0;
+  /// A run (an ArrayRunScope, nested or not) begins and ends: adapters that read an array's
+  /// fields through Python keep what they read until the outermost run ends.
+  virtual void enter_run() const {}
+  virtual void exit_run() const {}
+};
+
+/// Brackets a run, a trace or a guard check that reads arrays' fields: every registered adapter's
+/// enter_run() on the way in, exit_run() on the way out (Note [Torch arrays], [CuPy arrays]).
+class ArrayRunScope {
+public:
+  ArrayRunScope();
+  ~ArrayRunScope();
+  ArrayRunScope(const ArrayRunScope&) = delete;
+  ArrayRunScope& operator=(const ArrayRunScope&) = delete;
 };
 
 /// The adapter of `kind`'s arrays (null for None, and for Tensor before module init registers it).
@@ -72,7 +86,7 @@ void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter);
 /// given: the caller's likely library) before the others, and each adapter once.
 ArrayFields array_fields(PyObject* o, const ArrayAdapter* first = nullptr);
 
-/// "NumPy arrays", "framejit.Tensors", "torch tensors" (messages).
+/// "NumPy arrays", "framejit.Tensors", "torch tensors", "CuPy arrays" (messages).
 const char* array_kind_name(ArrayKind kind);
 
 /// Whether the fields describe a C-ordered array (NumPy's rule: dims of size 1 have any stride; an

@@ -241,7 +241,7 @@ const Export* export_of(PyObject* o) {
 // which the program's next read of the value would otherwise make (torch 1.13's export makes an
 // as_strided view: most of a small call's time on the CPU, and a third of a small CUDA kernel
 // step's on the GPU machine). `data` null: read it from the tensor. Returns `t` (a new ref,
-// passed through), or null with an exception set (t released). Only inside a TorchRunScope.
+// passed through), or null with an exception set (t released). Only inside an ArrayRunScope.
 PyObject* known_result(PyObject* t, const int64_t* shape, int rank, rt::DType dtype, rt::Device device, void* data) {
   // Outside a run nothing would drop the entry (and its reference) soon: left to export_of.
   if (!t || table().scopes == 0) return t;
@@ -448,6 +448,15 @@ public:
 
   // torch tensors share storage with views framejit cannot see: never written over.
   bool is_private(PyObject*) const override { return false; }
+
+  void enter_run() const override {
+    ++table().scopes;
+    table().grad_enabled = -1;  // asked again by each run (a nested one may follow a change of mode)
+    table().cuda_device = -2;
+  }
+  void exit_run() const override {
+    if (--table().scopes == 0 && !table().entries.empty()) clear_exports();
+  }
 };
 
 }  // namespace
@@ -527,16 +536,6 @@ TorchGradOff::~TorchGradOff() {
   if (!r) PyErr_Clear();
   PyErr_Restore(type, value, tb);
   table().grad_enabled = -1;
-}
-
-TorchRunScope::TorchRunScope() {
-  ++table().scopes;
-  table().grad_enabled = -1;  // asked again by each run (a nested one may follow a change of mode)
-  table().cuda_device = -2;
-}
-
-TorchRunScope::~TorchRunScope() {
-  if (--table().scopes == 0 && !table().entries.empty()) clear_exports();
 }
 
 void register_torch_adapter() {

@@ -19,7 +19,7 @@ namespace framejit::frontend {
 // `__dlpack__()`, also takes tensors that require grad): data, sizes and element strides
 // with no copy. The export's capsule must outlive the fields read from it, so the adapter keeps
 // each export, with its strides in bytes, in a small table for the length of a run: a
-// TorchRunScope around the hit path (and any other code that reads fields) clears the table when
+// ArrayRunScope around the hit path (and any other code that reads fields) clears the table when
 // the outermost one ends. Only CPU and CUDA tensors in torch's strided layout are arrays here;
 // others are not this adapter's (Note [Torch tensors on a GPU]). The export is torch._C._to_dlpack, the C function under __dlpack__: torch
 // 2.x's __dlpack__ is Python code that checks its keyword arguments, several microseconds a tensor.
@@ -78,7 +78,7 @@ std::optional<rt::DType> dtype_of_torch(PyObject* dtype);
 /// or an error when torch cannot say (a torch built without CUDA).
 Expected<void*> torch_current_stream(int index);
 
-/// torch.is_grad_enabled() (false when it cannot be asked); once per run inside a TorchRunScope.
+/// torch.is_grad_enabled() (false when it cannot be asked); once per run inside an ArrayRunScope.
 bool torch_grad_enabled();
 
 /// Turns torch's grad mode off for its lifetime and back on after, when it was on: a program
@@ -101,15 +101,6 @@ struct TorchTensorFacts {
   bool requires_grad = false;
 };
 std::optional<TorchTensorFacts> torch_tensor_facts(PyObject* o);
-
-/// Keeps the DLPack exports read by the torch adapter alive until the outermost scope ends.
-class TorchRunScope {
-public:
-  TorchRunScope();
-  ~TorchRunScope();
-  TorchRunScope(const TorchRunScope&) = delete;
-  TorchRunScope& operator=(const TorchRunScope&) = delete;
-};
 
 /// Registers the torch adapter for ArrayKind::Torch (module init).
 void register_torch_adapter();

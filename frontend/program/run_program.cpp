@@ -4,11 +4,13 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 
+#include "frontend/interop/cupy_array.h"
 #include "frontend/interop/torch_array.h"
 #include "frontend/interop/array_adapter.h"
 #include "frontend/program/program.h"
@@ -58,44 +60,112 @@ struct PyCall {
   int result_dtype = -1;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
-  // Note [Creation without the library]: zeros/empty(_like) made by the host itself.
-  enum class Native : uint8_t { None, Zeros, Empty } native = Native::None;
+  // Note [Creation without the library]: zeros/empty/ones/full(_like) made by the host itself.
+  enum class Native : uint8_t { None, Zeros, Empty, Fill } native = Native::None;
   int like = -1;                  // *_like: the value whose shape it takes
   std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints)
+  uint64_t fill = 0;              // Fill: the value's bytes in the result's dtype (the low itemsize)
 };
 
 // Note [Creation without the library]
 // NumPy's zeros_like is a Python function (array-function dispatch, empty_like, copyto): 3-5 µs
 // a call, most of a small compiled loop's time (Numba allocates natively). zeros, empty and their
 // _like forms of a C-ordered NumPy array, with no argument but the dtype, are the host's own
-// allocation (C order, as NumPy makes them there), zeroed for zeros: the same array.
-bool native_creation(const jit::Graph& graph, const jit::Node& n, PyCall& c) {
+// allocation (C order, as NumPy makes them there), zeroed for zeros: the same array. On a device
+// there is no library call to fall back on (Note [One device per graph]): there ones and full
+// too, of a constant the result's dtype holds exactly, are an allocation through the graph's
+// adapter (CuPy's pool, torch's allocator) and a driver memset on the run's stream.
+
+// The bytes of `value` (a constant argument) as an element of `dtype`: floats rounded to nearest,
+// integers only when they fit; half types only for zero (no conversion here to get their
+// rounding wrong).
+std::optional<uint64_t> fill_bytes(const jit::Arg& value, DType dtype) {
+  const bool integral = value.kind == jit::Arg::Kind::Int || value.kind == jit::Arg::Kind::Bool;
+  if (!integral && value.kind != jit::Arg::Kind::Float) return std::nullopt;
+  const double v = integral ? static_cast<double>(value.i) : value.f;
+  uint64_t out = 0;
+  auto put = [&](auto x) -> std::optional<uint64_t> {
+    if (static_cast<double>(x) != v && !(v != v && x != x)) return std::nullopt;  // not exact (NaN is NaN)
+    std::memcpy(&out, &x, sizeof x);
+    return out;
+  };
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64: {
+      // Rounded to nearest, as NumPy's and torch's casts round.
+      const float f = static_cast<float>(v);
+      if (dtype == DType::Float32) std::memcpy(&out, &f, sizeof f);
+      else std::memcpy(&out, &v, sizeof v);
+      return out;
+    }
+    case DType::Float16:
+    case DType::BFloat16:
+      if (v == 0 && !std::signbit(v)) return uint64_t{0};
+      return std::nullopt;
+    case DType::Bool: return v == 0 || v == 1 ? put(static_cast<uint8_t>(v)) : std::nullopt;
+    default: break;
+  }
+  if (!integral) return std::nullopt;  // NumPy truncates a float fill into an integer array
+  const int64_t i = value.i;
+  switch (dtype) {
+    case DType::Int8: return i == static_cast<int8_t>(i) ? put(static_cast<int8_t>(i)) : std::nullopt;
+    case DType::Int16: return i == static_cast<int16_t>(i) ? put(static_cast<int16_t>(i)) : std::nullopt;
+    case DType::Int32: return i == static_cast<int32_t>(i) ? put(static_cast<int32_t>(i)) : std::nullopt;
+    case DType::Int64: std::memcpy(&out, &i, sizeof i); return out;
+    case DType::UInt8: return i >= 0 && i <= 0xff ? put(static_cast<uint8_t>(i)) : std::nullopt;
+    case DType::UInt16: return i >= 0 && i <= 0xffff ? put(static_cast<uint16_t>(i)) : std::nullopt;
+    case DType::UInt32: return i >= 0 && i <= 0xffffffffLL ? put(static_cast<uint32_t>(i)) : std::nullopt;
+    case DType::UInt64: if (i < 0) return std::nullopt; std::memcpy(&out, &i, sizeof i); return out;
+    default: return std::nullopt;
+  }
+}
+
+// Whether node `n` is a creation the host makes itself in a program on `device` (filling `c`
+// when given).
+bool native_creation(const jit::Graph& graph, const jit::Node& n, rt::Device device, PyCall* c) {
   using jit::OpKind;
-  const bool like = n.op == OpKind::ZerosLike || n.op == OpKind::EmptyLike;
-  if (!like && n.op != OpKind::Zeros && n.op != OpKind::Empty) return false;
-  if (n.meta.kind != jit::ValueKind::Tensor || n.meta.device.type != rt::DeviceType::CPU || n.args.size() != 1)
-    return false;
+  const bool on_device = device.type == rt::DeviceType::CUDA;
+  const bool like = n.op == OpKind::ZerosLike || n.op == OpKind::EmptyLike || n.op == OpKind::OnesLike ||
+                    n.op == OpKind::FullLike;
+  const bool full = n.op == OpKind::Full || n.op == OpKind::FullLike;
+  const bool ones = n.op == OpKind::Ones || n.op == OpKind::OnesLike;
+  if (!like && n.op != OpKind::Zeros && n.op != OpKind::Empty && !ones && !full) return false;
+  if ((ones || full) && !on_device) return false;
+  if (n.meta.kind != jit::ValueKind::Tensor || n.meta.scalar_object || n.args.size() != (full ? 2u : 1u)) return false;
   for (const auto& [k, v] : n.kwargs)
     if (k != "dtype") return false;
+  std::optional<uint64_t> fill;
+  if (ones || full) {
+    jit::Arg one;
+    one.kind = jit::Arg::Kind::Int;
+    one.i = 1;
+    fill = fill_bytes(full ? n.args[1] : one, n.meta.dtype);
+    if (!fill) return false;
+  }
   const jit::Arg& a = n.args[0];
+  int like_value = -1;
+  std::vector<jit::Arg> dims;
   if (like) {
     if (!a.is_node()) return false;
     const jit::TensorMeta& m = graph.node(static_cast<int>(a.i)).meta;
     if (m.kind != jit::ValueKind::Tensor || m.layout != jit::Layout::Contiguous || m.rank() != n.meta.rank())
       return false;
-    c.like = static_cast<int>(a.i);
+    like_value = static_cast<int>(a.i);
   } else {
-    std::vector<jit::Arg> dims = a.kind == jit::Arg::Kind::Tuple || a.kind == jit::Arg::Kind::List
-                                     ? a.items
-                                     : std::vector<jit::Arg>{a};
+    dims = a.kind == jit::Arg::Kind::Tuple || a.kind == jit::Arg::Kind::List ? a.items : std::vector<jit::Arg>{a};
     for (const jit::Arg& d : dims)
       if (d.kind != jit::Arg::Kind::Int && !(d.is_node() && graph.node(static_cast<int>(d.i)).meta.kind ==
                                                                     jit::ValueKind::Scalar))
         return false;
     if (static_cast<int>(dims.size()) != n.meta.rank()) return false;
-    c.shape = std::move(dims);
   }
-  c.native = n.op == OpKind::ZerosLike || n.op == OpKind::Zeros ? PyCall::Native::Zeros : PyCall::Native::Empty;
+  if (!c) return true;
+  c->like = like_value;
+  c->shape = std::move(dims);
+  c->fill = fill.value_or(0);
+  c->native = fill                                              ? PyCall::Native::Fill
+              : n.op == OpKind::ZerosLike || n.op == OpKind::Zeros ? PyCall::Native::Zeros
+                                                                   : PyCall::Native::Empty;
   return true;
 }
 
@@ -283,19 +353,19 @@ public:
   const ArrayAdapter* arrays() const { return array_adapter(array_kind_); }
 
   bool run(PyObject* const* inputs, PyObject** out) override {
-    TorchRunScope torch_scope;  // Note [Torch arrays]: each torch input exported once per run
+    ArrayRunScope array_scope;  // Note [Torch arrays], [CuPy arrays]: each input read once per run
     // Note [Whose current context]: the caller's current device is theirs again after the run.
     std::optional<rt::cuda::ContextScope> context;
     if (device_.type == rt::DeviceType::CUDA) context.emplace();
-    // Note [Torch tensors on a GPU]: launches join torch's current stream.
-    std::optional<rt::cuda::StreamScope> torch_stream;
-    if (array_kind_ == ArrayKind::Torch && device_.type == rt::DeviceType::CUDA) {
-      Expected<void*> st = torch_current_stream(device_.index);
+    // Note [Torch tensors on a GPU], [CuPy arrays]: launches join the library's current stream.
+    std::optional<rt::cuda::StreamScope> library_stream;
+    if ((array_kind_ == ArrayKind::Torch || array_kind_ == ArrayKind::CuPy) && device_.type == rt::DeviceType::CUDA) {
+      Expected<void*> st = array_kind_ == ArrayKind::Torch ? torch_current_stream(device_.index) : cupy_current_stream();
       if (!st) {
         PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.error().message().c_str());
         return false;
       }
-      torch_stream.emplace(device_.index, static_cast<rt::cuda::CUstream>(*st));
+      library_stream.emplace(device_.index, static_cast<rt::cuda::CUstream>(*st));
     }
     // Values live on the stack for all but large graphs; only the program's own count is
     // initialized (this runs on every cache hit).
@@ -429,7 +499,8 @@ bool PyHost::is_private(const rt::Value& v) {
 bool PyHost::run_extern(int node, rt::Value* values) {
   bool inplace = false;
   const PyCall* c = p_.call_of(node);
-  if (c && c->native != PyCall::Native::None && &arrays_ == array_adapter(ArrayKind::NumPy)) {
+  const bool on_device = p_.device().type == rt::DeviceType::CUDA;
+  if (c && c->native != PyCall::Native::None && (on_device || &arrays_ == array_adapter(ArrayKind::NumPy))) {
     int64_t dims[rt::kMaxRank];
     int rank = 0;
     bool ok = true;
@@ -454,11 +525,20 @@ bool PyHost::run_extern(int node, rt::Value* values) {
     }
     if (ok) {
       if (values[node].handle) release(values[node]);
-      if (!alloc(values[node], static_cast<DType>(c->result_dtype), rank, dims, nullptr)) return false;
-      if (c->native == PyCall::Native::Zeros) {
-        int64_t n = rt::dtype_itemsize(static_cast<DType>(c->result_dtype));
-        for (int d = 0; d < rank; ++d) n *= dims[d];
-        std::memset(values[node].data, 0, static_cast<size_t>(n));
+      const auto dtype = static_cast<DType>(c->result_dtype);
+      if (!alloc(values[node], dtype, rank, dims, nullptr)) return false;
+      if (c->native == PyCall::Native::Empty) return true;
+      int64_t count = 1;
+      for (int d = 0; d < rank; ++d) count *= dims[d];
+      const int item = rt::dtype_itemsize(dtype);
+      if (!on_device) {  // zeros only (native_creation)
+        std::memset(values[node].data, 0, static_cast<size_t>(count * item));
+        return true;
+      }
+      const Status st = rt::cuda::fill_on_device(p_.device().index, values[node].data, c->fill, item, static_cast<size_t>(count));
+      if (!st.is_ok()) {
+        PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.message().c_str());
+        return false;
       }
       return true;
     }
@@ -925,7 +1005,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       if (!c) return c.error();
       const jit::Node& n = nodes[s.node];
       if (n.meta.kind == jit::ValueKind::Tensor && !n.meta.scalar_object) c->result_dtype = static_cast<int>(n.meta.dtype);
-      if (jit && c->result_dtype >= 0) native_creation(graph, n, *c);
+      if (jit && c->result_dtype >= 0) native_creation(graph, n, device, &*c);
       if (n.target == "framejit._C._index_put" && !n.args.empty() && n.args[0].kind == jit::Arg::Kind::Node &&
           std::find(s.release.begin(), s.release.end(), static_cast<int>(n.args[0].i)) != s.release.end()) {
         c->inplace_base = static_cast<int>(n.args[0].i);
@@ -1079,6 +1159,7 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
         const bool cond_item = n.target == "getitem" && !n.args.empty() && n.args[0].is_node() &&
                                jit::is_control_flow(graph.node(static_cast<int>(n.args[0].i)).op);
         if (jit::is_control_flow(n.op) || cond_item) continue;
+        if (native_creation(graph, n, device, nullptr)) continue;  // Note [Creation without the library]
         return Status::unsupported(n.target + where + " is not compiled yet");
       }
     }

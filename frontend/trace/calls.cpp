@@ -428,9 +428,9 @@ VarPtr Tracer::call_builtin(const VarPtr& fnv, std::vector<VarPtr> args, KwArgs 
         if (out().array_kind == ArrayKind::Tensor && !m.scalar_object) {
           const int64_t empty = 0;
           holder = OwnedRef::steal(tensor_empty(&empty, 1, m.dtype));
-        } else if (out().array_kind == ArrayKind::Torch) {
+        } else if (out().array_kind == ArrayKind::Torch || out().array_kind == ArrayKind::CuPy) {
           const int64_t empty = 0;
-          holder = OwnedRef::steal(array_adapter(ArrayKind::Torch)->empty(&empty, 1, m.dtype));
+          holder = OwnedRef::steal(array_adapter(out().array_kind)->empty(&empty, 1, m.dtype));
         } else if (const NumPyHandles* np = numpy_handles()) {
           holder = m.scalar_object ? OwnedRef::steal(PyObject_CallMethod(np->dtypes[static_cast<int>(m.dtype)], "type", "i", 0))
                                   : OwnedRef::steal(PyObject_CallFunction(np->empty, "(i)", 0));

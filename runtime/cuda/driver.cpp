@@ -101,6 +101,9 @@ Status load(Driver& d) {
   resolve(a.MemcpyDtoHAsync, "cuMemcpyDtoHAsync");
   resolve(a.MemcpyDtoDAsync, "cuMemcpyDtoDAsync");
   resolve(a.MemsetD8Async, "cuMemsetD8Async");
+  resolve(a.MemsetD16Async, "cuMemsetD16Async");
+  resolve(a.MemsetD32Async, "cuMemsetD32Async");
+  resolve(a.MemsetD2D32Async, "cuMemsetD2D32Async");
   resolve(a.StreamCreate, "cuStreamCreate");
   resolve(a.StreamDestroy, "cuStreamDestroy");
   resolve(a.StreamSynchronize, "cuStreamSynchronize");

@@ -53,6 +53,10 @@ struct Api {
   CUresult (*MemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
   CUresult (*MemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream);
+  CUresult (*MemsetD16Async)(CUdeviceptr dst, unsigned short value, size_t count, CUstream stream);
+  CUresult (*MemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream);
+  CUresult (*MemsetD2D32Async)(CUdeviceptr dst, size_t pitch, unsigned value, size_t width, size_t height,
+                               CUstream stream);
   CUresult (*StreamCreate)(CUstream* stream, unsigned flags);
   CUresult (*StreamDestroy)(CUstream stream);
   CUresult (*StreamSynchronize)(CUstream stream);

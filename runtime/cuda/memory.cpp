@@ -204,6 +204,27 @@ Status copy_on_device(int device, void* dst, const void* src, size_t bytes) {
                "cuMemcpyDtoDAsync");
 }
 
+Status fill_on_device(int device, void* dst, uint64_t pattern, int itemsize, size_t count) {
+  auto st = stream(device);
+  if (!st) return st.error();
+  if (!count) return Status::ok();
+  const Api& api = **driver();
+  const auto p = reinterpret_cast<CUdeviceptr>(dst);
+  const auto lo = static_cast<unsigned>(pattern), hi = static_cast<unsigned>(pattern >> 32);
+  switch (itemsize) {
+    case 1: return check(api.MemsetD8Async(p, static_cast<unsigned char>(pattern), count, *st), "cuMemsetD8Async");
+    case 2: return check(api.MemsetD16Async(p, static_cast<unsigned short>(pattern), count, *st), "cuMemsetD16Async");
+    case 4: return check(api.MemsetD32Async(p, lo, count, *st), "cuMemsetD32Async");
+    case 8:
+      if (lo == hi) return check(api.MemsetD32Async(p, lo, 2 * count, *st), "cuMemsetD32Async");
+      // Two halves that differ (1.0 is 0x3ff00000 00000000): each half is a column of 4-byte
+      // words 8 bytes apart, a 2-D memset of width 1.
+      FJ_PROPAGATE(check(api.MemsetD2D32Async(p, 8, lo, 1, count, *st), "cuMemsetD2D32Async"));
+      return check(api.MemsetD2D32Async(p + 4, 8, hi, 1, count, *st), "cuMemsetD2D32Async");
+    default: return Status::internal("fill_on_device: an element of " + std::to_string(itemsize) + " bytes");
+  }
+}
+
 Status synchronize(int device) {
   auto st = stream(device);
   if (!st) return st.error();

@@ -67,6 +67,9 @@ DeviceMemoryStats device_memory_stats();
 Status copy_to_device(int device, void* dst, const void* src, size_t bytes);
 Status copy_to_host(int device, void* dst, const void* src, size_t bytes);
 Status copy_on_device(int device, void* dst, const void* src, size_t bytes);
+/// Sets `count` elements of `itemsize` bytes (1, 2, 4 or 8) at `dst` to the low `itemsize` bytes of
+/// `pattern`, on the stream work for `device` goes to (driver memsets: no kernel of framejit's).
+Status fill_on_device(int device, void* dst, uint64_t pattern, int itemsize, size_t count);
 /// Waits for everything issued on framejit's stream of `device`.
 Status synchronize(int device);
 

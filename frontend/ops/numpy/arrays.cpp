@@ -25,9 +25,8 @@ VarPtr convert(Tracer& tx, const std::string& name, const std::vector<VarPtr>& a
   const VarPtr& a = b[first];
   if (is_sequence(a) && name != "ascontiguousarray") {
     // A list of Python numbers: a new array of NumPy's discovered dtype.
-    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, user + " of a list in a graph of framejit.Tensors");
+    claim_numpy_arrays(tx, user + " of a list");
     for (const char* k : {"order", "like", "subok", "ndmin"}) BREAK_IF(!is_absent(b, k), user + " of a list with " + k + "=");
-    tx.out().array_kind = ArrayKind::NumPy;
     VarPtr r = array_from_list(tx, a, user);
     if (!is_absent(b, "dtype") && dtype_of(tx, b["dtype"]) != tx.meta(r).dtype) r = cast(tx, r, dtype_of(tx, b["dtype"]));
     return r;

@@ -21,6 +21,24 @@ PyObject* numpy_attr(const char* name) {
   return r;
 }
 
+namespace {
+thread_local int g_cupy_calls = 0;
+}  // namespace
+
+CupyCall::CupyCall() { ++g_cupy_calls; }
+CupyCall::~CupyCall() { --g_cupy_calls; }
+bool in_cupy_call() { return g_cupy_calls > 0; }
+
+void claim_numpy_arrays(Tracer& tx, const std::string& what) {
+  ArrayKind& k = tx.out().array_kind;
+  BREAK_IF(k == ArrayKind::Tensor, what + " in a graph of framejit.Tensors");
+  if (k == ArrayKind::CuPy) {
+    BREAK_IF(!in_cupy_call(), what + " makes a NumPy array, in a graph of CuPy arrays");
+    return;
+  }
+  k = ArrayKind::NumPy;
+}
+
 jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool scalar_object) {
   jit::TensorMeta m;
   m.dtype = dtype;

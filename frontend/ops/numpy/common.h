@@ -67,6 +67,31 @@ rt::DType dtype_of(Tracer& tx, const VarPtr& v);
 
 jit::TensorMeta tensor_meta(rt::DType dtype, Shape shape, bool scalar_object = false);
 
+// Note [CuPy through NumPy's table]
+// CuPy's API is NumPy's, run on a GPU: CuPy's op table (ops/cupy) traces `cupy.exp(x)` as NumPy's
+// table traces `numpy.exp(x)`, with NumPy's dtype rules (CuPy 13 and later promote as NumPy 2
+// does, NEP 50 included, on NumPy 1 or 2), inside a CupyCall. The differences are CuPy's table's:
+// it claims the graph for CuPy arrays first, and its results are never NumPy scalars (a CuPy
+// reduction or index gives a 0-d array). Inside a CupyCall, functions that make arrays make CuPy
+// arrays (the program allocates them through CuPy's adapter on the graph's device); outside one,
+// a NumPy function in a graph of CuPy arrays breaks it: NumPy would make a host array, or hand
+// the call to CuPy through __array_function__, which framejit does not model.
+
+/// Claims the graph for the arrays a NumPy function makes: NumPy arrays, or CuPy arrays inside a
+/// CupyCall. Breaks the graph in a graph of framejit.Tensors, and outside a CupyCall in a graph of
+/// CuPy arrays. `what` names the call in the break's message.
+void claim_numpy_arrays(Tracer& tx, const std::string& what);
+/// Whether a CupyCall is on the stack.
+bool in_cupy_call();
+/// Marks the trace of one CuPy call through NumPy's rules (Note [CuPy through NumPy's table]).
+class CupyCall {
+public:
+  CupyCall();
+  ~CupyCall();
+  CupyCall(const CupyCall&) = delete;
+  CupyCall& operator=(const CupyCall&) = delete;
+};
+
 /// numpy.<name>, borrowed (imported once).
 PyObject* numpy_attr(const char* name);
 

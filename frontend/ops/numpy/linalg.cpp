@@ -12,8 +12,7 @@ VarPtr dot_of_non_arrays(Tracer& tx, const std::string& target, const std::vecto
   std::vector<VarPtr> ops;
   for (const VarPtr& v : args) {
     if (is_sequence(v)) {
-      BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy.dot of a list in a graph of framejit.Tensors");
-      tx.out().array_kind = ArrayKind::NumPy;
+      claim_numpy_arrays(tx, "numpy.dot of a list");
       ops.push_back(array_from_list(tx, v, "numpy.dot"));
       continue;
     }

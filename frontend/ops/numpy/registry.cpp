@@ -114,6 +114,24 @@ const Entry* ufunc_method_entry(PyObject* bound, std::string* method) {
   return nullptr;
 }
 
+// Calls `fn` with the name of every function under numpy the table traces as graph ops (not the
+// extern steps, scalar types and grids), aliases included.
+template <typename Fn>
+void for_each_function_name(Fn&& fn) {
+  for (const char* n : kElementwise) fn(n);
+  for (const char* n : kReductions) fn(n);
+  for (const char* n : kViews) fn(n);
+  for (const char* n : kCreation) fn(n);
+  for (const char* n : kIndexing) fn(n);
+  for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod", "vstack",
+                        "hstack", "dstack", "column_stack", "append", "copyto"})
+    fn(n);
+  for (const char* n : kSequences) fn(n);
+  for (const char* n : kArrays) fn(n);
+  for (const char* n : kTiling) fn(n);
+  for (const char* n : kContractions) fn(n);
+}
+
 }  // namespace
 
 namespace {
@@ -157,9 +175,8 @@ VarPtr dispatch(Tracer& tx, const Entry& e, const std::string& target, PyObject*
   if (e.family == Family::Creation || e.family == Family::Join || e.family == Family::Sequence ||
       e.family == Family::Extern || e.family == Family::Cumulative || e.family == Family::Tiling ||
       e.family == Family::Contraction || e.family == Family::ArrayType) {
-    // These make NumPy arrays (Note [One array kind per graph]).
-    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, target + " in a graph of framejit.Tensors");
-    tx.out().array_kind = ArrayKind::NumPy;
+    // These make NumPy arrays (Note [One array kind per graph]), or CuPy's.
+    claim_numpy_arrays(tx, target);
   }
   if (e.name == "where" && args.size() == 1 && kwargs.empty()) return indexing(tx, "where", args, kwargs);
   switch (e.family) {
@@ -198,12 +215,26 @@ VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, K
   std::string method;
   if (const Entry* u = ufunc_method_entry(callable, &method)) {
     // Composites of elementwise ops and reductions, or extern steps making NumPy arrays.
-    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy." + u->name + "." + method + " in a graph of framejit.Tensors");
-    tx.out().array_kind = ArrayKind::NumPy;
+    claim_numpy_arrays(tx, "numpy." + u->name + "." + method);
     return ufunc_method(tx, u->name, method, callable, args, kwargs);
   }
   const Entry& e = registry().by_object.at(callable);
+  // A scalar type makes a NumPy scalar from numbers in either library (cupy.float32 is numpy's).
+  BREAK_IF(tx.out().array_kind == ArrayKind::CuPy && !in_cupy_call() && e.family != Family::ScalarType,
+           "numpy." + e.name + " in a graph of CuPy arrays (call cupy." + e.name +
+               ": NumPy would hand the call to CuPy through __array_function__, which framejit does not model)");
   return dispatch(tx, e, "numpy." + e.name, callable, args, kwargs, false);
+}
+
+std::vector<std::pair<std::string, PyObject*>> functions_by_name() {
+  std::vector<std::pair<std::string, PyObject*>> out;
+  for_each_function_name([&](const char* n) {
+    PyObject* obj = numpy_attr(n);
+    if (!obj || !is_registered(obj)) return;
+    const Family f = registry().by_object.at(obj).family;
+    if (f != Family::Extern && f != Family::Grid && f != Family::ArrayType && f != Family::ScalarType) out.emplace_back(n, obj);
+  });
+  return out;
 }
 
 VarPtr binary(Tracer& tx, const std::string& op, const VarPtr& a, const VarPtr& b, bool inplace) {
@@ -293,7 +324,7 @@ VarPtr call_method(Tracer& tx, const VarPtr& t, const std::string& name, std::ve
   if (name == "fill") return fill(tx, t, std::vector<VarPtr>(args.begin() + 1, args.end()), kwargs);
   if (name == "repeat") {
     // ndarray.repeat(repeats, axis=None) is numpy.repeat(self, ...): a new NumPy array.
-    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "ndarray.repeat in a graph of framejit.Tensors");
+    claim_numpy_arrays(tx, "ndarray.repeat");
     return tiling(tx, "repeat", args, kwargs);
   }
   for (const char* n : kViews)
@@ -318,20 +349,8 @@ public:
     auto add_function = [&](const char* n) {
       if (PyObject* obj = numpy_attr(n); obj && is_registered(obj)) names.push_back(std::string("numpy.") + n);
     };
-    for (const char* n : kElementwise) add_function(n);
-    for (const char* n : kReductions) add_function(n);
-    for (const char* n : kViews) add_function(n);
-    for (const char* n : kCreation) add_function(n);
-    for (const char* n : kIndexing) add_function(n);
-    for (const char* n : {"matmul", "dot", "concatenate", "stack", "outer", "flip", "cumsum", "cumprod", "vstack",
-                          "hstack", "dstack", "column_stack", "append"})
-      add_function(n);
-    for (const char* n : kSequences) add_function(n);
-    for (const char* n : kArrays) add_function(n);
-    for (const char* n : {"sort", "argsort", "partition", "argpartition"}) add_function(n);
-    for (const char* n : kTiling) add_function(n);
-    for (const char* n : kContractions) add_function(n);
-    for (const char* n : {"copyto", "ndarray"}) add_function(n);
+    for_each_function_name(add_function);
+    for (const char* n : {"sort", "argsort", "partition", "argpartition", "ndarray"}) add_function(n);
     for (const char* n : kGrids)
       if (PyObject* obj = numpy_attr(n); obj && is_registered(obj)) names.push_back(std::string("numpy.") + n + "[...]");
     // The ufunc methods traced as ops: outer of every binary ufunc, reduce where it is a reduction.
@@ -375,8 +394,7 @@ public:
   VarPtr object_getitem(Tracer& tx, PyObject* obj, const VarPtr& index) override {
     auto it = registry().by_object.find(obj);
     if (it == registry().by_object.end() || it->second.family != Family::Grid) return nullptr;
-    BREAK_IF(tx.out().array_kind == ArrayKind::Tensor, "numpy." + it->second.name + "[...] in a graph of framejit.Tensors");
-    tx.out().array_kind = ArrayKind::NumPy;
+    claim_numpy_arrays(tx, "numpy." + it->second.name + "[...]");
     return grid_getitem(tx, it->second.name, index);
   }
   void setitem(Tracer& tx, const VarPtr& a, const VarPtr& index, const VarPtr& value) override {

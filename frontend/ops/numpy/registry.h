@@ -5,6 +5,7 @@
 #include <Python.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frontend/trace/tracer.h"
@@ -25,6 +26,10 @@ bool install_op_table();
 /// Whether the registry knows this callable (numpy.exp, numpy.sum, ...). Borrowed.
 bool is_registered(PyObject* callable);
 VarPtr call_function(Tracer& tx, PyObject* callable, std::vector<VarPtr> args, KwArgs kwargs);
+/// The functions under numpy the table traces as graph ops, by name (numpy.<name>; aliases each
+/// under their own names), with their objects (borrowed): what a library with NumPy's API (CuPy)
+/// is matched against.
+std::vector<std::pair<std::string, PyObject*>> functions_by_name();
 
 /// `x.<name>` for an array: attributes (shape, T, dtype ...) or a bound method.
 VarPtr tensor_attr(Tracer& tx, const VarPtr& t, const std::string& name);
