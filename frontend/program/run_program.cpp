@@ -535,7 +535,10 @@ bool PyHost::run_extern(int node, rt::Value* values) {
         std::memset(values[node].data, 0, static_cast<size_t>(count * item));
         return true;
       }
-      const Status st = rt::cuda::fill_on_device(p_.device().index, values[node].data, c->fill, item, static_cast<size_t>(count));
+      // Zeros of any dtype (complex too) are zero bytes.
+      const bool zeros = c->native == PyCall::Native::Zeros;
+      const Status st = rt::cuda::fill_on_device(p_.device().index, values[node].data, c->fill, zeros ? 1 : item,
+                                                 static_cast<size_t>(zeros ? count * item : count));
       if (!st.is_ok()) {
         PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.message().c_str());
         return false;

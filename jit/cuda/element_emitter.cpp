@@ -11,6 +11,7 @@
 #include "jit/math/exp_log.h"
 #include "jit/math/pow.h"
 #include "jit/math/tanh_sigmoid.h"
+#include "jit/math/trig.h"
 
 namespace framejit::jit::cuda {
 
@@ -236,6 +237,9 @@ std::string ElementEmitter::float_op(const ScalarExpr& x, const std::vector<std:
     case ScalarOp::Sigmoid: return math::emit_sigmoid(o, va).reg;
     case ScalarOp::Erf: return math::emit_erf(o, va).reg;
     case ScalarOp::Atan: return math::emit_atan(o, va).reg;
+    case ScalarOp::Sin: return math::emit_sin(o, va).reg;
+    case ScalarOp::Cos: return math::emit_cos(o, va).reg;
+    case ScalarOp::Tan: return math::emit_tan(o, va).reg;
     case ScalarOp::Atan2: return math::emit_atan2(o, va, PtxVal{v[x.b]}).reg;
     case ScalarOp::Pow: {
       // pow needs log|x| to ~2^-64 either way: float32 runs the float64 routine, as on x86.

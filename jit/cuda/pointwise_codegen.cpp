@@ -31,7 +31,6 @@ bool pointwise_supported(const PointwiseKernelIR& ir) {
     if (!pointwise_dtype(t)) return false;
   for (const ScalarExpr& e : ir.body) {
     if (!pointwise_dtype(e.dtype)) return false;
-    if (e.op == ScalarOp::Sin || e.op == ScalarOp::Cos || e.op == ScalarOp::Tan) return false;
     if (scalar_op_is_math(e.op) && !is_fp(e.dtype)) return false;
   }
   return true;

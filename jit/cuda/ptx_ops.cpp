@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstdio>
 
+#include "jit/math/trig.h"
+
 namespace framejit::jit::cuda {
 
 std::string PtxWriter::reg(int bits) {
@@ -26,6 +28,8 @@ void PtxWriter::op(const std::string& text) {
 void PtxWriter::place(const std::string& label) { text_ += label + ":\n"; }
 
 void PtxWriter::comment(const std::string& text) { text_ += "\t// " + text + "\n"; }
+
+void PtxWriter::line(const std::string& text) { text_ += "\t" + text + "\n"; }
 
 std::string PtxWriter::body() const {
   std::string decl;
@@ -264,10 +268,144 @@ PtxOps::Pair PtxOps::two_sum(const Vec& a, const Vec& b) {
   return {s, e};
 }
 
-void PtxOps::reduce_pio2_huge(const Vec&, double, Vec&, Vec&, Vec&) {
-  // Payne–Hanek in PTX is not written yet: the backend declines sin/cos/tan (so this is never
-  // reached from a kernel it accepted).
-  unsupported_ = "sin/cos/tan of arguments beyond the inline reduction";
+// Note [Payne–Hanek in PTX]
+// An element past the inline reduction's range (|x| > 2^16 in float32, 2^20 in float64, and
+// infinities) takes a branch that redoes the reduction as x86's out-of-line one does
+// (jit/x86/injectors/trig_reduce.cpp), in integer arithmetic: |x| = mant 2^ex with a 53-bit mant,
+// and the 192 bits of 2/pi from bit ex - 1 on (kTwoOverPiBits, copied into a block-scoped local
+// array on the way in: PTX has no initialized function-scope constants) give x 2/pi mod 4 as
+// mant times those bits, whose top two bits are q and whose next 128, as a signed fraction f,
+// give r = f pi/2. x86 rounds f pi/2 from a long double; here f is three exact doubles summed
+// as a double-double and multiplied by pi/2 as one (about 2^-100 relative), so r (and float32's
+// rounding of it) is the same but in rare ties, and float64's r_lo is the more accurate.
+// Infinities give NaN with q = 0, as there. The branch is per element: the common case pays one
+// compare and a branch not taken.
+void PtxOps::reduce_pio2_huge(const Vec& ax, double limit, Vec& r, Vec& r_lo, Vec& q) {
+  using math::trig_detail::kTwoOverPiBits;
+  using math::trig_detail::kTwoOverPiWords;
+  const std::string huge = w_.reg(1), done = w_.label();
+  w_.op("setp.gt." + ftype() + " " + huge + ", " + text(ax, ftype()) + ", " + text(c(limit), ftype()));
+  w_.op("@!" + huge + " bra " + done);
+  // The words a window can reach: k + 3 <= 4 for a float's exponent, <= 18 for a double's.
+  const int words_used = f64_ ? 19 : 5;
+  static_assert(kTwoOverPiWords >= 19);
+  const std::string table = "fj_two_over_pi_" + done.substr(2);
+  w_.line("{");
+  w_.line(".local .align 8 .b64 " + table + "[" + std::to_string(words_used) + "];");
+  auto r64 = [&] { return w_.reg(64); };
+  const std::string t = r64(), base = r64();
+  w_.op("mov.u64 " + base + ", " + table);
+  for (int i = 0; i < words_used; ++i) {
+    w_.op("mov.b64 " + t + ", " + std::to_string(kTwoOverPiBits[i]));
+    w_.op("st.local.u64 [" + base + "+" + std::to_string(8 * i) + "], " + t);
+  }
+  // |x| = mant 2^(e - 1075); the first window bit is ex - 1, at 0-based table position p.
+  std::string xd = text(ax, "f64");
+  if (!f64_) {
+    xd = r64();
+    w_.op("cvt.f64.f32 " + xd + ", " + text(ax, "f32"));
+  }
+  const std::string e = r64(), mant = r64(), pos = r64(), k = r64(), off = r64();
+  w_.op("shr.u64 " + e + ", " + xd + ", 52");
+  w_.op("and.b64 " + mant + ", " + xd + ", 4503599627370495");  // 2^52 - 1
+  w_.op("or.b64 " + mant + ", " + mant + ", 4503599627370496");
+  w_.op("sub.s64 " + pos + ", " + e + ", 1077");
+  w_.op("shr.s64 " + k + ", " + pos + ", 6");  // floor(p / 64)
+  w_.op("and.b64 " + off + ", " + pos + ", 63");
+  const std::string sh = w_.reg(32), shc = w_.reg(32);
+  w_.op("cvt.u32.u64 " + sh + ", " + off);
+  w_.op("sub.u32 " + shc + ", 64, " + sh);  // 64 when off = 0: shr.b64 by 64 gives 0
+  std::string words[4];
+  for (int i = 0; i < 4; ++i) {
+    // Word k + i, or 0 for positions before the point (k + i < 0).
+    const std::string idx = r64(), at = r64(), neg = w_.reg(1);
+    words[i] = r64();
+    w_.op("add.s64 " + idx + ", " + k + ", " + std::to_string(i));
+    w_.op("setp.lt.s64 " + neg + ", " + idx + ", 0");
+    w_.op("max.s64 " + idx + ", " + idx + ", 0");
+    w_.op("mad.lo.u64 " + at + ", " + idx + ", 8, " + base);
+    w_.op("ld.local.u64 " + words[i] + ", [" + at + "]");
+    w_.op("selp.b64 " + words[i] + ", 0, " + words[i] + ", " + neg);
+  }
+  std::string win[3];
+  for (int i = 0; i < 3; ++i) {
+    const std::string lo = r64();
+    win[i] = r64();
+    w_.op("shl.b64 " + win[i] + ", " + words[i] + ", " + sh);
+    w_.op("shr.b64 " + lo + ", " + words[i + 1] + ", " + shc);
+    w_.op("or.b64 " + win[i] + ", " + win[i] + ", " + lo);
+  }
+  // The low 192 bits of mant * (win0 win1 win2): p0 p1 p2.
+  const std::string p0 = r64(), p1 = r64(), p2 = r64(), hi2 = r64(), lo1 = r64(), hi1 = r64();
+  w_.op("mul.lo.u64 " + p2 + ", " + mant + ", " + win[2]);
+  w_.op("mul.hi.u64 " + hi2 + ", " + mant + ", " + win[2]);
+  w_.op("mul.lo.u64 " + lo1 + ", " + mant + ", " + win[1]);
+  w_.op("mul.hi.u64 " + hi1 + ", " + mant + ", " + win[1]);
+  w_.op("add.cc.u64 " + p1 + ", " + lo1 + ", " + hi2);
+  w_.op("addc.u64 " + hi1 + ", " + hi1 + ", 0");
+  w_.op("mad.lo.u64 " + p0 + ", " + mant + ", " + win[0] + ", " + hi1);
+  // q = the top two bits; the next 128 (f0 f1) are the fraction, >= 1/2 read as negative.
+  const std::string qq = r64(), f0 = r64(), f1 = r64(), tmp = r64(), negf = w_.reg(1);
+  w_.op("shr.u64 " + qq + ", " + p0 + ", 62");
+  w_.op("shl.b64 " + f0 + ", " + p0 + ", 2");
+  w_.op("shr.u64 " + tmp + ", " + p1 + ", 62");
+  w_.op("or.b64 " + f0 + ", " + f0 + ", " + tmp);
+  w_.op("shl.b64 " + f1 + ", " + p1 + ", 2");
+  w_.op("shr.u64 " + tmp + ", " + p2 + ", 62");
+  w_.op("or.b64 " + f1 + ", " + f1 + ", " + tmp);
+  w_.op("setp.lt.s64 " + negf + ", " + f0 + ", 0");
+  w_.op("@" + negf + " add.u64 " + qq + ", " + qq + ", 1");
+  // f 2^-128 = a + b + c, each exact: a = (f0 >> 11) 2^-53, b = the next 53 bits 2^-106, c = the
+  // last 22 bits 2^-128.
+  const std::string a = r64(), b = r64(), cc = r64();
+  w_.op("shr.s64 " + tmp + ", " + f0 + ", 11");
+  w_.op("cvt.rn.f64.s64 " + a + ", " + tmp);
+  w_.op("mul.rn.f64 " + a + ", " + a + ", 0d3CA0000000000000");  // 2^-53
+  w_.op("and.b64 " + tmp + ", " + f0 + ", 2047");
+  w_.op("shl.b64 " + tmp + ", " + tmp + ", 42");
+  w_.op("shr.u64 " + b + ", " + f1 + ", 22");
+  w_.op("or.b64 " + tmp + ", " + tmp + ", " + b);
+  w_.op("cvt.rn.f64.u64 " + b + ", " + tmp);
+  w_.op("mul.rn.f64 " + b + ", " + b + ", 0d3950000000000000");  // 2^-106
+  w_.op("and.b64 " + tmp + ", " + f1 + ", 4194303");
+  w_.op("cvt.rn.f64.u64 " + cc + ", " + tmp);
+  w_.op("mul.rn.f64 " + cc + ", " + cc + ", 0d37F0000000000000");  // 2^-128
+  // (s, err) = a + b exactly (two_sum), plus c; then times pi/2 = P1 + P2.
+  const std::string s = r64(), err = r64(), bb = r64(), aa = r64();
+  w_.op("add.rn.f64 " + s + ", " + a + ", " + b);
+  w_.op("sub.rn.f64 " + bb + ", " + s + ", " + a);
+  w_.op("sub.rn.f64 " + aa + ", " + s + ", " + bb);
+  w_.op("sub.rn.f64 " + aa + ", " + a + ", " + aa);
+  w_.op("sub.rn.f64 " + bb + ", " + b + ", " + bb);
+  w_.op("add.rn.f64 " + err + ", " + aa + ", " + bb);
+  w_.op("add.rn.f64 " + err + ", " + err + ", " + cc);
+  const std::string rh = r64(), rl = r64(), rr = r64(), rlo = r64();
+  const std::string kP1 = "0d3FF921FB54442D18", kP2 = "0d3C91A62633145C07";
+  w_.op("mul.rn.f64 " + rh + ", " + s + ", " + kP1);
+  w_.op("neg.f64 " + tmp + ", " + rh);
+  w_.op("fma.rn.f64 " + rl + ", " + s + ", " + kP1 + ", " + tmp);
+  w_.op("fma.rn.f64 " + rl + ", " + s + ", " + kP2 + ", " + rl);
+  w_.op("fma.rn.f64 " + rl + ", " + err + ", " + kP1 + ", " + rl);
+  w_.op("add.rn.f64 " + rr + ", " + rh + ", " + rl);
+  w_.op("sub.rn.f64 " + tmp + ", " + rr + ", " + rh);
+  w_.op("sub.rn.f64 " + rlo + ", " + rl + ", " + tmp);
+  // Infinities: NaN, quadrant 0 (and no r_lo).
+  const std::string inf = w_.reg(1);
+  w_.op("setp.eq.f64 " + inf + ", " + xd + ", 0d7FF0000000000000");
+  w_.op("and.b64 " + qq + ", " + qq + ", 3");
+  w_.op("selp.b64 " + qq + ", 0, " + qq + ", " + inf);
+  w_.op("selp.b64 " + rr + ", 0d7FF8000000000000, " + rr + ", " + inf);
+  w_.op("selp.b64 " + rlo + ", 0, " + rlo + ", " + inf);
+  if (f64_) {
+    w_.op("mov.b64 " + r.reg + ", " + rr);
+    w_.op("mov.b64 " + r_lo.reg + ", " + rlo);
+    w_.op("mov.b64 " + q.reg + ", " + qq);
+  } else {
+    w_.op("cvt.rn.f32.f64 " + r.reg + ", " + rr);
+    w_.op("cvt.u32.u64 " + q.reg + ", " + qq);
+  }
+  w_.line("}");
+  w_.place(done);
 }
 
 }  // namespace framejit::jit::cuda

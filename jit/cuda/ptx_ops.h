@@ -36,6 +36,8 @@ public:
   void place(const std::string& label);
   /// Comment line (FRAMEJIT_LOGS=ptx readers).
   void comment(const std::string& text);
+  /// A line as it is: `{`, `}` and the declarations that open a block scope.
+  void line(const std::string& text);
   /// The .reg declarations for every register made, then the instructions.
   std::string body() const;
 
@@ -64,8 +66,6 @@ public:
   int exp_bias() const { return f64_ ? 1023 : 127; }
   uint64_t sign_bit() const { return f64_ ? 0x8000000000000000ull : 0x80000000ull; }
   double magic() const { return f64_ ? 6755399441055744.0 : 12582912.0; }
-  /// Set when a routine asked for something PTX code here cannot do yet (huge trig arguments).
-  const std::string& unsupported() const { return unsupported_; }
 
   Vec c(double v) const;
   Vec bits(uint64_t b) const;
@@ -121,6 +121,7 @@ public:
   Vec pow2_from_bits(const Vec& int_bits) {
     return ishl(iadd(int_bits, bits(static_cast<uint64_t>(exp_bias()))), mant_bits());
   }
+  /// Note [Payne–Hanek in PTX]: r, r_lo and q redone for |x| = ax above `limit`.
   void reduce_pio2_huge(const Vec& ax, double limit, Vec& r, Vec& r_lo, Vec& q);
 
   /// A register operand's or immediate's text for type suffix `type`.
@@ -140,7 +141,6 @@ private:
 
   PtxWriter& w_;
   bool f64_;
-  std::string unsupported_;
 };
 
 }  // namespace framejit::jit::cuda

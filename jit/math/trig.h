@@ -23,6 +23,19 @@ inline constexpr double kPio2F32[] = {0x1.921fb6p+0, -0x1.777a5cp-25, -0x1.ee59d
 inline constexpr double kInlineLimitF64 = 0x1p20;
 inline constexpr double kInlineLimitF32 = 0x1p16;
 
+// 2/pi in binary for the backends' Payne–Hanek reductions: word k holds bits 64k+1 .. 64k+64
+// after the point, most significant first. 1536 bits cover the largest double's exponent (1024)
+// plus a 192-bit window and margin.
+inline constexpr uint64_t kTwoOverPiBits[] = {
+    0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull, 0xfe5163abdebbc561ull,
+    0xb7246e3a424dd2e0ull, 0x06492eea09d1921cull, 0xfe1deb1cb129a73eull, 0xe88235f52ebb4484ull,
+    0xe99c7026b45f7e41ull, 0x3991d639835339f4ull, 0x9c845f8bbdf9283bull, 0x1ff897ffde05980full,
+    0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull, 0x7527bac7ebe5f17bull,
+    0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull, 0xf0cfbc209af4361dull,
+    0xa9e391615ee61b08ull, 0x6599855f14a06840ull, 0x8dffd8804d732731ull, 0x06061556ca73a8c9ull,
+};
+inline constexpr int kTwoOverPiWords = sizeof(kTwoOverPiBits) / sizeof(kTwoOverPiBits[0]);
+
 // sin r = r + r^3 S(r^2), cos r = 1 + r^2 C(r^2) on |r| <= 0.79 (float32) / 0.7855 (float64).
 inline constexpr double kSinF32[] = {-0x1.555556p-3, 0x1.111174p-7, -0x1.a0590ep-13, 0x1.7c090ep-19};
 inline constexpr double kCosF32[] = {-0x1.000000p-1, 0x1.555556p-5, -0x1.6c175cp-10, 0x1.a0715cp-16,

@@ -84,12 +84,16 @@ struct Unary {
   uint64_t bound;  // the issue's: 2 ulp
 };
 
-TEST(GpuMath, ExpFamilyOnEveryFloat32) {
+TEST(GpuMath, ExpFamilyAndTrigOnEveryFloat32) {
   REQUIRE_GPU();
   const Unary fns[] = {
       {ScalarOp::Exp, "exp", [](double x) { return std::exp(x); }, 2},
       {ScalarOp::Sigmoid, "sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, 2},
       {ScalarOp::Erf, "erf", [](double x) { return std::erf(x); }, 2},
+      // Note [Payne–Hanek in PTX]: the huge arguments included.
+      {ScalarOp::Sin, "sin", [](double x) { return std::sin(x); }, 2},
+      {ScalarOp::Cos, "cos", [](double x) { return std::cos(x); }, 2},
+      {ScalarOp::Tan, "tan", [](double x) { return std::tan(x); }, 4},
   };
   constexpr int64_t kChunk = int64_t{1} << 26;
   std::vector<float> in(kChunk), got(kChunk);

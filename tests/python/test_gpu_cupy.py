@@ -45,6 +45,9 @@ def test_pointwise_chains():
     check(lambda x: cp.where(x > 0, x, 0.1 * x).astype(cp.float64) / 3, x)
     check(lambda x: x.T * 2 + 1, x)  # a transposed operand
     check(lambda x: x[::2, 1:-1] * x[1::2, :-2], x)  # strided views
+    # Note [Payne–Hanek in PTX]: x * 1e5 reaches past the inline reduction's 2^16.
+    check(lambda x: cp.sin(x) * cp.cos(x * 1e5) + cp.tan(x * 0.5), x, rtol=1e-5, atol=1e-5)
+    check(lambda x: cp.sin(x * 1e9) + cp.cos(x), x.astype(cp.float64), rtol=1e-12, atol=1e-12)
 
 
 def test_reductions_give_0d_arrays_not_numpy_scalars():

@@ -38,6 +38,7 @@ def test_pointwise_and_rows():
     w, b = randn(1000, seed=1), randn(1000, seed=2)
     check(lambda x: torch.sigmoid(x) * torch.tanh(x * 0.5 + 1), x)
     check(lambda x: torch.softmax(x, dim=-1), x)
+    check(lambda x: torch.sin(x * 3e4) * torch.cos(x) + torch.tan(x * 0.3), x)  # huge arguments too
     check(lambda x, w, b: torch.nn.functional.layer_norm(x, (1000,), w, b), x, w, b, rtol=1e-4, atol=1e-4)
     check(lambda x: x.sum(dim=0) + x.amax(dim=1).mean(), x, rtol=1e-4, atol=1e-4)
 

@@ -3,26 +3,18 @@
 #include <cmath>
 #include <cstdint>
 
+#include "jit/math/trig.h"
 #include "jit/x86/injectors/math_p.h"
 
 namespace framejit::jit::x86::injectors {
 
 namespace {
 
-// 2/pi in binary: word k holds bits 64k+1 .. 64k+64 after the point, most significant first.
-// 1536 bits cover the largest double's exponent (1024) plus the 192-bit window and margin.
-constexpr uint64_t kTwoOverPi[] = {
-    0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull, 0xfe5163abdebbc561ull,
-    0xb7246e3a424dd2e0ull, 0x06492eea09d1921cull, 0xfe1deb1cb129a73eull, 0xe88235f52ebb4484ull,
-    0xe99c7026b45f7e41ull, 0x3991d639835339f4ull, 0x9c845f8bbdf9283bull, 0x1ff897ffde05980full,
-    0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull, 0x7527bac7ebe5f17bull,
-    0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull, 0xf0cfbc209af4361dull,
-    0xa9e391615ee61b08ull, 0x6599855f14a06840ull, 0x8dffd8804d732731ull, 0x06061556ca73a8c9ull,
-};
-constexpr int kWords = sizeof(kTwoOverPi) / sizeof(kTwoOverPi[0]);
+using math::trig_detail::kTwoOverPiBits;
+constexpr int kWords = math::trig_detail::kTwoOverPiWords;
 constexpr long double kPiOver2 = 1.57079632679489661923132169163975144L;
 
-uint64_t table_word(int k) { return k >= 0 && k < kWords ? kTwoOverPi[k] : 0; }
+uint64_t table_word(int k) { return k >= 0 && k < kWords ? kTwoOverPiBits[k] : 0; }
 
 /// Bits s .. s+63 of 2/pi (bit 1 is the first after the point; bits <= 0 are zero).
 uint64_t bits_at(int s) {
