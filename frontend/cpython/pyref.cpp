@@ -22,4 +22,15 @@ std::string fetch_error_text() {
   return out;
 }
 
+OwnedRef int_tuple(const int64_t* v, int n) {
+  OwnedRef r = OwnedRef::steal(PyTuple_New(n));
+  if (!r) return r;
+  for (int d = 0; d < n; ++d) {
+    PyObject* i = PyLong_FromLongLong(v[d]);
+    if (!i) return OwnedRef();
+    PyTuple_SET_ITEM(r.get(), d, i);  // steals i
+  }
+  return r;
+}
+
 }  // namespace framejit::frontend

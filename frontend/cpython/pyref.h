@@ -3,6 +3,7 @@
 
 #include <Python.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -37,5 +38,8 @@ private:
 
 /// The Python exception currently set, as "TypeError: message"; clears it.
 std::string fetch_error_text();
+
+/// A tuple of the `n` ints at `v` (sizes, strides); null with an exception set.
+OwnedRef int_tuple(const int64_t* v, int n);
 
 }  // namespace framejit::frontend

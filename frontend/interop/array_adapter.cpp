@@ -41,6 +41,17 @@ ArrayFields array_fields(PyObject* o, const ArrayAdapter* first) {
   return {};
 }
 
+OwnedRef permutation_axes(const int* outer_first, int rank) {
+  OwnedRef order = OwnedRef::steal(PyTuple_New(rank));
+  if (!order) return order;
+  for (int i = 0; i < rank; ++i) {
+    PyObject* n = PyLong_FromLong(i);
+    if (!n) return OwnedRef();
+    PyTuple_SET_ITEM(order.get(), outer_first[i], n);  // steals n
+  }
+  return order;
+}
+
 const char* array_kind_name(ArrayKind kind) {
   switch (kind) {
     case ArrayKind::None: return "no arrays";

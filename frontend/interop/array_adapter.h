@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "frontend/cpython/pyref.h"
 #include "jit/lower/views.h"
 #include "runtime/dtype.h"
 
@@ -85,6 +86,10 @@ void register_array_adapter(ArrayKind kind, const ArrayAdapter* adapter);
 /// `o`'s fields under whichever adapter knows it (ok=false: none does), asking `first` (when
 /// given: the caller's likely library) before the others, and each adapter once.
 ArrayFields array_fields(PyObject* o, const ArrayAdapter* first = nullptr);
+
+/// For permuted_view's `outer_first`: the axes tuple that torch's permute and NumPy's and CuPy's
+/// transpose take (per result axis, the base axis it is). Null with an exception set.
+OwnedRef permutation_axes(const int* outer_first, int rank);
 
 /// "NumPy arrays", "framejit.Tensors", "torch tensors", "CuPy arrays" (messages).
 const char* array_kind_name(ArrayKind kind);

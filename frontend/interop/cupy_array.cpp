@@ -134,17 +134,6 @@ const Entry* entry_of(PyObject* o) {
   return &t.entries.back();
 }
 
-OwnedRef int_tuple(const int64_t* v, int n) {  // null with an exception set
-  OwnedRef r = OwnedRef::steal(PyTuple_New(n));
-  if (!r) return r;
-  for (int d = 0; d < n; ++d) {
-    PyObject* i = PyLong_FromLongLong(v[d]);
-    if (!i) return OwnedRef();
-    PyTuple_SET_ITEM(r.get(), d, i);  // steals i
-  }
-  return r;
-}
-
 class CupyAdapter final : public ArrayAdapter {
 public:
   ArrayFields fields(PyObject* o) const override {
@@ -192,16 +181,8 @@ public:
   }
 
   PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const override {  // new ref
-    // Axis outer_first[i] of the result is axis i of base: transpose's axes list, per result
-    // axis, the base axis it is.
-    OwnedRef order = OwnedRef::steal(PyTuple_New(rank));
-    if (!order) return nullptr;
-    for (int i = 0; i < rank; ++i) {
-      PyObject* n = PyLong_FromLong(i);
-      if (!n) return nullptr;
-      PyTuple_SET_ITEM(order.get(), outer_first[i], n);  // steals n
-    }
-    return PyObject_CallMethod(base, "transpose", "O", order.get());
+    OwnedRef order = permutation_axes(outer_first, rank);
+    return order ? PyObject_CallMethod(base, "transpose", "O", order.get()) : nullptr;
   }
 
   // CuPy arrays share memory with views framejit cannot see: never written over.

@@ -352,17 +352,6 @@ int current_cuda_device(const TorchHandles& h) {
   return static_cast<int>(d);
 }
 
-OwnedRef size_tuple(const int64_t* shape, int rank) {  // null with an exception set
-  OwnedRef size = OwnedRef::steal(PyTuple_New(rank));
-  if (!size) return size;
-  for (int d = 0; d < rank; ++d) {
-    PyObject* n = PyLong_FromLongLong(shape[d]);
-    if (!n) return OwnedRef();
-    PyTuple_SET_ITEM(size.get(), d, n);  // steals n
-  }
-  return size;
-}
-
 class TorchAdapter final : public ArrayAdapter {
 public:
   ArrayFields fields(PyObject* o) const override {
@@ -382,7 +371,7 @@ public:
     int64_t bytes = rt::dtype_itemsize(dtype);
     for (int d = 0; d < rank; ++d) bytes *= shape[d];
     if (bytes >= kTorchPooledBytes && dtype != rt::DType::Bool && h->from_dlpack) return pooled_tensor(*h, shape, rank, dtype, bytes);
-    OwnedRef size = size_tuple(shape, rank);
+    OwnedRef size = int_tuple(shape, rank);
     if (!size) return nullptr;
     OwnedRef args = OwnedRef::steal(PyTuple_Pack(1, size.get()));
     OwnedRef kwargs = OwnedRef::steal(PyDict_New());
@@ -408,7 +397,7 @@ public:
       dev = PyObject_CallFunction(reinterpret_cast<PyObject*>(h->device_type), "si", "cuda", device.index);
       if (!dev) return nullptr;
     }
-    OwnedRef size = size_tuple(shape, rank);
+    OwnedRef size = int_tuple(shape, rank);
     if (!size) return nullptr;
     PyObject* t = nullptr;
     // torch >= 2.3's allocation entry for generated code: no argument parsing, the current device.
@@ -434,16 +423,8 @@ public:
   }
 
   PyObject* permuted_view(PyObject* base, const int* outer_first, int rank) const override {  // new ref
-    // Axis outer_first[i] of the result is axis i of base: permute's order lists, per result
-    // axis, the base axis it is.
-    OwnedRef order = OwnedRef::steal(PyTuple_New(rank));
-    if (!order) return nullptr;
-    for (int i = 0; i < rank; ++i) {
-      PyObject* n = PyLong_FromLong(i);
-      if (!n) return nullptr;
-      PyTuple_SET_ITEM(order.get(), outer_first[i], n);  // steals n
-    }
-    return PyObject_CallMethod(base, "permute", "O", order.get());
+    OwnedRef order = permutation_axes(outer_first, rank);
+    return order ? PyObject_CallMethod(base, "permute", "O", order.get()) : nullptr;
   }
 
   // torch tensors share storage with views framejit cannot see: never written over.

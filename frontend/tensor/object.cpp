@@ -490,28 +490,16 @@ Py_ssize_t tensor_len(PyObject* self) {
   return static_cast<Py_ssize_t>(t->shape[0]);
 }
 
-PyObject* int_tuple(const int64_t* v, int n) {
-  PyObject* tup = PyTuple_New(n);
-  if (!tup) return nullptr;
-  for (int i = 0; i < n; ++i) {
-    PyObject* x = PyLong_FromLongLong(v[i]);
-    if (!x) {
-      Py_DECREF(tup);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(tup, i, x);
-  }
-  return tup;
-}
-
 int64_t numel_of(const TensorObject* t) {
   int64_t n = 1;
   for (int d = 0; d < t->nd; ++d) n *= t->shape[d];
   return n;
 }
 
-PyObject* get_shape(PyObject* self, void*) { return int_tuple(as_tensor(self)->shape, as_tensor(self)->nd); }
-PyObject* get_strides(PyObject* self, void*) { return int_tuple(as_tensor(self)->strides, as_tensor(self)->nd); }
+PyObject* get_shape(PyObject* self, void*) { return int_tuple(as_tensor(self)->shape, as_tensor(self)->nd).release(); }
+PyObject* get_strides(PyObject* self, void*) {
+  return int_tuple(as_tensor(self)->strides, as_tensor(self)->nd).release();
+}
 PyObject* get_dtype(PyObject* self, void*) {
   static PyObject* names[rt::kNumDTypes] = {};  // interned, immortal
   const int k = static_cast<int>(as_tensor(self)->dtype);
@@ -550,9 +538,9 @@ PyObject* get_array_interface(PyObject* self, void*) {
     return nullptr;
   }
   const std::string typestr = typestr_of(t->dtype);
-  OwnedRef shape = OwnedRef::steal(int_tuple(t->shape, t->nd));
+  OwnedRef shape = int_tuple(t->shape, t->nd);
   OwnedRef strides = (t->flags & kTensorCContiguous) ? OwnedRef::borrow(Py_None)
-                                                      : OwnedRef::steal(int_tuple(t->strides, t->nd));
+                                                      : int_tuple(t->strides, t->nd);
   if (!shape || !strides) return nullptr;
   return Py_BuildValue("{s:O,s:s,s:(N,O),s:O,s:i}", "shape", shape.get(), "typestr", typestr.c_str(), "data",
                        PyLong_FromVoidPtr(t->data), (t->flags & kTensorWriteable) ? Py_False : Py_True, "strides",
@@ -574,7 +562,7 @@ PyObject* get_cuda_array_interface(PyObject* self, void*) {
     PyErr_Format(PyExc_RuntimeError, "framejit: %s", st.error().message().c_str());
     return nullptr;
   }
-  OwnedRef shape = OwnedRef::steal(int_tuple(t->shape, t->nd)), strides = OwnedRef::steal(int_tuple(t->strides, t->nd));
+  OwnedRef shape = int_tuple(t->shape, t->nd), strides = int_tuple(t->strides, t->nd);
   if (!shape || !strides) return nullptr;
   const std::string typestr = typestr_of(t->dtype);
   const bool c = (t->flags & kTensorCContiguous) != 0;
