@@ -3,7 +3,6 @@
 #include "frontend/ops/cupy/registry.h"
 
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 
 #include "frontend/cpython/pyref.h"
@@ -61,16 +60,16 @@ auto as_cupy(Tracer& tx, const std::string& what, Fn&& fn) {
     out.device = {rt::DeviceType::CUDA, *d};
   }
   out.array_kind = ArrayKind::CuPy;
-  const size_t first = out.graph.nodes().size();
+  // On the way out (a break thrown drops the graph anyway): the call's nodes are CuPy's 0-d arrays.
+  struct NoScalars {
+    jit::Graph& graph;
+    size_t first;
+    ~NoScalars() {
+      for (size_t i = first; i < graph.nodes().size(); ++i) graph.nodes()[i].meta.scalar_object = false;
+    }
+  } no_scalars{out.graph, out.graph.nodes().size()};
   CupyCall call;
-  if constexpr (std::is_void_v<decltype(fn())>) {
-    fn();
-    for (size_t i = first; i < out.graph.nodes().size(); ++i) out.graph.nodes()[i].meta.scalar_object = false;
-  } else {
-    auto r = fn();
-    for (size_t i = first; i < out.graph.nodes().size(); ++i) out.graph.nodes()[i].meta.scalar_object = false;
-    return r;
-  }
+  return fn();
 }
 
 class CupyOpTable final : public OpTable {
