@@ -109,6 +109,9 @@ struct ReductionLaunch {
   bool arg = false;                // argmax/argmin: out holds int64 indices
   bool arg_max = true;             // argmax (else argmin), for combining rows of a flattened arg
   DType value_dtype = DType::Float32;  // the reduced values' type
+  /// A float sum (sum, mean, var, std) in float32 or float64 (its output's dtype): long rows are
+  /// summed pairwise (Note [Pairwise sums] in runtime/reduction_executor.cpp).
+  DType pairwise = DType::Bool;    // Bool: not a float sum
   int64_t ddof = 0;                // the mean's divisor is count - ddof
   int rank = 0;
   const int64_t* shape = nullptr;  // the iteration space (the reduced value's shape)

@@ -31,6 +31,10 @@ struct Kernel {
   /// A device pointwise kernel made for one-dim iteration spaces only (Note [Flat pointwise
   /// kernels] in jit/cuda/pointwise_codegen.cpp): the same computation for any layout; else null.
   std::shared_ptr<const Kernel> strided;
+  /// A float sum's row kernel: the most elements per call over which its own leaves keep the sum
+  /// pairwise, for contiguous rows and for strided ones (Note [Pairwise sums] in
+  /// runtime/reduction_executor.cpp); 0: any number.
+  int64_t sum_block = 0, sum_block_strided = 0;
 
   /// Ok once `entry` can be called: at once for a kernel without `load`, else after the one call
   /// of `load` (thread-safe; its failure is kept and returned to every caller).

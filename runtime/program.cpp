@@ -470,6 +470,8 @@ void launch_reduction(Run& run, const ReductionStep& step, const Bound& b) {
   launch.arg = step.arg();
   launch.arg_max = step.kind == ReduceKind::ArgMax;
   launch.value_dtype = step.value_dtype;
+  if (step.kind == ReduceKind::Sum && (step.output_dtype == DType::Float32 || step.output_dtype == DType::Float64))
+    launch.pairwise = step.output_dtype;
   launch.ddof = step.ddof;
   launch.rank = b.rank;
   launch.shape = b.shape;

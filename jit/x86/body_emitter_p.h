@@ -259,7 +259,8 @@ struct FirstError : ErrorHandler {
 
 // Assembles what `build` emits into executable memory, as a kernel named `name`.
 template <typename Build>
-Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_text, bool want_listing, Build&& build) {
+Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_text, bool want_listing, Build&& build,
+                                 int64_t sum_block = 0, int64_t sum_block_strided = 0) {
   CodeHolder code;
   code.init(jit_runtime().environment());
   FirstError first_error;
@@ -284,6 +285,8 @@ Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_
   k->name = name;
   if (want_listing) k->listing = ir_text + logger.data();
   k->release = [entry] { jit_runtime().release(entry); };
+  k->sum_block = sum_block;
+  k->sum_block_strided = sum_block_strided;
   return rt::KernelPtr(std::move(k));
 }
 

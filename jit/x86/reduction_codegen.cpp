@@ -29,6 +29,9 @@ namespace detail {
 //
 // max/min follow numpy.maximum/minimum (NaN propagates); argmax/argmin return the first NaN.
 constexpr int kUnroll = 4;
+// Float sums: unrolled iterations per leaf (Note [Pairwise sums] in runtime/reduction_executor.cpp),
+// so each accumulator lane sums 16 elements before they join the next level, as NumPy's leaves do.
+constexpr int kLeafIterations = 16;
 
 // Note [Integer reductions]
 // NumPy 1.24 reduces bool, int32, int64 and uint8 arrays as follows, and the loop IR says so
@@ -145,6 +148,18 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
     std::vector<ax::Vec> vacc(kUnroll);
     for (auto& a : vacc) a = reduce_identity(ve, op, dtype);
+    // Note [Pairwise sums]: a float sum's accumulators are leaves of kLeafIterations elements per
+    // lane, each then added into a second set (vmid) and restarted.
+    const bool leaves = op == ReduceOp::Sum && (dtype == DType::Float32 || dtype == DType::Float64);
+    std::vector<ax::Vec> vmid;
+    ax::Vec identity;
+    ax::Gp leaf;
+    if (leaves) {
+      for (int u = 0; u < kUnroll; ++u) vmid.push_back(reduce_identity(ve, op, dtype));
+      identity = reduce_identity(ve, op, dtype);
+      leaf = cc.newInt64("leaf");
+      cc.mov(leaf, kLeafIterations);
+    }
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
     ax::Gp rem = cc.newInt64("rem");
     auto one_vector = [&](const ax::Vec& acc) {
@@ -162,6 +177,15 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     cc.jl(single);
     for (int u = 0; u < kUnroll; ++u) one_vector(vacc[u]);
     cc.add(i, kUnroll * lanes);
+    if (leaves) {
+      cc.dec(leaf);
+      cc.jnz(unrolled);
+      for (int u = 0; u < kUnroll; ++u) {
+        reduce_combine(ve, op, dtype, vmid[u], vacc[u]);
+        ve.move(vacc[u], identity);
+      }
+      cc.mov(leaf, kLeafIterations);
+    }
     cc.jmp(unrolled);
     cc.bind(single);
     cc.mov(rem, n);
@@ -172,6 +196,8 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     cc.add(i, lanes);
     cc.jmp(single);
     cc.bind(vector_done);
+    if (leaves)
+      for (int u = 0; u < kUnroll; ++u) reduce_combine(ve, op, dtype, vacc[u], vmid[u]);
     for (int u = 1; u < kUnroll; ++u) reduce_combine(ve, op, dtype, vacc[0], vacc[u]);
     // Fold the lanes into the scalar accumulator.
     ax::Mem lanes_mem = scratch.cloneAdjusted(vbytes * std::max(nin, 1));
@@ -191,10 +217,20 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
 
   cc.bind(scalar_loop);
   std::vector<ax::Vec> shoisted = hoist(se, ir, call, params_offset);
-  Label scalar_top = cc.newLabel();
+  // Float sums: leaves of kLeafIterations elements here too, added into smid.
+  const bool leaves = op == ReduceOp::Sum && (dtype == DType::Float32 || dtype == DType::Float64);
+  ax::Vec smid, sidentity;
+  ax::Gp sleaf;
+  if (leaves) {
+    smid = reduce_identity(se, op, dtype);
+    sidentity = reduce_identity(se, op, dtype);
+    sleaf = cc.newInt64("sleaf");
+    cc.mov(sleaf, kLeafIterations);
+  }
+  Label scalar_top = cc.newLabel(), scalar_end = cc.newLabel();
   cc.bind(scalar_top);
   cc.cmp(i, n);
-  cc.jge(done);
+  cc.jge(scalar_end);
   std::vector<ax::Vec> vals = emit_body(se, ir, load_inputs(cc, se, ir, ptr), shoisted);
   if (store) {
     se.store(dtype, ptr[nin], vals[ir.outputs[0]]);
@@ -203,7 +239,16 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
   reduce_combine(se, op, dtype, sacc, vals[ir.outputs[0]]);
   for (int k = 0; k < nin; ++k) cc.add(ptr[k], stride[k]);
   cc.inc(i);
+  if (leaves) {
+    cc.dec(sleaf);
+    cc.jnz(scalar_top);
+    reduce_combine(se, op, dtype, smid, sacc);
+    se.move(sacc, sidentity);
+    cc.mov(sleaf, kLeafIterations);
+  }
   cc.jmp(scalar_top);
+  cc.bind(scalar_end);
+  if (leaves) reduce_combine(se, op, dtype, sacc, smid);
   cc.bind(done);
 }
 
@@ -251,8 +296,16 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
 
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
   const bool arg = is_arg_reduce(r.op);
-  return assemble(std::string(arg ? "argreduce_" : "reduce_") + isa_name(isa), r.to_string(), want_listing,
-                  [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); });
+  // Note [Pairwise sums]: eight leaves per accumulator lane per call.
+  int64_t block = 0, strided_block = 0;
+  if (r.op == ReduceOp::Sum && (r.dtype() == DType::Float32 || r.dtype() == DType::Float64)) {
+    strided_block = 8 * kLeafIterations;  // the scalar loop
+    block = isa == Isa::Scalar ? strided_block : strided_block * kUnroll * reduction_lanes(isa, r);
+  }
+  return assemble(
+      std::string(arg ? "argreduce_" : "reduce_") + isa_name(isa), r.to_string(), want_listing,
+      [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); }, block,
+      strided_block);
 }
 
 Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
