@@ -172,7 +172,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
           }
           if (l.reduction) {
             rcall[j].out = out;
-            reinterpret_cast<ReductionFn>(l.kernel->entry)(&rcall[j]);
+            run_reduction_row(*l.kernel, l.pairwise, rcall[j], l.num_operands);
           } else {
             reinterpret_cast<PointwiseFn>(l.kernel->entry)(&pcall[j]);
           }

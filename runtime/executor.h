@@ -142,6 +142,11 @@ void reduction_dims(const ReductionLaunch& launch, FixedVector<ReductionDim, kMa
 /// the outputs over the thread pool and accumulates outer reduced dimensions in order, so the
 /// result never depends on the number of threads. The number of reduced elements must not be 0.
 void run_reduction(const ReductionLaunch& launch);
+/// One output's row through `kernel`, `call` set for the whole row (n, ptr and stride of its
+/// `num_operands` operands, out, accumulate 0, finish): a float sum's row (`pairwise` float32 or
+/// float64) longer than the kernel's block is summed pairwise (Note [Pairwise sums]); any other
+/// row is one call.
+void run_reduction_row(const Kernel& kernel, DType pairwise, const ReductionCall& call, int num_operands);
 
 /// One launch of a row-blocked chain (run_row_blocked): a pointwise or row-form reduction kernel
 /// (Note [Reduction kernel ABI], each row reduced whole) over
@@ -156,6 +161,7 @@ struct RowLaunch {
   char* out = nullptr;                   // reduction only
   const int64_t* out_strides = nullptr;  // reduction only: bytes, over the leading dims
   int64_t divisor = 1;                   // reduction only: mean's count - ddof
+  DType pairwise = DType::Bool;          // reduction only: as ReductionLaunch::pairwise
   const ParamValue* params = nullptr;
   int num_params = 0;
 };

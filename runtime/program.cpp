@@ -432,6 +432,13 @@ bool last_axis_only(const ReductionStep& step) {
          std::count(step.reduced.begin(), step.reduced.end(), true) == 1;
 }
 
+// Note [Pairwise sums]: the dtype of a float sum (sum, mean, var, std), else Bool.
+DType pairwise_dtype(const ReductionStep& step) {
+  const bool float_sum = step.kind == ReduceKind::Sum &&
+                         (step.output_dtype == DType::Float32 || step.output_dtype == DType::Float64);
+  return float_sum ? step.output_dtype : DType::Bool;
+}
+
 RowLaunch row_launch(const Kernel& kernel, bool reduction, int64_t ddof, const Bound& b) {
   RowLaunch l;
   l.kernel = &kernel;
@@ -461,6 +468,7 @@ void launch_reduction(Run& run, const ReductionStep& step, const Bound& b) {
   if (step.value_output >= 0 && !device) {
     // Only the row kernel stores the values: run it row by row, whatever the layout.
     RowLaunch l = row_launch(*step.row, true, step.ddof, b);
+    l.pairwise = pairwise_dtype(step);
     run_row_blocked(b.rank - 1, b.shape, &l, 1);
     return;
   }
@@ -470,8 +478,7 @@ void launch_reduction(Run& run, const ReductionStep& step, const Bound& b) {
   launch.arg = step.arg();
   launch.arg_max = step.kind == ReduceKind::ArgMax;
   launch.value_dtype = step.value_dtype;
-  if (step.kind == ReduceKind::Sum && (step.output_dtype == DType::Float32 || step.output_dtype == DType::Float64))
-    launch.pairwise = step.output_dtype;
+  launch.pairwise = pairwise_dtype(step);
   launch.ddof = step.ddof;
   launch.rank = b.rank;
   launch.shape = b.shape;
@@ -659,6 +666,7 @@ bool run_chain_step(Run& run, const ChainStep& chain) {
   for (size_t j = 0; j < n; ++j) {
     const ChainStep::Part& p = chain.parts[j];
     launches[j] = p.reduction ? row_launch(*p.red.row, true, p.red.ddof, b[j]) : row_launch(*p.kernel.kernel, false, 0, b[j]);
+    if (p.reduction) launches[j].pairwise = pairwise_dtype(p.red);
   }
   maybe_detached(run, size, [&] { run_row_blocked(b[0].rank - 1, b[0].shape, launches, static_cast<int>(n)); });
   return finish();

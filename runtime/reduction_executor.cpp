@@ -89,6 +89,8 @@ bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
 // of the sum of magnitudes, NumPy's bound or better. The last step stores the total and runs the
 // kernel on no elements with accumulate and finish set, which applies mean's division and std's
 // square root. Rows of one block or less, with no outer reduced rows, run as before, in one call.
+// Row chains (softmax, layer norm on the host) run their reductions' rows the same way
+// (run_reduction_row).
 // Measured against math.fsum on adversarial inputs in tests/python/test_reduction_accuracy.py;
 // it costs a few percent of a cache-resident sum's speed.
 template <typename T>
@@ -116,30 +118,26 @@ private:
   uint64_t full_ = 0;
 };
 
-// One output of a float sum: every block of every outer reduced row (offsets `outer`) into a
-// pairwise cascade, then the total finished into call.out.
+// Pushes the block sums of one row (call: n, ptr at the row's start) onto `sum`; call.out, n and
+// ptr are left changed.
 template <typename T>
-void pairwise_output(ReductionFn row_fn, ReductionCall call, int64_t block, const Walk& outer_reduced,
-                     const int64_t* off0, int nin, const Operand* inputs) {
+void push_blocks(ReductionFn row_fn, ReductionCall& call, int64_t block, int num_operands, PairwiseSum<T>& sum) {
   const int64_t n = call.n;
-  char* const out = call.out;
+  char* start[kMaxKernelOperands];
+  std::copy_n(call.ptr, num_operands, start);
   T part;
-  PairwiseSum<T> sum;
   call.out = reinterpret_cast<char*>(&part);
-  call.accumulate = 0;
-  call.finish = 0;
-  const int64_t combos = outer_reduced.count();
-  for (int64_t c = 0; c < combos; ++c) {
-    int64_t off[kMaxKernelOperands + 1];
-    std::memcpy(off, off0, sizeof off);
-    outer_reduced.add_offsets(c, nin + 1, off);
-    for (int64_t b = 0; b < n; b += block) {
-      call.n = std::min(block, n - b);
-      for (int k = 0; k < nin; ++k) call.ptr[k] = inputs[k].data + off[k] + b * call.stride[k];
-      row_fn(&call);
-      sum.push(part);
-    }
+  for (int64_t b = 0; b < n; b += block) {
+    call.n = std::min(block, n - b);
+    for (int k = 0; k < num_operands; ++k) call.ptr[k] = start[k] + b * call.stride[k];
+    row_fn(&call);
+    sum.push(part);
   }
+}
+
+// Stores the cascade's total at `out` and has the kernel finish it there (mean, sqrt).
+template <typename T>
+void finish_pairwise(ReductionFn row_fn, ReductionCall& call, char* out, const PairwiseSum<T>& sum) {
   const T total = sum.total();
   std::memcpy(out, &total, sizeof total);
   call.out = out;
@@ -147,6 +145,28 @@ void pairwise_output(ReductionFn row_fn, ReductionCall call, int64_t block, cons
   call.accumulate = 1;
   call.finish = 1;
   row_fn(&call);
+}
+
+// One output of a float sum in run_reduction: every block of every outer reduced row (offsets
+// `outer_reduced` from off0) in one cascade.
+template <typename T>
+void pairwise_output(ReductionFn row_fn, ReductionCall call, int64_t block, const Walk& outer_reduced,
+                     const int64_t* off0, int nin, const Operand* inputs) {
+  char* const out = call.out;
+  const int64_t n = call.n;
+  PairwiseSum<T> sum;
+  call.accumulate = 0;
+  call.finish = 0;
+  const int64_t combos = outer_reduced.count();
+  for (int64_t c = 0; c < combos; ++c) {
+    int64_t off[kMaxKernelOperands + 1];
+    std::memcpy(off, off0, sizeof off);
+    outer_reduced.add_offsets(c, nin + 1, off);
+    for (int k = 0; k < nin; ++k) call.ptr[k] = inputs[k].data + off[k];
+    call.n = n;
+    push_blocks(row_fn, call, block, nin, sum);
+  }
+  finish_pairwise(row_fn, call, out, sum);
 }
 
 }  // namespace
@@ -319,6 +339,29 @@ void run_reduction(const ReductionLaunch& L) {
       }
     }
   });
+}
+
+void run_reduction_row(const Kernel& kernel, DType pairwise, const ReductionCall& call, int num_operands) {
+  const auto fn = reinterpret_cast<ReductionFn>(kernel.entry);
+  const int64_t block = pairwise == DType::Bool ? 0 : call.contiguous ? kernel.sum_block : kernel.sum_block_strided;
+  if (block <= 0 || call.n <= block) {
+    fn(&call);
+    return;
+  }
+  ReductionCall c = call;
+  char* const out = call.out;
+  c.finish = 0;
+  if (pairwise == DType::Float32) {
+    PairwiseSum<float> sum;
+    push_blocks(fn, c, block, num_operands, sum);
+    c.finish = call.finish;
+    finish_pairwise(fn, c, out, sum);
+  } else {
+    PairwiseSum<double> sum;
+    push_blocks(fn, c, block, num_operands, sum);
+    c.finish = call.finish;
+    finish_pairwise(fn, c, out, sum);
+  }
 }
 
 }  // namespace framejit::rt

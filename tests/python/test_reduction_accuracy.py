@@ -126,3 +126,24 @@ def test_every_isa_level(isa):
     env = dict(os.environ, FRAMEJIT_ISA=isa)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+def test_row_chains_sum_pairwise():
+    # softmax and layer norm over long rows run as row chains (the row kernels row by row).
+    x = np.full((3, 1 << 20), 0.1, np.float32)
+    x[:, ::3] = 0.3
+
+    def softmax(a):
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def layernorm(a):
+        mu = a.mean(axis=-1, keepdims=True)
+        return (a - mu) / np.sqrt(((a - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+
+    for f in (softmax, layernorm):
+        ref = f(x.astype(np.float64))
+        scale = np.abs(ref).max()
+        err_np = np.abs(f(x) - ref).max() / scale
+        err_fj = np.abs(framejit.compile(f)(x) - ref).max() / scale
+        assert err_fj <= 2 * err_np + np.finfo(np.float32).eps, (f.__name__, err_fj, err_np)
