@@ -1189,6 +1189,28 @@ StridedLayout layout_of(const Value& v) {
   return l;
 }
 
+// Note [Stores on a device]
+// A store on a CUDA device is the same step as on the host: the store kernel is a pointwise
+// kernel whose output operand is the region's strided view (the pointwise ABI takes any output
+// strides), and the overlap rules of Note [Stores through a view] compare device addresses as
+// they compare host ones. Only the copy of the base differs: the step's `copy` kernel writes it in
+// C order on the run's stream, before the store kernel on the same stream. The library's own
+// calls a store falls back to (an index out of range, copy_into with an overlapping value) are
+// the array's own copy and __setitem__, which a CuPy array or a torch CUDA tensor runs on its
+// device and the same stream.
+bool copy_on_device(Run& run, const StoreStep& st, const ArrayRef& base, const Value& fresh) {
+  const Kernel* copy = st.copy ? st.copy->get() : nullptr;
+  if (!copy) {
+    if (run.device_error.empty()) run.device_error = "a device write's target could not be copied (no copy kernel)";
+    return run.device_ok();
+  }
+  int64_t strides[2][kMaxRank];
+  Operand ops[2] = {operand_of(base, base.nd, strides[0]), operand_of(ref_of(fresh), base.nd, strides[1])};
+  Status status = cuda::run_pointwise(*copy, base.nd, base.dims, 2, ops, nullptr, 0);
+  if (!status && run.device_error.empty()) run.device_error = status.message();
+  return run.device_ok();
+}
+
 bool run_store_step(Run& run, const Step& s) {
   const StoreStep& st = s.store();
   const KernelStep& k = st.kernel;
@@ -1238,7 +1260,16 @@ bool run_store_step(Run& run, const Step& s) {
     src.nd = base.nd;
     std::copy_n(base.dims, base.nd, src.dims);
     std::copy_n(base.strides, base.nd, src.strides);
-    maybe_detached(run, 0, [&] { copy_to_c_order(src, itemsize, fresh.data); });
+    if (k.kernel->device.type == DeviceType::CUDA) {
+      // Note [Stores on a device]: the copy is a kernel on the run's stream, ordered before the
+      // store kernel that follows it.
+      if (!copy_on_device(run, st, base, fresh)) {
+        run.host.release(fresh);
+        return false;
+      }
+    } else {
+      maybe_detached(run, 0, [&] { copy_to_c_order(src, itemsize, fresh.data); });
+    }
     run.set(st.output, fresh);
     const StridedLayout target = layout_of(run.vals[st.output]);
     if (!apply_view(st.region, target, itemsize, value, region)) return run.host.run_extern(s.node, run.vals);

@@ -222,6 +222,9 @@ struct StoreStep {
   /// the value already is that memory (a chain of writes made in place).
   bool into_base = false;
   KernelStep kernel;  // inputs and params; outputs {output}, iterating over the region's shape
+  /// On a device: the kernel that copies the base into C order when the write cannot go into the
+  /// base's own memory (one input, one output of the base's dtype); on the host, copy_to_c_order.
+  std::shared_ptr<const LazyKernel> copy;
 };
 
 /// A compiled Python loop over array elements (jit::ElementLoop): its arrays and numbers in, the

@@ -168,10 +168,22 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
     // that mixes them raises as torch's does when CPython runs it.
     const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_lib ? lib_fields.device : rt::Device{};
-    BREAK_IF(out_.has_device && !(out_.device == device),
-             "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
-    out_.has_device = true;
-    out_.device = device;
+    // Note [NumPy scalars in CuPy graphs]
+    // CuPy code takes NumPy scalars as arguments (alpha * A with alpha a numpy.float64), and CuPy
+    // 13+ treats them as NumPy 2 does: strongly typed 0-d operands. A NumPy scalar is therefore
+    // an input of a CuPy graph on its device too: it claims no device, and its array kind (NumPy)
+    // only provisionally, until a CuPy array claims the graph (claim_array_kind). Its program
+    // copies the scalar's bytes to the device once per run (Note [Host scalars on a device] in
+    // frontend/program/run_program.cpp). Arithmetic on NumPy scalars alone stays NumPy's, on the
+    // host: in a CuPy graph it breaks (ops/cupy), and before the first CuPy array it keeps the
+    // graph a NumPy one.
+    const bool numpy_scalar = !is_fj_tensor && !is_lib && type != np->ndarray;
+    if (!numpy_scalar) {
+      BREAK_IF(out_.has_device && !(out_.device == device),
+               "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
+      out_.has_device = true;
+      out_.device = device;
+    }
     // Note [One array kind per graph]
     // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
     // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
@@ -180,9 +192,15 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
                            : is_torch   ? ArrayKind::Torch
                            : is_cupy    ? ArrayKind::CuPy
                                         : ArrayKind::NumPy;
-    BREAK_IF(out_.array_kind != ArrayKind::None && out_.array_kind != kind,
-             std::string(array_kind_name(out_.array_kind)) + " and " + array_kind_name(kind) + " in one graph (" + key + ")");
-    out_.array_kind = kind;
+    if (numpy_scalar && (out_.array_kind == ArrayKind::CuPy || out_.array_kind == ArrayKind::NumPy)) {
+      // An operand of CuPy's operations (above), or of NumPy's.
+    } else if (numpy_scalar && out_.array_kind == ArrayKind::None) {
+      out_.array_kind = ArrayKind::NumPy;
+      out_.kind_from_scalars = true;
+    } else {
+      const std::string refused = out_.claim_array_kind(kind);
+      BREAK_IF(!refused.empty(), refused + " (" + key + ")");
+    }
     jit::TensorMeta m;
     m.dtype = *dt;
     m.device = device;

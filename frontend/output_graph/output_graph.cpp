@@ -5,6 +5,21 @@
 
 namespace framejit::frontend {
 
+std::string OutputGraph::claim_array_kind(ArrayKind kind) {
+  if (array_kind == ArrayKind::NumPy && kind_from_scalars && kind == ArrayKind::CuPy) {
+    // What the NumPy scalars computed so far is the host's work, which a device graph does not do.
+    for (const jit::Node& n : graph.nodes())
+      if (n.kind == jit::NodeKind::Call && n.meta.kind == jit::ValueKind::Tensor)
+        return "arithmetic on NumPy scalars before the first CuPy array";
+    array_kind = ArrayKind::None;
+  }
+  if (array_kind != ArrayKind::None && array_kind != kind)
+    return std::string(array_kind_name(array_kind)) + " and " + array_kind_name(kind) + " in one graph";
+  array_kind = kind;
+  kind_from_scalars = false;
+  return "";
+}
+
 int OutputGraph::add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta) {
   saw_tensor |= meta.kind == jit::ValueKind::Tensor;
   int node = root_graph().add_placeholder(name, std::move(meta));

@@ -82,7 +82,12 @@ public:
   /// the first array input.
   rt::Device device;
   bool has_device = false;
-  ArrayKind array_kind = ArrayKind::None;  // set by the first array input  // any array input or array op: otherwise the frame is not worth a graph
+  ArrayKind array_kind = ArrayKind::None;  // set by the first array input or array op
+  /// NumPy scalars alone set array_kind (NumPy): a CuPy array may still claim the graph (Note
+  /// [NumPy scalars in CuPy graphs] in frontend/builder/builder.cpp).
+  bool kind_from_scalars = false;
+  /// Claims the graph for arrays of `kind`: "" when it now is (or was) theirs, else why not.
+  std::string claim_array_kind(ArrayKind kind);
 
   /// Adds a placeholder fed from `src` (its guard slot is assigned here).
   int add_input(const SourcePtr& src, const std::string& name, jit::TensorMeta meta);

@@ -330,6 +330,40 @@ private:
   const ArrayAdapter& arrays_;  // the program's kind of array (Note [Program array kind])
 };
 
+// Note [Host scalars on a device]
+// A NumPy scalar input of a device graph (Note [NumPy scalars in CuPy graphs] in
+// frontend/builder) lives in host memory, and kernels read device memory. Its bytes go to a block
+// of framejit's device cache on the run's stream (from pageable memory the driver stages them
+// before returning), the value's data points there, and its handle stays the scalar object, which
+// library calls and outputs see. The blocks are freed when the run ends: the cache hands a block
+// out again only on its stream, behind the kernels that read it (Note [One stream per device]).
+struct DeviceBlocks {
+  std::vector<void*> blocks;
+  ~DeviceBlocks() {
+    for (void* p : blocks) rt::cuda::device_free(p);
+  }
+};
+
+bool upload_host_scalars(int device, PyObject* const* inputs, const std::vector<int>& ids, rt::Value* vals,
+                         DeviceBlocks& held) {
+  const NumPyHandles* np = numpy_handles();
+  if (!np) return true;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    rt::Value& v = vals[ids[i]];
+    if (!v.is_array() || v.nd != 0 || !PyObject_TypeCheck(inputs[i], np->generic)) continue;
+    const size_t bytes = rt::dtype_itemsize(v.dtype);
+    Expected<void*> block = rt::cuda::device_alloc(device, bytes);
+    Status s = block ? rt::cuda::copy_to_device(device, *block, v.data, bytes) : block.error();
+    if (block) held.blocks.push_back(*block);
+    if (!s) {
+      PyErr_Format(PyExc_RuntimeError, "framejit: %s", s.message().c_str());
+      return false;
+    }
+    v.data = static_cast<char*>(*block);
+  }
+  return true;
+}
+
 class PyProgram final : public Program {
 public:
   rt::Program program;
@@ -388,8 +422,11 @@ public:
       Py_INCREF(inputs[i]);
       classify(inputs[i], vals[program.inputs[i]], adapter);  // the run owns the new reference
     }
+    DeviceBlocks uploads;  // NB: freed after the run's last use of them, its end
+    bool ok = device_.type != rt::DeviceType::CUDA ||
+              upload_host_scalars(device_.index, inputs, program.inputs, vals, uploads);
     PyHost host(*this, vals, adapter);
-    bool ok = rt::run_program(program, vals, host);
+    ok = ok && rt::run_program(program, vals, host);
     if (ok) {
       for (size_t i = 0; i < outputs.size(); ++i) {
         PyObject* o = materialize(outputs[i], vals);  // new ref
@@ -1139,9 +1176,10 @@ bool number_call(const jit::Graph& graph, const jit::Node& n) {
 }
 
 // What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels,
-// reductions, row chains and products (its own small-product kernel, or cuBLASLt), and nothing else
-// of a graph runs on a device (an extern step would call back into the library with device arrays
-// it cannot read) but calls on Python numbers.
+// reductions, row chains, products (its own small-product kernel, or cuBLASLt) and writes into
+// arrays, and nothing else of a graph runs on a device (an extern step would call back into the
+// library with device arrays it cannot read) but calls on Python numbers and the arrays' own
+// writes.
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
@@ -1150,8 +1188,8 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
       case rt::Step::Kind::Size:
       case rt::Step::Kind::Chain:
       case rt::Step::Kind::Reduction:
-      case rt::Step::Kind::Gemm: continue;
-      case rt::Step::Kind::Store: return Status::unsupported("writes into arrays" + where + " are not compiled yet");
+      case rt::Step::Kind::Gemm:
+      case rt::Step::Kind::Store: continue;  // Note [Stores on a device] in runtime/program.cpp
       case rt::Step::Kind::Loop: return Status::unsupported("element loops" + where + " are not compiled yet");
       case rt::Step::Kind::Extern: {
         const jit::Node& n = graph.nodes()[s.node];
@@ -1162,6 +1200,9 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
         const bool cond_item = n.target == "getitem" && !n.args.empty() && n.args[0].is_node() &&
                                jit::is_control_flow(graph.node(static_cast<int>(n.args[0].i)).op);
         if (jit::is_control_flow(n.op) || cond_item) continue;
+        // The writes the program does not lower (Note [Writes into arrays]) are the array's own
+        // copy and __setitem__, which the library runs on its device.
+        if (n.target == "framejit._C._index_put" || n.target == "framejit._C._copy_into") continue;
         if (native_creation(graph, n, device, nullptr)) continue;  // Note [Creation without the library]
         return Status::unsupported(n.target + where + " is not compiled yet");
       }
@@ -1172,10 +1213,10 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
 
 Expected<std::unique_ptr<Program>> build_jit_program(const jit::Graph& captured, rt::Device device) {
   // The program runs on the backend's form of the graph (Note [Vector products]).
-  std::optional<jit::Graph> rewritten = ops::vector_products_as_reductions(captured);
-  const jit::Graph& graph = rewritten ? *rewritten : captured;
   // The backend follows the graph's device (Note [One device per graph] in frontend/builder).
   const bool on_device = device.type == rt::DeviceType::CUDA;
+  std::optional<jit::Graph> rewritten = ops::vector_products_as_reductions(captured, on_device);
+  const jit::Graph& graph = rewritten ? *rewritten : captured;
   jit::Backend& backend = on_device ? jit::cuda::backend(device.index) : jit::x86::backend();
   auto compiled = jit::compile_graph(graph, backend);
   if (!compiled) return compiled.error();

@@ -1,6 +1,7 @@
 // writes.cpp — writes into input arrays: what the trace checks and guards, and the copy back of
 // their final values at the end of the graph (Note [Writes into arrays]).
 #include "frontend/interop/array_adapter.h"
+#include "frontend/interop/cupy_array.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/interop/torch_array.h"
 #include "frontend/trace/op_table.h"
@@ -160,9 +161,11 @@ void Tracer::check_input_write(const VarPtr& t, const std::string& what) {
   const NumPyHandles* np = numpy_handles();
   // torch tensors are written through torch's own setitem at the end (Note [Torch writes]).
   if (obj && out_.array_kind == ArrayKind::Torch && is_torch_tensor(obj)) return;
+  // A CuPy array has no read-only flag: every one may be written.
+  if (obj && out_.array_kind == ArrayKind::CuPy && is_cupy_array(obj)) return;
   BREAK_IF(!obj || !np || Py_TYPE(obj) != np->ndarray, BreakKind::SideEffect,
            what + " on a " + std::string(obj ? Py_TYPE(obj)->tp_name : "value") +
-               " (only NumPy arrays and torch tensors are written)");
+               " (only NumPy arrays, CuPy arrays and torch tensors are written)");
   BREAK_IF(!(as_ndarray(obj)->flags & kNpyWriteable), Raises{PyExc_ValueError}, "assignment destination is read-only");
 }
 

@@ -356,6 +356,13 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.store().region = st.write.region;
       s.store().into_base = st.write.into_base;
       s.store().kernel = kernel_step_of(graph, st.kernel, compiled->stores[sid], escaping);
+      if (compiled->backend.device().type != rt::DeviceType::CPU) {
+        Backend& backend = compiled->backend;  // NB: device backends live as long as the process
+        s.store().copy = std::make_shared<rt::LazyKernel>([&backend, dtype = graph.node(i).meta.dtype]() -> rt::KernelPtr {
+          auto k = backend.compile(copy_kernel(dtype));
+          return k ? *k : nullptr;
+        });
+      }
       // What the kernel reads, and what the library's call would (the step falls back to it).
       uses(st.kernel.inputs, here());
       uses(st.kernel.params, here());

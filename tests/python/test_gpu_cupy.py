@@ -171,3 +171,132 @@ def test_numpy_functions_on_cupy_arrays_break_with_a_reason():
 def test_supported_ops_lists_cupy():
     ops = framejit.supported_ops()
     assert "cupy.exp" in ops and "cupy.sum" in ops and "cupy.zeros" in ops
+
+
+def check_writes(fn, *args, rtol=1e-6, atol=1e-6, graphs=1):
+    """fn compiled against fn eager, each on its own copies of the CuPy arguments: the same result
+    and the same contents of every argument afterwards (Note [Stores on a device]); a returned
+    argument is that argument itself."""
+    framejit.reset()
+
+    def copies():
+        return [a.copy() if isinstance(a, cp.ndarray) else a for a in args]
+
+    mine = copies()
+    want = fn(*mine)
+    cf = framejit.compile(fn, fullgraph=True)
+    for _ in range(2):  # the trace's run and the cache hit's
+        theirs = copies()
+        got = cf(*theirs)
+        if want is None:
+            assert got is None
+        elif any(want is a for a in mine):
+            assert got is theirs[[k for k, a in enumerate(mine) if a is want][0]]
+        else:
+            assert type(got) is type(want) and got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(cp.asnumpy(got), cp.asnumpy(want), rtol=rtol, atol=atol)
+        for a, b in zip(theirs, mine):
+            if isinstance(a, cp.ndarray):
+                np.testing.assert_allclose(cp.asnumpy(a), cp.asnumpy(b), rtol=rtol, atol=atol)
+    st = framejit.stats()
+    assert st["captured"] == graphs and st["extern_calls"] == 0, st
+    return got
+
+
+def test_writes_into_arguments():
+    x, y = randn(64, 80), randn(64, 80, seed=1)
+
+    def stencil(x):  # reads what it writes: the store goes through a copy
+        x[1:-1] = 0.5 * (x[:-2] + x[2:])
+        return x
+
+    def columns(x, y):
+        y[:, 1:] = cp.tanh(x[:, :-1])
+        y[:, 0] = 0
+
+    def inplace(x):
+        x += 1
+        x[::2] *= 3
+        x[:, 5] = x[:, 6]
+        return x.sum(axis=0)
+
+    check_writes(stencil, x)
+    check_writes(columns, x, y)
+    check_writes(inplace, x, rtol=1e-5, atol=1e-4)
+
+    def strided(x):
+        x[:, 2:40:3] = x[:, 3:41:3] * 2
+
+    check_writes(strided, x)
+    # Other dtypes: the value is cast as CuPy casts it.
+    i = cp.arange(100, dtype=cp.int32).reshape(10, 10)
+
+    def fill(i):
+        i[2:5] = 7
+
+    def cast(i, x):
+        i[:] = (x[:10, :10] * 10).astype(cp.int32)
+
+    check_writes(fill, i)
+    check_writes(cast, i, x)
+
+
+def test_writes_into_intermediates_and_views():
+    x = randn(50, 40)
+
+    def intermediate(x):
+        y = x * 2
+        y[:, 0] = 0
+        y[3] = y[4]
+        return y
+
+    def view(x):
+        v = x[2:]
+        v[0] = 7
+        return v * 1 + x[:3].sum()
+
+    check_writes(intermediate, x)
+    check_writes(view, x, rtol=1e-5, atol=1e-5)
+
+
+def test_element_writes():
+    x = randn(20, 20)
+
+    def swap(x, i, j):
+        x[i, j] = x[j, i] + 1
+        return x
+
+    framejit.reset()
+    f = framejit.compile(swap)
+    for i, j in ((1, 2), (5, 3), (-1, 0)):
+        a, b = x.copy(), x.copy()
+        assert f(a, i, j) is a
+        swap(b, i, j)
+        np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(b))
+    # Out of range: CuPy's IndexError, and nothing written.
+    a = x.copy()
+    with pytest.raises(IndexError):
+        f(a, 40, 0)
+    np.testing.assert_array_equal(cp.asnumpy(a), cp.asnumpy(x))
+
+
+def test_numpy_scalar_arguments():
+    # Note [NumPy scalars in CuPy graphs]: strong 0-d operands, as CuPy 13+ promotes them.
+    a, c = randn(30, 40), randn(40, 50, seed=1)
+    out = randn(30, 50, seed=2)
+
+    def gemm(alpha, beta, C, A, B):
+        C[:] = alpha * A @ B + beta * C
+
+    check_writes(gemm, np.float64(1.5), np.float64(1.2), out, a, c, rtol=1e-5, atol=1e-5)
+    check_writes(gemm, np.float32(1.5), np.float32(1.2), out, a, c, rtol=1e-5, atol=1e-5)
+    r = check(lambda s, x: x * s + s, np.float64(0.5), a)
+    assert r.dtype == cp.float64  # float32 * numpy.float64 is float64 under NEP 50
+    r = check(lambda n, x: x * n - n, np.int64(3), a)
+    assert r.dtype == cp.float64  # float32 and int64: float64
+    # Arithmetic on NumPy scalars alone is NumPy's, on the host: a stated break, CuPy's result.
+    framejit.reset()
+    fn = lambda s, x: (s * 2) * x  # noqa: E731
+    e = framejit.explain(fn)(np.float64(3.0), a)
+    assert any("NumPy scalars" in r for r in e.break_reasons), e.break_reasons
+    np.testing.assert_allclose(cp.asnumpy(framejit.compile(fn)(np.float64(3.0), a)), cp.asnumpy(6.0 * a), rtol=1e-6)

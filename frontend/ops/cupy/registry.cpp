@@ -3,6 +3,7 @@
 #include "frontend/ops/cupy/registry.h"
 
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "frontend/cpython/pyref.h"
@@ -46,11 +47,33 @@ const Functions& functions() {
 
 // Runs one CuPy operation through NumPy's rules: the graph is claimed for CuPy arrays on CuPy's
 // device, and the nodes the operation adds are 0-d arrays where NumPy's would be scalars.
+// Breaks when one of the nodes from `first` on computes on NumPy scalars alone: NumPy does that on
+// the host, giving a NumPy scalar (Note [NumPy scalars in CuPy graphs] in frontend/builder). A
+// CuPy graph's other nodes with scalar_object set are the NumPy scalars it reads.
+void check_not_host_arithmetic(const jit::Graph& g, size_t first, const std::string& what) {
+  std::vector<char> host(g.nodes().size() - first, 0);
+  for (size_t i = first; i < g.nodes().size(); ++i) {
+    const jit::Node& n = g.nodes()[i];
+    if (n.kind != jit::NodeKind::Call) continue;
+    bool any = false, all_host = true;
+    auto check = [&](int v) {
+      const jit::Node& a = g.node(v);
+      if (a.meta.kind != jit::ValueKind::Tensor) return;
+      any = true;
+      all_host = all_host && (static_cast<size_t>(v) < first ? a.meta.scalar_object : host[v - first] != 0);
+    };
+    for (const jit::Arg& a : n.args) a.for_each_node(check);
+    for (const auto& kw : n.kwargs) kw.second.for_each_node(check);
+    host[i - first] = any && all_host;
+    BREAK_IF(host[i - first], what + " on NumPy scalars alone in a graph of CuPy arrays (NumPy computes it on the host)");
+  }
+}
+
 template <typename Fn>
 auto as_cupy(Tracer& tx, const std::string& what, Fn&& fn) {
   OutputGraph& out = tx.out();
-  BREAK_IF(out.array_kind != ArrayKind::None && out.array_kind != ArrayKind::CuPy,
-           what + " in a graph of " + array_kind_name(out.array_kind));
+  const std::string refused = out.claim_array_kind(ArrayKind::CuPy);
+  BREAK_IF(!refused.empty(), what + ": " + refused);
   if (!out.has_device) {
     // A graph that reads no CuPy array (it makes its own: cupy.zeros(n)) runs where CuPy
     // allocates, its current device.
@@ -69,7 +92,14 @@ auto as_cupy(Tracer& tx, const std::string& what, Fn&& fn) {
     }
   } no_scalars{out.graph, out.graph.nodes().size()};
   CupyCall call;
-  return fn();
+  if constexpr (std::is_void_v<decltype(fn())>) {
+    fn();
+    check_not_host_arithmetic(out.graph, no_scalars.first, what);
+  } else {
+    auto r = fn();
+    check_not_host_arithmetic(out.graph, no_scalars.first, what);
+    return r;
+  }
 }
 
 class CupyOpTable final : public OpTable {

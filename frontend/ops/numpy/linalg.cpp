@@ -74,7 +74,14 @@ VarPtr linalg(Tracer& tx, const std::string& name, const std::string& target, co
   }
   PyObject* fn = numpy_attr(name == "dot" ? "dot" : "matmul");
   DTypeAnswer dt = probe_dtype(tx, DTypeRule::Matmul, name, fn, {a, b}, {});
-  return tx.add_tensor(target, to_args(tx, args), tensor_meta(dt.dtype, out, dt.scalar_object), to_kwargs(tx, kwargs));
+  std::vector<VarPtr> ops = args;
+  if (rt::dtype_is_float(dt.dtype) && !sa.empty() && !sb.empty()) {
+    // Operands of two dtypes: NumPy's loop is the result's, into which it casts both first
+    // (float32 @ float64 is a float64 product), so the backend's product of one dtype applies.
+    for (VarPtr& v : ops)
+      if (tx.meta(v).dtype != dt.dtype) v = cast(tx, v, dt.dtype);
+  }
+  return tx.add_tensor(target, to_args(tx, ops), tensor_meta(dt.dtype, out, dt.scalar_object), to_kwargs(tx, kwargs));
 }
 
 }  // namespace framejit::frontend::ops

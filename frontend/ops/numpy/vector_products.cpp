@@ -26,6 +26,11 @@ namespace framejit::frontend::ops {
 // gesummv, two products and their sum, ran 3.4x NumPy), but a product alone must not get slower:
 // they wait for the reduction work of the x86 never-slower issue (short rows, column splits).
 //
+// On a CUDA device all three forms are rewritten: its reductions run a row per warp or per block
+// and split long columns (jit/cuda's reduction kernels), at the memory speed a matrix-vector
+// product is bound by, and an extern step cannot run there at all (NPBench's atax, bicg, gemver,
+// gesummv and mvt declined their whole graph for one `A @ x`).
+//
 // Only the jit backend's graph is rewritten (the eager backend keeps the library call, bit for
 // bit). The sum adds in a different order than BLAS's dot: results agree to rounding, as two BLAS
 // builds do. Only float32/float64 operands of one dtype. The contracted sizes are equal wherever
@@ -45,7 +50,8 @@ struct Rewrite {
 bool is_float(rt::DType t) { return t == rt::DType::Float32 || t == rt::DType::Float64; }
 
 // Appends the reduction form of product `i` to `g`; false when the node is not such a product.
-bool append_reduction(jit::Graph& g, int i, Rewrite& out) {
+// `matrices`: the matrix-vector forms too.
+bool append_reduction(jit::Graph& g, int i, bool matrices, Rewrite& out) {
   const jit::Node& node = g.node(i);
   if (node.kind != jit::NodeKind::Call || (node.op != jit::OpKind::Matmul && node.op != jit::OpKind::Dot)) return false;
   if (!node.attrs.described || node.args.size() != 2 || !node.kwargs.empty() || !node.args[0].is_node() ||
@@ -57,22 +63,36 @@ bool append_reduction(jit::Graph& g, int i, Rewrite& out) {
     return t.kind == jit::ValueKind::Tensor && !t.scalar_object && t.dtype == m.dtype;
   };
   if (m.kind != jit::ValueKind::Tensor || !is_float(m.dtype) || !plain(ma) || !plain(mb)) return false;
-  if (ma.rank() != 1 || mb.rank() != 1) return false;  // matrix-vector forms: see the Note
+  if (ma.rank() == 0 || mb.rank() == 0 || (ma.rank() > 1 && mb.rank() > 1)) return false;
+  if ((ma.rank() != 1 || mb.rank() != 1) && !matrices) return false;  // see the Note
+  // x(n) @ B(..., n, k) with B of rank > 2 broadcasts for matmul only; np.dot pairs x with every
+  // matrix of B the same way, so both are sum(x[:, None] * B, axis=-2).
 
   out.node = i;
   TensorMeta prod = m;
   prod.scalar_object = false;
   prod.layout = jit::Layout::Contiguous;
-  prod.shape = ma.shape;
-  const int mul = add_canonical_call(g, "numpy.multiply", {Arg::node(a), Arg::node(b)}, {}, prod);
+  int left = a;
+  if (ma.rank() == 1 && mb.rank() > 1) {  // x as a column: (n, 1)
+    TensorMeta col = ma;
+    col.shape.push_back(jit::SymInt(1));
+    left = add_canonical_call(g, "numpy.reshape", {Arg::node(a), Arg::tuple({Arg::integer(-1), Arg::integer(1)})}, {},
+                              col);
+    out.added.push_back(left);
+  }
+  prod.shape = mb.rank() > 1 ? mb.shape : ma.shape;  // the larger operand's shape: x broadcasts to it
+  const int mul = add_canonical_call(g, "numpy.multiply", {Arg::node(left), Arg::node(b)}, {}, prod);
   out.added.push_back(mul);
-  out.added.push_back(add_canonical_call(g, "method.sum", {Arg::node(mul)}, {}, m));
+  std::vector<std::pair<std::string, Arg>> axis;
+  if (ma.rank() > 1) axis.emplace_back("axis", Arg::integer(-1));
+  if (mb.rank() > 1) axis.emplace_back("axis", Arg::integer(-2));
+  out.added.push_back(add_canonical_call(g, "method.sum", {Arg::node(mul)}, std::move(axis), m));
   return true;
 }
 
 }  // namespace
 
-std::optional<jit::Graph> vector_products_as_reductions(const jit::Graph& graph) {
+std::optional<jit::Graph> vector_products_as_reductions(const jit::Graph& graph, bool on_device) {
   if (graph.dtype_module != "numpy") return std::nullopt;  // targets below are NumPy's
   const int n = static_cast<int>(graph.nodes().size());
   std::vector<Rewrite> rewrites;
@@ -82,7 +102,7 @@ std::optional<jit::Graph> vector_products_as_reductions(const jit::Graph& graph)
     if (node.op != jit::OpKind::Matmul && node.op != jit::OpKind::Dot) continue;
     if (!out) out = graph;  // copied only when there is something to rewrite
     Rewrite r;
-    if (append_reduction(*out, i, r)) rewrites.push_back(std::move(r));
+    if (append_reduction(*out, i, on_device, r)) rewrites.push_back(std::move(r));
   }
   if (rewrites.empty()) return std::nullopt;
   // The appended nodes move to just before the product they replace, which goes; its readers
