@@ -163,11 +163,6 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     BREAK_IF(!dt, std::string("arrays of this dtype (") + type->tp_name +
                       (is_array && !is_fj_tensor && !is_lib ? ", dtype number " + std::to_string(descr_of(value)->type_num) : "") +
                       ") are not supported");
-    // Note [One device per graph]
-    // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
-    // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
-    // that mixes them raises as torch's does when CPython runs it.
-    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_lib ? lib_fields.device : rt::Device{};
     // Note [NumPy scalars in CuPy graphs]
     // CuPy code takes NumPy scalars as arguments (alpha * A with alpha a numpy.float64), and CuPy
     // 13+ treats them as NumPy 2 does: strongly typed 0-d operands. A NumPy scalar is therefore
@@ -178,12 +173,6 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     // host: in a CuPy graph it breaks (ops/cupy), and before the first CuPy array it keeps the
     // graph a NumPy one.
     const bool numpy_scalar = !is_fj_tensor && !is_lib && type != np->ndarray;
-    if (!numpy_scalar) {
-      BREAK_IF(out_.has_device && !(out_.device == device),
-               "arrays on " + device_label(out_.device) + " and " + device_label(device) + " in one graph (" + key + ")");
-      out_.has_device = true;
-      out_.device = device;
-    }
     // Note [One array kind per graph]
     // A graph computes on NumPy arrays or on framejit.Tensors: its program allocates every result
     // as one kind (Note [Program array kind]). Where both meet, the graph breaks and CPython runs
@@ -200,6 +189,18 @@ VarPtr Tracer::wrap(PyObject* value, const SourcePtr& src) {
     } else {
       const std::string refused = out_.claim_array_kind(kind);
       BREAK_IF(!refused.empty(), refused + " (" + key + ")");
+    }
+    // Note [One device per graph]
+    // A graph runs on one device, its inputs': the backend follows it (x86 for host arrays, the
+    // CUDA backend for device tensors). Tensors on two devices in one graph break it, and the op
+    // that mixes them raises as torch's does when CPython runs it. (Checked after the kind: a
+    // graph of NumPy scalars that breaks where a CuPy array comes stays on the host.)
+    const rt::Device device = is_fj_tensor ? as_tensor(value)->device : is_lib ? lib_fields.device : rt::Device{};
+    if (!numpy_scalar) {
+      BREAK_IF(out_.has_device && !(out_.device == device), "arrays on " + device_label(out_.device) + " and " +
+                                                                 device_label(device) + " in one graph (" + key + ")");
+      out_.has_device = true;
+      out_.device = device;
     }
     jit::TensorMeta m;
     m.dtype = *dt;

@@ -1178,8 +1178,8 @@ bool number_call(const jit::Graph& graph, const jit::Node& n) {
 // What a device program cannot run yet, or ok: the CUDA backend compiles pointwise kernels,
 // reductions, row chains, products (its own small-product kernel, or cuBLASLt) and writes into
 // arrays, and nothing else of a graph runs on a device (an extern step would call back into the
-// library with device arrays it cannot read) but calls on Python numbers and the arrays' own
-// writes.
+// library with device arrays it cannot read) but calls on Python numbers, and the arrays' own
+// writes and views.
 Status check_device_program(const jit::Graph& graph, const rt::Program& program, rt::Device device) {
   const std::string where = " on cuda:" + std::to_string(device.index);
   for (const rt::Step& s : program.steps) {
@@ -1203,6 +1203,9 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
         // The writes the program does not lower (Note [Writes into arrays]) are the array's own
         // copy and __setitem__, which the library runs on its device.
         if (n.target == "framejit._C._index_put" || n.target == "framejit._C._copy_into") continue;
+        // A view the program hands out (one kernels read is folded into them): the library's own
+        // call makes it over the device memory, reading none of it.
+        if (jit::is_view(n.op)) continue;
         if (native_creation(graph, n, device, nullptr)) continue;  // Note [Creation without the library]
         return Status::unsupported(n.target + where + " is not compiled yet");
       }

@@ -103,6 +103,18 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
   // A NumPy scalar result (arithmetic on NumPy scalars) is a 0-d kernel output that the program
   // hands back as the library's scalar (Note [Scalar steps]).
   if (m.kind != ValueKind::Tensor || !pointwise_dtype(m.dtype)) return std::nullopt;
+  if (node.op == OpKind::Copy) {
+    // x.copy() or numpy.copy(x) of a C-contiguous array: the identity kernel, whose result takes
+    // its input's memory order (Note [Output memory order]), C, as both calls do there. Of other
+    // layouts the library copies (x.copy() is C-ordered, numpy.copy keeps the order).
+    if (node.args.size() != 1 || !node.args[0].is_node() || !node.kwargs.empty()) return std::nullopt;
+    const TensorMeta& in = graph.node(static_cast<int>(node.args[0].i)).meta;
+    if (in.kind != ValueKind::Tensor || in.scalar_object || in.layout != Layout::Contiguous || in.dtype != m.dtype ||
+        m.scalar_object)
+      return std::nullopt;
+    const int source = static_cast<int>(node.args[0].i);
+    return PointwiseNode{ScalarOp::Cast, m.dtype, {{PointwiseOperand::Kind::Tensor, source, 0}}, {m.dtype}};
+  }
   const auto info = pointwise_info(node.op);
   if (!info || !node.attrs.described) return std::nullopt;
   // The operands are the leading args; for astype the rest (dtype, casting, copy) are attributes,

@@ -358,7 +358,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.store().kernel = kernel_step_of(graph, st.kernel, compiled->stores[sid], escaping);
       if (compiled->backend.device().type != rt::DeviceType::CPU) {
         Backend& backend = compiled->backend;  // NB: device backends live as long as the process
-        s.store().copy = std::make_shared<rt::LazyKernel>([&backend, dtype = graph.node(i).meta.dtype]() -> rt::KernelPtr {
+        const DType dtype = graph.node(i).meta.dtype;
+        s.store().copy = std::make_shared<rt::LazyKernel>([&backend, dtype]() -> rt::KernelPtr {
           auto k = backend.compile(copy_kernel(dtype));
           return k ? *k : nullptr;
         });

@@ -300,3 +300,30 @@ def test_numpy_scalar_arguments():
     e = framejit.explain(fn)(np.float64(3.0), a)
     assert any("NumPy scalars" in r for r in e.break_reasons), e.break_reasons
     np.testing.assert_allclose(cp.asnumpy(framejit.compile(fn)(np.float64(3.0), a)), cp.asnumpy(6.0 * a), rtol=1e-6)
+
+
+def test_matrix_vector_products_are_reductions():
+    # Note [Vector products]: on a device every form is a reduction of the broadcast product.
+    A, x, y = randn(300, 200), randn(200, seed=1), randn(300, seed=2)
+    B = randn(3, 300, 200, seed=3)
+    tol = dict(rtol=1e-4, atol=1e-4)
+    check(lambda A, x: A @ x, A, x, **tol)
+    check(lambda A, y: y @ A, A, y, **tol)
+    check(lambda A, x: cp.dot(A, x) * 2 + 1, A, x, **tol)
+    check(lambda B, x: B @ x, B, x, **tol)
+    check(lambda B, y: y @ B, B, y, **tol)
+    check(lambda A, x, y: 1.5 * (A @ x) + 1.2 * (A.T @ y)[:1].sum(), A, x, y, **tol)  # gesummv-like
+    check(lambda A, x: A.astype(cp.float64) @ x, A, x, rtol=1e-10, atol=1e-10)  # cast to float64 first
+
+
+def test_copies_are_kernels():
+    x = randn(64, 80)
+
+    def jacobi(u):
+        un = u.copy()
+        u[1:-1, 1:-1] = 0.25 * (un[:-2, 1:-1] + un[2:, 1:-1] + un[1:-1, :-2] + un[1:-1, 2:])
+        return un
+
+    check_writes(jacobi, x, rtol=1e-6, atol=1e-6)
+    r = check(lambda x: cp.copy(x) * 2 + x.copy(), x)
+    assert r.flags.c_contiguous

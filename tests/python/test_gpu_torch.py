@@ -256,3 +256,10 @@ def test_writes_into_cuda_tensors():
         return z
 
     check(intermediate, x)
+
+
+def test_matrix_vector_products():
+    # Note [Vector products]: reductions of the broadcast product on a device.
+    A, x, y = randn(300, 200), randn(200, seed=1), randn(300, seed=2)
+    check(lambda A, x: A @ x + 1, A, x, rtol=1e-4, atol=1e-4)
+    check(lambda A, y: torch.relu(y @ A), A, y, rtol=1e-4, atol=1e-4)

@@ -106,6 +106,32 @@ def test_gemm(dtype, mnk):
     assert framejit.stats()["gemms"] >= 3
 
 
+def test_products_of_two_dtypes_cast_first():
+    # NumPy casts both operands to the product's type; so does the graph, and the GEMM runs it.
+    a = RNG.standard_normal((30, 40)).astype(np.float32)
+    b = RNG.standard_normal((40, 20))
+    i = np.arange(40 * 20).reshape(40, 20)
+    framejit.reset()
+    f = framejit.compile(lambda a, b, i: (a @ b, np.dot(a, i), b.T @ a.T), fullgraph=True)
+    for got, want in zip(f(a, b, i), (a @ b, np.dot(a, i), b.T @ a.T)):
+        assert got.dtype == want.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert framejit.stats()["gemms"] == 3 and framejit.stats()["extern_calls"] == 0
+
+
+def test_copies_of_c_contiguous_arrays_are_kernels():
+    x = RNG.standard_normal((30, 40))
+    framejit.reset()
+    f = framejit.compile(lambda x: (x.copy(), np.copy(x) * 2, x.T.copy(), np.copy(x.T)), fullgraph=True)
+    want = (x.copy(), np.copy(x) * 2, x.T.copy(), np.copy(x.T))
+    for got, w in zip(f(x), want):
+        np.testing.assert_array_equal(got, w)
+        # x.copy() is C-ordered, numpy.copy keeps the order: the library copies the transposes
+        assert got.flags.c_contiguous == w.flags.c_contiguous and got.flags.f_contiguous == w.flags.f_contiguous
+        assert not np.shares_memory(got, x)
+    assert framejit.stats()["kernels"] >= 1
+
+
 def test_no_temporaries_in_a_fused_chain():
     import tracemalloc
 

@@ -65,7 +65,8 @@ void check_not_host_arithmetic(const jit::Graph& g, size_t first, const std::str
     for (const jit::Arg& a : n.args) a.for_each_node(check);
     for (const auto& kw : n.kwargs) kw.second.for_each_node(check);
     host[i - first] = any && all_host;
-    BREAK_IF(host[i - first], what + " on NumPy scalars alone in a graph of CuPy arrays (NumPy computes it on the host)");
+    BREAK_IF(host[i - first],
+             what + " on NumPy scalars alone in a graph of CuPy arrays (NumPy computes it on the host)");
   }
 }
 
