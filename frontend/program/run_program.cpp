@@ -1203,9 +1203,8 @@ Status check_device_program(const jit::Graph& graph, const rt::Program& program,
         // The writes the program does not lower (Note [Writes into arrays]) are the array's own
         // copy and __setitem__, which the library runs on its device.
         if (n.target == "framejit._C._index_put" || n.target == "framejit._C._copy_into") continue;
-        // A view the program hands out (those only kernels read are folded into them), or indexing
-        // the graph does not lower: the library's own call on its own device arrays (a view of
-        // their memory, or its gather on the device).
+        // A view the program hands out (those only kernels read are folded into them): the
+        // library's own call makes it over its device memory.
         if (jit::is_view(n.op)) continue;
         if (native_creation(graph, n, device, nullptr)) continue;  // Note [Creation without the library]
         return Status::unsupported(n.target + where + " is not compiled yet");

@@ -327,3 +327,11 @@ def test_copies_are_kernels():
     check_writes(jacobi, x, rtol=1e-6, atol=1e-6)
     r = check(lambda x: cp.copy(x) * 2 + x.copy(), x)
     assert r.flags.c_contiguous
+
+
+def test_views_handed_out_are_cupys_own():
+    # check_device_program: a view the graph returns is made by CuPy's own call over its memory.
+    x = randn(50, 40)
+    r = check(lambda x: (x * 2).T, x, kernels=False)
+    assert r.flags.f_contiguous
+    r = check(lambda x: (x + 1)[::2, 1:].reshape(-1), x[:, :21], kernels=False)
