@@ -300,8 +300,17 @@ struct Bound {
 
 // Reads the layouts of `ids` into `in` (views into `scratch`) and broadcasts them.
 bool bind_inputs(Run& run, const std::vector<int>& ids, ArrayRef* in, StepScratch& scratch, Bound& b) {
-  for (size_t k = 0; k < ids.size(); ++k)
-    if (!run.layout(ids[k], in[k], scratch)) return false;
+  // In graph order: of several folded views whose run-time index is out of range (x[j, i] + x[i]),
+  // the one the user's code made first raises, with the message eager code gives.
+  int order[kMaxKernelOperands];
+  const int n = static_cast<int>(ids.size());
+  for (int k = 0; k < n; ++k) {
+    int j = k;
+    for (; j > 0 && ids[order[j - 1]] > ids[k]; --j) order[j] = order[j - 1];
+    order[j] = k;
+  }
+  for (int k = 0; k < n; ++k)
+    if (!run.layout(ids[order[k]], in[order[k]], scratch)) return false;
   if (!broadcast_shape(run, in, ids.size(), b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
   return true;

@@ -2,6 +2,7 @@
 // the program's array kind, extern steps run through the library callables the user called (the
 // "jit" and "eager" backends, Note [Programs and their host] in runtime/program.h).
 #include <Python.h>
+#include <frameobject.h>  // PyFrame_New (Note [Tracebacks of run-time errors])
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,8 @@ struct PyCall {
   int result_dtype = -1;
   std::vector<ArgRef> args;  // positional, then keyword values
   OwnedRef kwnames;          // tuple of str, or null
+  // Where the user's code made the node (Note [Tracebacks of run-time errors]), or null.
+  std::shared_ptr<const std::vector<jit::SourceFrame>> where;
   // Note [Creation without the library]: zeros/empty/ones/full(_like) made by the host itself.
   enum class Native : uint8_t { None, Zeros, Empty, Fill } native = Native::None;
   int like = -1;                  // *_like: the value whose shape it takes
@@ -200,6 +203,7 @@ Status to_argref(const jit::Arg& a, ArgRef& out) {
 
 Expected<PyCall> py_call_of(const jit::Node& n) {
   PyCall c;
+  c.where = n.where;
   const std::string& t = n.target;
   if (t.rfind("method.", 0) == 0) {
     c.method = true;
@@ -329,6 +333,33 @@ private:
   rt::Value* vals_;
   const ArrayAdapter& arrays_;  // the program's kind of array (Note [Program array kind])
 };
+
+// Note [Tracebacks of run-time errors]
+// A compiled frame runs no Python bytecode, so an exception a program step raises (the library's
+// IndexError for an index out of range, Note [Run-time indices]) would carry no frame of the
+// user's code: not even the compiled function's, whose frame framejit evaluates. The trace keeps,
+// on each node that may raise at run time, the user's frames that made it (jit::Node::where); when
+// the node's library call raises, those frames join the traceback, innermost nearest the error,
+// as CPython's own unwinding would have added them: `model` then `helper`, at the lines that made
+// the node. Each is an empty code object of that function, file and first line in a new frame
+// (how Cython reports its compiled frames), so traceback printing shows the source line.
+void add_user_traceback(const std::vector<jit::SourceFrame>& frames) {
+  PyObject* type = nullptr;
+  PyObject* value = nullptr;
+  PyObject* tb = nullptr;
+  OwnedRef globals = OwnedRef::steal(PyDict_New());
+  for (auto f = frames.rbegin(); f != frames.rend() && globals; ++f) {
+    PyErr_Fetch(&type, &value, &tb);  // NB: making the frame must not see the pending exception
+    PyCodeObject* code = PyCode_NewEmpty(f->file.c_str(), f->function.c_str(), f->line);  // new ref
+    PyFrameObject* frame = code ? PyFrame_New(PyThreadState_Get(), code, globals.get(), nullptr) : nullptr;  // new ref
+    Py_XDECREF(code);
+    if (!frame) PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    if (!frame) return;
+    PyTraceBack_Here(frame);
+    Py_DECREF(frame);
+  }
+}
 
 // Note [Host scalars on a device]
 // A NumPy scalar input of a device graph (Note [NumPy scalars in CuPy graphs] in
@@ -585,7 +616,10 @@ bool PyHost::run_extern(int node, rt::Value* values) {
   }
   if (c && c->inplace_base >= 0) inplace = is_private(values[c->inplace_base]);
   PyObject* r = p_.call(node, values, inplace);  // new ref
-  if (!r) return false;
+  if (!r) {
+    if (c && c->where) add_user_traceback(*c->where);
+    return false;
+  }
   if (c && c->raise_only) {
     Py_DECREF(r);
     PyErr_SetString(PyExc_RuntimeError, "framejit: internal error: a write's index applies in NumPy but not in the program");
@@ -1069,6 +1103,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       auto c = py_call_of(probe);
       if (!c) return c.error();
       c->raise_only = true;
+      c->where = n.where;
       p->add_call(s.node, std::move(*c));
     }
   for (size_t v = 0; v < program.view_of.size(); ++v)

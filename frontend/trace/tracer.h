@@ -297,6 +297,9 @@ public:
   /// (Note [Raising under a handler]).
   void check_raise_under_handler(int node);
   void check_raise_after_write(int node);
+  /// Records the user's frames on node `node` when it may raise at run time (its exception's
+  /// traceback, Note [Tracebacks of run-time errors] in frontend/program/run_program.cpp).
+  void note_where(int node);
   /// Whether a handler that does something with an exception covers the instruction being traced,
   /// in its frame or a caller's.
   bool under_handler() const;

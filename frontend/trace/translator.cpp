@@ -134,6 +134,17 @@ bool Tracer::under_handler() const {
   return false;
 }
 
+void Tracer::note_where(int node) {
+  jit::Node& n = out_.graph.nodes()[node];
+  if (!current_ || !may_raise_at_run_time(out_.graph, n)) return;
+  auto frames = std::make_shared<std::vector<jit::SourceFrame>>();
+  for (const TraceFrame* f = current_; f; f = f->parent)
+    frames->push_back({str_of(f->code->co_name), str_of(f->code->co_filename),
+                       PyCode_Addr2Line(f->code, f->cur_offset * 2)});
+  std::reverse(frames->begin(), frames->end());
+  n.where = std::move(frames);
+}
+
 void Tracer::check_raise_under_handler(int node) {
   bool covered = false;
   for (const TraceFrame* f = current_; f && !covered; f = f->parent) covered = covered_by_handler(*f, f->cur_offset);
@@ -148,20 +159,33 @@ void Tracer::check_raise_under_handler(int node) {
 
 // Note [Raising after a write]
 // Copy-backs into written input arrays run after the whole graph (Note [Writes into arrays]). An
-// integer power with an array exponent raises on its values (a negative exponent): traced after a
-// write into an input, it breaks the graph before it, so the write is in the caller's array when
-// CPython raises there. (Reductions and reshapes of what may be empty, and compiled loops that
-// raise, still run before the copy-backs: the write is lost when they raise. Not fixed yet.)
+// integer power with an array exponent raises on its values (a negative exponent), and an index
+// that is a run-time int (Note [Run-time indices] in ops/numpy/views.cpp) raises when out of
+// range: traced after a write into an input, either breaks the graph before it, so the write is
+// in the caller's array when CPython raises there. (Reductions and reshapes of what may be empty,
+// and compiled loops that raise, still run before the copy-backs: the write is lost when they
+// raise. Not fixed yet.)
 void Tracer::check_raise_after_write(int node) {
   if (out_.input_writes.empty()) return;
   const jit::Node& n = out_.graph.node(node);
-  if (n.op != jit::OpKind::Pow && n.op != jit::OpKind::ScalarPow) return;
-  if (!jit::may_raise_on_values(out_.graph, n)) return;
+  std::string what;
+  if (n.op == jit::OpKind::Pow || n.op == jit::OpKind::ScalarPow) {
+    if (!jit::may_raise_on_values(out_.graph, n)) return;
+    what = "an integer power with an array exponent";
+  } else if (n.op == jit::OpKind::GetItem || n.op == jit::OpKind::IndexPut) {
+    bool run_time_int = false;  // (run-time slice bounds clamp: they never raise)
+    for (const jit::IndexSpecItem& it : n.attrs.index)
+      run_time_int |= it.kind == jit::IndexSpecItem::Kind::Int && !it.parts.empty() && it.parts[0].is_node() &&
+                      out_.graph.node(static_cast<int>(it.parts[0].i)).meta.kind == jit::ValueKind::Scalar;
+    if (!run_time_int) return;
+    what = "an index that is a run-time int";
+  } else {
+    return;
+  }
   // Out of the graph before the break: a node that may raise is never dead code, and the graph
   // before the break would run it.
   if (node + 1 == static_cast<int>(out_.graph.nodes().size())) out_.graph.nodes().pop_back();
-  graph_break("an integer power with an array exponent may raise after a write into an input array: it runs in "
-              "CPython, after the write");
+  graph_break(what + " may raise after a write into an input array: it runs in CPython, after the write");
 }
 
 std::optional<GraphBreak> Tracer::run() {

@@ -305,6 +305,7 @@ VarPtr Tracer::add_tensor(const std::string& target, std::vector<jit::Arg> args,
   check_raise_under_handler(node);
   check_raise_after_write(node);
   check_grad_use(node);
+  note_where(node);
   return std::make_shared<TensorVar>(node);
 }
 
@@ -317,6 +318,7 @@ VarPtr Tracer::add_scalar(const std::string& target, std::vector<jit::Arg> args,
   check_raise_under_handler(node);
   check_raise_after_write(node);
   check_grad_use(node);
+  note_where(node);
   auto s = std::make_shared<ScalarVar>(node, OwnedRef::borrow(hint));
   s->sym = std::move(sym);
   s->deps = std::move(deps);

@@ -109,6 +109,13 @@ class Graph;
 /// call); `target` is the library callable it stands for, fully qualified ("numpy.add",
 /// "operator.mul", "method.sum"...): the printer writes it, and backends that replay the call in
 /// the library (the eager backend, extern steps) resolve it. Nothing in jit/ reads it.
+/// A frame of the user's code: where a node was made (Note [Tracebacks of run-time errors] in
+/// frontend/program/run_program.cpp).
+struct SourceFrame {
+  std::string function, file;
+  int line = 0;
+};
+
 struct Node {
   NodeKind kind = NodeKind::Call;
   std::string name;    // unique within the graph; the printer uses it
@@ -121,6 +128,9 @@ struct Node {
   /// A control-flow node's bodies (Note [Subgraphs]); empty for every other node. Shared, not
   /// copied, with the node: a copied Graph shares its bodies with the original.
   std::vector<std::shared_ptr<Graph>> subgraphs;
+  /// For a node that may raise at run time: the user's frames that made it, outermost first;
+  /// null for every other node.
+  std::shared_ptr<const std::vector<SourceFrame>> where;
 };
 
 /// What a symbol stands for and the value it had when traced.

@@ -78,5 +78,9 @@ def test_exceptions_in_traced_helpers_carry_the_users_traceback():
     with pytest.raises(IndexError) as want:
         model(x, 9)
     assert str(got.value) == str(want.value)
-    frames = [f.name for f in traceback.extract_tb(got.value.__traceback__)]
-    assert frames[-2:] == ["model", "helper"], frames
+    tb = traceback.extract_tb(got.value.__traceback__)
+    assert [f.name for f in tb][-2:] == ["model", "helper"], tb
+    # Note [Tracebacks of run-time errors]: the compiled program raised (i is a run-time index,
+    # Note [Run-time indices]), and the frames point at the user's lines.
+    assert framejit.stats()["captured"] == 1
+    assert tb[-1].line == "return x[i] * 2.0" and tb[-2].line == "return helper(y, i) + 1.0", tb

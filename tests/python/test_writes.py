@@ -520,3 +520,55 @@ def test_a_write_is_seen_when_a_later_integer_power_raises():
         if isinstance(want, np.ndarray):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(got_x, want_x)
+
+
+def test_run_time_indices_do_not_recompile():
+    # Note [Run-time indices]: x[i] and x[i, j] = v with i, j run-time ints are views and stores
+    # whose offsets the run computes; negative ones count from the end.
+    def read(x, i, j):
+        return x[j, i] + x[i] * 2
+
+    def write(x, i, j):
+        x[i, j] = x[j, i] * 2
+        return x
+
+    x = np.random.default_rng(3).standard_normal((20, 20))
+    for fn in (read, write):
+        framejit.reset()
+        f = framejit.compile(fn)
+        for i, j in ((1, 2), (5, 3), (7, 8), (-1, -20), (19, 0)):
+            a, b = x.copy(), x.copy()
+            got, want = f(a, i, j), fn(b, i, j)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(a, b)
+        assert framejit.stats()["captured"] == 1 and framejit.stats()["recompiles"] == 0
+        # Out of range: NumPy's IndexError and message, nothing written.
+        for i, j in ((20, 0), (0, -21)):
+            a = x.copy()
+            with pytest.raises(IndexError) as got:
+                f(a, i, j)
+            with pytest.raises(IndexError) as want:
+                fn(x.copy(), i, j)
+            assert str(got.value) == str(want.value)
+            np.testing.assert_array_equal(a, x)
+
+
+def test_run_time_index_after_a_write_keeps_the_write_when_it_raises():
+    # Note [Raising after a write]: the index may raise, so it runs in CPython after the graph
+    # that wrote x[0]; the caller sees x[0] == 1, as eagerly.
+    def fn(x, i):
+        t = x * 2
+        x[0] = 1.0
+        x[i] = 5.0
+        return t + 1
+
+    f = framejit.compile(fn)
+    a, b = np.zeros(5), np.zeros(5)
+    with pytest.raises(IndexError):
+        f(a, 9)
+    with pytest.raises(IndexError):
+        fn(b, 9)
+    np.testing.assert_array_equal(a, b)
+    a, b = np.zeros(5), np.zeros(5)
+    np.testing.assert_array_equal(f(a, 3), fn(b, 3))
+    np.testing.assert_array_equal(a, b)

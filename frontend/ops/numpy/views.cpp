@@ -341,6 +341,23 @@ SymInt slice_length(Tracer& tx, const SymInt& n, const std::optional<SymInt>& st
 
 }  // namespace
 
+// Note [Run-time indices]
+// An integer index that is a run-time int of the graph (an argument, arithmetic on one) stays
+// one: x[i] and x[i, j] = v are views and stores whose offset the run computes (IndexItem::Int
+// with a value id, runtime/views.cpp), so a new i does not recompile, as a new size does not. Its
+// sign and range are checked by the run: in range, the view applies (a negative i counts from
+// the end); out of range, the step runs the library's own call, which raises NumPy's IndexError.
+// Before, each index value was a guarded constant: eight values, eight compiles, then CPython.
+namespace {
+
+bool run_time_int(Tracer& tx, const VarPtr& v) {
+  if (v->kind != VarKind::Scalar) return false;
+  const jit::TensorMeta& m = tx.meta(v);
+  return m.kind == jit::ValueKind::Scalar && m.dtype == rt::DType::Int64;
+}
+
+}  // namespace
+
 VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
   const jit::TensorMeta& m = tx.meta(t);
   std::vector<VarPtr> items;
@@ -359,6 +376,13 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
     if (it->kind == VarKind::Slice) {
       sym_slices.push_back(it);
       values.push_back(OwnedRef::borrow(Py_None));  // placeholder; the SliceVar is used below
+      ++consuming;
+      continue;
+    }
+    if (run_time_int(tx, it)) {
+      // Note [Run-time indices]
+      sym_slices.push_back(it);
+      values.push_back(OwnedRef::borrow(Py_None));  // placeholder; the int is used below
       ++consuming;
       continue;
     }
@@ -386,6 +410,13 @@ VarPtr basic_index(Tracer& tx, const VarPtr& t, const VarPtr& index) {
   int dim = 0;
   for (size_t k = 0; k < values.size(); ++k) {
     PyObject* o = values[k].get();
+    if (sym_slices[k] && sym_slices[k]->kind != VarKind::Slice) {
+      // A run-time int: the run checks it against the dim (apply_view), and out of range the
+      // library's own call raises NumPy's IndexError.
+      ++dim;
+      index_args.push_back(tx.to_arg(sym_slices[k]));
+      continue;
+    }
     if (sym_slices[k]) {
       auto* sl = as<SliceVar>(sym_slices[k]);
       auto bound_of = [&](const VarPtr& b) -> std::optional<SymInt> {
