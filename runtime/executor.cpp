@@ -2,6 +2,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "runtime/threads.h"
 
@@ -12,13 +13,54 @@ namespace {
 constexpr int64_t kElementsPerChunk = 1 << 15;
 }  // namespace
 
+// Note [Memory order of axes]
+// NumPy's iterator runs over the operands' memory in the order it lies, whatever the logical
+// order of the axes: a transposed or Fortran-ordered array is a C-ordered one seen through
+// permuted axes. The rule (also Note [Output memory order], which allocates outputs by it): the
+// axes are ordered from innermost outward by insertion, and an axis moves inside another when
+// every operand that steps along both does so with a smaller stride there; operands that
+// disagree leave C order. Pointwise launches iterate in this order, so np.tanh(x.T) reads and
+// writes along the contiguous axis and its dims merge into one row of vector code (it ran a
+// scalar loop striding a whole row per element: 0.07x NumPy on a (1000, 1000) float32).
+void memory_order(const Operand* operands, int num_operands, int n, int* axes) {
+  int inner_first[kMaxRank];
+  for (int i = 0; i < n; ++i) inner_first[i] = axes[n - 1 - i];
+  for (int i = 1; i < n; ++i) {
+    const int axis = inner_first[i];
+    int pos = i;
+    for (int j = i - 1; j >= 0; --j) {
+      const int other = inner_first[j];
+      bool decided = false, inside = false;
+      for (int k = 0; k < num_operands; ++k) {
+        const int64_t sa = std::abs(operands[k].strides[axis]), so = std::abs(operands[k].strides[other]);
+        if (sa == 0 || so == 0) continue;
+        if (so <= sa) inside = false;  // also overrides an earlier "inside": C order wins conflicts
+        else if (!decided) inside = true;
+        decided = true;
+      }
+      if (!decided) continue;
+      if (!inside) break;
+      pos = j;
+    }
+    for (int j = i; j > pos; --j) inner_first[j] = inner_first[j - 1];
+    inner_first[pos] = axis;
+  }
+  for (int i = 0; i < n; ++i) axes[i] = inner_first[n - 1 - i];
+}
+
 int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operand* operands, int64_t* dims,
                   int64_t (*strides)[kMaxRank]) {
-  // Drop size-1 dims, then merge dim d into d+1 when every operand steps through them as one
-  // (stride[d] == stride[d+1] * shape[d+1]). Fixed-size arrays: no allocation per launch.
+  // Drop size-1 dims, order the rest as memory runs, then merge axis d into d+1 when every
+  // operand steps through them as one (stride[d] == stride[d+1] * shape[d+1]). Fixed-size
+  // arrays: no allocation per launch.
+  int axes[kMaxRank];
+  int n = 0;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] != 1) axes[n++] = d;
+  if (n > 1) memory_order(operands, num_operands, n, axes);
   int nd = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (shape[d] == 1) continue;
+  for (int a = 0; a < n; ++a) {
+    const int d = axes[a];
     bool merge = nd > 0;
     for (int k = 0; merge && k < num_operands; ++k)
       merge = strides[k][nd - 1] == operands[k].strides[d] * shape[d];

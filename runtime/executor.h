@@ -89,10 +89,15 @@ struct Operand {
   int itemsize = 0;
 };
 
-/// The iteration space `shape` (rank dims, `operands` strided over it) with size-1 dims dropped
-/// and neighbours merged where every operand steps through them as one: `dims` and per operand
-/// `strides` (outermost first) get the result's dims; returns their number (at least 1, a single
-/// element being one dim of size 1).
+/// Orders the `n` iteration axes in `axes` (dim indices, outermost first; C order on entry) as the
+/// operands' memory runs, outermost first (Note [Memory order of axes] in runtime/executor.cpp).
+void memory_order(const Operand* operands, int num_operands, int n, int* axes);
+
+/// The iteration space `shape` (rank dims, `operands` strided over it) with size-1 dims dropped,
+/// the others in the operands' memory order (memory_order), and neighbours merged where every
+/// operand steps through them as one: `dims` and per operand `strides` (outermost first) get the
+/// result's dims; returns their number (at least 1, a single element being one dim of size 1).
+/// Only for work whose elements are independent (pointwise kernels): the order is any.
 int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operand* operands, int64_t* dims,
                   int64_t (*strides)[kMaxRank]);
 

@@ -235,39 +235,14 @@ ArrayRef ref_of(const Value& x) { return {x.data, x.nd, x.dims, x.strides, dtype
 
 // Note [Output memory order]
 // NumPy's ufuncs allocate their output in the memory order of their inputs (order='K'): an
-// F-ordered input gives an F-ordered result. The rule, applied here to a kernel's operand strides
-// (0 where broadcast): axes are ordered from innermost outward by insertion, and an axis moves
-// inside another when every input that steps along both does so with a smaller stride there;
-// inputs that disagree leave C order. `outer_first` receives the axes from outermost inward.
-// True when that is plain C order.
+// F-ordered input gives an F-ordered result. The order is the inputs' (strides 0 where
+// broadcast) by Note [Memory order of axes] in runtime/executor.cpp; `outer_first` receives the
+// axes from outermost inward. True when that is plain C order.
 bool output_order(const Operand* ops, int nin, int rank, int* outer_first) {
-  int inner_first[kMaxRank];
-  for (int i = 0; i < rank; ++i) inner_first[i] = rank - 1 - i;
-  for (int i = 1; i < rank; ++i) {
-    const int axis = inner_first[i];
-    int pos = i;
-    for (int j = i - 1; j >= 0; --j) {
-      const int other = inner_first[j];
-      bool decided = false, inside = false;
-      for (int k = 0; k < nin; ++k) {
-        const int64_t sa = std::abs(ops[k].strides[axis]), so = std::abs(ops[k].strides[other]);
-        if (sa == 0 || so == 0) continue;
-        if (so <= sa) inside = false;  // also overrides an earlier "inside": C order wins conflicts
-        else if (!decided) inside = true;
-        decided = true;
-      }
-      if (!decided) continue;
-      if (!inside) break;
-      pos = j;
-    }
-    for (int j = i; j > pos; --j) inner_first[j] = inner_first[j - 1];
-    inner_first[pos] = axis;
-  }
+  for (int i = 0; i < rank; ++i) outer_first[i] = i;
+  memory_order(ops, nin, rank, outer_first);
   bool c_order = true;
-  for (int i = 0; i < rank; ++i) {
-    outer_first[i] = inner_first[rank - 1 - i];
-    c_order = c_order && outer_first[i] == i;
-  }
+  for (int i = 0; i < rank; ++i) c_order = c_order && outer_first[i] == i;
   return c_order;
 }
 

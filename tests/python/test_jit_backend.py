@@ -58,6 +58,49 @@ def test_strided_transposed_and_broadcast_operands(dtype):
         close(got, want, dtype)
 
 
+def permuted(x, layout):
+    if layout == "F":
+        return np.asfortranarray(x)
+    if layout == "T":  # a C array seen transposed: its axes reversed
+        return np.ascontiguousarray(x.transpose()).transpose()
+    if layout == "P":  # axes (1, 2, 0) in memory
+        return np.ascontiguousarray(x.transpose(1, 2, 0)).transpose(2, 0, 1)
+    return x
+
+
+@pytest.mark.parametrize("layout", ["F", "T", "P"])
+def test_memory_order_of_axes(layout):
+    # Note [Memory order of axes]: launches iterate as the operands' memory runs; results keep
+    # NumPy's values and its memory order (order='K'). (The executor's order is the same at every
+    # ISA level; the kernels' contiguous and strided rows are tested at each above.)
+    x = permuted(RNG.standard_normal((5, 33, 70)).astype(np.float32), layout)
+    y = RNG.standard_normal((5, 33, 70)).astype(np.float32)  # C order: disagrees with x
+    b = RNG.standard_normal(70).astype(np.float32)
+
+    def f(x, b):
+        return np.tanh(x) * 2 + b, (x > 0).astype(np.float64), x[:, ::2, 1:] - 1
+
+    framejit.reset()
+    for got, want in run_both(f, x, b):
+        for g, w in zip(got, want):
+            close(g, w, w.dtype.type)
+            assert g.flags.c_contiguous == w.flags.c_contiguous and g.flags.f_contiguous == w.flags.f_contiguous
+    # Operands of two orders: C order wins, as NumPy's iterator decides.
+    for got, want in run_both(lambda x, y: x * 3 + y, x, y):
+        close(got, want, np.float32)
+        assert got.flags.c_contiguous == want.flags.c_contiguous
+    # Writes through a permuted view, and in place into a permuted input.
+    def g(x, y):
+        x += 1
+        x[1:3] = y[1:3] * 2
+        return x
+
+    a, c = x.copy(order="K"), x.copy(order="K")
+    for _ in range(2):
+        got, want = framejit.compile(g)(a, y), g(c, y)
+        np.testing.assert_array_equal(a, c)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(1, 1), (3, 7), (5, 64), (2, 3, 129)])
 def test_row_reductions_with_prologue(dtype, shape):
