@@ -22,6 +22,7 @@ import overhead
 import peak_memory
 import sgemm
 import softmax
+import sweep
 import trace_time
 import torch_models
 import transformer
@@ -49,6 +50,7 @@ CASES = {
         peak_memory,
         loops,
         npbench_suite,
+        sweep,
     )
 }
 
