@@ -115,7 +115,12 @@ struct Run {
         out = {scratch.data, scratch.nd, scratch.dims, scratch.strides, src.itemsize};
         return true;
       }
-      // The eager way: the library copies or raises. First make the views it reads.
+      // The eager way: the library copies or raises. First make the views it reads. Of several
+      // views that cannot apply (run-time indices out of range, Note [Run-time indices]), the
+      // first the user's code made raises, with the message eager code gives.
+      // (A view the library makes without raising, a reshape it copies, is made and passed.)
+      for (int u = first_failing_view(0, v); u != v; u = first_failing_view(u + 1, v))
+        if (!make_view(u)) return false;
       if (!make_view(v)) return false;
     }
     const Value& x = vals[v];
@@ -129,6 +134,31 @@ struct Run {
     }
     out = {x.data, x.nd, x.dims, x.strides, dtype_itemsize(x.dtype)};
     return true;
+  }
+
+  // The first folded view in [from, v) (value ids are the graph's order) that reads a computed
+  // array and cannot apply to it, or v. Only on the failure path.
+  int first_failing_view(int from, int v) {
+    bool unread = false;  // a run-time int the view reads is not computed yet: not its turn
+    auto value = [&](int id, int64_t& x) {
+      const bool ok = read_int(id, x);
+      unread = unread || !ok;
+      return ok;
+    };
+    for (int u = from; u < v; ++u) {
+      if (!p.is_folded(u) || vals[u].is_array()) continue;
+      const ViewOp& op = p.views[p.view_of[u]];
+      const Value& s = vals[op.source];
+      if (!s.is_array()) continue;
+      StridedLayout in, out;
+      in.data = s.data;
+      in.nd = s.nd;
+      std::copy_n(s.dims, s.nd, in.dims);
+      std::copy_n(s.strides, s.nd, in.strides);
+      unread = false;
+      if (!apply_view(op, in, dtype_itemsize(s.dtype), value, out) && !unread) return u;
+    }
+    return v;
   }
 
   // Makes folded view v (and the folded views it is made from) through the host.
@@ -275,17 +305,8 @@ struct Bound {
 
 // Reads the layouts of `ids` into `in` (views into `scratch`) and broadcasts them.
 bool bind_inputs(Run& run, const std::vector<int>& ids, ArrayRef* in, StepScratch& scratch, Bound& b) {
-  // In graph order: of several folded views whose run-time index is out of range (x[j, i] + x[i]),
-  // the one the user's code made first raises, with the message eager code gives.
-  int order[kMaxKernelOperands];
-  const int n = static_cast<int>(ids.size());
-  for (int k = 0; k < n; ++k) {
-    int j = k;
-    for (; j > 0 && ids[order[j - 1]] > ids[k]; --j) order[j] = order[j - 1];
-    order[j] = k;
-  }
-  for (int k = 0; k < n; ++k)
-    if (!run.layout(ids[order[k]], in[order[k]], scratch)) return false;
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (!run.layout(ids[k], in[k], scratch)) return false;
   if (!broadcast_shape(run, in, ids.size(), b.rank, b.shape)) return false;
   for (int d = 0; d < b.rank; ++d) b.total *= b.shape[d];
   return true;

@@ -553,6 +553,29 @@ def test_run_time_indices_do_not_recompile():
             np.testing.assert_array_equal(a, x)
 
 
+def test_of_several_run_time_indices_out_of_range_the_first_raises():
+    # Eager code raises at the first index it evaluates; so does the program, whatever step
+    # (kernel or reduction) reads which view first.
+    def fn(x, i):
+        return x[..., i] + x[i - 1, ...].sum()
+
+    f = framejit.compile(fn)
+    x = np.arange(16.0).reshape(4, 4)
+    for i in (1, 3, -4, -5, 4, 7):
+        try:
+            want, werr = fn(x, i), None
+        except IndexError as e:
+            want, werr = None, str(e)
+        try:
+            got, gerr = f(x, i), None
+        except IndexError as e:
+            got, gerr = None, str(e)
+        assert gerr == werr, (i, gerr, werr)
+        if werr is None:
+            np.testing.assert_array_equal(got, want)
+    assert framejit.stats()["recompiles"] == 0
+
+
 def test_run_time_index_after_a_write_keeps_the_write_when_it_raises():
     # Note [Raising after a write]: the index may raise, so it runs in CPython after the graph
     # that wrote x[0]; the caller sees x[0] == 1, as eagerly.
