@@ -782,6 +782,21 @@ bool bind_epilogue(Run& run, const KernelStep& ep, const Value& c, int rank, Bou
   return run.read_params(ep.params, ep.param_dtypes, eb.params);
 }
 
+// `src` copied into C order into `dst` (allocated in its shape) by the step's copy kernel, on the
+// run's stream: a device product's operand cuBLAS cannot read, a device store's base.
+bool copy_on_device(Run& run, const LazyKernel* lazy, const ArrayRef& src, const Value& dst) {
+  const Kernel* copy = lazy ? lazy->get() : nullptr;
+  if (!copy) {
+    if (run.device_error.empty()) run.device_error = "a device array could not be copied (no copy kernel)";
+    return run.device_ok();
+  }
+  int64_t strides[2][kMaxRank];
+  Operand ops[2] = {operand_of(src, src.nd, strides[0]), operand_of(ref_of(dst), src.nd, strides[1])};
+  Status status = cuda::run_pointwise(*copy, src.nd, src.dims, 2, ops, nullptr, 0);
+  if (!status && run.device_error.empty()) run.device_error = status.message();
+  return run.device_ok();
+}
+
 // A device operand cuBLAS cannot read in place (no unit stride in its matrices, Note [Device
 // GEMMs]) as a C-ordered copy made by the step's pack kernel; `r` then describes the copy, which
 // `held` keeps until the caller releases it.
@@ -792,18 +807,10 @@ bool pack_device_operand(Run& run, const GemmStep& step, ArrayRef& r, Value& hel
   if (fits)
     fits = cuda::blas_layout(r.dims[r.nd - 2], r.dims[r.nd - 1], r.strides[r.nd - 2] / item, r.strides[r.nd - 1] / item);
   if (fits) return true;
-  const Kernel* pack = step.pack ? step.pack->get() : nullptr;
-  if (!pack) {
-    if (run.device_error.empty()) run.device_error = "a device product's operand could not be packed (no copy kernel)";
-    return run.device_ok();
-  }
   if (!run.host.alloc(held, step.dtype, r.nd, r.dims, nullptr)) return false;
-  int64_t strides[2][kMaxRank];
-  Operand ops[2] = {operand_of(r, r.nd, strides[0]), operand_of(ref_of(held), r.nd, strides[1])};
-  Status s = cuda::run_pointwise(*pack, r.nd, r.dims, 2, ops, nullptr, 0);
-  if (!s && run.device_error.empty()) run.device_error = s.message();
+  if (!copy_on_device(run, step.pack.get(), r, held)) return false;
   r = ref_of(held);
-  return run.device_ok();
+  return true;
 }
 
 // A product on a device: framejit's small-product kernel with the epilogue inside when C has few
@@ -1203,19 +1210,6 @@ StridedLayout layout_of(const Value& v) {
 // calls a store falls back to (an index out of range, copy_into with an overlapping value) are
 // the array's own copy and __setitem__, which a CuPy array or a torch CUDA tensor runs on its
 // device and the same stream.
-bool copy_on_device(Run& run, const StoreStep& st, const ArrayRef& base, const Value& fresh) {
-  const Kernel* copy = st.copy ? st.copy->get() : nullptr;
-  if (!copy) {
-    if (run.device_error.empty()) run.device_error = "a device write's target could not be copied (no copy kernel)";
-    return run.device_ok();
-  }
-  int64_t strides[2][kMaxRank];
-  Operand ops[2] = {operand_of(base, base.nd, strides[0]), operand_of(ref_of(fresh), base.nd, strides[1])};
-  Status status = cuda::run_pointwise(*copy, base.nd, base.dims, 2, ops, nullptr, 0);
-  if (!status && run.device_error.empty()) run.device_error = status.message();
-  return run.device_ok();
-}
-
 bool run_store_step(Run& run, const Step& s) {
   const StoreStep& st = s.store();
   const KernelStep& k = st.kernel;
@@ -1268,7 +1262,7 @@ bool run_store_step(Run& run, const Step& s) {
     if (k.kernel->device.type == DeviceType::CUDA) {
       // Note [Stores on a device]: the copy is a kernel on the run's stream, ordered before the
       // store kernel that follows it.
-      if (!copy_on_device(run, st, base, fresh)) {
+      if (!copy_on_device(run, st.copy.get(), base, fresh)) {
         run.host.release(fresh);
         return false;
       }

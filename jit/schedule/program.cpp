@@ -233,6 +233,15 @@ void for_each_memory_source(const Graph& graph, int v, Fn&& fn) {
   }
 }
 
+// A device step's copy into C order of an array of `dtype` (a GEMM operand's pack, a store's
+// base), compiled on first use. `backend` outlives it: device backends live as long as the process.
+std::shared_ptr<const rt::LazyKernel> lazy_copy_kernel(Backend& backend, DType dtype) {
+  return std::make_shared<rt::LazyKernel>([&backend, dtype]() -> rt::KernelPtr {
+    auto k = backend.compile(copy_kernel(dtype));
+    return k ? *k : nullptr;
+  });
+}
+
 }  // namespace
 
 Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* compiled) {
@@ -306,10 +315,7 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       } else {
         FJ_PROPAGATE(compiled->backend.device_gemm(mm.dtype));
         Backend& backend = compiled->backend;  // NB: device backends live as long as the process
-        s.gemm().pack = std::make_shared<rt::LazyKernel>([&backend, dtype = mm.dtype]() -> rt::KernelPtr {
-          auto k = backend.compile(copy_kernel(dtype));
-          return k ? *k : nullptr;
-        });
+        s.gemm().pack = lazy_copy_kernel(backend, mm.dtype);
         GemmKernelIR small;
         small.dtype = mm.dtype;
         if (const int e = plan->gemm_epilogue[gemm]; e >= 0) {
@@ -356,14 +362,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.store().region = st.write.region;
       s.store().into_base = st.write.into_base;
       s.store().kernel = kernel_step_of(graph, st.kernel, compiled->stores[sid], escaping);
-      if (compiled->backend.device().type != rt::DeviceType::CPU) {
-        Backend& backend = compiled->backend;  // NB: device backends live as long as the process
-        const DType dtype = graph.node(i).meta.dtype;
-        s.store().copy = std::make_shared<rt::LazyKernel>([&backend, dtype]() -> rt::KernelPtr {
-          auto k = backend.compile(copy_kernel(dtype));
-          return k ? *k : nullptr;
-        });
-      }
+      if (compiled->backend.device().type != rt::DeviceType::CPU)
+        s.store().copy = lazy_copy_kernel(compiled->backend, graph.node(i).meta.dtype);
       // What the kernel reads, and what the library's call would (the step falls back to it).
       uses(st.kernel.inputs, here());
       uses(st.kernel.params, here());
