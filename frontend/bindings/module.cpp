@@ -19,6 +19,7 @@
 #include "frontend/tensor/views.h"
 #include "frontend/trace/op_table.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/graph.h"
 #include "runtime/cuda/memory.h"
 #include "runtime/faults.h"
 #include "runtime/kernel_cache.h"
@@ -33,7 +34,7 @@ void bind_bytecode(py::module_& m);   // bytecode_hooks.cpp: test hooks for fron
 
 namespace {
 
-std::shared_ptr<CompileConfig> make_config(py::object backend, bool fullgraph, py::object dynamic) {
+std::shared_ptr<CompileConfig> make_config(py::object backend, bool fullgraph, py::object dynamic, py::object mode) {
   if (py::isinstance<py::str>(backend)) {
     std::string name = backend.cast<std::string>();
     if (name != "jit" && name != "eager")
@@ -46,8 +47,18 @@ std::shared_ptr<CompileConfig> make_config(py::object backend, bool fullgraph, p
   }
   if (!dynamic.is_none() && !PyBool_Check(dynamic.ptr()))
     throw py::type_error("framejit: dynamic must be None, True or False");
+  bool reduce_overhead = false;
+  if (!mode.is_none()) {
+    if (!py::isinstance<py::str>(mode))
+      throw py::type_error("framejit: mode must be None, 'default' or 'reduce-overhead'");
+    const std::string m = mode.cast<std::string>();
+    if (m != "default" && m != "reduce-overhead")
+      throw py::value_error("framejit: unknown mode '" + m + "' (expected None, 'default' or 'reduce-overhead')");
+    reduce_overhead = m == "reduce-overhead";
+  }
   auto cfg = std::make_shared<CompileConfig>();
   cfg->backend = OwnedRef::borrow(backend.ptr());
+  cfg->reduce_overhead = reduce_overhead;
   cfg->fullgraph = fullgraph;
   cfg->dynamic = dynamic.is_none() || dynamic.ptr() == Py_True;
   return cfg;
@@ -86,6 +97,13 @@ py::dict stats_dict() {
   d["cuda_modules_loaded"] = mods.loaded;
   d["cuda_live_modules"] = mods.live;
   d["ptx_jit_ms"] = mods.jit_ms;
+  // mode="reduce-overhead" (Note [Replayed launches]).
+  const framejit::rt::cuda::GraphStats g = framejit::rt::cuda::graph_stats();
+  d["cuda_graphs_built"] = g.built;
+  d["cuda_graph_replays"] = g.replays;
+  d["cuda_graph_patched_nodes"] = g.patched_nodes;
+  d["cuda_graph_flushed_runs"] = g.flushed;
+  d["cuda_graph_direct_runs"] = g.direct;
   return d;
 }
 
@@ -152,13 +170,14 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "compile",
-      [](py::object fn, py::object backend, bool fullgraph, py::object dynamic) {
+      [](py::object fn, py::object backend, bool fullgraph, py::object dynamic, py::object mode) {
         if (!PyCallable_Check(fn.ptr())) throw py::type_error("framejit.compile: expected a callable");
-        PyObject* r = make_compiled_function(fn.ptr(), make_config(backend, fullgraph, dynamic));
+        PyObject* r = make_compiled_function(fn.ptr(), make_config(backend, fullgraph, dynamic, mode));
         if (!r) throw py::error_already_set();
         return py::reinterpret_steal<py::object>(r);
       },
-      py::arg("fn"), py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none());
+      py::arg("fn"), py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none(),
+      py::arg("mode") = py::none());
 
   m.def("disable", [](py::object fn) {
     if (!PyCallable_Check(fn.ptr())) throw py::type_error("framejit.disable: expected a callable");
@@ -169,10 +188,11 @@ PYBIND11_MODULE(_C, m) {
 
   m.def(
       "install",
-      [](py::object backend, bool fullgraph, py::object dynamic) {
-        install(make_config(backend, fullgraph, dynamic));
+      [](py::object backend, bool fullgraph, py::object dynamic, py::object mode) {
+        install(make_config(backend, fullgraph, dynamic, mode));
       },
-      py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none());
+      py::arg("backend") = "jit", py::arg("fullgraph") = false, py::arg("dynamic") = py::none(),
+      py::arg("mode") = py::none());
   m.def("uninstall", &uninstall);
   m.def("installed", &installed);
   m.def("_bare_evaluator", &set_bare_evaluator,
@@ -186,7 +206,7 @@ PYBIND11_MODULE(_C, m) {
     if (PyObject* b = compiled_function_backend(fn.ptr())) backend = py::reinterpret_borrow<py::object>(b);
     if (PyObject* inner = compiled_function_target(fn.ptr())) fn = py::reinterpret_borrow<py::object>(inner);
     ExplainRecord rec;
-    auto cfg = make_config(backend, false, py::none());
+    auto cfg = make_config(backend, false, py::none(), py::none());
     if (PyFunction_Check(fn.ptr())) cfg->root_code = PyFunction_GET_CODE(fn.ptr());
     cfg->explain = &rec;
     PyObject* r = call_with_config(fn.ptr(), args.ptr(), kwargs.ptr(), cfg.get());

@@ -140,6 +140,7 @@ HitResult run_hit(CodeState& cs, const FrameView& view, const HitRequest& reques
   CacheEntry* e = find_entry(cs, view, request, frame, same_backend);
   if (!e) return {HitKind::Miss, nullptr};
   if (request.frameless && e->break_code) return {HitKind::RunInCPython, nullptr};
+  ModeScope mode(request.reduce_overhead);
   return run_entry(*e, view, frame, request.running_code);
 }
 

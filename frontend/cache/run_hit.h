@@ -56,6 +56,8 @@ struct HitRequest {
   /// A Tensor op's code object, marked as running on this thread while its program runs (see
   /// op_running()); null for frames.
   PyObject* running_code = nullptr;
+  /// The calling config's mode="reduce-overhead" (ModeScope).
+  bool reduce_overhead = false;
 };
 
 /// Whether `e` fits the hit path's arrays. Checked once, before an entry is run or cached.

@@ -162,6 +162,7 @@ Exit compile_and_run(CompileConfig* cfg, CodeState* cs, PyFunctionObject* fn, co
     cs->update_never();
     return run_default();
   }
+  ModeScope mode(cfg->reduce_overhead);
   if (cfg->explain || cs->no_arrays) {
     // explain(): run once, keep nothing. No arrays: nothing worth keeping.
     return from_hit(run_entry(*entry, view, hit));
@@ -220,6 +221,7 @@ Exit frame_exit(PyCodeObject* code, _PyInterpreterFrame* frame, CompileConfig* c
     int same_backend = 0;
     HitRequest request;
     request.backend_key = cfg->backend.get();
+    request.reduce_overhead = cfg->reduce_overhead;
     HitResult r = run_hit(*cs, view, request, hit, &same_backend);
     if (r.kind != HitKind::Miss) {
       ++stats().cache_hits;
@@ -293,6 +295,7 @@ bool try_without_frame(PyObject* fn, CompileConfig* cfg, PyObject* const* args, 
   request.backend_key = cfg->backend.get();
   request.locals_available = static_cast<int>(nargs);  // the guards may read only the arguments
   request.frameless = true;
+  request.reduce_overhead = cfg->reduce_overhead;
   HitResult r = run_hit(*cs, view, request, hit);
   if (r.kind != HitKind::Answered) return false;  // a miss, or CPython must run it: the normal path
   ++stats().frames;

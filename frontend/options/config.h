@@ -43,6 +43,10 @@ struct CompileConfig {
   PyObject* root_code = nullptr;  // borrowed (the wrapper holds the function): traced even if it is
                                   // library code, because the user asked for it by name
   ExplainRecord* explain = nullptr;  // set: trace every frame afresh, record, do not cache
+  /// mode="reduce-overhead": device programs replay their launches as CUDA graphs (Note [Replayed
+  /// launches] in runtime/cuda/graph.h). The cache entry is the same as without it: the mode is
+  /// read when a program runs.
+  bool reduce_overhead = false;
   bool partial_graphs = true;  // a break keeps the graph before it (Note [Break entries]); Tensor
                                // ops, which run whole or on NumPy, turn it off
   bool is_callable_backend() const { return backend && !PyUnicode_Check(backend.get()); }

@@ -12,6 +12,7 @@ namespace framejit::frontend {
 struct ThreadState {
   CompileConfig* config = nullptr;
   bool busy = false;
+  bool reduce_overhead = false;  // programs run now replay CUDA graphs (the calling config's mode)
 };
 
 // NB: one thread_local struct, read once per frame: in a shared library every thread_local access
@@ -29,6 +30,21 @@ public:
   ~HookBusyScope() { g_thread.busy = saved_; }
   HookBusyScope(const HookBusyScope&) = delete;
   HookBusyScope& operator=(const HookBusyScope&) = delete;
+
+private:
+  bool saved_;
+};
+
+/// While alive, programs run on this thread in the mode of the config that called them
+/// (CompileConfig::reduce_overhead): cache entries are shared between configs, the mode is not.
+class ModeScope {
+public:
+  explicit ModeScope(bool reduce_overhead) : saved_(g_thread.reduce_overhead) {
+    g_thread.reduce_overhead = reduce_overhead;
+  }
+  ~ModeScope() { g_thread.reduce_overhead = saved_; }
+  ModeScope(const ModeScope&) = delete;
+  ModeScope& operator=(const ModeScope&) = delete;
 
 private:
   bool saved_;

@@ -16,11 +16,13 @@
 #include "frontend/interop/array_adapter.h"
 #include "frontend/program/program.h"
 #include "frontend/options/config.h"
+#include "frontend/options/thread_state.h"
 #include "frontend/interop/numpy_abi.h"
 #include "frontend/ops/numpy/vector_products.h"
 #include "jit/pipeline.h"
 #include "jit/cuda/backend.h"
 #include "jit/x86/backend.h"
+#include "runtime/cuda/graph.h"
 #include "runtime/cuda/memory.h"
 #include "runtime/program.h"
 
@@ -308,13 +310,20 @@ class PyProgram;
 // The RunHost of one run: Python objects as handles, the library's allocation and calls.
 class PyHost final : public rt::RunHost {
 public:
-  PyHost(const PyProgram& p, rt::Value* vals, const ArrayAdapter& arrays) : p_(p), vals_(vals), arrays_(arrays) {}
+  /// `deferred`: where releases wait while the run records device work (Note [Replayed launches]),
+  /// or null.
+  PyHost(const PyProgram& p, rt::Value* vals, const ArrayAdapter& arrays, std::vector<PyObject*>* deferred)
+      : p_(p), vals_(vals), arrays_(arrays), deferred_(deferred) {}
   bool alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) override;
   bool is_private(const rt::Value& v) override;
   void retain(const rt::Value& v) override { Py_XINCREF(static_cast<PyObject*>(v.handle)); }
   void release(rt::Value& v) override {
     PyObject* o = static_cast<PyObject*>(v.handle);  // the run's reference, dropped here
     v.handle = nullptr;
+    if (o && deferred_ && rt::cuda::recording()) {
+      deferred_->push_back(o);  // or after the replay is issued: recorded nodes may use its memory
+      return;
+    }
     Py_XDECREF(o);
   }
   bool run_extern(int node, rt::Value* values) override;
@@ -332,6 +341,7 @@ private:
   const PyProgram& p_;
   rt::Value* vals_;
   const ArrayAdapter& arrays_;  // the program's kind of array (Note [Program array kind])
+  std::vector<PyObject*>* deferred_;
 };
 
 // Note [Tracebacks of run-time errors]
@@ -411,6 +421,11 @@ public:
   }
   std::vector<ArgRef> outputs;
   bool needs_default_errstate = false;  // jit programs: kernels do not report floating-point events
+  // mode="reduce-overhead" (Note [Replayed launches]): this program's CUDA graphs, made on first
+  // use, and the arrays a recording run releases after its replay. NB: after `program`, so the
+  // graphs go before the kernels they launch.
+  std::unique_ptr<rt::cuda::GraphCache> graphs;
+  std::vector<PyObject*> deferred_releases;
 
   bool can_run_now() const override { return !needs_default_errstate || !numpy_errstate_raises(); }
   /// The adapter of the arrays this program makes; never null once built (the Tensor adapter
@@ -454,10 +469,26 @@ public:
       classify(inputs[i], vals[program.inputs[i]], adapter);  // the run owns the new reference
     }
     DeviceBlocks uploads;  // NB: freed after the run's last use of them, its end
+    std::optional<rt::cuda::GraphRun> graph_run;
+    if (g_thread.reduce_overhead && device_.type == rt::DeviceType::CUDA) {
+      if (!graphs) graphs = std::make_unique<rt::cuda::GraphCache>();
+      Expected<rt::cuda::CUstream> st = rt::cuda::stream(device_.index);
+      if (st) graph_run.emplace(*graphs, device_.index, *st);
+    }
     bool ok = device_.type != rt::DeviceType::CUDA ||
               upload_host_scalars(device_.index, inputs, program.inputs, vals, uploads);
-    PyHost host(*this, vals, adapter);
+    PyHost host(*this, vals, adapter, graph_run && graph_run->active() ? &deferred_releases : nullptr);
     ok = ok && rt::run_program(program, vals, host);
+    if (graph_run) {
+      // Issued whether or not the run failed: writes made before an error land, as eagerly.
+      const Status issued = graph_run->finish();
+      if (!issued.is_ok() && ok) {
+        PyErr_Format(PyExc_RuntimeError, "framejit: %s", issued.message().c_str());
+        ok = false;
+      }
+      for (PyObject* o : deferred_releases) Py_DECREF(o);
+      deferred_releases.clear();
+    }
     if (ok) {
       for (size_t i = 0; i < outputs.size(); ++i) {
         PyObject* o = materialize(outputs[i], vals);  // new ref
@@ -614,6 +645,11 @@ bool PyHost::run_extern(int node, rt::Value* values) {
       return true;
     }
   }
+  // The library's call issues its own work and may read the device: what was recorded goes first.
+  if (Status s = rt::cuda::flush_recording(); !s.is_ok()) {
+    fail_device(s.message());
+    return false;
+  }
   if (c && c->inplace_base >= 0) inplace = is_private(values[c->inplace_base]);
   PyObject* r = p_.call(node, values, inplace);  // new ref
   if (!r) {
@@ -663,6 +699,13 @@ bool PyHost::read_number(const rt::Value& v, bool want_int, rt::ParamValue& out)
   // in frontend/trace/element_loops.cpp, compared: numpy.bool_): its value.
   long long i = 0;
   double d = 0;
+  if (!PyLong_Check(o) && !PyFloat_Check(o) && rt::cuda::recording()) {
+    // Reading a library object may read the device (a 0-d device array's value): recorded work first.
+    if (Status s = rt::cuda::flush_recording(); !s.is_ok()) {
+      fail_device(s.message());
+      return false;
+    }
+  }
   if (want_int && !PyLong_Check(o) && numpy_scalar_int(o, &i)) {
     out.i = i;
     return true;

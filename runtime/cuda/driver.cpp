@@ -112,6 +112,19 @@ Status load(Driver& d) {
   resolve(a.EventRecord, "cuEventRecord");
   resolve(a.EventSynchronize, "cuEventSynchronize");
   resolve(a.EventElapsedTime, "cuEventElapsedTime");
+  resolve(a.StreamBeginCapture, "cuStreamBeginCapture");  // _v2 at kAbiVersion: it takes a mode
+  resolve(a.StreamEndCapture, "cuStreamEndCapture");
+  resolve(a.GraphCreate, "cuGraphCreate");
+  resolve(a.GraphDestroy, "cuGraphDestroy");
+  resolve(a.GraphAddKernelNode, "cuGraphAddKernelNode");  // _v2: KernelNodeParams
+  resolve(a.GraphAddMemsetNode, "cuGraphAddMemsetNode");
+  resolve(a.GraphAddChildGraphNode, "cuGraphAddChildGraphNode");
+  resolve(a.GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+  resolve(a.GraphExecDestroy, "cuGraphExecDestroy");
+  resolve(a.GraphLaunch, "cuGraphLaunch");
+  resolve(a.GraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams");  // _v2
+  resolve(a.GraphExecMemsetNodeSetParams, "cuGraphExecMemsetNodeSetParams");
+  resolve(a.GraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams");
   FJ_PROPAGATE(missing);
   FJ_PROPAGATE(check(a.Init(0), "cuInit"));
   FJ_PROPAGATE(check(a.DriverGetVersion(&d.version), "cuDriverGetVersion"));

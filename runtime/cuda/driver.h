@@ -21,7 +21,30 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphNode = struct CUgraphNode_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 constexpr CUresult kSuccess = 0;
+
+// CUDA_KERNEL_NODE_PARAMS (_v2, CUDA 12) and CUDA_MEMSET_NODE_PARAMS as cuda.h lays them out.
+struct KernelNodeParams {
+  CUfunction func;
+  unsigned grid_x, grid_y, grid_z;
+  unsigned block_x, block_y, block_z;
+  unsigned shared_bytes;
+  void** params;
+  void** extra;
+  void* kern;  // CUkernel: unused (func is set)
+  CUcontext ctx;
+};
+struct MemsetNodeParams {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned value;
+  unsigned element_size;  // 1, 2 or 4
+  size_t width;           // elements
+  size_t height;          // rows
+};
 
 /// The entry points framejit calls, each resolved through cuGetProcAddress at the ABI version
 /// named in driver.cpp (so cuMemAlloc is the 64-bit `_v2` one, whatever the header macros say).
@@ -65,6 +88,24 @@ struct Api {
   CUresult (*EventRecord)(CUevent event, CUstream stream);
   CUresult (*EventSynchronize)(CUevent event);
   CUresult (*EventElapsedTime)(float* ms, CUevent start, CUevent end);
+  // CUDA graphs (Note [Replayed launches] in runtime/cuda/graph.h).
+  CUresult (*StreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*StreamEndCapture)(CUstream stream, CUgraph* graph);
+  CUresult (*GraphCreate)(CUgraph* graph, unsigned flags);
+  CUresult (*GraphDestroy)(CUgraph graph);
+  CUresult (*GraphAddKernelNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t num_deps,
+                                 const KernelNodeParams* params);
+  CUresult (*GraphAddMemsetNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t num_deps,
+                                 const MemsetNodeParams* params, CUcontext ctx);
+  CUresult (*GraphAddChildGraphNode)(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps, size_t num_deps,
+                                     CUgraph child);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+  CUresult (*GraphExecDestroy)(CUgraphExec exec);
+  CUresult (*GraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*GraphExecKernelNodeSetParams)(CUgraphExec exec, CUgraphNode node, const KernelNodeParams* params);
+  CUresult (*GraphExecMemsetNodeSetParams)(CUgraphExec exec, CUgraphNode node, const MemsetNodeParams* params,
+                                           CUcontext ctx);
+  CUresult (*GraphExecChildGraphNodeSetParams)(CUgraphExec exec, CUgraphNode node, CUgraph child);
 };
 
 /// The driver, loaded and initialized on first use (once per process, thread-safe; a fork()

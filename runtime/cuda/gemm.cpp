@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/graph.h"
 #include "runtime/cuda/launch.h"
 #include "runtime/cuda/memory.h"
 
@@ -310,7 +311,7 @@ Status run_gemm(const DeviceGemmCall& call) {
                          static_cast<size_t>(dtype_itemsize(call.dtype));
     if (call.ldc != call.n || (call.batches > 1 && call.c_batch_stride != call.m * call.n))
       return Status::internal("a device product of k = 0 into a C with gaps");
-    return check((*driver())->MemsetD8Async(reinterpret_cast<CUdeviceptr>(call.c), 0, bytes, *st), "cuMemsetD8Async");
+    return fill_on_device(call.device, call.c, 0, 1, bytes);
   }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -353,10 +354,14 @@ Status run_gemm(const DeviceGemmCall& call) {
   const bool f64 = call.dtype == DType::Float64;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  return lt_check(s,
-                  s.lt.Matmul(h->second, p.desc, alpha, call.b.data, p.a, call.a.data, p.b, beta, call.c, p.c, call.c, p.c,
-                              &p.algo, workspace, kWorkspaceBytes, *st),
-                  "cublasLtMatmul");
+  // Everything the call's work depends on (Note [Replayed launches]: the key of its capture).
+  const void* capture_key[] = {h->second, &p, call.a.data, call.b.data, call.c, workspace};
+  return issue_library_call(call.device, *st, capture_key, sizeof capture_key, [&](CUstream on) {
+    return lt_check(s,
+                    s.lt.Matmul(h->second, p.desc, alpha, call.b.data, p.a, call.a.data, p.b, beta, call.c, p.c, call.c,
+                                p.c, &p.algo, workspace, kWorkspaceBytes, on),
+                    "cublasLtMatmul");
+  });
 }
 
 Status run_small_gemm(const Kernel& kernel, const SmallGemmCall& call) {
@@ -387,9 +392,8 @@ Status run_small_gemm(const Kernel& kernel, const SmallGemmCall& call) {
   std::copy_n(call.params, call.num_params, args.params);
   const int64_t blocks = (call.n + tile_cols - 1) / tile_cols;
   if (blocks > 0x7FFFFFFF) return Status::unsupported("a small device product with too many columns");
-  void* params[] = {&args};
-  return launch(kernel, Dim3{static_cast<unsigned>(blocks)},
-                Dim3{static_cast<unsigned>(kSmallGemmThreads)}, 0, *st, params);
+  return launch(kernel, Dim3{static_cast<unsigned>(blocks)}, Dim3{static_cast<unsigned>(kSmallGemmThreads)}, 0, *st,
+                &args, sizeof args);
 }
 
 }  // namespace framejit::rt::cuda

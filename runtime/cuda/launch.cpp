@@ -5,6 +5,7 @@
 #include <cstring>
 #include <atomic>
 
+#include "runtime/cuda/graph.h"
 #include "runtime/cuda/memory.h"
 
 namespace framejit::rt::cuda {
@@ -31,9 +32,8 @@ Status issue(const Launch& l, PointwiseArgs& args) {
   if (args.nvec) items = std::max<int64_t>(args.nvec, args.n - 4 * int64_t{args.nvec});
   const int64_t blocks =
       std::clamp<int64_t>((items + kPointwiseBlock - 1) / kPointwiseBlock, 1, int64_t{l.sms} * kBlocksPerSm);
-  void* params[] = {&args};
-  return launch(l.kernel, Dim3{static_cast<unsigned>(blocks)},
-                Dim3{static_cast<unsigned>(kPointwiseBlock)}, 0, l.stream, params);
+  return launch(l.kernel, Dim3{static_cast<unsigned>(blocks)}, Dim3{static_cast<unsigned>(kPointwiseBlock)}, 0,
+                l.stream, &args, sizeof args);
 }
 
 // Whether chunks of 4 elements along dim 0 may use vector accesses (the ABI's conditions).
@@ -97,9 +97,13 @@ Status run_piece(const Launch& l, int nd, const int64_t* dims, const int64_t (*s
 
 }  // namespace
 
-Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params) {
+Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, const void* args,
+              size_t size) {
   FJ_PROPAGATE(kernel.ready());
-  return launch(static_cast<CUfunction>(kernel.entry), grid, block, shared_bytes, stream, params);
+  const auto f = static_cast<CUfunction>(kernel.entry);
+  if (records(kernel.device.index, stream)) return record_kernel(f, grid, block, shared_bytes, args, size);
+  void* params[] = {const_cast<void*>(args)};
+  return launch(f, grid, block, shared_bytes, stream, params);
 }
 
 // Read once per device; per launch an atomic load, no lock.

@@ -68,8 +68,11 @@ int resident_blocks(int device, int threads, int64_t shared);
 /// as few blocks as give each the same number of tiles (or one fewer), amortizing their setup.
 int64_t grid_blocks(int device, int64_t tiles, int threads, int64_t shared);
 
-/// Launches device kernel `kernel` (its module loaded first when it is not yet, Kernel::ready).
-Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params);
+/// Launches device kernel `kernel` (its module loaded first when it is not yet, Kernel::ready),
+/// whose one parameter is the `size` bytes at `args` (every framejit kernel takes one struct), or
+/// records the launch when the thread records work for the stream (Note [Replayed launches]).
+Status launch(const Kernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, const void* args,
+              size_t size);
 
 /// Runs device kernel `kernel` over `shape` (rank dims; operands' data are device pointers on the
 /// kernel's device) on framejit's stream (Note [One stream per device]). Returns once the work is

@@ -1,11 +1,15 @@
 // memory.cpp — framejit's device stream and caching allocator (Note [One stream per device]).
 #include "runtime/cuda/memory.h"
 
+#include <cstring>
+
 #include <map>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
+
+#include "runtime/cuda/graph.h"
 
 namespace framejit::rt::cuda {
 
@@ -150,7 +154,7 @@ Expected<void*> device_alloc(int device, size_t bytes) {
 }
 
 void device_free(void* ptr) {
-  if (!ptr) return;
+  if (!ptr || defer_free(ptr)) return;  // Note [Replayed launches]: recorded nodes may still use it
   Allocator& a = allocator();
   std::lock_guard<std::mutex> lock(a.mu);
   auto it = a.live.find(reinterpret_cast<CUdeviceptr>(ptr));
@@ -181,12 +185,30 @@ Status copy_to_device(int device, void* dst, const void* src, size_t bytes) {
   auto st = stream(device);
   if (!st) return st.error();
   if (!bytes) return Status::ok();
+  if (records(device, *st)) {
+    // A recorded upload of a scalar (Note [Host scalars on a device]) is memsets of its bytes: a
+    // graph node holds the value, where a copy node would read the host memory at replay. Always
+    // the same nodes for a size, so a new value patches them.
+    const auto p = reinterpret_cast<CUdeviceptr>(dst);
+    uint64_t v = 0;
+    if (bytes == 1 || bytes == 2 || bytes == 4) {
+      std::memcpy(&v, src, bytes);
+      return record_memset({p, 0, static_cast<unsigned>(v), static_cast<unsigned>(bytes), 1, 1});
+    }
+    if (bytes == 8) {
+      std::memcpy(&v, src, 8);
+      FJ_PROPAGATE(record_memset({p, 0, static_cast<unsigned>(v), 4, 1, 1}));
+      return record_memset({p + 4, 0, static_cast<unsigned>(v >> 32), 4, 1, 1});
+    }
+    FJ_PROPAGATE(flush_recording());
+  }
   // From pageable memory the driver stages the data before returning: `src` may be reused after.
   return check((*driver())->MemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, bytes, *st),
                "cuMemcpyHtoDAsync");
 }
 
 Status copy_to_host(int device, void* dst, const void* src, size_t bytes) {
+  FJ_PROPAGATE(flush_recording());  // the host is about to read what recorded work writes
   auto st = stream(device);
   if (!st) return st.error();
   const Api& api = **driver();
@@ -196,6 +218,7 @@ Status copy_to_host(int device, void* dst, const void* src, size_t bytes) {
 }
 
 Status copy_on_device(int device, void* dst, const void* src, size_t bytes) {
+  FJ_PROPAGATE(flush_recording());
   auto st = stream(device);
   if (!st) return st.error();
   if (!bytes) return Status::ok();
@@ -211,6 +234,18 @@ Status fill_on_device(int device, void* dst, uint64_t pattern, int itemsize, siz
   const Api& api = **driver();
   const auto p = reinterpret_cast<CUdeviceptr>(dst);
   const auto lo = static_cast<unsigned>(pattern), hi = static_cast<unsigned>(pattern >> 32);
+  if (records(device, *st)) {  // the same memsets as graph nodes
+    switch (itemsize) {
+      case 1: return record_memset({p, 0, lo & 0xFF, 1, count, 1});
+      case 2: return record_memset({p, 0, lo & 0xFFFF, 2, count, 1});
+      case 4: return record_memset({p, 0, lo, 4, count, 1});
+      case 8:
+        if (lo == hi) return record_memset({p, 0, lo, 4, 2 * count, 1});
+        FJ_PROPAGATE(record_memset({p, 8, lo, 4, 1, count}));
+        return record_memset({p + 4, 8, hi, 4, 1, count});
+      default: break;
+    }
+  }
   switch (itemsize) {
     case 1: return check(api.MemsetD8Async(p, static_cast<unsigned char>(pattern), count, *st), "cuMemsetD8Async");
     case 2: return check(api.MemsetD16Async(p, static_cast<unsigned short>(pattern), count, *st), "cuMemsetD16Async");
@@ -226,6 +261,7 @@ Status fill_on_device(int device, void* dst, uint64_t pattern, int itemsize, siz
 }
 
 Status synchronize(int device) {
+  FJ_PROPAGATE(flush_recording());
   auto st = stream(device);
   if (!st) return st.error();
   return check((*driver())->StreamSynchronize(*st), "cuStreamSynchronize");

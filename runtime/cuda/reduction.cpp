@@ -36,9 +36,7 @@ int log2_of(int64_t p) {
 }
 
 Status launch_one(const Kernel& k, unsigned grid_x, unsigned grid_y, CUstream stream, ReduceArgs& args) {
-  void* params[] = {&args};
-  return launch(k, Dim3{grid_x, grid_y}, Dim3{static_cast<unsigned>(kReduceBlock)}, 0,
-                stream, params);
+  return launch(k, Dim3{grid_x, grid_y}, Dim3{static_cast<unsigned>(kReduceBlock)}, 0, stream, &args, sizeof args);
 }
 
 

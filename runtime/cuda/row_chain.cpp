@@ -135,9 +135,8 @@ Status run_row_chain(const Kernel& kernel, const RowChainPart* parts, int count)
   auto st = stream(kernel.device.index);
   if (!st) return st.error();
   const auto blocks = static_cast<unsigned>(grid_blocks(kernel.device.index, l.tiles, kChainBlock, l.shared));
-  void* params[] = {&l.args};
-  return launch(kernel, Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, l.shared,
-                *st, params);
+  return launch(kernel, Dim3{blocks}, Dim3{static_cast<unsigned>(kChainBlock)}, l.shared, *st, &l.args,
+                sizeof l.args);
 }
 
 }  // namespace framejit::rt::cuda

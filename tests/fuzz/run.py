@@ -6,6 +6,7 @@
     ... --time-budget 30           # stop generating after 30 s
     ... --replay 17                # only program 17 of the seed (what a failure report names)
     ... --device cuda              # the compiled side on framejit.Tensors on the GPU (or cpu)
+    ... --device cuda --mode reduce-overhead   # the same, each run replayed as a CUDA graph
 
 How a program is made
 ---------------------
@@ -1333,7 +1334,7 @@ def check_call(where, want, want_exc, got, got_exc, ref_args, args, prog, inexac
     return None
 
 
-def run_program(prog, framejit, backend, ref=None, device=None):
+def run_program(prog, framejit, backend, ref=None, device=None, mode=None):
     """Runs `prog` on its three calls; returns None, a mismatch message, Unsupported or
     TensorSemantics."""
     taint = prog.taints()
@@ -1344,7 +1345,7 @@ def run_program(prog, framejit, backend, ref=None, device=None):
     linear = "prod" in prog.source()
     ref_fn = load(prog, instrument=True)
     fn = load(prog)
-    cf = framejit.compile(fn, backend=backend)
+    cf = framejit.compile(fn, backend=backend, **({"mode": mode} if mode else {}))
     for label, dims in (("A cold", prog.dims_a), ("A hit", prog.dims_a), ("B", prog.dims_b)):
         seed = prog.seed if label != "B" else prog.seed + 1
         Scale.value = Scale.eps = 0.0
@@ -1483,6 +1484,8 @@ def main(argv=None):
     ap.add_argument("-v", "--verbose", action="store_true", help="print every program")
     ap.add_argument("--device", default="numpy", choices=["numpy", "cpu", "cuda"],
                     help="what the compiled side takes: NumPy arrays, or framejit.Tensors on a device")
+    ap.add_argument("--mode", default=None, choices=["default", "reduce-overhead"],
+                    help="framejit.compile's mode (reduce-overhead: device runs replay CUDA graphs)")
     opt = ap.parse_args(argv)
 
     import framejit
@@ -1511,7 +1514,7 @@ def main(argv=None):
         if opt.verbose:
             print(f"--- program {index}\n{prog.source()}", flush=True)
         ran += 1
-        msg = run_program(prog, framejit, opt.backend, device=device)
+        msg = run_program(prog, framejit, opt.backend, device=device, mode=opt.mode)
         if msg is None:
             continue
         if isinstance(msg, Unsupported):
@@ -1530,12 +1533,12 @@ def main(argv=None):
                 try:
                     if _ref_broken(p):
                         return False
-                    m = run_program(p, framejit, opt.backend, device=device)
+                    m = run_program(p, framejit, opt.backend, device=device, mode=opt.mode)
                     return m is not None and not isinstance(m, (Unsupported, TensorSemantics))
                 except Exception:  # noqa: BLE001 - a broken reduction candidate
                     return False
             small = reduce_program(prog, fails)
-            msg = run_program(small, framejit, opt.backend, device=device) or msg
+            msg = run_program(small, framejit, opt.backend, device=device, mode=opt.mode) or msg
             prog = small
         print(report(prog, msg, opt.seed, index, opt.backend), flush=True)
         if failures >= opt.max_failures:
@@ -1552,6 +1555,9 @@ def main(argv=None):
           f"graph breaks {stats['graph_breaks']}, extern calls {stats['extern_calls']}, "
           f"compiled loops {stats['loops']}",
           flush=True)
+    if opt.mode == "reduce-overhead":  # Note [Replayed launches]: how many runs were graph replays
+        print("fuzz: CUDA graphs " + ", ".join(f"{k[5:]} {v}" for k, v in st.items() if k.startswith("cuda_graph")),
+              flush=True)
     return 1 if failures else 0
 
 

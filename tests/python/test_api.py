@@ -136,6 +136,21 @@ def test_invalid_backend_name_raises_value_error():
     framejit.uninstall()
 
 
+def test_mode():
+    # mode="reduce-overhead" replays CUDA graphs (tests/python/test_gpu_graphs.py); on the CPU it
+    # changes nothing, and unknown modes are errors, as in torch.compile.
+    f = framejit.compile(lambda x: np.tanh(x) * 2 + 1, mode="reduce-overhead", fullgraph=True)
+    assert_same(np.tanh(X) * 2 + 1, f(X), exact=False)
+    assert_same(np.tanh(X) * 2 + 1, framejit.compile(mode="default")(lambda x: np.tanh(x) * 2 + 1)(X), exact=False)
+    with pytest.raises(ValueError, match="unknown mode 'max-autotune'"):
+        framejit.compile(user_fn, mode="max-autotune")
+    with pytest.raises(TypeError, match="mode must be"):
+        framejit.compile(user_fn, mode=1)
+    with pytest.raises(ValueError):
+        framejit.install(mode="fast")
+    framejit.uninstall()
+
+
 # ---------------------------------------------------------------- disable
 
 def test_disable_decorator_runs_in_cpython():

@@ -70,6 +70,14 @@ def test_backend_option_and_module_form(script):
     assert r.stdout.splitlines()[0] == "args ['x'] total 14705.479"
 
 
+def test_mode_option(script):
+    r = run(["-m", "framejit", "--mode", "reduce-overhead", str(script), "x"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "args ['x'] total 14705.479"
+    r = run(["-m", "framejit", "--mode", "fast", str(script)])
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
 def test_summary_when_logs_ask_for_it(script):
     quiet = run(["-m", "framejit", str(script)])
     assert "[framejit] summary" not in quiet.stderr

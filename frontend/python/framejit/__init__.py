@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-def compile(fn=None, *, backend="jit", fullgraph=False, dynamic=None):
+def compile(fn=None, *, backend="jit", fullgraph=False, dynamic=None, mode=None):
     """Compile `fn` with framejit; usable as @compile or @compile(backend=..., ...).
 
     backend: "jit" (default), "eager" (reference interpreter over the graph), or a callable
@@ -64,13 +64,16 @@ def compile(fn=None, *, backend="jit", fullgraph=False, dynamic=None):
         be captured as one graph.
     dynamic: None/True keep sizes other than 0 and 1 symbolic (a new batch size does not
         recompile); False specializes every size and every Python number.
+    mode: None or "default"; "reduce-overhead" issues each run's GPU work as one CUDA graph
+        launch, patched with the run's pointers (inputs are not copied, outputs are fresh
+        arrays). No effect on the CPU.
     Functions called from inside `fn` are compiled too.
     """
     if fn is None:
-        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode)
     if _is_torch_module(fn):
-        return _compile_module(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    wrapper = _C.compile(fn, backend, fullgraph, dynamic)
+        return _compile_module(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode)
+    wrapper = _C.compile(fn, backend, fullgraph, dynamic, mode)
     try:
         _functools.update_wrapper(wrapper, fn)
     except AttributeError:
@@ -125,10 +128,10 @@ def _compile_module(module, **options):
     return CompiledModule()
 
 
-def install(backend="jit", *, fullgraph=False, dynamic=None):
+def install(backend="jit", *, fullgraph=False, dynamic=None, mode=None):
     """Make framejit the frame evaluator of this process. The standard library, site-packages
-    and framejit itself are never traced."""
-    _C.install(backend, fullgraph, dynamic)
+    and framejit itself are never traced. Options as compile()'s."""
+    _C.install(backend, fullgraph, dynamic, mode)
 
 
 def uninstall():

@@ -17,10 +17,13 @@ def _parser():
     p = argparse.ArgumentParser(
         prog="python -m framejit",
         description="Run a Python script with framejit installed as the frame evaluator.",
-        usage="python -m framejit [--backend {jit,eager}] [--fullgraph] (script.py | -m module) [args ...]",
+        usage="python -m framejit [--backend {jit,eager}] [--fullgraph] [--mode {default,reduce-overhead}]\n"
+              "                          (script.py | -m module) [args ...]",
     )
     p.add_argument("--backend", default="jit", choices=["jit", "eager"], help="code generator (default: jit)")
     p.add_argument("--fullgraph", action="store_true", help="fail instead of breaking a graph")
+    p.add_argument("--mode", default=None, choices=["default", "reduce-overhead"],
+                   help="reduce-overhead: replay each run's GPU work as one CUDA graph")
     p.add_argument("-m", dest="module", help="run a library module as a script, like python -m")
     p.add_argument("target", nargs="?", help="the script to run")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -65,7 +68,7 @@ def main(argv=None):
     ours, rest = [], list(argv)
     while rest and rest[0].startswith("-") and rest[0] != "-m":
         ours.append(rest.pop(0))
-        if ours[-1] == "--backend" and rest:
+        if ours[-1] in ("--backend", "--mode") and rest:
             ours.append(rest.pop(0))
     if rest[:1] == ["-m"]:
         if len(rest) < 2:
@@ -79,7 +82,7 @@ def main(argv=None):
             _parser().error("a script (or -m module) is required")
         target, args, module = opts.target, rest[1:], None
 
-    framejit.install(opts.backend, fullgraph=opts.fullgraph)
+    framejit.install(opts.backend, fullgraph=opts.fullgraph, mode=opts.mode)
     try:
         if module is not None:
             sys.argv = [module, *args]
