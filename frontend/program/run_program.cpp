@@ -486,8 +486,13 @@ public:
         PyErr_Format(PyExc_RuntimeError, "framejit: %s", issued.message().c_str());
         ok = false;
       }
-      for (PyObject* o : deferred_releases) Py_DECREF(o);
-      deferred_releases.clear();
+      // NB: a release may run Python (a finalizer), even this program again: the list is moved out
+      // first, and its buffer kept for the next run if nothing refilled it.
+      std::vector<PyObject*> dead;
+      dead.swap(deferred_releases);
+      for (PyObject* o : dead) Py_DECREF(o);
+      dead.clear();
+      if (deferred_releases.empty()) deferred_releases.swap(dead);
     }
     if (ok) {
       for (size_t i = 0; i < outputs.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "jit/x86/gemm_p.h"
+#include "jit/x86/gemv.h"
 #include "jit/x86/isa.h"
 #include "runtime/threads.h"
 
@@ -323,6 +324,7 @@ bool gemm_typed(const GemmArgs& g) {
 }  // namespace
 
 bool gemm(const GemmArgs& args) {
+  if (gemv(args)) return true;  // Note [Matrix-vector products]
   switch (args.dtype) {
     case rt::DType::Float32: return gemm_typed<float>(args);
     case rt::DType::Float64: return gemm_typed<double>(args);

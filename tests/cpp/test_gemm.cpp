@@ -303,6 +303,26 @@ TEST_P(GemmTest, Layouts) {
     }
 }
 
+// Note [Matrix-vector products]: one row or one column, every layout (dot and axpy forms, strided
+// and reversed vectors, the GEMM for matrices without a unit stride), rows shorter than a vector,
+// outputs across the axpy form's chunks, epilogues.
+TEST_P(GemmTest, MatrixVector) {
+  const Layout all[] = {Layout::RowMajor, Layout::Transposed, Layout::Strided, Layout::NegRows,
+                        Layout::NegCols};
+  for (Layout la : all)
+    for (Layout lb : all) {
+      run({173, 1, 300, la, lb});
+      run({1, 173, 300, la, lb});
+      run({1, 1, 77, la, lb});
+    }
+  for (const Case& c : {Case{1000, 1, 2}, Case{1, 1000, 3}, Case{5, 1, 3}, Case{3, 1, 9}, Case{1, 9, 7},
+                        Case{2100, 1, 37, Layout::Transposed}, Case{1, 2100, 37}, Case{1, 4500, 5}})
+    run(c);
+  for (const Case& c : {Case{300, 1, 50}, Case{1, 300, 50}, Case{2100, 1, 37, Layout::Transposed},
+                        Case{1, 2100, 9}})
+    run(c, /*with_epilogue=*/true);
+}
+
 TEST_P(GemmTest, Epilogue) {
   for (const Case& c :
        {Case{4, 5, 0}, Case{1, 1, 1}, Case{17, 17, 17}, Case{300, 200, 700}, Case{8, 1000, 600},
@@ -314,7 +334,8 @@ TEST_P(GemmTest, Epilogue) {
 TEST_P(GemmTest, ThreadCountInvariant) {
   for_dtype([&](auto t) {
     using T = decltype(t);
-    for (const Case& cs : {Case{200, 150, 300}, Case{8, 1000, 300}, Case{20, 300, 500}}) {
+    for (const Case& cs : {Case{200, 150, 300}, Case{8, 1000, 300}, Case{20, 300, 500}, Case{4000, 1, 300},
+                           Case{1, 4000, 300}}) {
       SCOPED_TRACE(case_name(cs));
       const int64_t m = cs.m, n = cs.n, k = cs.k;
       const std::vector<float> av = values(m * k, 5), bv = values(k * n, 6);

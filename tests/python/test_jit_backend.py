@@ -149,6 +149,26 @@ def test_gemm(dtype, mnk):
     assert framejit.stats()["gemms"] >= 3
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mnk", [(1000, 1, 300), (1, 700, 300), (100000, 1, 2), (1, 3000, 9), (1, 1, 50)])
+def test_products_with_one_row_or_column(dtype, mnk):
+    # Note [Matrix-vector products]: one pass over the matrix in any layout, epilogue fused.
+    m, n, k = mnk
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    b = RNG.standard_normal((k, n)).astype(dtype)
+    bias = RNG.standard_normal(n).astype(dtype)
+
+    def f(a, b, bias):
+        return (np.maximum(a @ b + bias, 0.0), np.asfortranarray(a) @ np.asfortranarray(b), a[:, ::-1] @ b[::-1],
+                np.tile(a, (1, 2))[:, ::2] @ b)
+
+    tol = (1e-4 if dtype == np.float32 else 1e-11) * np.sqrt(k)
+    for got, want in run_both(f, a, b, bias):
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
 def test_products_of_two_dtypes_cast_first():
     # NumPy casts both operands to the product's type; so does the graph, and the GEMM runs it.
     a = RNG.standard_normal((30, 40)).astype(np.float32)
