@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -25,8 +26,10 @@ namespace framejit::jit::x86 {
 //    v[p] * M[chunk, p] for four columns p at a time.
 // Other strides go to the GEMM. A strided v is copied to a contiguous buffer first. Threads take
 // disjoint ranges of outputs and each output is summed in one fixed order, so results are bitwise
-// the same on any number of threads (as the GEMM's). The sums are plain FMA chains, as BLAS's
-// gemv; they agree with NumPy's to rounding.
+// the same on any number of threads (as the GEMM's): the scalar tails, whose elements depend on the
+// split, round as the vector code does (std::fma, not a multiply-add the compiler may or may not
+// contract: the sanitizer build did not). The sums are plain FMA chains, as BLAS's gemv; they agree
+// with NumPy's to rounding.
 
 namespace {
 
@@ -98,7 +101,7 @@ FJ_AVX2 T dot_row(const T* row, const T* v, int64_t n) {
     p += W;
   }
   T s = V::sum(V::add(c0, c1));
-  for (; p < n; ++p) s += row[p] * v[p];
+  for (; p < n; ++p) s = std::fma(row[p], v[p], s);
   return s;
 }
 
@@ -111,7 +114,7 @@ FJ_AVX2 void dot_rows_avx2(const Mv<T>& g, int64_t r0, int64_t r1) {
     for (int64_t i = r0; i < r1; ++i) {
       const T* row = g.m + i * g.rs;
       T s = row[0] * g.v[0];
-      for (int64_t p = 1; p < n; ++p) s += row[p] * g.v[p];
+      for (int64_t p = 1; p < n; ++p) s = std::fma(row[p], g.v[p], s);
       g.out[i * g.os] = s;
     }
     return;
@@ -142,7 +145,7 @@ FJ_AVX2 void dot_rows_avx2(const Mv<T>& g, int64_t r0, int64_t r1) {
     #pragma GCC unroll 4
     for (int q = 0; q < 4; ++q) {
       T s = V::sum(V::add(c[2 * q], c[2 * q + 1]));
-      for (int64_t t = p; t < n; ++t) s += a[q][t] * g.v[t];
+      for (int64_t t = p; t < n; ++t) s = std::fma(a[q][t], g.v[t], s);
       g.out[(i + q) * g.os] = s;
     }
   }
@@ -173,13 +176,13 @@ FJ_AVX2 void axpy_cols_avx2(const Mv<T>& g, int64_t r0, int64_t r1) {
       }
       for (int64_t i = vec_end; i < len; ++i)
         #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) acc[i] += col[q][i] * g.v[p + q];
+        for (int q = 0; q < 4; ++q) acc[i] = std::fma(col[q][i], g.v[p + q], acc[i]);
     }
     for (; p < g.cols; ++p) {
       const T* col = g.m + p * g.cs + c0;
       const typename V::R x = V::splat(g.v[p]);
       for (int64_t i = 0; i < vec_end; i += W) V::store(acc + i, V::fma(V::load(col + i), x, V::load(acc + i)));
-      for (int64_t i = vec_end; i < len; ++i) acc[i] += col[i] * g.v[p];
+      for (int64_t i = vec_end; i < len; ++i) acc[i] = std::fma(col[i], g.v[p], acc[i]);
     }
     for (int64_t i = 0; i < len; ++i) g.out[(c0 + i) * g.os] = acc[i];
   }
