@@ -319,4 +319,22 @@ Status launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstre
                "cuLaunchKernel");
 }
 
+Status issue_memset(const MemsetNodeParams& m, CUstream stream) {
+  auto api = driver();
+  if (!api) return api.error();
+  const Api& a = **api;
+  if (m.height > 1) {
+    if (m.element_size != 4) return Status::internal("a 2-D memset of other than 4-byte elements");
+    return check(a.MemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, stream), "cuMemsetD2D32Async");
+  }
+  switch (m.element_size) {
+    case 1:
+      return check(a.MemsetD8Async(m.dst, static_cast<unsigned char>(m.value), m.width, stream), "cuMemsetD8Async");
+    case 2:
+      return check(a.MemsetD16Async(m.dst, static_cast<unsigned short>(m.value), m.width, stream), "cuMemsetD16Async");
+    case 4: return check(a.MemsetD32Async(m.dst, m.value, m.width, stream), "cuMemsetD32Async");
+    default: return Status::internal("a memset of " + std::to_string(m.element_size) + "-byte elements");
+  }
+}
+
 }  // namespace framejit::rt::cuda

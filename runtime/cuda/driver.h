@@ -178,5 +178,8 @@ struct Dim3 {
 /// Launches `f` on `stream` (null: the legacy default stream) with kernel parameters `params`
 /// (cuLaunchKernel's array of pointers to each argument).
 Status launch(CUfunction f, Dim3 grid, Dim3 block, unsigned shared_bytes, CUstream stream, void** params);
+/// Issues the memset `m` describes on `stream` (cuMemsetD8/D16/D32Async, or cuMemsetD2D32Async
+/// for more than one row, whose elements must be 4 bytes): the same work as a graph node of it.
+Status issue_memset(const MemsetNodeParams& m, CUstream stream);
 
 }  // namespace framejit::rt::cuda

@@ -142,22 +142,7 @@ Status issue_op(const GraphCacheState& s, const Work& w, const Op& op) {
       void* params[] = {w.args(op)};
       return launch(op.function, op.grid, op.block, op.shared, s.stream, params);
     }
-    case Op::Kind::Memset: {
-      const MemsetNodeParams& m = op.memset;
-      if (m.height > 1) {
-        if (m.element_size != 4) return Status::internal("a recorded 2-D memset of other than 4-byte elements");
-        return check(api.MemsetD2D32Async(m.dst, m.pitch, m.value, m.width, m.height, s.stream), "cuMemsetD2D32Async");
-      }
-      switch (m.element_size) {
-        case 1:
-          return check(api.MemsetD8Async(m.dst, static_cast<unsigned char>(m.value), m.width, s.stream),
-                       "cuMemsetD8Async");
-        case 2:
-          return check(api.MemsetD16Async(m.dst, static_cast<unsigned short>(m.value), m.width, s.stream),
-                       "cuMemsetD16Async");
-        default: return check(api.MemsetD32Async(m.dst, m.value, m.width, s.stream), "cuMemsetD32Async");
-      }
-    }
+    case Op::Kind::Memset: return issue_memset(op.memset, s.stream);
     case Op::Kind::Child: {
       // A captured library call outside a graph: its own executable graph, launched once (an exec
       // destroyed in flight is freed when it completes).
@@ -185,6 +170,7 @@ void free_deferred(GraphCacheState& s) {
 // refuses an update (the caller rebuilds).
 Status patch(const GraphCacheState& s, Instance& inst) {
   const Api& api = **driver();
+  long long patched = 0;
   for (size_t i = 0; i < s.rec.ops.size(); ++i) {
     const Op& r = s.rec.ops[i];
     const Op& o = inst.work.ops[i];
@@ -210,10 +196,13 @@ Status patch(const GraphCacheState& s, Instance& inst) {
                            "cuGraphExecChildGraphNodeSetParams"));
         break;
     }
-    ++counters().patched;
+    ++patched;
   }
-  inst.work.ops = s.rec.ops;  // NB: same sizes, so the same offsets: capacity reused
-  inst.work.bytes = s.rec.bytes;
+  counters().patched += patched;
+  if (patched) {
+    inst.work.ops = s.rec.ops;  // NB: same sizes, so the same offsets: capacity reused
+    inst.work.bytes = s.rec.bytes;
+  }
   return Status::ok();
 }
 

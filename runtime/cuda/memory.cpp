@@ -231,33 +231,28 @@ Status fill_on_device(int device, void* dst, uint64_t pattern, int itemsize, siz
   auto st = stream(device);
   if (!st) return st.error();
   if (!count) return Status::ok();
-  const Api& api = **driver();
   const auto p = reinterpret_cast<CUdeviceptr>(dst);
   const auto lo = static_cast<unsigned>(pattern), hi = static_cast<unsigned>(pattern >> 32);
-  if (records(device, *st)) {  // the same memsets as graph nodes
-    switch (itemsize) {
-      case 1: return record_memset({p, 0, lo & 0xFF, 1, count, 1});
-      case 2: return record_memset({p, 0, lo & 0xFFFF, 2, count, 1});
-      case 4: return record_memset({p, 0, lo, 4, count, 1});
-      case 8:
-        if (lo == hi) return record_memset({p, 0, lo, 4, 2 * count, 1});
-        FJ_PROPAGATE(record_memset({p, 8, lo, 4, 1, count}));
-        return record_memset({p + 4, 8, hi, 4, 1, count});
-      default: break;
-    }
-  }
+  MemsetNodeParams m[2];
+  int n = 1;
   switch (itemsize) {
-    case 1: return check(api.MemsetD8Async(p, static_cast<unsigned char>(pattern), count, *st), "cuMemsetD8Async");
-    case 2: return check(api.MemsetD16Async(p, static_cast<unsigned short>(pattern), count, *st), "cuMemsetD16Async");
-    case 4: return check(api.MemsetD32Async(p, lo, count, *st), "cuMemsetD32Async");
+    case 1: m[0] = {p, 0, lo & 0xFF, 1, count, 1}; break;
+    case 2: m[0] = {p, 0, lo & 0xFFFF, 2, count, 1}; break;
+    case 4: m[0] = {p, 0, lo, 4, count, 1}; break;
     case 8:
-      if (lo == hi) return check(api.MemsetD32Async(p, lo, 2 * count, *st), "cuMemsetD32Async");
+      if (lo == hi) {
+        m[0] = {p, 0, lo, 4, 2 * count, 1};
+        break;
+      }
       // Two halves that differ (1.0 is 0x3ff00000 00000000): each half is a column of 4-byte
       // words 8 bytes apart, a 2-D memset of width 1.
-      FJ_PROPAGATE(check(api.MemsetD2D32Async(p, 8, lo, 1, count, *st), "cuMemsetD2D32Async"));
-      return check(api.MemsetD2D32Async(p + 4, 8, hi, 1, count, *st), "cuMemsetD2D32Async");
+      m[0] = {p, 8, lo, 4, 1, count}, m[1] = {p + 4, 8, hi, 4, 1, count}, n = 2;
+      break;
     default: return Status::internal("fill_on_device: an element of " + std::to_string(itemsize) + " bytes");
   }
+  const bool rec = records(device, *st);  // Note [Replayed launches]: the same memsets as graph nodes
+  for (int k = 0; k < n; ++k) FJ_PROPAGATE(rec ? record_memset(m[k]) : issue_memset(m[k], *st));
+  return Status::ok();
 }
 
 Status synchronize(int device) {
