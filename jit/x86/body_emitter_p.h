@@ -257,10 +257,16 @@ struct FirstError : ErrorHandler {
   }
 };
 
+// What a host kernel's launcher knows of it besides its entry point: rt::Kernel's fields of these names.
+struct KernelTraits {
+  int64_t sum_block = 0, sum_block_strided = 0;
+  int buffered_inputs = 0;
+};
+
 // Assembles what `build` emits into executable memory, as a kernel named `name`.
 template <typename Build>
 Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_text, bool want_listing, Build&& build,
-                                 int64_t sum_block = 0, int64_t sum_block_strided = 0) {
+                                 const KernelTraits& traits = {}) {
   CodeHolder code;
   code.init(jit_runtime().environment());
   FirstError first_error;
@@ -285,8 +291,9 @@ Expected<rt::KernelPtr> assemble(const std::string& name, const std::string& ir_
   k->name = name;
   if (want_listing) k->listing = ir_text + logger.data();
   k->release = [entry] { jit_runtime().release(entry); };
-  k->sum_block = sum_block;
-  k->sum_block_strided = sum_block_strided;
+  k->sum_block = traits.sum_block;
+  k->sum_block_strided = traits.sum_block_strided;
+  k->buffered_inputs = traits.buffered_inputs;
   return rt::KernelPtr(std::move(k));
 }
 

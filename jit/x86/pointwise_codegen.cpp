@@ -142,8 +142,11 @@ bool pointwise_supported(const PointwiseKernelIR& ir, Isa isa) {
 }
 
 Expected<rt::KernelPtr> generate_pointwise(const PointwiseKernelIR& ir, Isa isa, bool want_listing) {
+  KernelTraits traits;
+  // Note [Buffered strided rows] in runtime/executor.cpp.
+  if (isa != Isa::Scalar) traits.buffered_inputs = static_cast<int>(ir.input_dtypes.size());
   return assemble(std::string("pointwise_") + isa_name(isa), ir.to_string(), want_listing,
-                  [&](ax::Compiler& cc) { return build(cc, ir, isa); });
+                  [&](ax::Compiler& cc) { return build(cc, ir, isa); }, traits);
 }
 
 Expected<rt::KernelPtr> pointwise_kernel(const PointwiseKernelIR& ir) {

@@ -297,15 +297,15 @@ bool reduction_supported(const ReductionKernelIR& r, Isa isa) {
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
   const bool arg = is_arg_reduce(r.op);
   // Note [Pairwise sums]: eight leaves per accumulator lane per call.
-  int64_t block = 0, strided_block = 0;
+  KernelTraits traits;
   if (r.op == ReduceOp::Sum && (r.dtype() == DType::Float32 || r.dtype() == DType::Float64)) {
-    strided_block = 8 * kLeafIterations;  // the scalar loop
-    block = isa == Isa::Scalar ? strided_block : strided_block * kUnroll * reduction_lanes(isa, r);
+    traits.sum_block_strided = 8 * kLeafIterations;  // the scalar loop
+    traits.sum_block =
+        isa == Isa::Scalar ? traits.sum_block_strided : traits.sum_block_strided * kUnroll * reduction_lanes(isa, r);
   }
   return assemble(
       std::string(arg ? "argreduce_" : "reduce_") + isa_name(isa), r.to_string(), want_listing,
-      [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); }, block,
-      strided_block);
+      [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); }, traits);
 }
 
 Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {

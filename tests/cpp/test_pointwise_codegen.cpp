@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <tuple>
 #include <vector>
 
 #include "jit/x86/pointwise_codegen.h"
@@ -168,6 +170,66 @@ TEST_P(PointwiseCodegen, SpilledConstantsKeepEveryLane) {
   rt::Operand ops[2] = {{reinterpret_cast<char*>(x.data()), s, 4}, {reinterpret_cast<char*>(out.data()), s, 4}};
   rt::run_pointwise(**k, 1, shape, 2, ops, nullptr, 0);
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], x[i] + 300.0f) << i;  // 1 + 2 + ... + 24
+}
+
+// Note [Buffered strided rows]: rows with strided inputs or outputs (steps of 2 and 3, negative,
+// broadcast, strided outputs, an output written over its own input) of lengths around the
+// buffering threshold and past one buffer block, against the reference for every element.
+template <typename T>
+void check_strided(Isa isa, int64_t n, int64_t step_x, int64_t step_y, int64_t step_o1, bool in_place) {
+  DType dt = sizeof(T) == 4 ? DType::Float32 : DType::Float64;
+  auto k = x86::generate_pointwise(sample_kernel(dt), isa, false);
+  ASSERT_TRUE(k) << k.error().message();
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-8, 8);
+  const int64_t it = sizeof(T), span = 3 * n + 1;
+  std::vector<T> x(span), y(span), out0(n, T(-1)), out1(span, T(-1)), out2(n, T(-1));
+  for (auto& v : x) v = static_cast<T>(dist(rng));
+  for (auto& v : y) v = static_cast<T>(dist(rng));
+  const std::vector<T> x_before = x;
+  // An element index's address for a step (negative steps start at the far end).
+  auto at = [&](std::vector<T>& v, int64_t step) {
+    return reinterpret_cast<char*>(v.data() + (step < 0 ? span - 1 : 0));
+  };
+  int64_t shape[1] = {n}, sx[1] = {step_x * it}, sy[1] = {step_y * it}, s0[1] = {it}, s1[1] = {step_o1 * it},
+          s2[1] = {in_place ? step_x * it : -it};
+  char* o2 = in_place ? at(x, step_x) : reinterpret_cast<char*>(out2.data() + n - 1);
+  rt::Operand ops[5] = {{at(x, step_x), sx, static_cast<int>(it)},
+                        {at(y, step_y), sy, static_cast<int>(it)},
+                        {reinterpret_cast<char*>(out0.data()), s0, static_cast<int>(it)},
+                        {at(out1, step_o1), s1, static_cast<int>(it)},
+                        {o2, s2, static_cast<int>(it)}};
+  rt::ParamValue p[2];
+  p[0].f = 1.5;
+  p[1].i = -1;
+  rt::run_pointwise(**k, 1, shape, 5, ops, p, 2);
+  auto element = [&](const std::vector<T>& v, int64_t step, int64_t i) {
+    return v[(step < 0 ? span - 1 : 0) + i * step];
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    T want[3];
+    reference<T>(element(x_before, step_x, i), element(y, step_y, i), 1.5, -1, want);
+    T got[3] = {out0[i], element(out1, step_o1, i), in_place ? element(x, step_x, i) : out2[n - 1 - i]};
+    for (int j = 0; j < 3; ++j)
+      ASSERT_TRUE(same(got[j], want[j])) << "isa " << x86::isa_name(isa) << " n " << n << " steps " << step_x << ","
+                                         << step_y << "," << step_o1 << " out" << j << " at " << i << ": " << got[j]
+                                         << " vs " << want[j];
+  }
+  // Nothing written between a strided output's elements.
+  for (int64_t i = 0; i < span; ++i)
+    if (step_o1 != 1 && step_o1 != -1 && (step_o1 > 0 ? i : span - 1 - i) % std::abs(step_o1) != 0)
+      ASSERT_EQ(out1[i], T(-1)) << "wrote between the elements of out1, at " << i;
+}
+
+TEST_P(PointwiseCodegen, StridedRowsMatchTheReference) {
+  Isa isa = GetParam();
+  for (int64_t n : {1, 15, 16, 17, 100, 3000})
+    for (auto [sx, sy, so] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {2, 1, 1}, {-1, 0, 1}, {3, -2, 2}, {1, 1, -3}, {-2, 3, 1}})
+      for (bool in_place : {false, true}) {
+        check_strided<float>(isa, n, sx, sy, so, in_place);
+        check_strided<double>(isa, n, sx, sy, so, in_place);
+      }
 }
 
 // An element's result does not depend on where it sits: the vector loop, the tail and the
