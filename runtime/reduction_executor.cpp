@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "runtime/executor.h"
 #include "runtime/fixed_vector.h"
@@ -225,6 +226,13 @@ void reduction_dims(const ReductionLaunch& L, FixedVector<ReductionDim, kMaxRank
   out.resize(kept);
 }
 
+// Reduced dims of `dims` besides the last reduced one.
+int outer_reduced_dims(const FixedVector<ReductionDim, kMaxRank + 1>& dims) {
+  int count = 0;
+  for (const ReductionDim& x : dims) count += x.reduced;
+  return std::max(count - 1, 0);
+}
+
 void run_reduction(const ReductionLaunch& L) {
   const int nin = L.num_inputs, nops = nin + 1;
   const int itemsize = dtype_itemsize(L.value_dtype);
@@ -263,8 +271,25 @@ void run_reduction(const ReductionLaunch& L) {
   bool short_rows = L.column && merged[last].reduced && kept_inner >= 0 && merged[kept_inner].size >= kShortRowOutputs;
   for (int k = 0; short_rows && k < nin; ++k)
     short_rows = std::abs(merged[last].stride[k]) * merged[last].size <= kShortRowBytes;
-  const bool column = L.column && (!merged[last].reduced || short_rows);
-  const int jdim = !column ? -1 : short_rows ? kept_inner : last;
+  // Note [Column arg-reductions] (jit/x86/arg_reduction_codegen.cpp): argmax keeps the logical dim
+  // order, so its reduced dim may be last while a kept one is the adjacent one in memory (axis=1
+  // of a Fortran-order matrix): the column form then runs over that kept dim.
+  int adjacent_kept = -1;
+  if (L.arg && L.column && !short_rows && outer_reduced_dims(merged) == 0) {
+    auto span = [&](const Dim& x) {
+      int64_t m = 0;
+      for (int k = 0; k < nin; ++k) m = std::max<int64_t>(m, std::abs(x.stride[k]));
+      return m;
+    };
+    for (int i = 0; i <= last; ++i)
+      if (!merged[i].reduced && (adjacent_kept < 0 || span(merged[i]) < span(merged[adjacent_kept])))
+        adjacent_kept = i;
+    if (adjacent_kept >= 0 && (merged[adjacent_kept].size < kShortRowOutputs ||
+                               span(merged[adjacent_kept]) >= span(merged[rdim])))
+      adjacent_kept = -1;
+  }
+  const bool column = L.column && (!merged[last].reduced || short_rows || adjacent_kept >= 0);
+  const int jdim = !column ? -1 : short_rows ? kept_inner : adjacent_kept >= 0 ? adjacent_kept : last;
   Walk kept, outer_reduced;
   for (int i = 0; i <= last; ++i)
     if (i != rdim && i != jdim) (merged[i].reduced ? outer_reduced : kept).dims.push_back(&merged[i]);
@@ -283,7 +308,7 @@ void run_reduction(const ReductionLaunch& L) {
     base.rows = merged[rdim].size;
     for (int k = 0; k < nin; ++k) base.row_stride[k] = merged[rdim].stride[k];
     base.out_stride = inner.stride[nin];
-    if (base.out_stride != itemsize) base.contiguous = 0;
+    if (base.out_stride != (L.arg ? 8 : itemsize)) base.contiguous = 0;  // arg: int64 indices
     jsize = inner.size;
     chunk = std::min(jsize, kColumnChunk);
     if (kept.count() * ((jsize + chunk - 1) / chunk) < num_threads() && jsize >= 2 * kMinColumnChunk) {
@@ -309,6 +334,13 @@ void run_reduction(const ReductionLaunch& L) {
 
   parallel_for(work, grain, [&](int64_t begin, int64_t end) {
     ReductionCall call = base;
+    // A column arg-reduction's best values, one per output of a chunk (kept per thread: a chunk's
+    // 128 KB would be a fresh mmap per task from malloc).
+    if (column && L.arg) {
+      thread_local std::vector<char> best;
+      if (best.size() < static_cast<size_t>(chunk * itemsize)) best.resize(chunk * itemsize);
+      call.out_value = best.data();
+    }
     for (int64_t w = begin; w < end; ++w) {
       int64_t off0[kMaxKernelOperands + 1] = {};
       kept.add_offsets(w / chunks, nops, off0);

@@ -7,6 +7,46 @@
 
 namespace framejit::jit::x86::detail {
 
+ColumnKernel begin_column_kernel(ax::Compiler& cc, Isa isa, int num_inputs) {
+  using Call = rt::ReductionCall;
+  ColumnKernel ck;
+  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
+  ck.call = cc.newIntPtr("call");
+  fn->setArg(0, ck.call);
+  set_frame_isa(fn, isa);
+  ck.n = cc.newInt64("n"), ck.rows = cc.newInt64("rows"), ck.out = cc.newIntPtr("out");
+  ck.out_stride = cc.newInt64("out_stride"), ck.row = cc.newInt64("row"), ck.j = cc.newInt64("j");
+  ck.o = cc.newIntPtr("o");
+  cc.mov(ck.n, ax::qword_ptr(ck.call, offsetof(Call, n)));
+  cc.mov(ck.rows, ax::qword_ptr(ck.call, offsetof(Call, rows)));
+  cc.mov(ck.out, ax::qword_ptr(ck.call, offsetof(Call, out)));
+  cc.mov(ck.out_stride, ax::qword_ptr(ck.call, offsetof(Call, out_stride)));
+  for (int k = 0; k < num_inputs; ++k) {
+    ck.ptr.push_back(cc.newIntPtr("ptr%d", k));
+    ck.stride.push_back(cc.newInt64("stride%d", k));
+    ck.sptr.push_back(cc.newIntPtr("sptr%d", k));
+    cc.mov(ck.ptr[k], ax::qword_ptr(ck.call, static_cast<int>(offsetof(Call, ptr) + 8 * k)));
+    cc.mov(ck.stride[k], ax::qword_ptr(ck.call, static_cast<int>(offsetof(Call, stride) + 8 * k)));
+  }
+  return ck;
+}
+
+void column_scalar_start(ax::Compiler& cc, ColumnKernel& ck) {
+  for (size_t k = 0; k < ck.ptr.size(); ++k) {
+    cc.mov(ck.sptr[k], ck.stride[k]);
+    cc.imul(ck.sptr[k], ck.j);
+    cc.add(ck.sptr[k], ck.ptr[k]);
+  }
+  cc.mov(ck.o, ck.out_stride);
+  cc.imul(ck.o, ck.j);
+  cc.add(ck.o, ck.out);
+}
+
+void column_next_row(ax::Compiler& cc, ColumnKernel& ck) {
+  for (size_t k = 0; k < ck.ptr.size(); ++k)
+    cc.add(ck.ptr[k], ax::qword_ptr(ck.call, static_cast<int>(offsetof(rt::ReductionCall, row_stride) + 8 * k)));
+}
+
 // Why this form: when the kept elements are adjacent in memory, reducing one output at a time
 // would walk memory with a large stride (and a new page per element). Instead every reduced row
 // streams by contiguously and is combined into the chunk of outputs the executor gave this call,
@@ -26,25 +66,10 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   const int nin = static_cast<int>(ir.input_dtypes.size());
   const int params_offset = static_cast<int>(offsetof(Call, params));
 
-  FuncNode* fn = cc.addFunc(FuncSignatureT<void, const void*>(CallConvId::kHost));
-  ax::Gp call = cc.newIntPtr("call");
-  fn->setArg(0, call);
-  set_frame_isa(fn, isa);
-  ax::Gp n = cc.newInt64("n"), rows = cc.newInt64("rows"), out = cc.newIntPtr("out");
-  ax::Gp out_stride = cc.newInt64("out_stride"), row = cc.newInt64("row"), j = cc.newInt64("j");
-  ax::Gp o = cc.newIntPtr("o");
-  cc.mov(n, ax::qword_ptr(call, offsetof(Call, n)));
-  cc.mov(rows, ax::qword_ptr(call, offsetof(Call, rows)));
-  cc.mov(out, ax::qword_ptr(call, offsetof(Call, out)));
-  cc.mov(out_stride, ax::qword_ptr(call, offsetof(Call, out_stride)));
-  std::vector<ax::Gp> ptr(nin), stride(nin), sptr(nin);
-  for (int k = 0; k < nin; ++k) {
-    ptr[k] = cc.newIntPtr("ptr%d", k);
-    stride[k] = cc.newInt64("stride%d", k);
-    sptr[k] = cc.newIntPtr("sptr%d", k);
-    cc.mov(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, ptr) + 8 * k)));
-    cc.mov(stride[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, stride) + 8 * k)));
-  }
+  ColumnKernel ck = begin_column_kernel(cc, isa, nin);
+  const ax::Gp call = ck.call, n = ck.n, rows = ck.rows, out = ck.out, out_stride = ck.out_stride, row = ck.row,
+               j = ck.j, o = ck.o;
+  const std::vector<ax::Gp>&ptr = ck.ptr, &stride = ck.stride, &sptr = ck.sptr;
   BodyEmitter se(cc, isa, 1);
 
   // A scalar loop over the outputs j .. n-1 at `o` (stepping out_stride): per_element(value slot).
@@ -127,14 +152,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   }
   // The outputs from j on (a vector loop's tail, or all of a strided row).
   cc.bind(scalar_part);
-  for (int k = 0; k < nin; ++k) {
-    cc.mov(sptr[k], stride[k]);
-    cc.imul(sptr[k], j);
-    cc.add(sptr[k], ptr[k]);
-  }
-  cc.mov(o, out_stride);
-  cc.imul(o, j);
-  cc.add(o, out);
+  column_scalar_start(cc, ck);
   each_output([&] {
     ax::Vec v = emit_body(se, ir, load_inputs(cc, se, ir, sptr, &stride), shoisted)[ir.outputs[0]];
     ax::Vec acc = se.newv();
@@ -142,8 +160,7 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     reduce_combine(se, r.op, dtype, acc, v);
     se.store(dtype, o, acc);
   });
-  for (int k = 0; k < nin; ++k)
-    cc.add(ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(Call, row_stride) + 8 * k)));
+  column_next_row(cc, ck);
   cc.inc(row);
   cc.jmp(rows_top);
   cc.bind(rows_done);

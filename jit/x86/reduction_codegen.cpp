@@ -308,8 +308,15 @@ Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, 
       [&](ax::Compiler& cc) { return arg ? build_arg_reduction(cc, r, isa) : build_row(cc, r, isa); }, traits);
 }
 
+bool has_column_kernel(const ReductionKernelIR& r) {
+  return !r.store_value && (!is_arg_reduce(r.op) || column_arg_supported(r.dtype()));
+}
+
 Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& r, Isa isa, bool want_listing) {
-  if (is_arg_reduce(r.op)) return Status::internal("argmax/argmin have no column kernel");
+  if (!has_column_kernel(r)) return Status::internal("no column kernel for " + r.to_string());
+  if (is_arg_reduce(r.op))
+    return assemble(std::string("argreduce_columns_") + isa_name(isa), r.to_string(), want_listing,
+                    [&](ax::Compiler& cc) { return build_column_arg_reduction(cc, r, isa); });
   return assemble(std::string("reduce_columns_") + isa_name(isa), r.to_string(), want_listing,
                   [&](ax::Compiler& cc) { return build_column_reduction(cc, r, isa); });
 }
@@ -319,7 +326,7 @@ Expected<ReductionKernels> reduction_kernels(const ReductionKernelIR& r) {
   auto row = cached_kernel(r.key(), [&](Isa isa, bool listing) { return generate_reduction(r, isa, listing); });
   if (!row) return row.error();
   ks.row = *row;
-  if (!is_arg_reduce(r.op) && !r.store_value) {  // storing reductions run their rows only
+  if (has_column_kernel(r)) {
     auto column = cached_kernel("columns\n" + r.key(),
                                 [&](Isa isa, bool listing) { return generate_column_reduction(r, isa, listing); });
     if (!column) return column.error();

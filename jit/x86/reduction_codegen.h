@@ -22,7 +22,10 @@ struct ReductionKernels {
 bool reduction_supported(const ReductionKernelIR& ir, Isa isa);
 /// The row-form kernel (for argmax/argmin, the arg kernel).
 Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& ir, Isa isa, bool want_listing);
-/// The column-form kernel (not for argmax/argmin).
+/// Whether `ir` has a column-form kernel: not when it stores its values; argmax/argmin for float
+/// and 32/64-bit integer values only (Note [Column arg-reductions]).
+bool has_column_kernel(const ReductionKernelIR& ir);
+/// The column-form kernel, where has_column_kernel says there is one.
 Expected<rt::KernelPtr> generate_column_reduction(const ReductionKernelIR& ir, Isa isa, bool want_listing);
 /// The kernels for `ir` at the host ISA, from the kernel cache.
 Expected<ReductionKernels> reduction_kernels(const ReductionKernelIR& ir);

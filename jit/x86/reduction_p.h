@@ -29,8 +29,25 @@ ax::Vec load_divisor(ax::Compiler& cc, BodyEmitter& e, DType dtype, const ax::Gp
 /// v = sqrt(v / divisor), each step only when the IR asks for it (mean, sqrt).
 void emit_finish(BodyEmitter& e, const ReductionKernelIR& r, const ax::Vec& divisor, const ax::Vec& v);
 
-/// The arg kernel (row form only): see arg_reduction_codegen.cpp.
+/// The registers both column kernels start with: the call, its outputs n, rows, out, out_stride,
+/// each input's pointer and stride, the row and output counters, an output pointer o, and the
+/// scalar loop's input pointers sptr.
+struct ColumnKernel {
+  ax::Gp call, n, rows, out, out_stride, row, j, o;
+  std::vector<ax::Gp> ptr, stride, sptr;
+};
+ColumnKernel begin_column_kernel(ax::Compiler& cc, Isa isa, int num_inputs);
+/// sptr[k] = ptr[k] + j * stride[k], o = out + j * out_stride: where the scalar loop picks up a row.
+void column_scalar_start(ax::Compiler& cc, ColumnKernel& ck);
+/// ptr[k] += call->row_stride[k].
+void column_next_row(ax::Compiler& cc, ColumnKernel& ck);
+
+/// The arg kernel (row form): see arg_reduction_codegen.cpp.
 Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa);
+/// The column form of argmax/argmin (Note [Column arg-reductions]), for the value dtypes
+/// column_arg_supported accepts.
+bool column_arg_supported(DType t);
+Error build_column_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa);
 /// The column kernel: see column_reduction_codegen.cpp.
 Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa);
 

@@ -206,6 +206,33 @@ def test_argmax_first_nan_and_first_tie():
     assert_compiled(5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=["f32", "f64", "i32", "i64"])
+def test_argmax_in_the_column_form(dtype):
+    # Note [Column arg-reductions]: rows of 2 and 8 of a C array, and axis=1 of Fortran ones, are
+    # reduced vectorized over the outputs. Few distinct values (ties), NaN in some outputs (first
+    # NaN wins), outputs whose every value is the starting one (-inf / the lowest integer: index 0).
+    low = np.iinfo(dtype).min if np.dtype(dtype).kind == "i" else -np.inf
+    high = np.iinfo(dtype).max if np.dtype(dtype).kind == "i" else np.inf
+    cases = []
+    for shape, order in (((1000, 2), "C"), ((300, 8), "C"), ((333, 41), "F"), ((100, 2), "F")):
+        x = np.round(RNG.standard_normal(shape) * 2).astype(dtype)
+        x[5] = low
+        x[6] = high
+        if np.dtype(dtype).kind == "f":
+            x[7, 1] = np.nan
+            x[8, :] = np.nan
+        cases.append(np.asfortranarray(x) if order == "F" else x)
+
+    def f(x):
+        return np.argmax(x, axis=1), np.argmin(x, axis=1), (x * 2).argmax(axis=-1), np.argmax(x[::-1], axis=1)
+
+    for x in cases:
+        for got, want in run(f, x):
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+    assert_compiled(4)
+
+
 def test_max_min_signed_zero_and_infinities():
     x = np.array([[-0.0, 0.0, -np.inf], [0.0, -0.0, np.inf], [np.inf, -np.inf, 0.0]], np.float64)
 
