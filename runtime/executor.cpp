@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "runtime/threads.h"
 
@@ -247,6 +248,87 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   });
 }
 
+namespace {
+
+// The strided operands of one launch's block of rows, copied into contiguous rows (Note [Buffered
+// strided rows]): inputs when made, outputs (a pointwise kernel's, a reduction's stored values)
+// by write_back. Inputs are read element by element across the block's rows, so a Fortran-order
+// matrix (rows adjacent in memory) is read in memory order. Inactive unless `active`.
+class BlockBuffers {
+public:
+  template <typename RowStart>
+  BlockBuffers(bool active, const RowLaunch& l, const bool* strided, int lead, int64_t first_row, int64_t rows,
+               RowStart&& row_start)
+      : active_(active), l_(l), strided_(strided), lead_(lead), rows_(rows) {
+    if (!active_) return;
+    int64_t bytes = 0;
+    for (int k = 0; k < l.num_operands; ++k)
+      if (strided[k]) bytes += rows * l.n * l.operands[k].itemsize;
+    thread_local std::vector<char> area;
+    thread_local std::vector<char*> starts;
+    if (area.size() < static_cast<size_t>(bytes)) area.resize(bytes);
+    starts.resize(rows * l.num_operands);
+    area_ = area.data();
+    starts_ = starts.data();
+    int64_t offset = 0;
+    for (int k = 0; k < l.num_operands; ++k) {
+      if (!strided[k]) continue;
+      slot_[k] = area_ + offset;
+      offset += rows * l.n * l.operands[k].itemsize;
+      for (int64_t r = 0; r < rows; ++r) starts_[k * rows + r] = row_start(first_row + r, k);
+      if (k < l.kernel->buffered_inputs) copy(k, true);
+    }
+  }
+  BlockBuffers(const BlockBuffers&) = delete;
+  BlockBuffers& operator=(const BlockBuffers&) = delete;
+
+  // Row r of the block (0-based) reads and writes the copies.
+  void point(char** ptr, int64_t r) const {
+    if (!active_) return;
+    for (int k = 0; k < l_.num_operands; ++k)
+      if (strided_[k]) ptr[k] = slot_[k] + r * l_.n * l_.operands[k].itemsize;
+  }
+
+  void write_back() {
+    if (!active_) return;
+    for (int k = l_.kernel->buffered_inputs; k < l_.num_operands; ++k)
+      if (strided_[k]) copy(k, false);
+  }
+
+private:
+  void copy(int k, bool in) {
+    switch (l_.operands[k].itemsize) {
+      case 1: return copy_as<uint8_t>(k, in);
+      case 2: return copy_as<uint16_t>(k, in);
+      case 4: return copy_as<uint32_t>(k, in);
+      default: return copy_as<uint64_t>(k, in);
+    }
+  }
+  template <typename T>
+  void copy_as(int k, bool in) {
+    const int64_t stride = l_.operands[k].strides[lead_], n = l_.n;
+    T* rows = reinterpret_cast<T*>(slot_[k]);
+    char* const* start = starts_ + k * rows_;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t r = 0; r < rows_; ++r) {
+        char* element = start[r] + i * stride;
+        if (in) std::memcpy(rows + r * n + i, element, sizeof(T));
+        else std::memcpy(element, rows + r * n + i, sizeof(T));
+      }
+  }
+
+  bool active_;
+  const RowLaunch& l_;
+  const bool* strided_;
+  int lead_;
+  int64_t rows_;
+  char* area_ = nullptr;
+  char** starts_ = nullptr;
+  char* slot_[kMaxKernelOperands] = {};
+};
+
+}  // namespace
+
 void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launches, int count) {
   int64_t rows = 1;
   for (int d = 0; d < lead; ++d) rows *= lead_shape[d];
@@ -269,13 +351,24 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
   // One template per launch; a chain has at most kMaxRowLaunches of them (no allocation).
   PointwiseCall pw[kMaxRowLaunches]{};
   ReductionCall rd[kMaxRowLaunches];
+  // Note [Buffered strided rows], for a block of rows at a time: the launches whose rows are not
+  // contiguous run on copies, and which of their operands are copied.
+  bool transposed[kMaxRowLaunches] = {};
+  bool strided[kMaxRowLaunches][kMaxKernelOperands] = {};
   for (int j = 0; j < count; ++j) {
     const RowLaunch& l = launches[j];
     int64_t contiguous = 1;
     for (int k = 0; k < l.num_operands; ++k) {
       int64_t s = l.operands[k].strides[lead];
-      if (s != 0 && s != l.operands[k].itemsize) contiguous = 0;
+      strided[j][k] = s != 0 && s != l.operands[k].itemsize;
+      if (strided[j][k]) contiguous = 0;
       (l.reduction ? rd[j].stride[k] : pw[j].stride[k]) = s;
+    }
+    if (!contiguous && l.kernel->buffered_inputs > 0 && l.n >= kMinBufferedRow) {
+      transposed[j] = true;
+      contiguous = 1;
+      for (int k = 0; k < l.num_operands; ++k)
+        if (strided[j][k]) (l.reduction ? rd[j].stride[k] : pw[j].stride[k]) = l.operands[k].itemsize;
     }
     if (l.reduction) {
       rd[j].n = l.n;
@@ -300,6 +393,16 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
       for (int j = 0; j < count; ++j) {
         const RowLaunch& l = launches[j];
         char** ptr = l.reduction ? rcall[j].ptr : pcall[j].ptr;
+        // Row r's operand k starts at data + offset of r over the lead dims.
+        auto row_start = [&](int64_t r, int k) {
+          char* p = l.operands[k].data;
+          for (int d = lead - 1; d >= 0; --d) {
+            p += r % lead_shape[d] * l.operands[k].strides[d];
+            r /= lead_shape[d];
+          }
+          return p;
+        };
+        BlockBuffers copies(transposed[j], l, strided[j], lead, r0, r1 - r0, row_start);
         for (int64_t r = r0; r < r1; ++r) {
           for (int k = 0; k < l.num_operands; ++k) ptr[k] = l.operands[k].data;
           char* out = l.out;
@@ -310,6 +413,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
             for (int k = 0; k < l.num_operands; ++k) ptr[k] += idx * l.operands[k].strides[d];
             if (l.reduction) out += idx * l.out_strides[d];
           }
+          copies.point(ptr, r - r0);
           if (l.reduction) {
             rcall[j].out = out;
             run_reduction_row(*l.kernel, l.pairwise, rcall[j], l.num_operands);
@@ -317,6 +421,7 @@ void run_row_blocked(int lead, const int64_t* lead_shape, const RowLaunch* launc
             reinterpret_cast<PointwiseFn>(l.kernel->entry)(&pcall[j]);
           }
         }
+        copies.write_back();
       }
     }
   });

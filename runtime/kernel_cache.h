@@ -35,9 +35,10 @@ struct Kernel {
   /// pairwise, for contiguous rows and for strided ones (Note [Pairwise sums] in
   /// runtime/reduction_executor.cpp); 0: any number.
   int64_t sum_block = 0, sum_block_strided = 0;
-  /// A host pointwise kernel's input count when its strided rows should go through its vector
-  /// loop, a block at a time through contiguous buffers (Note [Buffered strided rows] in
-  /// runtime/executor.cpp); 0: they run its own element-at-a-time loop.
+  /// A host pointwise or row-reduction kernel's input count when its strided rows should go
+  /// through its vector loop, a block at a time through contiguous buffers (Note [Buffered
+  /// strided rows] in runtime/executor.cpp; operands after the inputs are outputs); 0: they run
+  /// its own element-at-a-time loop.
   int buffered_inputs = 0;
 
   /// Ok once `entry` can be called: at once for a kernel without `load`, else after the one call

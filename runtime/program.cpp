@@ -558,8 +558,17 @@ bool row_blockable(const Run& run, const ChainStep& chain, const Bound* b) {
     if (b[j].rank != rank || !std::equal(b[j].shape, b[j].shape + rank - 1, b[0].shape)) return false;
     if (p.reduction && !last_axis_only(p.red)) return false;
     for (int v : p.reduction ? p.red.inputs : p.kernel.inputs) {
-      if (std::find(produced, produced + nproduced, v) == produced + nproduced) continue;
       const Value& a = run.vals[v];
+      if (std::find(produced, produced + nproduced, v) == produced + nproduced) {
+        // An input whose rows are not runs in memory (the last axis of a Fortran-order matrix):
+        // row by row, each element of a row is on another cache line. Part by part, each part
+        // iterates in memory order (column reductions; pointwise kernels by Note [Memory order of
+        // axes]), as the same chain over axis 0 of the C-order transpose does.
+        const int64_t last = a.nd == rank ? std::abs(a.strides[rank - 1]) : 0;
+        for (int d = 0; d + 1 < a.nd && a.nd == rank && a.dims[rank - 1] > 1; ++d)
+          if (a.dims[d] > 1 && std::abs(a.strides[d]) < last) return false;
+        continue;
+      }
       if (a.nd != rank || !std::equal(a.dims, a.dims + rank - 1, b[0].shape)) return false;
     }
     if (p.reduction) {

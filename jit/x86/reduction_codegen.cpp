@@ -298,6 +298,9 @@ Expected<rt::KernelPtr> generate_reduction(const ReductionKernelIR& r, Isa isa, 
   const bool arg = is_arg_reduce(r.op);
   // Note [Pairwise sums]: eight leaves per accumulator lane per call.
   KernelTraits traits;
+  // Note [Buffered strided rows] (rows of a chain, runtime/executor.cpp): operands after the
+  // inputs are the stored values.
+  if (isa != Isa::Scalar && !arg) traits.buffered_inputs = static_cast<int>(r.prologue.input_dtypes.size());
   if (r.op == ReduceOp::Sum && (r.dtype() == DType::Float32 || r.dtype() == DType::Float64)) {
     traits.sum_block_strided = 8 * kLeafIterations;  // the scalar loop
     traits.sum_block =

@@ -133,20 +133,23 @@ TEST_P(ReductionCodegen, MaxPropagatesNaNAndSumKeepsNegativeZero) {
 }
 
 // store_value: the kernel also writes every element's prologue value (operand 1), contiguous and
-// strided, and row-blocked execution (rt::run_row_blocked) gives the same results as one launch.
+// strided, and row-blocked execution (rt::run_row_blocked) gives the same results as one launch,
+// also when it copies strided rows (a Fortran-order input, strided values: Note [Buffered strided
+// rows]). The values are exact in float32, so every summation order gives the same sums.
 TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
   ReductionKernelIR r = squared_deviation(ReduceOp::Sum, false, DType::Float32);
   r.store_value = true;
   auto k = x86::generate_reduction(r, GetParam(), false);
   ASSERT_TRUE(k) << k.error().message();
   for (int64_t cols : {1, 7, 8, 33, 1000})
-    for (bool strided_values : {false, true}) {
+    for (auto [strided_values, fortran] : {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
       const int64_t rows = 37;
       std::vector<float> x(rows * cols), values(rows * cols * 2, -99.0f), sums(rows), blocked_sums(rows);
       std::vector<float> blocked_values(rows * cols * 2, -99.0f);
       for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.25f - 7.0f;
       int64_t shape[2] = {rows, cols};
-      int64_t sx[2] = {cols * 4, 4};
+      int64_t sx[2] = {fortran ? 4 : cols * 4, fortran ? rows * 4 : 4};
+      auto x_at = [&](int64_t row, int64_t c) { return x[(row * sx[0] + c * sx[1]) / 4]; };
       // Strided values: every other float of a buffer twice as long.
       int64_t sv[2] = {cols * 4 * (strided_values ? 2 : 1), strided_values ? 8 : 4};
       int64_t so[1] = {4};
@@ -157,9 +160,9 @@ TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
       for (int64_t row = 0; row < rows; ++row) {
         rt::ReductionCall call;
         call.n = cols;
-        call.contiguous = !strided_values;
-        call.ptr[0] = reinterpret_cast<char*>(x.data() + row * cols);
-        call.stride[0] = 4;
+        call.contiguous = !strided_values && !fortran;
+        call.ptr[0] = reinterpret_cast<char*>(x.data()) + row * sx[0];
+        call.stride[0] = sx[1];
         call.ptr[1] = reinterpret_cast<char*>(values.data()) + row * sv[0];
         call.stride[1] = sv[1];
         call.out = reinterpret_cast<char*>(&sums[row]);
@@ -183,17 +186,19 @@ TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
       for (int64_t row = 0; row < rows; ++row) {
         double acc = 0;
         for (int64_t c = 0; c < cols; ++c) {
-          float v = (x[row * cols + c] - 0.5f) * (x[row * cols + c] - 0.5f);
+          float v = (x_at(row, c) - 0.5f) * (x_at(row, c) - 0.5f);
           acc += v;
           int64_t at = (row * sv[0] + c * sv[1]) / 4;
           ASSERT_EQ(values[at], v) << "cols " << cols << " row " << row << " col " << c;
-          ASSERT_EQ(blocked_values[at], v);
+          ASSERT_EQ(blocked_values[at], v) << "cols " << cols << " row " << row << " col " << c
+                                           << " fortran " << fortran;
         }
         ASSERT_NEAR(sums[row], acc, 1e-6 * std::max(1.0, acc) * std::sqrt(static_cast<double>(cols)));
         ASSERT_EQ(blocked_sums[row], sums[row]) << "blocking must not change a row's result";
       }
       if (strided_values) {  // the gaps between strided values are untouched
         for (int64_t i = 1; i < rows * cols * 2; i += 2) ASSERT_EQ(values[i], -99.0f);
+        for (int64_t i = 1; i < rows * cols * 2; i += 2) ASSERT_EQ(blocked_values[i], -99.0f);
       }
     }
 }

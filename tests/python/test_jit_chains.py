@@ -99,10 +99,14 @@ def test_logistic_formula_runs_as_sigmoid():
 
 
 @pytest.mark.parametrize("layout", ["fortran", "strided", "reversed"])
-def test_softmax_layouts(layout):
+@pytest.mark.parametrize("fn", [softmax, layernorm], ids=["softmax", "layernorm"])
+def test_row_chain_layouts(fn, layout):
+    # Rows that are not runs in memory: part by part in memory order (Fortran), or row blocks
+    # copied into contiguous rows (Note [Buffered strided rows]).
     base = RNG.standard_normal((512, 1030)).astype(np.float32)
     x = {"fortran": np.asfortranarray(base), "strided": base[:, ::2], "reversed": base[::-1, ::-1]}[layout]
-    check(softmax, x, dtype=np.float32)
+    params = () if fn is softmax else (RNG.standard_normal(x.shape[-1]).astype(np.float32),) * 2
+    check(fn, x, *params, dtype=np.float32)
 
 
 def test_stored_operand_also_returned():
