@@ -57,6 +57,8 @@ void column_next_row(ax::Compiler& cc, ColumnKernel& ck) {
 //   for r < rows: for j < n: out[j] = op(out[j], value(r, j))     vector over j, scalar tail
 //   out[j] = sqrt(out[j] / divisor)          with call->finish, each step as the IR asks
 //
+// as written; the kernel folds the first two and the last two steps into the first and last rows.
+//
 // Inputs broadcast along j (stride 0, e.g. a per-row weight) are re-broadcast for every row.
 Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   using Call = rt::ReductionCall;
@@ -85,10 +87,18 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     cc.bind(end);
   };
 
-  // 1. Start the outputs from the identity, unless they hold a partial result.
+  // 1. Without rows, the outputs start from the identity, unless they hold a partial result. With
+  // rows, the first one's values are stored as they are (op(identity, v) is v, -0.0 sums
+  // included): one pass over the outputs fewer, a third of the traffic of a two-row sum.
   Label started = cc.newLabel();
+  ax::Gp fresh = cc.newInt64("fresh");  // the row being combined is the outputs' first
+  cc.xor_(fresh, fresh);
   cc.cmp(ax::qword_ptr(call, offsetof(Call, accumulate)), 0);
-  cc.jne(started);
+  cc.sete(fresh.r8());
+  cc.test(rows, rows);
+  cc.jnz(started);
+  cc.test(fresh, fresh);
+  cc.jz(started);
   {
     ax::Vec id = reduce_identity(se, r.op, dtype);
     cc.mov(o, out);
@@ -97,24 +107,65 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   }
   cc.bind(started);
 
-  // 2. Combine the rows in order.
+  // 2. Combine the rows in order. The last row of a finishing call also finishes (mean's
+  // division, std's sqrt) before it stores: another pass saved.
+  const bool finishes = r.mean || r.sqrt;
+  ax::Gp finishing = cc.newInt64("finishing"), last_row = cc.newInt64("last_row");
+  ax::Vec sdivisor;
+  if (finishes) {
+    sdivisor = load_divisor(cc, se, dtype, call);
+    cc.mov(last_row, rows);
+    cc.dec(last_row);
+  }
+  // acc = v on the outputs' first row, else op(out, v); finished on the finishing row.
+  auto combine = [&](BodyEmitter& e, const ax::Vec& v, const ax::Vec& divisor, int disp) {
+    ax::Vec acc = e.newv();
+    Label use_value = cc.newLabel(), combined = cc.newLabel();
+    cc.test(fresh, fresh);
+    cc.jnz(use_value);
+    e.load(dtype, acc, o, disp);
+    reduce_combine(e, r.op, dtype, acc, v);
+    cc.jmp(combined);
+    cc.bind(use_value);
+    e.move(acc, v);
+    cc.bind(combined);
+    if (finishes) {
+      Label stored = cc.newLabel();
+      cc.test(finishing, finishing);
+      cc.jz(stored);
+      emit_finish(e, r, divisor, acc);
+      cc.bind(stored);
+    }
+    e.store(dtype, o, acc, disp);
+  };
   std::vector<ax::Vec> shoisted = hoist(se, ir, call, params_offset);
+  const int lanes = isa == Isa::Scalar ? 1 : reduction_lanes(isa, r);
+  BodyEmitter ve(cc, isa, lanes);
+  std::vector<ax::Vec> vhoisted;
+  ax::Vec vdivisor;
+  if (isa != Isa::Scalar) {
+    vhoisted = hoist(ve, ir, call, params_offset);
+    if (finishes) vdivisor = load_divisor(cc, ve, dtype, call);
+  }
   Label rows_top = cc.newLabel(), rows_done = cc.newLabel(), scalar_part = cc.newLabel();
   cc.xor_(row, row);
   cc.bind(rows_top);
   cc.cmp(row, rows);
   cc.jge(rows_done);
+  if (finishes) {
+    cc.xor_(finishing, finishing);
+    cc.cmp(row, last_row);
+    cc.sete(finishing.r8());
+    cc.and_(finishing, ax::qword_ptr(call, offsetof(Call, finish)));
+  }
   cc.xor_(j, j);
   cc.mov(o, out);
   if (isa != Isa::Scalar) {
     const int vbytes = vector_bytes(isa);
-    const int lanes = reduction_lanes(isa, r);
     const int out_bytes = lanes * itemsize;  // one vector of outputs (less than vbytes when a
                                              // prologue value is wider than the result)
-    BodyEmitter ve(cc, isa, lanes);
     cc.cmp(ax::qword_ptr(call, offsetof(Call, contiguous)), 0);
     cc.je(scalar_part);
-    std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
     ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1), 64);
     std::vector<ax::Gp> vptr, vinc;
     vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
@@ -122,12 +173,9 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
     // One vector of outputs: out[j..j+lanes) = op(out[...], value(row, j..j+lanes)).
     auto one_vector = [&](int u) {
       ax::Vec v = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr, &vinc), vhoisted)[ir.outputs[0]];
-      ax::Vec acc = ve.newv();
-      ve.load(dtype, acc, o, u * out_bytes);
-      reduce_combine(ve, r.op, dtype, acc, v);
-      ve.store(dtype, o, acc, u * out_bytes);
+      combine(ve, v, vdivisor, u * out_bytes);
     };
-    // kUnroll vectors per trip (independent outputs: the unrolling only saves loop overhead),
+  // kUnroll vectors per trip (independent outputs: the unrolling only saves loop overhead),
     // then one at a time.
     constexpr int kUnroll = 4;
     Label unrolled = cc.newLabel(), single = cc.newLabel();
@@ -155,22 +203,22 @@ Error build_column_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa i
   column_scalar_start(cc, ck);
   each_output([&] {
     ax::Vec v = emit_body(se, ir, load_inputs(cc, se, ir, sptr, &stride), shoisted)[ir.outputs[0]];
-    ax::Vec acc = se.newv();
-    se.load(dtype, acc, o);
-    reduce_combine(se, r.op, dtype, acc, v);
-    se.store(dtype, o, acc);
+    combine(se, v, sdivisor, 0);
   });
   column_next_row(cc, ck);
+  cc.xor_(fresh, fresh);
   cc.inc(row);
   cc.jmp(rows_top);
   cc.bind(rows_done);
 
-  // 3. Finish (mean's division, std's sqrt) on the last call for these outputs.
-  if (r.mean || r.sqrt) {
+  // 3. Without rows, a finishing call finishes what the outputs hold.
+  if (finishes) {
     Label done = cc.newLabel();
+    cc.test(rows, rows);
+    cc.jnz(done);
     cc.cmp(ax::qword_ptr(call, offsetof(Call, finish)), 0);
     cc.je(done);
-    ax::Vec divisor = load_divisor(cc, se, dtype, call);
+    ax::Vec divisor = sdivisor;
     cc.mov(o, out);
     cc.xor_(j, j);
     each_output([&] {
