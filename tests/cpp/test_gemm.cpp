@@ -323,6 +323,24 @@ TEST_P(GemmTest, MatrixVector) {
     run(c, /*with_epilogue=*/true);
 }
 
+// Note [Narrow products]: up to two vectors of columns (one and two vectors, whole and partial,
+// float64's 4 lanes and float32's 8), row counts around the four-row step, odd and tiny k, every
+// layout (B copied into padded rows when its rows are not whole vectors), epilogues.
+TEST_P(GemmTest, NarrowProducts) {
+  for (int64_t n : {2, 3, 4, 5, 8, 9, 15, 16})
+    for (int64_t m : {2, 3, 4, 5, 37})
+      for (int64_t k : {1, 2, 3, 64, 513}) run({m, n, k});
+  const Layout all[] = {Layout::RowMajor, Layout::Transposed, Layout::Strided, Layout::NegRows,
+                        Layout::NegCols};
+  for (Layout la : all)
+    for (Layout lb : all) {
+      run({37, 3, 70, la, lb});
+      run({9, 16, 33, la, lb});
+    }
+  for (const Case& c : {Case{100000, 3, 2}, Case{8, 8, 4096}, Case{301, 11, 5}})
+    run(c, /*with_epilogue=*/true);
+}
+
 TEST_P(GemmTest, Epilogue) {
   for (const Case& c :
        {Case{4, 5, 0}, Case{1, 1, 1}, Case{17, 17, 17}, Case{300, 200, 700}, Case{8, 1000, 600},
@@ -335,7 +353,7 @@ TEST_P(GemmTest, ThreadCountInvariant) {
   for_dtype([&](auto t) {
     using T = decltype(t);
     for (const Case& cs : {Case{200, 150, 300}, Case{8, 1000, 300}, Case{20, 300, 500}, Case{4000, 1, 300},
-                           Case{1, 4000, 300}}) {
+                           Case{1, 4000, 300}, Case{4001, 3, 2}, Case{999, 16, 70}}) {
       SCOPED_TRACE(case_name(cs));
       const int64_t m = cs.m, n = cs.n, k = cs.k;
       const std::vector<float> av = values(m * k, 5), bv = values(k * n, 6);
