@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/strided_copy.h"
 #include "runtime/threads.h"
 
 namespace framejit::rt {
@@ -98,27 +99,6 @@ int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operan
 namespace {
 
 constexpr int kBufferBytes = 16 << 10;
-
-template <typename T>
-void gather(char* dst, const char* src, int64_t stride, int64_t n) {
-  T* d = reinterpret_cast<T*>(dst);
-  for (int64_t i = 0; i < n; ++i, src += stride) std::memcpy(d + i, src, sizeof(T));
-}
-
-template <typename T>
-void scatter(char* dst, int64_t stride, const char* src, int64_t n) {
-  const T* s = reinterpret_cast<const T*>(src);
-  for (int64_t i = 0; i < n; ++i, dst += stride) std::memcpy(dst, s + i, sizeof(T));
-}
-
-void copy_strided(bool in, char* buffer, char* data, int64_t stride, int64_t n, int itemsize) {
-  switch (itemsize) {
-    case 1: return in ? gather<uint8_t>(buffer, data, stride, n) : scatter<uint8_t>(data, stride, buffer, n);
-    case 2: return in ? gather<uint16_t>(buffer, data, stride, n) : scatter<uint16_t>(data, stride, buffer, n);
-    case 4: return in ? gather<uint32_t>(buffer, data, stride, n) : scatter<uint32_t>(data, stride, buffer, n);
-    default: return in ? gather<uint64_t>(buffer, data, stride, n) : scatter<uint64_t>(data, stride, buffer, n);
-  }
-}
 
 // One strided row `call` (call.contiguous == 0) through the kernel's vector loop, a block at a time.
 // `call` is changed in place (no copy of its ~400 bytes per row): its strides, n and contiguity

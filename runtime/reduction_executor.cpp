@@ -9,6 +9,7 @@
 
 #include "runtime/executor.h"
 #include "runtime/fixed_vector.h"
+#include "runtime/strided_copy.h"
 #include "runtime/threads.h"
 
 namespace framejit::rt {
@@ -28,6 +29,8 @@ constexpr int64_t kMinColumnChunk = 1 << 12;
 // many outputs, run in the column form.
 constexpr int64_t kShortRowBytes = 64;
 constexpr int64_t kShortRowOutputs = 64;
+// Note [Long and strided arg rows]: the most pieces one long row is split into.
+constexpr int64_t kMaxThreadsForPieces = 64;
 
 using Dim = ReductionDim;
 
@@ -77,6 +80,59 @@ bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
     case DType::Int64: return later_row_wins<int64_t>(v, best, is_max);
     default: return later_row_wins<uint8_t>(v, best, is_max);  // uint8, bool (0 or 1)
   }
+}
+
+// Note [Long and strided arg rows]
+// The arg kernel reads a row in two passes (the extreme, then its first index), element by element
+// when the row is strided (np.argmax(x, axis=1) of a Fortran-order (2, 100000): 0.2x NumPy), and one
+// row is one thread's (np.argmax of 1 M floats: 0.55x NumPy's AVX-512 loop). Such rows run in
+// pieces here: each piece gives its first extreme and index (copied into a contiguous buffer first
+// when strided, so the kernel's vector loop reads it), and the pieces combine in order by
+// later_row_wins: the first index of the extreme, the first NaN, as over the whole row. A single
+// long contiguous row is split across threads.
+struct ArgBest {
+  int64_t index = -1;
+  alignas(8) char value[8] = {};
+};
+
+constexpr int64_t kArgBlock = 2048;          // strided rows: elements per buffered piece
+constexpr int64_t kArgPiece = int64_t{1} << 17;  // a long row's pieces per thread, at least
+
+// The first extreme of elements [start, end) of the row `call` points at (index from the row's
+// start), a buffered block at a time when the row is strided.
+ArgBest arg_range(ReductionFn fn, ReductionCall call, int64_t start, int64_t end, int nin, const Operand* inputs,
+                  DType value_dtype, bool is_max) {
+  const bool buffered = !call.contiguous;
+  thread_local std::vector<char> buffer;
+  if (buffered && buffer.size() < static_cast<size_t>(nin * kArgBlock * 8)) buffer.resize(nin * kArgBlock * 8);
+  char* data[kMaxKernelOperands];
+  int64_t stride[kMaxKernelOperands];
+  for (int k = 0; k < nin; ++k) data[k] = call.ptr[k], stride[k] = call.stride[k];
+  ArgBest best;
+  int64_t index = 0;
+  alignas(8) char value[8];
+  call.out = reinterpret_cast<char*>(&index);
+  call.out_value = value;
+  for (int64_t b = start; b < end;) {
+    const int64_t m = buffered ? std::min(kArgBlock, end - b) : end - b;
+    call.n = m;
+    for (int k = 0; k < nin; ++k) {
+      call.ptr[k] = data[k] + b * stride[k];
+      if (!buffered || stride[k] == 0 || stride[k] == inputs[k].itemsize) continue;
+      char* slot = buffer.data() + k * kArgBlock * 8;
+      copy_strided(true, slot, call.ptr[k], stride[k], m, inputs[k].itemsize);
+      call.ptr[k] = slot;
+      call.stride[k] = inputs[k].itemsize;
+    }
+    if (buffered) call.contiguous = 1;
+    fn(&call);
+    if (best.index < 0 || later_row_wins(value_dtype, value, best.value, is_max)) {
+      best.index = b + index;
+      std::memcpy(best.value, value, sizeof value);
+    }
+    b += m;
+  }
+  return best;
 }
 
 // Note [Pairwise sums]
@@ -332,6 +388,27 @@ void run_reduction(const ReductionLaunch& L) {
   const int64_t per_task = count * (column ? chunk : 1);
   const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(per_task, 1));
 
+  // Note [Long and strided arg rows]: one long row, in pieces across threads.
+  if (L.arg && !column && combos == 1 && work == 1 && base.n >= 2 * kArgPiece && num_threads() > 1) {
+    const int64_t pieces = std::min<int64_t>(num_threads(), base.n / kArgPiece);
+    ArgBest best[kMaxThreadsForPieces];
+    const int64_t parts = std::min<int64_t>(pieces, kMaxThreadsForPieces);
+    int64_t off0[kMaxKernelOperands + 1] = {};
+    kept.add_offsets(0, nops, off0);
+    ReductionCall call = base;
+    for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k];
+    parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p)
+        best[p] = arg_range(row_fn, call, base.n * p / parts, base.n * (p + 1) / parts, nin, L.inputs,
+                            L.value_dtype, L.arg_max);
+    });
+    ArgBest all = best[0];
+    for (int64_t p = 1; p < parts; ++p)
+      if (later_row_wins(L.value_dtype, best[p].value, all.value, L.arg_max)) all = best[p];
+    std::memcpy(L.out + off0[nin], &all.index, sizeof all.index);
+    return;
+  }
+
   parallel_for(work, grain, [&](int64_t begin, int64_t end) {
     ReductionCall call = base;
     // A column arg-reduction's best values, one per output of a chunk (kept per thread: a chunk's
@@ -378,6 +455,12 @@ void run_reduction(const ReductionLaunch& L) {
         } else {
           pairwise_output<double>(row_fn, call, pairwise_block, outer_reduced, off0, nin, L.inputs);
         }
+        continue;
+      }
+      if (L.arg && !column && !base.contiguous) {  // Note [Long and strided arg rows]
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k];
+        const ArgBest best = arg_range(row_fn, call, 0, base.n, nin, L.inputs, L.value_dtype, L.arg_max);
+        std::memcpy(L.out + off0[nin], &best.index, sizeof best.index);
         continue;
       }
       for (int64_t c = 0; c < combos; ++c) {

@@ -315,7 +315,12 @@ TEST_P(AxisReductions, FinishingDivisionAndSqrt) {
 }
 
 TEST_P(AxisReductions, ArgMaxArgMinSingleAxisAndFlattened) {
-  for (const Case& c : cases()) {
+  std::vector<Case> cs = cases();
+  // Note [Long and strided arg rows]: a row long enough to split across threads (ties between
+  // the pieces: the first wins), and long strided rows buffered in blocks.
+  cs.push_back({{300001}, {true}, Layout::C});
+  cs.push_back({{2, 5001}, {false, true}, Layout::F});
+  for (const Case& c : cs) {
     int nred = 0;
     for (bool r : c.reduced) nred += r;
     if (nred != 1 && nred != static_cast<int>(c.shape.size())) continue;  // one axis, or all of them
