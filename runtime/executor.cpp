@@ -99,23 +99,29 @@ int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operan
 namespace {
 
 constexpr int kBufferBytes = 16 << 10;
+// A short row's copies fit in this much: a small stack frame (a 16 KiB one costs its page probes
+// and more than the copies of 16 elements).
+constexpr int kShortBufferBytes = 1 << 10;
+
+// The strided operands of a row.
+struct StridedOperands {
+  int index[kMaxKernelOperands];
+  int count = 0;
+  int64_t bytes_per_element = 0;
+};
 
 // One strided row `call` (call.contiguous == 0) through the kernel's vector loop, a block at a time.
 // `call` is changed in place (no copy of its ~400 bytes per row): its strides, n and contiguity
 // are restored at the end, its pointers are not (callers set them for every row).
-void run_buffered(PointwiseFn fn, PointwiseCall& call, int num_operands, int num_inputs, const Operand* operands) {
-  alignas(64) char buffer[kBufferBytes];
-  int strided[kMaxKernelOperands];
-  int num_strided = 0;
-  int64_t bytes_per_element = 0;
-  for (int k = 0; k < num_operands; ++k) {
-    if (call.stride[k] == 0 || call.stride[k] == operands[k].itemsize) continue;
-    strided[num_strided++] = k;
-    bytes_per_element += operands[k].itemsize;
-  }
-  // A multiple of 64 elements keeps every buffer 64-byte aligned.
+template <int kBytes>
+void run_buffered_in(PointwiseFn fn, PointwiseCall& call, int num_operands, int num_inputs, const Operand* operands,
+                     const StridedOperands& so) {
+  alignas(64) char buffer[kBytes];
+  const int* strided = so.index;
+  const int num_strided = so.count;
+  // A multiple of 64 elements keeps every buffer 64-byte aligned (a short row fits whole).
   const int64_t n = call.n;
-  const int64_t block = std::min(n, std::max<int64_t>(64, kBufferBytes / bytes_per_element / 64 * 64));
+  const int64_t block = std::min(n, std::max<int64_t>(64, kBytes / so.bytes_per_element / 64 * 64));
   char* data[kMaxKernelOperands];
   int64_t stride[kMaxKernelOperands];
   char* slot[kMaxKernelOperands];
@@ -149,6 +155,19 @@ void run_buffered(PointwiseFn fn, PointwiseCall& call, int num_operands, int num
   for (int j = 0; j < num_strided; ++j) call.stride[strided[j]] = stride[j];
   call.n = n;
   call.contiguous = 0;
+}
+
+void run_buffered(PointwiseFn fn, PointwiseCall& call, int num_operands, int num_inputs, const Operand* operands) {
+  StridedOperands so;
+  for (int k = 0; k < num_operands; ++k) {
+    if (call.stride[k] == 0 || call.stride[k] == operands[k].itemsize) continue;
+    so.index[so.count++] = k;
+    so.bytes_per_element += operands[k].itemsize;
+  }
+  if (call.n * so.bytes_per_element <= kShortBufferBytes)
+    run_buffered_in<kShortBufferBytes>(fn, call, num_operands, num_inputs, operands, so);
+  else
+    run_buffered_in<kBufferBytes>(fn, call, num_operands, num_inputs, operands, so);
 }
 
 }  // namespace
