@@ -2222,14 +2222,13 @@ class LoopCompiler {
         refuse("storing a float into an integer array (NumPy's truncation is not compiled yet)");
     }
     a.written = true;
-    int mask = -1;
+    int broadcast = -1;  // nonzero when the source is one element, broadcast along the target
     if (v && src_len != target.var && affine_diff(v->aff, target.aff) != std::optional<int64_t>(0)) {
       const jit::EType I = jit::EType::Int;
       const int one = iconst(1);
-      const int s1 = icmp(jit::ECond::Eq, src_len, one);
-      const int ok = op2(jit::EOp::BitOr, I, icmp(jit::ECond::Eq, src_len, target.var), s1);
+      broadcast = icmp(jit::ECond::Eq, src_len, one);
+      const int ok = op2(jit::EOp::BitOr, I, icmp(jit::ECond::Eq, src_len, target.var), broadcast);
       check_or_fail(ok, rt::LoopError::ShapeMismatch, {src_len, target.var, iconst(static_cast<int64_t>(rt::ShapeUse::Assign))});
-      mask = op2(jit::EOp::Sub, I, iconst(0), op2(jit::EOp::Sub, I, one, s1));
     }
     const int scalar = v ? -1 : fresh(value.var);
     const VNode& t = *target.vec;
@@ -2249,11 +2248,31 @@ class LoopCompiler {
       emit(i);
     };
     const int scratch = through_scratch ? scratch_like(arr.array) : -1;
-    counted(target.var, [&](int k) {
-      int x = scalar;
-      if (v) x = elem(*src, mask >= 0 ? op2(jit::EOp::BitAnd, jit::EType::Int, k, mask) : k);
-      store_at(scratch >= 0 ? scratch : arr.array, at(k), x);
-    });
+    auto store_loop = [&](bool one_element) {
+      counted(target.var, [&](int k) {
+        const int x = !v ? scalar : elem(*src, one_element ? iconst(0) : k);
+        store_at(scratch >= 0 ? scratch : arr.array, at(k), x);
+      });
+    };
+    if (broadcast < 0) {
+      store_loop(false);
+    } else {
+      // A loop for each case: where the lengths match (the common case), the source's indices
+      // stay the counter plus constants, which the code generator versions and steps as pointers.
+      const int one_element = new_block(), same_length = new_block(), done = new_block();
+      jit::EInstr br = terminator(jit::EOp::Branch);
+      br.a = broadcast;
+      br.target = one_element;
+      br.target2 = same_length;
+      emit(br);
+      cur_ = same_length;
+      store_loop(false);
+      emit_jump(done);
+      cur_ = one_element;
+      store_loop(true);
+      emit_jump(done);
+      cur_ = done;
+    }
     if (scratch < 0) return;
     counted(target.var, [&](int k) {
       std::vector<int> index = at(k);
