@@ -406,8 +406,25 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
     run.host.fail(RunError::ZeroSizeReduction, static_cast<int64_t>(step.kind));
     return false;
   }
+  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
+  // Note [Output memory order]: NumPy's reductions allocate in the input's memory order over the
+  // axes they keep (size-1 axes of keepdims included where the input had them); argmax/argmin,
+  // and torch's and CuPy's reductions, return C order. A Fortran-order input's result is then
+  // written along its adjacent axis, as NumPy's is.
+  int order[kMaxRank], input_order[kMaxRank];
+  bool c_order = true;
+  const bool input_ordered = run.host.reductions_in_input_order();
+  if (b.rank >= 2 && !step.arg() && input_ordered &&
+      !output_order(b.ops, static_cast<int>(nin), b.rank, input_order)) {
+    int out_axis[kMaxRank];
+    for (int d = 0, od = 0; d < b.rank; ++d) out_axis[d] = !step.reduced[d] || step.keepdims ? od++ : -1;
+    int n = 0;
+    for (int i = 0; i < b.rank; ++i)
+      if (out_axis[input_order[i]] >= 0) order[n++] = out_axis[input_order[i]];
+    for (int i = 0; i < n; ++i) c_order = c_order && order[i] == i;
+  }
   Value out;
-  if (!run.host.alloc(out, step.output_dtype, out_rank, out_shape, nullptr)) return false;
+  if (!run.host.alloc(out, step.output_dtype, out_rank, out_shape, c_order ? nullptr : order)) return false;
   run.set(step.output, out);
   const Value& o = run.vals[step.output];
   // Nothing to launch reads it on the host; a device kernel reduces nothing to the identity itself.
@@ -418,10 +435,11 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   }
   b.out = o.data;
   b.nops = static_cast<int>(nin);
-  for (size_t k = 0; k < nin; ++k) b.ops[k] = operand_of(in[k], b.rank, b.strides[k]);
   if (step.value_output >= 0) {  // operand nops: every element's reduced value
     Value stored;
-    if (!run.host.alloc(stored, step.value_dtype, b.rank, b.shape, nullptr)) return false;
+    // In the inputs' memory order, as the elementwise op computing the values allocates them.
+    const bool stored_c = b.rank < 2 || output_order(b.ops, static_cast<int>(nin), b.rank, input_order);
+    if (!run.host.alloc(stored, step.value_dtype, b.rank, b.shape, stored_c ? nullptr : input_order)) return false;
     run.set(step.value_output, stored);
     b.ops[b.nops] = operand_of(ref_of(run.vals[step.value_output]), b.rank, b.strides[b.nops]);
     ++b.nops;

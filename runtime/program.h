@@ -80,6 +80,9 @@ public:
   /// Whether array value `v` may be overwritten: nothing outside the run can see its memory
   /// (Note [Output buffer reuse] in runtime/program.cpp), and it is C-contiguous and aligned.
   virtual bool is_private(const Value& v) = 0;
+  /// Whether the library's reductions allocate in the input's memory order over the axes they
+  /// keep, as NumPy does (Note [Output memory order] in runtime/program.cpp), or in C order.
+  virtual bool reductions_in_input_order() const { return false; }
   /// Another reference to `v`'s handle (the run stores the value under a second id).
   virtual void retain(const Value& v) = 0;
   /// Drops the run's reference to `v`'s handle.

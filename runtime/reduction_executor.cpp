@@ -344,7 +344,8 @@ void run_reduction(const ReductionLaunch& L) {
                                span(merged[adjacent_kept]) >= span(merged[rdim])))
       adjacent_kept = -1;
   }
-  const bool column = L.column && (!merged[last].reduced || short_rows || adjacent_kept >= 0);
+  // (An arg-reduction's last dim being kept says nothing of memory: only the two cases above.)
+  const bool column = L.column && (short_rows || adjacent_kept >= 0 || (!L.arg && !merged[last].reduced));
   const int jdim = !column ? -1 : short_rows ? kept_inner : adjacent_kept >= 0 ? adjacent_kept : last;
   Walk kept, outer_reduced;
   for (int i = 0; i <= last; ++i)

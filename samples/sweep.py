@@ -4,6 +4,10 @@ worst ten and the count below 0.9x, and an accuracy section (float sums against 
 
     PYTHONPATH=build/python python3 samples/sweep.py            # as part of `make bench`
     PYTHONPATH=build/python python3 samples/bench.py sweep
+    PYTHONPATH=build/python python3 samples/sweep.py --held-out  # cases nobody tuned for
+
+The held-out set (held_out_cases) uses shapes, layouts and ops that cases() does not: a check
+that the tuning did not overfit the sweep. Nobody tunes against it; add cases, never tune.
 
 Ratios are NumPy's time over framejit's (above 1: framejit faster): the median of per-round
 ratios, each round timing both back to back. Targets (issue 16): no case below 0.9x, geometric
@@ -44,11 +48,21 @@ def layout(a: np.ndarray, kind: str) -> np.ndarray:
         return wide[..., ::2]
     if kind == "neg":
         return a[..., ::-1]
+    if kind == "cols3":  # every third column of a thrice-as-wide array: x[:, ::3]
+        return np.repeat(a, 3, axis=-1)[..., ::3]
+    if kind == "rows2":  # every other row of a twice-as-tall array: x[::2]
+        return np.repeat(a, 2, axis=0)[::2]
+    if kind == "negrow":  # a negative stride on the first axis, unlike "neg"'s last: x[::-1]
+        return np.ascontiguousarray(a[::-1])[::-1]
     raise ValueError(kind)
 
 
 def data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "b":  # half True: any/all and masks then depend on every element
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind == "u":  # no wrap-around from negative values
+        return rng.integers(0, 100, shape).astype(dtype)
     if np.dtype(dtype).kind == "f":
         return (rng.standard_normal(shape) * 2).astype(dtype)
     return rng.integers(-50, 50, shape).astype(dtype)
@@ -166,6 +180,225 @@ def cases() -> list[Case]:
     return out
 
 
+def logsumexp(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return m + np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def sum_tol(n: int) -> dict:
+    """Tolerances for a float sum of n terms: a summation order other than NumPy's pairwise one
+    differs by a few ulps of the partial sums, which grow like sqrt(n) for our zero-mean data."""
+    return {"rtol": 1e-4, "atol": 1e-3 * math.sqrt(n)}
+
+
+def held_out_cases() -> list[Case]:
+    """Cases nobody tuned framejit for: shapes, layouts, dtypes and ops that cases() does not use
+    (odd sizes, one-row and one-column arrays, 3-D arrays, tiny and medium sizes, every-third-column
+    and every-other-row views, negative first-axis strides, integer and bool data)."""
+    out = []
+    f32, f64, i32, i64, u8, b = np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_
+    M, N = 777, 333  # neither a multiple of any vector width nor of a thread's block
+
+    def tag(dt, shape, lay=""):
+        return f"{np.dtype(dt).name}{list(shape)}{' ' + lay if lay else ''}"
+
+    def add(family, label, fn, *args, **tol):
+        out.append(Case(family, label, fn, args, **tol))
+
+    # Unary math; np.log's inputs kept positive, so NaNs from negative inputs don't hide wrong values.
+    unary = (
+        ("log", lambda x: np.log(x), ((f32, (M, N), "C"), (f32, (M, N), "F"), (f64, (3, 50000), "C"),
+                                      (f32, (300000,), "C"), (f64, (M, N), "negrow"))),
+        ("cos", lambda x: np.cos(x), ((f32, (64, 64, 64), "C"), (f64, (M, N), "T"), (f32, (M, N), "cols3"),
+                                      (f32, (5,), "C"))),
+        ("expm1", lambda x: np.expm1(x), ((f32, (50000, 5), "C"), (f32, (50000, 5), "F"), (f64, (5,), "C"),
+                                          (f64, (1, 4096), "C"))),
+        ("abs", lambda x: np.abs(x), ((f32, (M, N), "negrow"), (i32, (M, N), "C"), (i64, (3, 50000), "F"),
+                                      (f64, (4096, 1), "C"), (i32, (M, N), "rows2"))),
+        ("floor", lambda x: np.floor(x), ((f32, (1, 4096), "C"), (f64, (M, N), "rows2"), (f32, (10, 10), "C"),
+                                          (f32, (64, 64, 64), "F"))),
+    )
+    for name, fn, configs in unary:
+        for dt, shape, lay in configs:
+            a = np.abs(data(shape, dt)) + 0.1 if name == "log" else data(shape, dt)
+            add("unary", f"{name} {tag(dt, shape, lay)}", fn, layout(a, lay))
+
+    # Binary, with broadcasting and every dtype family.
+    for dt in (f32, f64):
+        col, row = data((M, 1), dt, 1), data((1, N), dt, 2)
+        add("binary", f"maximum(col, row) {tag(dt, (M, 1))} x (1, {N})", lambda c, r: np.maximum(c, r), col, row)
+        add("where", f"where(col > row, col - row, 0) {tag(dt, (M, 1))} x (1, {N})",
+            lambda c, r: np.where(c > r, c - r, 0), col, row)
+    x, y = data((M, N), f32), data((M, N), f32, 1)
+    for lay in ("C", "F", "negrow"):
+        xl, yl = layout(x, lay), layout(y, lay)
+        add("binary", f"x / y {tag(f32, (M, N), lay)}", lambda x, y: x / y, xl, yl)
+        add("binary", f"x > y {tag(f32, (M, N), lay)}", lambda x, y: x > y, xl, yl)
+        add("where", f"where(x > y, x, y) {tag(f32, (M, N), lay)}", lambda x, y: np.where(x > y, x, y), xl, yl)
+    add("binary", f"minimum(x, row) {tag(f64, (M, N), 'F')}", lambda x, r: np.minimum(x, r),
+        layout(data((M, N), f64), "F"), data((N,), f64, 1))
+    add("binary", f"x / col {tag(f64, (50000, 5))}", lambda x, c: x / c, data((50000, 5), f64),
+        np.abs(data((50000, 1), f64, 1)) + 0.5)
+    add("binary", f"x ** 2 {tag(f32, (64, 64, 64))}", lambda x: x ** 2, data((64, 64, 64), f32))
+    add("binary", f"x ** 2 {tag(f64, (300000,))}", lambda x: x ** 2, data((300000,), f64))
+    add("binary", f"x[::-1] + y {tag(f32, (M, N))}", lambda x, y: x[::-1] + y, x, y)
+    add("binary", f"x * 2 {tag(f32, (5,))}", lambda x: x * 2, data((5,), f32))
+    add("binary", f"x + 1 {tag(f64, (1, 4096))}", lambda x: x + 1, data((1, 4096), f64))
+    add("binary", f"x + 1 {tag(f64, (4096, 1))}", lambda x: x + 1, data((4096, 1), f64))
+    add("binary", f"x - y {tag(f32, (10, 10), 'T')}", lambda x, y: x - y, layout(data((10, 10), f32), "T"),
+        data((10, 10), f32, 1))
+    i, j = data((M, N), i32), data((M, N), i32, 1)
+    add("binary", f"i < row {tag(i32, (M, N))}", lambda i, r: i < r, i, data((N,), i32, 2))
+    add("binary", f"i / (j + 100) {tag(i32, (M, N))}", lambda i, j: i / (j + 100), i, j)  # true division: float64
+    add("where", f"where(i < 0, 0, i) {tag(i32, (M, N), 'F')}", lambda i: np.where(i < 0, 0, i), layout(i, "F"))
+    add("binary", f"i == j {tag(i64, (3, 50000))}", lambda i, j: i == j, data((3, 50000), i64),
+        data((3, 50000), i64, 1))
+    add("binary", f"maximum(i, j) * 3 {tag(i64, (50000, 5), 'F')}", lambda i, j: np.maximum(i, j) * 3,
+        layout(data((50000, 5), i64), "F"), layout(data((50000, 5), i64, 1), "F"))
+    u, v = data((M, N), u8), data((M, N), u8, 1)
+    add("binary", f"u + v (wraps) {tag(u8, (M, N))}", lambda u, v: u + v, u, v)
+    add("binary", f"minimum(u, v) {tag(u8, (M, N), 'T')}", lambda u, v: np.minimum(u, v), layout(u, "T"), v)
+    p, q = data((M, N), b), data((M, N), b, 1)
+    add("binary", f"p & q {tag(b, (M, N))}", lambda p, q: p & q, p, q)
+    add("binary", f"p | ~q {tag(b, (M, N), 'F')}", lambda p, q: p | ~q, layout(p, "F"), layout(q, "F"))
+    add("binary", f"logical_xor(p, q) {tag(b, (M, N), 'cols3')}", lambda p, q: np.logical_xor(p, q),
+        layout(p, "cols3"), q)
+
+    # Casts.
+    for lay in ("C", "F", "negrow"):
+        add("cast", f"int32 -> float32 {tag(i32, (M, N), lay)}", lambda i: i.astype(np.float32), layout(i, lay))
+    for shape, lay in (((M, N), "C"), ((M, N), "T"), ((3, 50000), "C"), ((300000,), "C"), ((M, N), "cols3")):
+        add("cast", f"float64 -> float32 {tag(f64, shape, lay)}", lambda x: x.astype(np.float32),
+            layout(data(shape, f64), lay))
+    for shape in ((M, N), (64, 64, 64)):
+        add("cast", f"bool -> int64 {tag(b, shape)}", lambda p: p.astype(np.int64), data(shape, b))
+    add("cast", f"uint8 -> float32 {tag(u8, (M, N))}", lambda u: u.astype(np.float32), u)
+    add("cast", f"float32 -> bool {tag(f32, (M, N), 'F')}", lambda x: x.astype(bool), layout(x, "F"))
+    add("cast", f"int64 -> int32 {tag(i64, (50000, 5))}", lambda i: i.astype(np.int32), data((50000, 5), i64))
+
+    # Fused chains.
+    for dt, shape, lay in ((f32, (M, N), "C"), (f32, (M, N), "F"), (f64, (50000, 5), "C")):
+        add("chain", f"softplus log1p(exp(x)) {tag(dt, shape, lay)}", lambda x: np.log1p(np.exp(x)),
+            layout(data(shape, dt), lay))
+    for dt, shape, lay in ((f32, (M, N), "C"), (f32, (M, N), "T"), (f32, (M, N), "cols3"), (f64, (300000,), "C")):
+        add("chain", f"sigmoid {tag(dt, shape, lay)}", lambda x: 1 / (1 + np.exp(-x)), layout(data(shape, dt), lay))
+    for shape, lay in (((M, N), "C"), ((M, N), "F"), ((3, 50000), "C")):
+        add("chain", f"x * x.sum(axis=1, keepdims) {tag(f32, shape, lay)}",
+            lambda x: x * x.sum(axis=1, keepdims=True), layout(data(shape, f32), lay), rtol=1e-4, atol=1e-2)
+    add("chain", f"clip(x, -1, 1) * 3 {tag(f32, (64, 64, 64))}", lambda x: np.clip(x, -1, 1) * 3,
+        data((64, 64, 64), f32))
+    add("chain", f"standardize columns {tag(f32, (50000, 5))}",
+        lambda x: (x - x.mean(axis=0)) / (x.std(axis=0) + 1e-6), data((50000, 5), f32), rtol=1e-3, atol=1e-3)
+    add("chain", f"relu(x @ w + b) {tag(f32, (3000, 4))}", lambda x, w, c: np.maximum(x @ w + c, 0),
+        data((3000, 4), f32), data((4, 4), f32, 1), data((4,), f32, 2), rtol=1e-4, atol=1e-4)
+
+    # Reductions.
+    for lay in ("C", "F"):
+        x = layout(data((M, N), f32), lay)
+        t = tag(f32, (M, N), lay)
+        for axis, n in ((None, M * N), (0, M), (1, N)):
+            add("reduce", f"sum axis={axis} {t}", lambda x, a=axis: x.sum(axis=a), x, **sum_tol(n))
+        add("reduce", f"mean axis=-1 keepdims {t}", lambda x: x.mean(axis=-1, keepdims=True), x, rtol=1e-4, atol=1e-4)
+        add("reduce", f"min axis=1 {t}", lambda x: x.min(axis=1), x)
+        add("reduce", f"max axis=None {t}", lambda x: x.max(), x)
+        add("reduce", f"std axis=1 {t}", lambda x: x.std(axis=1), x, rtol=1e-4, atol=1e-4)
+        add("reduce", f"var axis=0 {t}", lambda x: x.var(axis=0), x, rtol=1e-4, atol=1e-4)
+    x = data((3, 50000), f64)
+    add("reduce", f"sum axis=1 {tag(f64, x.shape)}", lambda x: x.sum(axis=1), x, **sum_tol(50000))
+    add("reduce", f"mean axis=0 {tag(f64, x.shape)}", lambda x: x.mean(axis=0), x)
+    add("reduce", f"min axis=None {tag(f64, x.shape, 'F')}", lambda x: x.min(), layout(x, "F"))
+    x = data((50000, 5), f64)
+    for lay in ("C", "F"):
+        add("reduce", f"sum axis=0 {tag(f64, x.shape, lay)}", lambda x: x.sum(axis=0), layout(x, lay),
+            **sum_tol(50000))
+        add("reduce", f"max axis=1 {tag(f64, x.shape, lay)}", lambda x: x.max(axis=1), layout(x, lay))
+    cube = data((64, 64, 64), f32)
+    t = tag(f32, cube.shape)
+    add("reduce", f"sum axis=(0, 2) {t}", lambda x: x.sum(axis=(0, 2)), cube, **sum_tol(4096))
+    add("reduce", f"mean axis=(1, 2) {t}", lambda x: x.mean(axis=(1, 2)), cube, rtol=1e-4, atol=1e-5)
+    add("reduce", f"max axis=(0, 1) {t}", lambda x: x.max(axis=(0, 1)), cube)
+    add("reduce", f"sum axis=1 keepdims {t}", lambda x: x.sum(axis=1, keepdims=True), cube, **sum_tol(64))
+    add("reduce", f"std axis=(0, 2) {t}", lambda x: x.std(axis=(0, 2)), cube, rtol=1e-4, atol=1e-5)
+    add("reduce", f"sum axis=(0, 2) {tag(f32, cube.shape, 'F')}", lambda x: x.sum(axis=(0, 2)),
+        layout(cube, "F"), **sum_tol(4096))
+    add("reduce", f"min axis=-1 {tag(f32, cube.shape, 'F')}", lambda x: x.min(axis=-1), layout(cube, "F"))
+    # Products of values near 1, so the products neither overflow nor underflow.
+    add("reduce", f"prod axis=1 {tag(f64, (M, N))}", lambda x: x.prod(axis=1), 1 + 0.001 * data((M, N), f64),
+        rtol=1e-10, atol=0)
+    add("reduce", f"prod axis=0 {tag(f32, (10, 10))}", lambda x: x.prod(axis=0), 1 + 0.1 * data((10, 10), f32),
+        rtol=1e-5, atol=1e-6)
+    add("reduce", f"prod {tag(i64, (5,))}", lambda i: i.prod(), data((5,), i64))
+    x = data((300000,), f32)
+    add("reduce", f"sum {tag(f32, x.shape)}", lambda x: x.sum(), x, **sum_tol(x.size))
+    add("reduce", f"mean {tag(f32, x.shape)}", lambda x: x.mean(), x, rtol=1e-4, atol=1e-5)
+    add("reduce", f"max {tag(f32, x.shape)}", lambda x: x.max(), x)
+    add("reduce", f"sum {tag(f32, (5,))}", lambda x: x.sum(), data((5,), f32))
+    add("reduce", f"sum axis=1 {tag(f32, (1, 4096))}", lambda x: x.sum(axis=1), data((1, 4096), f32), **sum_tol(4096))
+    add("reduce", f"sum axis=0 {tag(f32, (4096, 1))}", lambda x: x.sum(axis=0), data((4096, 1), f32), **sum_tol(4096))
+    add("reduce", f"sum axis=1 {tag(f32, (M, N), 'negrow')}", lambda x: x.sum(axis=1),
+        layout(data((M, N), f32), "negrow"), **sum_tol(N))
+    add("reduce", f"max axis=0 {tag(f32, (M, N), 'cols3')}", lambda x: x.max(axis=0),
+        layout(data((M, N), f32), "cols3"))
+    # Integer and bool sums: NumPy accumulates in int64 / uint64, the result dtype must agree.
+    add("reduce", f"int sum axis=0 {tag(i32, (M, N))}", lambda i: i.sum(axis=0), data((M, N), i32))
+    add("reduce", f"int sum {tag(i64, (3, 50000))}", lambda i: i.sum(), data((3, 50000), i64))
+    add("reduce", f"int sum axis=1 {tag(u8, (M, N))}", lambda u: u.sum(axis=1), data((M, N), u8))
+    add("reduce", f"int max axis=1 {tag(i32, (M, N), 'F')}", lambda i: i.max(axis=1), layout(data((M, N), i32), "F"))
+    add("reduce", f"count sum axis=0 {tag(b, (M, N))}", lambda p: p.sum(axis=0), data((M, N), b))
+    add("reduce", f"any axis=1 {tag(b, (M, N))}", lambda p: p.any(axis=1), data((M, N), b))
+    add("reduce", f"all axis=1 {tag(b, (3000, 4))}", lambda p: p.all(axis=1), data((3000, 4), b))
+    add("reduce", f"any {tag(b, (M, N), 'F')}", lambda p: p.any(), layout(data((M, N), b), "F"))
+    add("reduce", f"(x > 6).any(axis=0) {tag(f32, (M, N))}", lambda x: (x > 6).any(axis=0), data((M, N), f32))
+
+    # Arg-reductions; int32 data has many ties, where the first index must win.
+    for lay in ("C", "F"):
+        x = layout(data((M, N), f32), lay)
+        for axis in (0, 1):
+            add("argreduce", f"argmin axis={axis} {tag(f32, (M, N), lay)}", lambda x, a=axis: np.argmin(x, axis=a), x)
+    add("argreduce", f"argmin axis=1 {tag(f64, (50000, 5))}", lambda x: np.argmin(x, axis=1), data((50000, 5), f64))
+    add("argreduce", f"argmin axis=1 {tag(i32, (3, 50000))}", lambda i: np.argmin(i, axis=1), data((3, 50000), i32))
+    add("argreduce", f"argmin axis=0 {tag(f32, (M, N), 'negrow')}", lambda x: np.argmin(x, axis=0),
+        layout(data((M, N), f32), "negrow"))
+    add("argreduce", f"argmin {tag(f32, (300000,))}", lambda x: np.argmin(x), data((300000,), f32))
+
+    # Row-wise chains over both axes.
+    for lay in ("C", "F"):
+        x = layout(data((M, N), f32), lay)
+        for axis in (1, 0):
+            add("rows", f"softmax axis={axis} {tag(f32, (M, N), lay)}", lambda x, a=axis: softmax(x, a), x,
+                rtol=1e-4, atol=1e-6)
+            add("rows", f"logsumexp axis={axis} {tag(f32, (M, N), lay)}", lambda x, a=axis: logsumexp(x, a), x,
+                rtol=1e-4, atol=1e-5)
+    add("rows", f"softmax axis=1 {tag(f64, (50000, 5))}", lambda x: softmax(x, 1), data((50000, 5), f64))
+
+    # Matrix products of shapes cases() doesn't use.
+    for dt in (f32, f64):
+        nm = np.dtype(dt).name
+        for (m, k, n) in ((7, 300, 5), (3000, 4, 4), (5, 5, 300), (333, 777, 3)):
+            add("matmul", f"({m}, {k}) @ ({k}, {n}) {nm}", lambda a, b: a @ b, data((m, k), dt), data((k, n), dt, 1),
+                rtol=1e-4, atol=1e-3 * math.sqrt(k))
+        add("matmul", f"batched (32, 4, 16) @ (32, 16, 4) {nm}", lambda a, b: a @ b, data((32, 4, 16), dt),
+            data((32, 16, 4), dt, 1), rtol=1e-4, atol=1e-3 * 4)
+        add("matmul", f"dot v . w (100003,) {nm}", lambda v, w: v @ w, data((100003,), dt), data((100003,), dt, 1),
+            rtol=1e-4, atol=1e-3 * math.sqrt(100003))
+        A = data((N, M), dt)
+        add("matmul", f"A.T @ v, A ({N}, {M}) {nm}", lambda A, v: A.T @ v, A, data((N,), dt, 1),
+            rtol=1e-4, atol=1e-3 * math.sqrt(N))
+    add("matmul", f"A @ v, A ({M}, {N}) F float32", lambda A, v: A @ v, layout(data((M, N), f32), "F"),
+        data((N,), f32, 1), rtol=1e-4, atol=1e-3 * math.sqrt(N))
+
+    # Views read by kernels.
+    x = data((M, N), f32)
+    add("views", f"x[::2, 1::3] * 2 {tag(f32, (M, N))}", lambda x: x[::2, 1::3] * 2, x)
+    add("views", f"x.T[1:] + x[:, :-1].T {tag(f32, (M, N))}", lambda x: x.T[1:] + x[:, :-1].T, x)
+    add("views", f"x.reshape(-1)[::7] + 1 {tag(f32, (M, N))}", lambda x: x.reshape(-1)[::7] + 1, x)
+    add("views", f"x[::-1, ::-1] - 1 {tag(f32, (M, N))}", lambda x: x[::-1, ::-1] - 1, x)
+    add("views", f"x[:, 100:200].sum(axis=1) {tag(f32, (M, N))}", lambda x: x[:, 100:200].sum(axis=1), x,
+        **sum_tol(100))
+    add("views", f"x[::3].T * 2 {tag(f64, (M, N))}", lambda x: x[::3].T * 2, data((M, N), f64))
+    return out
+
+
 # ---- running -------------------------------------------------------------------------------------
 
 
@@ -241,17 +474,22 @@ def accuracy_rows() -> list[Row]:
     return rows
 
 
-def run(only: str | None = None) -> list[Row]:
+def run(only: str | None = None, held_out: bool = False) -> list[Row]:
     """Every case, or with `only` (a regular expression) the cases whose label it matches, then
-    no accuracy section: for looking at a few cases while working on them."""
-    all_cases = [c for c in cases() if only is None or re.search(only, c.label)]
-    progress(NAME, f"{len(all_cases)} cases, NumPy and framejit interleaved, {ROUNDS} rounds each")
+    no accuracy section: for looking at a few cases while working on them. With `held_out`, the
+    held-out cases instead of the tuned ones, without the accuracy section (it has no held-out
+    counterpart), its summary rows named so that they can't be mistaken for the sweep's."""
+    source = held_out_cases() if held_out else cases()
+    all_cases = [c for c in source if only is None or re.search(only, c.label)]
+    prefix = "held-out: " if held_out else ""
+    progress(NAME, f"{prefix}{len(all_cases)} cases, NumPy and framejit interleaved, {ROUNDS} rounds each")
     results = []
     start = time.perf_counter()
     for k, c in enumerate(all_cases):
         results.append(run_case(c))
         if (k + 1) % 25 == 0:
             progress(NAME, f"{k + 1} cases in {time.perf_counter() - start:.0f} s")
+    progress(NAME, f"{prefix}{len(results)} cases in {time.perf_counter() - start:.1f} s")
     print(f"\n{'case':58s} {'NumPy µs':>10s} {'framejit µs':>12s} {'ratio':>7s}")
     for r in results:
         flag = "" if r["compiled"] else "  (graph break: CPython)"
@@ -269,17 +507,17 @@ def run(only: str | None = None) -> list[Row]:
               f"below {MIN_RATIO}: {sum(x < MIN_RATIO for x in rs)}")
 
     rows = []
-    row = Row(NAME, f"geometric mean speedup over NumPy ({len(results)} cases)", geomean, "×",
+    row = Row(NAME, f"{prefix}geometric mean speedup over NumPy ({len(results)} cases)", geomean, "×",
               note=f"worst {worst[0]['ratio']:.2f} ({worst[0]['label']})")
     row.target, row.met = at_least(geomean, GEOMEAN_TARGET, "×")
     rows.append(row)
-    row = Row(NAME, f"cases below {MIN_RATIO}x NumPy", len(below), "cases",
+    row = Row(NAME, f"{prefix}cases below {MIN_RATIO}x NumPy", len(below), "cases",
               note="; ".join(f"{r['label']} {r['ratio']:.2f}" for r in worst[:3]))
     row.target, row.met = at_most(len(below), 0, "")
     rows.append(row)
     for r in worst:
-        rows.append(Row(NAME, f"worst: {r['label']}", r["ratio"], "×"))
-    if only is None:
+        rows.append(Row(NAME, f"{prefix}worst: {r['label']}", r["ratio"], "×"))
+    if only is None and not held_out:
         progress(NAME, "accuracy of float sums against math.fsum")
         rows += accuracy_rows()
     return rows
@@ -290,6 +528,8 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser(description="framejit vs NumPy over shapes, layouts and dtypes")
     ap.add_argument("--only", help="run only the cases whose label matches this regular expression")
-    out = run(ap.parse_args().only)
+    ap.add_argument("--held-out", action="store_true", help="run the held-out cases (none tuned for) instead")
+    args = ap.parse_args()
+    out = run(args.only, held_out=args.held_out)
     print()
     print(harness.markdown_table(out))

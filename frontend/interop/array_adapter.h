@@ -61,6 +61,9 @@ public:
   /// Whether a program may write over `o`, which the caller already knows it holds the only
   /// reference to: `o` owns its memory (no view shares it) and is aligned, writeable and C-ordered.
   virtual bool is_private(PyObject* o) const = 0;
+  /// Whether the library's reductions allocate their result in the input's memory order over the
+  /// kept axes (NumPy's order='K') rather than in C order (torch, CuPy).
+  virtual bool reductions_in_input_order() const { return false; }
   /// A run (an ArrayRunScope, nested or not) begins and ends: adapters that read an array's
   /// fields through Python keep what they read until the outermost run ends.
   virtual void enter_run() const {}

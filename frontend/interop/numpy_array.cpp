@@ -75,6 +75,7 @@ public:
     return PyObject_CallMethod(base, "transpose", "O", axes.get());
   }
 
+  bool reductions_in_input_order() const override { return true; }
   bool is_private(PyObject* o) const override {
     const NumPyHandles* np = numpy_handles();
     if (!np || Py_TYPE(o) != np->ndarray) return false;  // a subclass may keep its own references

@@ -316,6 +316,7 @@ public:
       : p_(p), vals_(vals), arrays_(arrays), deferred_(deferred) {}
   bool alloc(rt::Value& out, DType dtype, int rank, const int64_t* shape, const int* outer_first) override;
   bool is_private(const rt::Value& v) override;
+  bool reductions_in_input_order() const override { return arrays_.reductions_in_input_order(); }
   void retain(const rt::Value& v) override { Py_XINCREF(static_cast<PyObject*>(v.handle)); }
   void release(rt::Value& v) override {
     PyObject* o = static_cast<PyObject*>(v.handle);  // the run's reference, dropped here

@@ -233,6 +233,26 @@ def test_argmax_in_the_column_form(dtype):
     assert_compiled(4)
 
 
+def test_results_have_numpys_memory_order():
+    # Note [Output memory order]: reductions allocate in the input's memory order over the kept
+    # axes (keepdims' size-1 axes included), argmax in C order, as NumPy does; a Fortran-order
+    # input's result is written along its adjacent axis.
+    y = np.asfortranarray(RNG.standard_normal((10, 20, 3)))
+    z = RNG.standard_normal((10, 20, 3)).transpose(1, 0, 2)
+
+    def f(x, axis, keepdims):
+        return (x.sum(axis=axis, keepdims=keepdims), x.max(axis=axis, keepdims=keepdims),
+                x.mean(axis=axis, keepdims=keepdims), np.argmax(x, axis=axis), x.std(axis=(0, 2)))
+
+    for x in (y, z):
+        for axis in (0, 1, 2):
+            for keepdims in (False, True):
+                for got, want in run(lambda x: f(x, axis, keepdims), x):
+                    for g, w in zip(got, want):
+                        np.testing.assert_allclose(g, w, rtol=1e-12)
+                        assert g.strides == w.strides, (axis, keepdims, g.strides, w.strides)
+
+
 def test_max_min_signed_zero_and_infinities():
     x = np.array([[-0.0, 0.0, -np.inf], [0.0, -0.0, np.inf], [np.inf, -np.inf, 0.0]], np.float64)
 
