@@ -172,6 +172,71 @@ void run_buffered(PointwiseFn fn, PointwiseCall& call, int num_operands, int num
 
 }  // namespace
 
+namespace {
+
+// Note [Short rows as tiles]
+// Rows of a few elements under many (x / col with x of shape (50000, 5) and col (50000, 1)): a
+// kernel call per row costs more than its five elements, and the rows do not merge into one
+// because col steps differently. A tile of consecutive rows is one kernel call over tile * row
+// contiguous elements instead: an operand whose tile already lies that way (x, the output of a C
+// array) is used in place, a scalar broadcast as itself, and any other is copied into a buffer
+// laid out so (col's value repeated along each row), outputs copied back after. Threads take
+// tiles. Two dims only (the outer one of at least kShortRowTile rows).
+constexpr int64_t kShortRow = 8;
+constexpr int64_t kShortRowTile = 256;
+
+void run_short_rows(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs,
+                    const Operand* operands, const int64_t* dims, const int64_t (*strides)[kMaxRank]) {
+  const int64_t rows = dims[0], row = dims[1];
+  bool copied[kMaxKernelOperands];
+  for (int k = 0; k < num_operands; ++k) {
+    const int64_t s0 = strides[k][0], s1 = strides[k][1], size = operands[k].itemsize;
+    copied[k] = !((s1 == size && s0 == row * size) || (s0 == 0 && s1 == 0));
+  }
+  int64_t offset[kMaxKernelOperands], bytes = 0;
+  for (int k = 0; k < num_operands; ++k) {
+    offset[k] = bytes;
+    if (copied[k]) bytes += kShortRowTile * row * operands[k].itemsize;
+  }
+  const int64_t tiles = (rows + kShortRowTile - 1) / kShortRowTile;
+  parallel_for(tiles, std::max<int64_t>(1, kElementsPerChunk / (kShortRowTile * row)), [&](int64_t t0, int64_t t1) {
+    thread_local std::vector<char> area;
+    if (area.size() < static_cast<size_t>(bytes)) area.resize(bytes);
+    char* buffer[kMaxKernelOperands];
+    for (int k = 0; k < num_operands; ++k) buffer[k] = area.data() + offset[k];
+    PointwiseCall call = base;
+    call.contiguous = 1;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r0 = t * kShortRowTile, tile = std::min(kShortRowTile, rows - r0);
+      call.n = tile * row;
+      for (int k = 0; k < num_operands; ++k) {
+        char* data = operands[k].data + r0 * strides[k][0];
+        const int size = operands[k].itemsize;
+        if (!copied[k]) {
+          call.ptr[k] = data;
+          call.stride[k] = strides[k][1] == 0 ? 0 : size;
+          continue;
+        }
+        call.ptr[k] = buffer[k];
+        call.stride[k] = size;
+        if (k >= num_inputs) continue;
+        for (int64_t r = 0; r < tile; ++r)
+          copy_strided(true, buffer[k] + r * row * size, data + r * strides[k][0], strides[k][1], row, size);
+      }
+      fn(&call);
+      for (int k = num_inputs; k < num_operands; ++k) {
+        if (!copied[k]) continue;
+        char* data = operands[k].data + r0 * strides[k][0];
+        const int size = operands[k].itemsize;
+        for (int64_t r = 0; r < tile; ++r)
+          copy_strided(false, buffer[k] + r * row * size, data + r * strides[k][0], strides[k][1], row, size);
+      }
+    }
+  });
+}
+
+}  // namespace
+
 void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
                    const ParamValue* params, int num_params) {
   auto fn = reinterpret_cast<PointwiseFn>(kernel.entry);
@@ -196,6 +261,10 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   // NB: copy_n, not memcpy: a kernel without parameters passes params == nullptr, and memcpy
   // from a null pointer is undefined even for zero bytes (UBSan reports it).
   std::copy_n(params, num_params, base.params);
+
+  // Note [Short rows as tiles].
+  if (nd == 2 && row < kShortRow && rows >= kShortRowTile && kernel.buffered_inputs > 0)
+    return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides);
 
   // Note [Buffered strided rows]: rows shorter than a vector or two gain nothing from it.
   const bool buffered = !base.contiguous && kernel.buffered_inputs > 0 && row >= kMinBufferedRow;

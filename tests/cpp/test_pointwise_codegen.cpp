@@ -105,7 +105,9 @@ class PointwiseCodegen : public ::testing::TestWithParam<Isa> {};
 
 TEST_P(PointwiseCodegen, ShapesLayoutsAndBroadcasts) {
   Isa isa = GetParam();
-  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{0, 5}, {1, 1}, {1, 7}, {3, 8}, {5, 17}, {2, 1000}, {33, 65}}) {
+  // (3000, 5), (700, 3): rows as tiles (Note [Short rows as tiles]), y's rows copied out.
+  for (auto [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{
+           {0, 5}, {1, 1}, {1, 7}, {3, 8}, {5, 17}, {2, 1000}, {33, 65}, {3000, 5}, {700, 3}, {257, 7}}) {
     for (bool tr : {false, true})
       for (bool per_row : {false, true}) {
         check<float>(isa, rows, cols, tr, per_row);

@@ -440,3 +440,24 @@ def test_integer_kernels_at_every_isa():
         env = dict(os.environ, FRAMEJIT_ISA=isa)
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
         assert r.returncode == 0 and r.stdout.strip() == "ok", (isa, r.stderr)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_short_rows_and_strided_views(dtype):
+    # Note [Short rows as tiles] and Note [Buffered strided rows]: rows of a few elements under many
+    # (a per-row column broadcast, a write into a 3-wide slice of each row), and strided or reversed
+    # operands and outputs, each against NumPy.
+    x = RNG.standard_normal((3001, 5)).astype(dtype)
+    col = (np.abs(RNG.standard_normal((3001, 1))) + 0.5).astype(dtype)
+    wide = RNG.standard_normal((300, 400)).astype(dtype)
+
+    def f(x, col, wide):
+        y = x.copy()
+        y[:, 1:4] /= col
+        w = wide.copy()
+        w[::2, ::3] = np.sin(wide[1::2, ::-3])
+        return x / col, np.exp(x[::-1, ::2]) * col[::-1], y, w, np.tanh(wide.T[::3])
+
+    for got, want in run_both(f, x, col, wide):
+        for g, w in zip(got, want):
+            close(g, w, dtype)
