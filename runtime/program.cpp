@@ -437,9 +437,9 @@ bool bind_reduction(Run& run, const ReductionStep& step, Bound& b) {
   b.nops = static_cast<int>(nin);
   if (step.value_output >= 0) {  // operand nops: every element's reduced value
     Value stored;
-    // In the inputs' memory order, as the elementwise op computing the values allocates them.
-    const bool stored_c = b.rank < 2 || output_order(b.ops, static_cast<int>(nin), b.rank, input_order);
-    if (!run.host.alloc(stored, step.value_dtype, b.rank, b.shape, stored_c ? nullptr : input_order)) return false;
+    // In C order, whatever the inputs' order: the row kernel that stores them writes rows (a
+    // Fortran-order softmax's exp values in Fortran order took 3x as long).
+    if (!run.host.alloc(stored, step.value_dtype, b.rank, b.shape, nullptr)) return false;
     run.set(step.value_output, stored);
     b.ops[b.nops] = operand_of(ref_of(run.vals[step.value_output]), b.rank, b.strides[b.nops]);
     ++b.nops;
