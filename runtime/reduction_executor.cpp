@@ -208,6 +208,30 @@ void finish_pairwise(ReductionFn row_fn, ReductionCall& call, char* out, const P
   row_fn(&call);
 }
 
+// One long row's float sum with its blocks summed by the threads (np.dot of two vectors, x.sum() of
+// a large array: one output, which the threads could not otherwise share): the block sums are the
+// ones push_blocks makes, pushed in the same order, so the result is the same whatever the
+// number of threads. call: n and ptr at the row's start.
+template <typename T>
+void parallel_pairwise_row(ReductionFn row_fn, ReductionCall call, int64_t block, int nin, char* out) {
+  const int64_t n = call.n, blocks = (n + block - 1) / block;
+  std::vector<T> parts(blocks);
+  call.accumulate = 0;
+  call.finish = 0;
+  parallel_for(blocks, std::max<int64_t>(1, kElementsPerTask / block), [&](int64_t b0, int64_t b1) {
+    ReductionCall c = call;
+    for (int64_t b = b0; b < b1; ++b) {
+      c.n = std::min(block, n - b * block);
+      for (int k = 0; k < nin; ++k) c.ptr[k] = call.ptr[k] + b * block * call.stride[k];
+      c.out = reinterpret_cast<char*>(&parts[b]);
+      row_fn(&c);
+    }
+  });
+  PairwiseSum<T> sum;
+  for (T part : parts) sum.push(part);
+  finish_pairwise(row_fn, call, out, sum);
+}
+
 // One output of a float sum in run_reduction: every block of every outer reduced row (offsets
 // `outer_reduced` from off0) in one cascade.
 template <typename T>
@@ -388,6 +412,20 @@ void run_reduction(const ReductionLaunch& L) {
   const int64_t work = kept.count() * chunks;
   const int64_t per_task = count * (column ? chunk : 1);
   const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(per_task, 1));
+
+  // One long float sum, its blocks across threads.
+  if (pairwise_block > 0 && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask &&
+      base.n >= 4 * pairwise_block && num_threads() > 1) {
+    int64_t off0[kMaxKernelOperands + 1] = {};
+    kept.add_offsets(0, nops, off0);
+    ReductionCall call = base;
+    for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k];
+    if (L.pairwise == DType::Float32)
+      parallel_pairwise_row<float>(row_fn, call, pairwise_block, nin, L.out + off0[nin]);
+    else
+      parallel_pairwise_row<double>(row_fn, call, pairwise_block, nin, L.out + off0[nin]);
+    return;
+  }
 
   // Note [Long and strided arg rows]: one long row, in pieces across threads.
   if (L.arg && !column && combos == 1 && work == 1 && base.n >= 2 * kArgPiece && num_threads() > 1) {

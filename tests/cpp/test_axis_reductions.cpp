@@ -297,6 +297,16 @@ TEST_P(AxisReductions, SumProdMaxMinMean) {
   }
 }
 
+// One long sum's blocks are summed by the threads and combined in one order: the same result on
+// 1, 2 or 4 threads (check_case compares them bit for bit), within the pairwise bound.
+TEST_P(AxisReductions, LongSumsSplitAcrossThreads) {
+  for (const Case& c : {Case{{200003}, {true}, Layout::C}, Case{{3, 70001}, {true, true}, Layout::C},
+                        Case{{100001}, {true}, Layout::Sliced}}) {
+    check_case<float>(GetParam(), load_ir(ReduceOp::Sum, DType::Float32), c, 12);
+    check_case<double>(GetParam(), load_ir(ReduceOp::Sum, DType::Float64, true), c, 13);
+  }
+}
+
 // var's second pass divides by count - ddof; std takes the square root (of non-negative values here).
 TEST_P(AxisReductions, FinishingDivisionAndSqrt) {
   for (const Case& c : cases()) {
