@@ -427,6 +427,30 @@ void run_reduction(const ReductionLaunch& L) {
     return;
   }
 
+  // One long max or min in pieces across threads, combined in order: a NaN in any piece is the
+  // result (NumPy's max propagates it), else a later piece wins only when strictly beyond.
+  if (L.extreme != 0 && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask && num_threads() > 1) {
+    const int64_t parts = std::min<int64_t>({num_threads(), base.n / kElementsPerTask, kMaxThreadsForPieces});
+    int64_t off0[kMaxKernelOperands + 1] = {};
+    kept.add_offsets(0, nops, off0);
+    alignas(8) char part[kMaxThreadsForPieces][8];
+    parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      ReductionCall call = base;
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t start = base.n * p / parts;
+        call.n = base.n * (p + 1) / parts - start;
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k] + start * base.stride[k];
+        call.out = part[p];
+        row_fn(&call);
+      }
+    });
+    int best = 0;
+    for (int p = 1; p < parts; ++p)
+      if (later_row_wins(L.value_dtype, part[p], part[best], L.extreme > 0)) best = p;
+    std::memcpy(L.out + off0[nin], part[best], itemsize);
+    return;
+  }
+
   // Note [Long and strided arg rows]: one long row, in pieces across threads.
   if (L.arg && !column && combos == 1 && work == 1 && base.n >= 2 * kArgPiece && num_threads() > 1) {
     const int64_t pieces = std::min<int64_t>(num_threads(), base.n / kArgPiece);

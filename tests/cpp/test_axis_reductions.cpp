@@ -297,13 +297,19 @@ TEST_P(AxisReductions, SumProdMaxMinMean) {
   }
 }
 
-// One long sum's blocks are summed by the threads and combined in one order: the same result on
-// 1, 2 or 4 threads (check_case compares them bit for bit), within the pairwise bound.
-TEST_P(AxisReductions, LongSumsSplitAcrossThreads) {
+// One long sum's blocks are summed by the threads and combined in one order, one long max's or
+// min's pieces combined NaN first: the same result on 1, 2 or 4 threads (check_case compares them
+// bit for bit), within the pairwise bound for sums, exact for max and min.
+TEST_P(AxisReductions, LongRowsSplitAcrossThreads) {
   for (const Case& c : {Case{{200003}, {true}, Layout::C}, Case{{3, 70001}, {true, true}, Layout::C},
                         Case{{100001}, {true}, Layout::Sliced}}) {
     check_case<float>(GetParam(), load_ir(ReduceOp::Sum, DType::Float32), c, 12);
     check_case<double>(GetParam(), load_ir(ReduceOp::Sum, DType::Float64, true), c, 13);
+    for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min})
+      for (bool nan : {false, true}) {
+        check_case<float>(GetParam(), load_ir(op, DType::Float32), c, 14, nan);
+        check_case<double>(GetParam(), load_ir(op, DType::Float64), c, 15, nan);
+      }
   }
 }
 
