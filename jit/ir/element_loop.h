@@ -101,6 +101,9 @@ struct EBlock {
 };
 
 /// An array the loop reads or writes, passed by its element (0, ..., 0), sizes and byte strides.
+/// A written array shares no memory with the loop's other arrays (the frontend refuses loops
+/// where it could): compiled code may reorder accesses to different arrays (Note [Vectorized
+/// inner loops] in jit/x86/element_loop_codegen.cpp).
 struct ElementArray {
   rt::DType dtype = rt::DType::Float64;
   int rank = 1;

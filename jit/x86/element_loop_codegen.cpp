@@ -1,4 +1,5 @@
-// element_loop_codegen.cpp — asmjit code generation for element loops (scalar SSE2, x86-64 baseline).
+// element_loop_codegen.cpp — asmjit code generation for element loops (scalar SSE2, x86-64 baseline;
+// some inner loops in AVX2 / AVX-512 vectors).
 #include "jit/x86/element_loop_codegen.h"
 
 #include <asmjit/x86.h>
@@ -83,6 +84,41 @@ using CC = ax::CondCode;
 // a < b is `ucomisd b, a; ja`, a <= b `jae` (CF = 0 excludes NaN), a == b is ZF = 1 with PF = 0
 // and a != b ZF = 0 or PF = 1. A Branch on a Cmp defined just before it, and read nowhere after
 // the branch, jumps on the flags directly.
+
+// Note [Vectorized inner loops]
+// With AVX2 or AVX-512 (host_isa), an innermost loop's version without checks may first run W
+// iterations at a time (W = 4 doubles in a ymm, 8 in a zmm) while counter + W <= bound, then fall
+// into that version, which runs the rest from the counter's new value. It is NumPy's slice
+// statement (`B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])` as the frontend lowers it) that
+// makes this worth having: scalar, such a loop only matches NumPy. Each element goes through the
+// same IEEE operations as in the scalar loop, in the same operand order (of two NaNs the first
+// operand's payload is kept; vminpd d, b, a is `b < a ? b : a` exactly as minsd is), never fused
+// or reassociated: results are the scalar loop's to the bit. The rules are narrow on purpose; a
+// loop that breaks one is emitted as before (vector_plan):
+//  - the loop is versioned with a counter stepped by +1, its body (the blocks but the header) is
+//    one block of no branch, call or error exit holding the counter's step (counter + 1, or a copy
+//    of counter + 1 computed in the body; after it the counter reads as the vector's counter + 1,
+//    which the vector loop steps by W at its end), and only the contiguous address version has it;
+//  - Float instructions: Const, Mov, Add, Sub, Mul, Div and Sqrt (unchecked), Neg, Abs, Min, Max;
+//    Int ones only form last indices: counter, counter + c, c + counter or counter - c, c a
+//    constant or a variable the loop does not assign, read only as a last index;
+//  - loads and stores of float64 arrays only, their last index such a variable, their other
+//    indices variables the loop does not assign (in range: the version's own checks);
+//  - a variable the body assigns is assigned before the body reads it and is not live at the
+//    header (no value carried across iterations, no reduction, nothing read after the loop);
+//    Float values from before the loop are broadcast once;
+//  - memory: a vector does access P for all W iterations before the next access Q. Of P before Q
+//    in the body on one array, one of them a store, at last indices counter + p and counter + q,
+//    Q touches an element first (an earlier iteration) exactly when q > p: legal iff q <= p or
+//    q - p >= W. So A[k] = A[k + 1] * 2 is vectorized and A[k + 1] = A[k] * 2 is not. Offsets of
+//    two variables are tested before the vector loop (q - p computed then); two accesses to rows
+//    given by different variables refuse the loop (they may be one row). Different array slots
+//    are different memory: the frontend refuses a loop that writes an array sharing memory with
+//    another it reads, and the graph's guards keep written inputs apart from the other inputs.
+// Before the vector loop the code tests that every last index stays in [0, size) over the
+// iterations it runs: counter + c >= 0 and bound + c <= size, without overflow. The loop without
+// checks proves that only for constant c; if a test fails, the scalar loops do all the work, with
+// whatever checks they have. vzeroupper follows the vector loop, before the scalar SSE code.
 
 // A condition on the flags: one condition code, or a float == / != (two flags each).
 struct Flags {
@@ -171,7 +207,7 @@ constexpr size_t kMaxVersioned = 200;   // an inner loop, for its version withou
 
 class LoopEmitter {
 public:
-  LoopEmitter(ax::Compiler& cc, const ElementLoop& loop) : cc_(cc), loop_(loop) {}
+  LoopEmitter(ax::Compiler& cc, const ElementLoop& loop, Isa isa) : cc_(cc), loop_(loop), isa_(isa) {}
 
   Error build() {
     FuncNode* fn = cc_.addFunc(FuncSignatureT<int32_t, void*>(CallConvId::kHost));
@@ -198,6 +234,9 @@ public:
     plan_hoists();
     plan_versions();
     plan_induced();
+    plan_vectors();
+    for (const std::optional<VectorPlan>& v : vplans_)
+      if (v) set_frame_isa(fn, isa_);
 
     load_arrays();
     load_params();
@@ -281,6 +320,32 @@ private:
     int64_t step = 0;                // what the counter's one assignment adds
     std::vector<char> counter_kept;  // per block: no path from the header to it steps the counter
     std::vector<Hoist> induced;      // rows of the counter and invariant variables, in the fast version
+  };
+
+  // A vector loop (Note [Vectorized inner loops]): the body block, its loads and stores in order
+  // (last index counter + off, off a constant c or an invariant variable, negated for counter -
+  // var), and the Float variables from before the loop that it reads.
+  struct VecOffset {
+    int var = -1;
+    int64_t c = 0;
+    bool neg = false;
+    bool valid = true;  // false: var + c with c != 0, which the vector loop does not form
+    bool operator==(const VecOffset&) const = default;
+  };
+  struct VecAccess {
+    int array;
+    std::vector<int> outer;
+    VecOffset off;
+    bool store;
+  };
+  struct VectorPlan {
+    int body = -1;
+    std::vector<VecAccess> accesses;
+    std::vector<int> broadcast;
+    bool stores = false;
+    // Offsets p, q of two accesses P before Q to one row, at least one a store, known only when the
+    // loop runs: q - p <= 0 or >= W is tested then.
+    std::vector<std::pair<VecOffset, VecOffset>> apart;
   };
 
   // Array indexing worked out along an extended block: the checked index of an axis (in [0, size)),
@@ -814,6 +879,186 @@ private:
     }
   }
 
+  // Which versioned loops also get a vector loop (Note [Vectorized inner loops]): every rule
+  // there checked here, on the one body block; anything else refuses.
+  void plan_vectors() {
+    vplans_.assign(loops_.size(), std::nullopt);
+    if (isa_ == Isa::Scalar) return;
+    const int64_t width = isa_ == Isa::Avx512 ? 8 : 4;
+    const int nb = static_cast<int>(loop_.blocks.size());
+    for (size_t l = 0; l < loops_.size(); ++l) {
+      const LoopInfo& lp = loops_[l];
+      if (!lp.versioned || lp.counter < 0 || lp.step != 1) continue;
+      int body = -1, count = 0;
+      for (int b = 0; b < nb; ++b)
+        if (lp.body[b] && b != lp.header) {
+          body = b;
+          ++count;
+        }
+      if (count != 1 || ifconv_[body] || absorbed_[body]) continue;
+      const EInstr& br = loop_.blocks[lp.header].instrs.back();
+      const std::vector<EInstr>& in = loop_.blocks[body].instrs;
+      if (br.target != body || in.back().op != EOp::Jump || in.back().target != lp.header || in.size() < 2) continue;
+      if (std::optional<VectorPlan> p = vector_plan(lp, body, width)) vplans_[l] = std::move(p);
+    }
+  }
+
+  std::optional<VectorPlan> vector_plan(const LoopInfo& lp, int body, int64_t width) const {
+    const std::vector<EInstr>& in = loop_.blocks[body].instrs;
+    const size_t n = in.size() - 1;  // the Jump aside
+    const int counter = lp.counter;
+    VectorPlan plan;
+    plan.body = body;
+    std::vector<char> in_body(loop_.vars.size(), 0), done(loop_.vars.size(), 0);
+    for (size_t k = 0; k < n; ++k)
+      if (writes_dst(in[k].op)) in_body[in[k].dst] = 1;
+    auto invariant = [&](int v) { return !in_body[v]; };
+    // The counter's one assignment: counter + 1, or a copy of next = counter + 1 (checked below).
+    // After it the counter is the vector's counter + 1 (the vector loop steps it at its end).
+    size_t step = n;
+    for (size_t k = 0; k < n; ++k)
+      if (writes_dst(in[k].op) && in[k].dst == counter) step = k;
+    if (step == n) return std::nullopt;
+    std::map<int, VecOffset> index;  // Int variables holding counter + offset, assigned in the body
+    index[counter] = {};
+    for (size_t k = 0; k < n; ++k) {
+      const EInstr& e = in[k];
+      if (k == step) {
+        index[counter] = {-1, 1, false};
+        continue;
+      }
+      // A variable the body assigns must be assigned before the body reads it, and read nowhere
+      // else: not carried from one iteration to the next, not read after the loop.
+      if (writes_dst(e.op) && !is_const(e.dst) &&
+          (e.dst == counter || live_in_[lp.header][e.dst] || live_in_[body][e.dst]))
+        return std::nullopt;
+      bool ok = true;
+      auto float_read = [&](int v) { ok &= loop_.vars[v] == EType::Float && (is_const(v) || done[v] || invariant(v)); };
+      // The last index counter + offset; the others the same on every iteration.
+      auto indexed = [&](const EInstr& m) {
+        if (m.index.empty() || loop_.arrays[m.array].dtype != DType::Float64) return false;
+        for (size_t a = 0; a + 1 < m.index.size(); ++a)
+          if (!invariant(m.index[a])) return false;
+        auto it = index.find(m.index.back());
+        if (it == index.end()) return false;
+        plan.accesses.push_back({m.array, std::vector<int>(m.index.begin(), m.index.end() - 1), it->second,
+                                 m.op == EOp::Store});
+        return true;
+      };
+      if (e.type == EType::Int && writes_dst(e.op)) {
+        if (is_const(e.dst)) continue;  // nothing emitted: its reads are the constant
+        // counter, counter + c, c + counter, counter - c, c a constant or an invariant variable.
+        VecOffset o = index[counter];
+        if (e.op == EOp::Mov && e.a == counter) {
+        } else if ((e.op == EOp::Add || e.op == EOp::Sub) && e.a == counter && e.b != counter && invariant(e.b)) {
+          o = shifted(offset_of_var(e.b, e.op == EOp::Sub), o.c);
+        } else if (e.op == EOp::Add && e.b == counter && e.a != counter && invariant(e.a)) {
+          o = shifted(offset_of_var(e.a, false), o.c);
+        } else {
+          return std::nullopt;
+        }
+        if (!o.valid) return std::nullopt;
+        if (index.count(e.dst)) return std::nullopt;
+        index[e.dst] = o;
+        done[e.dst] = 1;
+        continue;
+      }
+      switch (e.op) {
+        case EOp::Const:
+          break;
+        case EOp::Mov: case EOp::Neg: case EOp::Abs:
+          float_read(e.a);
+          break;
+        case EOp::Sqrt:
+          ok &= !e.checked;
+          float_read(e.a);
+          break;
+        case EOp::Div:
+          ok &= !e.checked;
+          [[fallthrough]];
+        case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Min: case EOp::Max:
+          float_read(e.a);
+          float_read(e.b);
+          break;
+        case EOp::Load:
+          ok &= indexed(e);
+          break;
+        case EOp::Store:
+          float_read(e.a);
+          ok &= indexed(e);
+          break;
+        default:
+          return std::nullopt;
+      }
+      if (!ok || (writes_dst(e.op) && e.type != EType::Float)) return std::nullopt;
+      if (writes_dst(e.op)) done[e.dst] = 1;
+      if (e.op == EOp::Store) plan.stores = true;
+      // Float reads of values from before the loop: broadcast once.
+      for_each_read(loop_, e, [&](int v) {
+        if (loop_.vars[v] == EType::Float && (is_const(v) || invariant(v)) &&
+            std::find(plan.broadcast.begin(), plan.broadcast.end(), v) == plan.broadcast.end())
+          plan.broadcast.push_back(v);
+      });
+    }
+    // An index variable is read as a last index only (and one as the counter's next value).
+    for (size_t k = 0; k < n; ++k) {
+      const EInstr& e = in[k];
+      const bool at_step = k == step;
+      if (at_step) {
+        if (e.op == EOp::Add && !is_const(e.dst) &&
+            ((e.a == counter && is_int_const(e.b) && ival(e.b) == 1) ||
+             (e.b == counter && is_int_const(e.a) && ival(e.a) == 1)))
+          continue;
+        if (e.op == EOp::Mov) {
+          // counter = next, next = counter + 1 (its other reads are last indices, checked below).
+          auto it = index.find(e.a);
+          if (it != index.end() && it->second.var < 0 && it->second.c == 1) continue;
+        }
+        return std::nullopt;
+      }
+      bool bad = false;
+      for_each_read(loop_, e, [&](int v) {
+        if (!index.count(v)) return;
+        const bool as_index = (e.op == EOp::Load || e.op == EOp::Store) && e.index.back() == v;
+        const bool forming = e.type == EType::Int && writes_dst(e.op) && v == counter;
+        if (!as_index && !forming) bad = true;
+      });
+      if (bad) return std::nullopt;
+    }
+    if (!plan.stores) return std::nullopt;
+    // Memory: W iterations at once do each access for all W before the next access. Of two
+    // accesses P before Q (in the body) to the same element, one a store, at last indices counter
+    // + p and counter + q, Q's comes first in the loop exactly when q > p (an earlier iteration);
+    // inside a vector that order flips unless q - p >= W.
+    for (size_t i = 0; i < plan.accesses.size(); ++i) {
+      for (size_t j = i + 1; j < plan.accesses.size(); ++j) {
+        const VecAccess &p = plan.accesses[i], &q = plan.accesses[j];
+        if (p.array != q.array || (!p.store && !q.store)) continue;
+        if (p.outer != q.outer) return std::nullopt;
+        if (p.off.var == q.off.var && p.off.neg == q.off.neg) {
+          if (q.off.c > p.off.c && q.off.c - p.off.c < width) return std::nullopt;
+        } else if (std::find(plan.apart.begin(), plan.apart.end(), std::pair{p.off, q.off}) == plan.apart.end()) {
+          plan.apart.push_back({p.off, q.off});  // q - p tested before the vector loop
+        }
+      }
+    }
+    return plan;
+  }
+
+  // o plus 1 when the counter was stepped already (by = 1): only a constant offset can say so.
+  static VecOffset shifted(VecOffset o, int64_t by) {
+    if (by == 0) return o;
+    if (o.var >= 0) o.valid = false;
+    o.c += by;
+    return o;
+  }
+  // An offset of the counter by variable v (negated for counter - v): its value when a constant.
+  VecOffset offset_of_var(int v, bool neg) const {
+    if (is_int_const(v) && ival(v) >= -(int64_t{1} << 26) && ival(v) <= (int64_t{1} << 26))
+      return {-1, neg ? -ival(v) : ival(v), false};
+    return {v, 0, neg};
+  }
+
   // ---- entry ----
 
   void load_arrays() {
@@ -1132,6 +1377,181 @@ private:
     }
   }
 
+  // After a versioned loop's preheader passed its tests, in the contiguous version: its vector
+  // loop, W iterations at a time while counter + W <= bound, when it has one; the loop without
+  // checks then runs the rest from the counter's new value (Note [Vectorized inner loops]).
+  void emit_vector_loop(int l) {
+    if (!contiguous_ || !vplans_[l]) return;
+    const VectorPlan& plan = *vplans_[l];
+    const LoopInfo& lp = loops_[l];
+    const bool zmm = isa_ == Isa::Avx512;
+    const int width = zmm ? 8 : 4;
+    const uint32_t bytes = static_cast<uint32_t>(8 * width);
+    auto newv = [&]() -> ax::Vec { return zmm ? ax::Vec(cc_.newZmm()) : ax::Vec(cc_.newYmm()); };
+    mat_gp_.clear();
+    mat_xmm_.clear();
+    const ax::Gp counter = gp_[lp.counter], bound = G(lp.bound);
+    Label skip = cc_.newLabel(), top = cc_.newLabel();
+    // The last counter value a vector starts at: bound - W (none below INT64_MIN).
+    ax::Gp limit = cc_.newInt64("vlimit");
+    cc_.mov(limit, bound);
+    cc_.sub(limit, width);
+    cc_.jo(skip);
+    cc_.cmp(counter, limit);
+    cc_.jg(skip);
+    // Every last index counter + offset stays in [0, size): counter + offset >= 0 and bound +
+    // offset <= size (without overflow), as the loop without checks knows only for constant
+    // offsets. Else the scalar loop does it all, with its checks.
+    auto add_offset = [&](const ax::Gp& r, const VecOffset& o) {
+      if (o.var < 0) {
+        cc_.add(r, static_cast<int32_t>(o.c));
+      } else if (o.neg) {
+        cc_.sub(r, G(o.var));
+      } else {
+        cc_.add(r, G(o.var));
+      }
+      cc_.jo(skip);
+    };
+    std::vector<std::pair<int, VecOffset>> checked;
+    for (const VecAccess& a : plan.accesses) {
+      bool seen = false;
+      for (const auto& [array, o] : checked) seen |= array == a.array && o == a.off;
+      if (seen) continue;
+      checked.push_back({a.array, a.off});
+      ax::Gp lo = tmp(), hi = tmp();
+      cc_.mov(lo, counter);
+      add_offset(lo, a.off);
+      cc_.test(lo, lo);
+      cc_.js(skip);
+      cc_.mov(hi, bound);
+      add_offset(hi, a.off);
+      cc_.cmp(hi, arrays_[a.array].dim.back());
+      cc_.jg(skip);
+    }
+    auto offset_value = [&](const ax::Gp& r, const VecOffset& o) {
+      if (o.var < 0) {
+        cc_.mov(r, o.c);
+        return;
+      }
+      cc_.mov(r, G(o.var));
+      if (o.neg) {
+        cc_.neg(r);
+        cc_.jo(skip);
+      }
+    };
+    for (const auto& [p, q] : plan.apart) {
+      Label ok = cc_.newLabel();
+      ax::Gp d = tmp(), t = tmp();
+      offset_value(d, q);
+      offset_value(t, p);
+      cc_.sub(d, t);
+      cc_.jo(skip);
+      cc_.cmp(d, 0);
+      cc_.jle(ok);
+      cc_.cmp(d, width);
+      cc_.jl(skip);
+      cc_.bind(ok);
+    }
+    // Each access's address less counter * 8: the row (its leading indices are in range, checked
+    // at the preheader), plus a variable offset * 8 in a register and a constant one as the
+    // displacement, so a stencil's loads of one row share one register.
+    std::vector<std::pair<ax::Gp, int32_t>> address;
+    std::vector<std::pair<const VecAccess*, ax::Gp>> bases;
+    for (const VecAccess& a : plan.accesses) {
+      const int32_t disp = static_cast<int32_t>(8 * a.off.c);  // |c| <= 2^26 + 1 (offset_of_var)
+      ax::Gp p;
+      for (const auto& [b, r] : bases)
+        if (b->array == a.array && b->outer == a.outer && b->off.var == a.off.var && b->off.neg == a.off.neg) p = r;
+      if (!p.isValid()) {
+        const ArrayRegs& ar = arrays_[a.array];
+        p = cc_.newIntPtr("vbase");
+        cc_.mov(p, ar.data);
+        for (size_t k = 0; k < a.outer.size(); ++k) {
+          ax::Gp t = tmp();
+          cc_.mov(t, G(a.outer[k]));
+          cc_.imul(t, ar.stride[k]);
+          cc_.add(p, t);
+        }
+        if (a.off.var >= 0) {
+          ax::Gp t = tmp();
+          cc_.mov(t, G(a.off.var));
+          if (a.off.neg) cc_.neg(t);
+          cc_.lea(p, ax::ptr(p, t, 3));
+        }
+        bases.push_back({&a, p});
+      }
+      address.push_back({p, disp});
+    }
+    // Values from before the loop, in every lane; the constants of the body's Const, Neg and Abs.
+    std::map<int, ax::Vec> vec;
+    for (int v : plan.broadcast) {
+      ax::Vec r = newv();
+      if (is_const(v)) cc_.vbroadcastsd(r, pool(fbits(v)));
+      else cc_.vbroadcastsd(r, xmm_[v]);
+      vec[v] = r;
+    }
+    const std::vector<EInstr>& in = loop_.blocks[plan.body].instrs;
+    std::map<uint64_t, ax::Vec> consts;
+    auto vconst = [&](uint64_t bits) {
+      auto it = consts.find(bits);
+      if (it != consts.end()) return it->second;
+      ax::Vec r = newv();
+      cc_.vbroadcastsd(r, pool(bits));
+      consts.emplace(bits, r);
+      return r;
+    };
+    for (const EInstr& e : in) {
+      if (e.op == EOp::Const && e.type == EType::Float && !is_const(e.dst)) vconst(std::bit_cast<uint64_t>(e.fimm));
+      if (e.type == EType::Float && e.op == EOp::Neg) vconst(kSignBit);
+      if (e.type == EType::Float && e.op == EOp::Abs) vconst(~kSignBit);
+    }
+    cc_.align(AlignMode::kCode, 16);
+    cc_.bind(top);
+    size_t access = 0;
+    for (const EInstr& e : in) {
+      if (e.op == EOp::Load || e.op == EOp::Store) {
+        const auto& [p, disp] = address[access++];
+        const ax::Mem m = ax::ptr(p, counter, 3, disp, bytes);
+        if (e.op == EOp::Load) {
+          ax::Vec r = newv();
+          cc_.vmovupd(r, m);
+          vec[e.dst] = r;
+        } else {
+          cc_.vmovupd(m, vec.at(e.a));
+        }
+        continue;
+      }
+      if (e.type != EType::Float || !writes_dst(e.op) || is_const(e.dst)) continue;  // indices
+      // A fresh register per assignment: a later one leaves the value earlier reads saw.
+      ax::Vec d = newv();
+      switch (e.op) {
+        case EOp::Const: d = vconst(std::bit_cast<uint64_t>(e.fimm)); break;
+        case EOp::Mov: d = vec.at(e.a); break;
+        // The same operand order as the scalar forms: of two NaNs, the first operand's is kept;
+        // vminpd d, b, a is `b < a ? b : a` as minsd is (Note [Element loop IR]'s min).
+        case EOp::Add: cc_.vaddpd(d, vec.at(e.a), vec.at(e.b)); break;
+        case EOp::Sub: cc_.vsubpd(d, vec.at(e.a), vec.at(e.b)); break;
+        case EOp::Mul: cc_.vmulpd(d, vec.at(e.a), vec.at(e.b)); break;
+        case EOp::Div: cc_.vdivpd(d, vec.at(e.a), vec.at(e.b)); break;
+        case EOp::Min: cc_.vminpd(d, vec.at(e.b), vec.at(e.a)); break;
+        case EOp::Max: cc_.vmaxpd(d, vec.at(e.b), vec.at(e.a)); break;
+        case EOp::Neg: cc_.vxorpd(d, vec.at(e.a), vconst(kSignBit)); break;
+        case EOp::Abs: cc_.vandpd(d, vec.at(e.a), vconst(~kSignBit)); break;
+        case EOp::Sqrt: cc_.vsqrtpd(d, vec.at(e.a)); break;
+        default: break;  // vector_plan admits no other
+      }
+      vec[e.dst] = d;
+    }
+    cc_.add(counter, width);
+    cc_.cmp(counter, limit);
+    cc_.jle(top);
+    cc_.bind(skip);
+    // Clean upper halves before the scalar SSE code (no transition penalty or false dependency).
+    cc_.vzeroupper();
+    forget(lp.counter);
+    mat_gp_.clear();
+  }
+
   // The block an innermost loop's back edge jumps to: the header's successor in the loop when the
   // header only tests (its test is repeated at the latch), else the header.
   bool loop_top(int b) const {
@@ -1174,6 +1594,7 @@ private:
           emit_hoists(b);
           if (fast_loop_ < 0 && versioned_from(b) >= 0) {
             version_checks(versioned_from(b));
+            emit_vector_loop(versioned_from(b));
             emit_induced(versioned_from(b));
           }
           jump(ifconv_[b]->join, next, b);
@@ -1186,6 +1607,7 @@ private:
         emit_hoists(b);
         if (fast_loop_ < 0 && versioned_from(b) >= 0) {
           version_checks(versioned_from(b));
+          emit_vector_loop(versioned_from(b));
           emit_induced(versioned_from(b));
         }
         jump(e.target, next, b);
@@ -2063,6 +2485,7 @@ private:
 
   ax::Compiler& cc_;
   const ElementLoop& loop_;
+  const Isa isa_;
   ax::Gp call_;
   std::vector<const EInstr*> const_;  // per variable: its Const, when it is a constant
   std::vector<char> nonneg_;          // per variable: never negative
@@ -2075,6 +2498,7 @@ private:
   std::vector<std::vector<int>> preds_;              // as emitted
   std::vector<int> order_;                           // the blocks emitted, in order
   std::vector<LoopInfo> loops_;
+  std::vector<std::optional<VectorPlan>> vplans_;  // per loop: its vector loop, when it has one
   std::vector<int> innermost_;                       // per block: its innermost loop, or -1
   std::vector<std::vector<ax::Gp>> hoisted_;         // per loop: its hoists' registers (this version)
   // An induction pointer of a loop's version without checks, and what it steps by.
@@ -2109,13 +2533,18 @@ Expected<rt::KernelPtr> compile_element_loop(const ElementLoop& loop) {
     if (rt::dtype_is_half(a.dtype))
       return Status::unsupported(std::string("element loop: ") + std::string(rt::dtype_name(a.dtype)) + " arrays");
   const std::string text = loop.to_string();
-  return cached_kernel("element_loop\n" + text, [&](Isa, bool want_listing) -> Expected<rt::KernelPtr> {
-    ElementLoop optimized = loop;
-    optimize_element_loop(optimized);
-    FJ_PROPAGATE(optimized.verify());
-    return assemble("element_loop", optimized.to_string(), want_listing,
-                    [&](ax::Compiler& cc) { return LoopEmitter(cc, optimized).build(); });
+  return cached_kernel("element_loop\n" + text, [&](Isa isa, bool want_listing) -> Expected<rt::KernelPtr> {
+    return generate_element_loop(loop, isa, want_listing);
   });
+}
+
+Expected<rt::KernelPtr> generate_element_loop(const ElementLoop& loop, Isa isa, bool want_listing) {
+  FJ_PROPAGATE(loop.verify());
+  ElementLoop optimized = loop;
+  optimize_element_loop(optimized);
+  FJ_PROPAGATE(optimized.verify());
+  return assemble("element_loop", optimized.to_string(), want_listing,
+                  [&](ax::Compiler& cc) { return LoopEmitter(cc, optimized, isa).build(); });
 }
 
 }  // namespace framejit::jit::x86

@@ -15,6 +15,7 @@
 
 #include "jit/ir/element_loop.h"
 #include "jit/x86/element_loop_codegen.h"
+#include "jit/x86/isa.h"
 
 namespace framejit::jit {
 namespace {
@@ -2215,6 +2216,270 @@ TEST(ElementLoop, VerifyRejectsMalformedPrograms) {
     p.blocks[1].instrs.insert(p.blocks[1].instrs.begin(), c);
   });
   rejects("no blocks", [&](ElementLoop& p) { p.blocks.clear(); });
+}
+
+
+// ---- vectorized inner loops (Note [Vectorized inner loops] in jit/x86/element_loop_codegen.cpp) ----
+
+// The ISAs with vector loops this CPU runs.
+std::vector<x86::Isa> vector_isas() {
+  std::vector<x86::Isa> isas;
+  if (x86::cpu_isa() >= x86::Isa::Avx2) isas.push_back(x86::Isa::Avx2);
+  if (x86::cpu_isa() >= x86::Isa::Avx512) isas.push_back(x86::Isa::Avx512);
+  return isas;
+}
+int isa_width(x86::Isa isa) { return isa == x86::Isa::Avx512 ? 8 : 4; }
+
+// `loop` compiled for the scalar ISA and for each vector one: the interpreter and the scalar kernel
+// agree (NaN bits aside when `any_nan`), and each vector kernel gives the scalar one's outcome to
+// the bit. Reports per vector ISA whether its code has a vector loop (vmovupd).
+class Vectorized {
+public:
+  explicit Vectorized(const ElementLoop& loop, bool any_nan = false) : loop_(loop), any_nan_(any_nan) {
+    Status s = loop.verify();
+    EXPECT_TRUE(s.is_ok()) << s.message() << "\n" << loop.to_string();
+    for (x86::Isa isa : {x86::Isa::Scalar, x86::Isa::Avx2, x86::Isa::Avx512}) {
+      if (isa != x86::Isa::Scalar && x86::cpu_isa() < isa) continue;
+      Expected<rt::KernelPtr> k = x86::generate_element_loop(loop, isa, true);
+      if (!k) {
+        ADD_FAILURE() << x86::isa_name(isa) << ": " << k.error().message();
+        continue;
+      }
+      kernels_.push_back({isa, *k});
+    }
+  }
+
+  bool vector_loop(x86::Isa isa) const { return listing(isa).find("vmovupd") != std::string::npos; }
+  // The optimized loop and its code.
+  std::string listing(x86::Isa isa) const {
+    for (const auto& [i, k] : kernels_)
+      if (i == isa) return k->listing;
+    return "";
+  }
+
+  Outcome run(const std::vector<Array>& arrays, const std::vector<int64_t>& params = {}) const {
+    Outcome ref = execute(loop_, nullptr, arrays, params);
+    Outcome scalar = ref;
+    for (const auto& [isa, k] : kernels_) {
+      Outcome o = execute(loop_, reinterpret_cast<rt::ElementLoopFn>(k->entry), arrays, params);
+      if (isa == x86::Isa::Scalar) {
+        expect_same(o, ref, "scalar kernel", any_nan_ ? &loop_ : nullptr);
+        scalar = o;
+      } else {
+        expect_same(o, scalar, x86::isa_name(isa));
+      }
+    }
+    return scalar;
+  }
+
+private:
+  ElementLoop loop_;
+  bool any_nan_;
+  std::vector<std::pair<x86::Isa, rt::KernelPtr>> kernels_;
+};
+
+// k = 0; while k < m: body(k); k += 1 (the frontend's shape of a counted inner loop).
+template <typename Body>
+void counted_loop(Builder& b, int m, Body&& body) {
+  const int k = b.var(EType::Int), one = entry_const(b, EType::Int, 1, 0);
+  b.set(k, EOp::Mov, entry_const(b, EType::Int, 0, 0));
+  const int head = b.block(), inner = b.block(), after = b.block();
+  b.jump(head);
+  b.at(head);
+  b.br(b.cmp(ECond::Lt, k, m), inner, after);
+  b.at(inner);
+  body(k);
+  b.set(k, EOp::Add, k, one, true);
+  b.jump(head);
+  b.at(after);
+}
+
+TEST(ElementLoop, VectorizedJacobiRows) {
+  // B[r, o + k] = 0.33333 * (A[r, k] + A[r, k + 1] + A[r, k + 2]) and the other float operations,
+  // for every trip count up to 3W + 1, offsets and rows as parameters, contiguous and strided rows,
+  // bounds past the sizes (the IndexError where the scalar loop raises, its stores made).
+  Builder b;
+  const int a = b.array(DType::Float64, 2), out = b.array(DType::Float64, 2, true);
+  const int out2 = b.array(DType::Float64, 1, true);
+  const int r = b.param(EType::Int), o = b.param(EType::Int), m = b.param(EType::Int), f = b.param(EType::Float);
+  counted_loop(b, m, [&](int k) {
+    const int k1 = b.op(EOp::Add, k, entry_const(b, EType::Int, 1, 0));
+    const int k2 = b.op(EOp::Add, entry_const(b, EType::Int, 2, 0), k);
+    const int x = b.load(a, {r, k}, EType::Float), y = b.load(a, {r, k1}, EType::Float);
+    const int z = b.load(a, {r, k2}, EType::Float);
+    const int s = b.op(EOp::Mul, entry_const(b, EType::Float, 0, 0.33333), b.op(EOp::Add, b.op(EOp::Add, x, y), z));
+    const int mn = b.op(EOp::Min, x, y), mx = b.op(EOp::Max, y, z);
+    const int q = b.op(EOp::Div, b.op(EOp::Sub, mn, f), b.op(EOp::Sqrt, b.op(EOp::Abs, mx)));
+    const int t = b.op(EOp::Add, b.op(EOp::Neg, q), b.op(EOp::Mul, s, b.fconst(-0.0)));
+    b.store(out, {r, b.op(EOp::Add, k, o)}, s);
+    b.store(out2, {b.op(EOp::Add, k, o)}, t);
+  });
+  b.exit();
+  Vectorized c(b.loop, true);
+  for (x86::Isa isa : vector_isas()) EXPECT_TRUE(c.vector_loop(isa)) << x86::isa_name(isa) << c.listing(isa);
+  const double specials[] = {kNaN, -0.0, 0.0, kInf, -kInf, -1.5, 3.0};
+  for (int64_t n = 0; n <= 3 * 8 + 1; ++n) {
+    std::vector<double> av(3 * static_cast<size_t>(n + 2)), ov(3 * static_cast<size_t>(n + 3), 7.0);
+    for (size_t q = 0; q < av.size(); ++q)
+      av[q] = q % 5 == 3 ? specials[(q / 5) % 7] : 0.125 * static_cast<double>(q * q % 17) - 0.9;
+    for (int64_t row : {1, 2, -1}) {
+      for (int64_t off : {0, 1}) {
+        SCOPED_TRACE(std::to_string(n) + " " + std::to_string(row) + " " + std::to_string(off));
+        for (int layout = 0; layout < 2; ++layout) {
+          Array aa = layout == 0 ? array_of(av, {3, n + 2}) : view_of(av, {3, n + 2}, 2, false, false);
+          c.run({aa, array_of(ov, {3, n + 3}), array_of(std::vector<double>(static_cast<size_t>(n + 1), 5.0))},
+                {row, off, n, bits(0.75)});
+        }
+      }
+    }
+    // m past the rows: the scalar loop's error, after its stores.
+    Outcome e = c.run({array_of(av, {3, n + 2}), array_of(ov, {3, n + 3}), array_of(std::vector<double>(1, 5.0))},
+                      {1, 2, n + 1, bits(0.75)});
+    EXPECT_EQ(e.error, LoopError::IndexOutOfBounds);
+  }
+}
+
+TEST(ElementLoop, VectorizedStoresAndLoadsOfOneArray) {
+  // x[k + s] = x[k + l] * 2 + 1: in vectors only when no iteration reads what an earlier one of the
+  // same vector stored, s <= l or s - l >= W; else (x[k + 1] = x[k] * 2 among them) the sequential
+  // result, scalar. Two stores likewise: the later one wins as in the loop.
+  for (int64_t sl : {-3, -1, 0, 1, 3, 4, 5, 8, 9}) {
+    SCOPED_TRACE(sl);
+    Builder b;
+    const int x = b.array(DType::Float64, 1, true);
+    const int m = b.param(EType::Int);
+    const int base = 3;
+    counted_loop(b, m, [&](int k) {
+      const int lk = b.op(EOp::Add, k, entry_const(b, EType::Int, base, 0));
+      const int sk = b.op(EOp::Add, k, entry_const(b, EType::Int, base + sl, 0));
+      const int v = b.op(EOp::Add, b.op(EOp::Mul, b.load(x, {lk}, EType::Float), b.fconst(2.0)), b.fconst(1.0));
+      b.store(x, {sk}, v);
+    });
+    b.exit();
+    Vectorized c(b.loop);
+    for (x86::Isa isa : vector_isas())
+      EXPECT_EQ(c.vector_loop(isa), sl <= 0 || sl >= isa_width(isa)) << x86::isa_name(isa);
+    for (int64_t n = 0; n <= 3 * 8 + 1; ++n) {
+      std::vector<double> xv(static_cast<size_t>(n + 12));
+      for (size_t q = 0; q < xv.size(); ++q) xv[q] = 0.5 * static_cast<double>(q) - 2.0;
+      c.run({array_of(xv)}, {n});
+    }
+  }
+  // (At x[k + 1] the optimizer indexes with the counter stepped before the stores.)
+  for (int64_t first : {1, 3}) {
+    for (int64_t second : {-1, 0, 1, 4, 8}) {
+      SCOPED_TRACE("stores " + std::to_string(first) + " " + std::to_string(second));
+      Builder b;
+      const int x = b.array(DType::Float64, 1, true), y = b.array(DType::Float64, 1);
+      const int m = b.param(EType::Int);
+      counted_loop(b, m, [&](int k) {
+        const int v = b.load(y, {k}, EType::Float);
+        b.store(x, {b.op(EOp::Add, k, entry_const(b, EType::Int, first, 0))}, v);
+        b.store(x, {b.op(EOp::Add, k, entry_const(b, EType::Int, first + second, 0))}, b.op(EOp::Neg, v));
+      });
+      b.exit();
+      Vectorized c(b.loop);
+      for (x86::Isa isa : vector_isas())
+        EXPECT_EQ(c.vector_loop(isa), second <= 0 || second >= isa_width(isa)) << x86::isa_name(isa) << c.listing(isa);
+      for (int64_t n = 0; n <= 3 * 8 + 1; ++n) {
+        std::vector<double> xv(static_cast<size_t>(n + 10), 9.0), yv(static_cast<size_t>(n));
+        for (size_t q = 0; q < yv.size(); ++q) yv[q] = 1.0 + static_cast<double>(q);
+        c.run({array_of(xv), array_of(yv)}, {n});
+      }
+    }
+  }
+}
+
+TEST(ElementLoop, VectorizedOffsetsKnownAtRunTime) {
+  // x[s + k] = x[k - l] * 2 + y[k] with s and l parameters: the vector loop runs only when s + l
+  // <= 0 or s + l >= W, tested before it; else the scalar loop gives the sequential result. (y[k]
+  // gives the loop its version without checks, which the vector loop comes with.)
+  Builder b;
+  const int x = b.array(DType::Float64, 1, true), y = b.array(DType::Float64, 1);
+  const int m = b.param(EType::Int), sp = b.param(EType::Int), lp = b.param(EType::Int);
+  counted_loop(b, m, [&](int k) {
+    const int v = b.op(EOp::Add, b.op(EOp::Mul, b.load(x, {b.op(EOp::Sub, k, lp)}, EType::Float), b.fconst(2.0)),
+                       b.load(y, {k}, EType::Float));
+    b.store(x, {b.op(EOp::Add, sp, k)}, v);
+  });
+  b.exit();
+  Vectorized c(b.loop);
+  for (x86::Isa isa : vector_isas()) EXPECT_TRUE(c.vector_loop(isa)) << x86::isa_name(isa) << c.listing(isa);
+  for (int64_t n : {0, 3, 8, 13, 25}) {
+    std::vector<double> xv(static_cast<size_t>(n + 24));
+    for (size_t q = 0; q < xv.size(); ++q) xv[q] = 0.5 * static_cast<double>(q) - 2.0;
+    for (int64_t sv : {0, 1, 3, 9, 12})
+      for (int64_t lv : {-12, -9, -5, -3, -1, 0})
+        c.run({array_of(xv), array_of(std::vector<double>(static_cast<size_t>(n), 0.25))}, {n, sv, lv});
+  }
+}
+
+TEST(ElementLoop, VectorizedRowsOfOneArray) {
+  // A[i, k] = A[i, k] + A[j, k + 1]: rows i and j may be one row, so only i == j's own rule could
+  // allow it; with different variables the loop stays scalar. A[i, k] = A[i, k + 1] * 0.5 is
+  // vectorized. Negative rows take the version with checks.
+  for (int shape = 0; shape < 2; ++shape) {
+    SCOPED_TRACE(shape);
+    Builder b;
+    const int a = b.array(DType::Float64, 2, true);
+    const int i = b.param(EType::Int), j = b.param(EType::Int), m = b.param(EType::Int);
+    counted_loop(b, m, [&](int k) {
+      const int k1 = b.op(EOp::Add, k, entry_const(b, EType::Int, 1, 0));
+      const int v = shape == 0 ? b.op(EOp::Add, b.load(a, {i, k}, EType::Float), b.load(a, {j, k1}, EType::Float))
+                               : b.op(EOp::Mul, b.load(a, {i, k1}, EType::Float), b.fconst(0.5));
+      b.store(a, {i, k}, v);
+    });
+    b.exit();
+    Vectorized c(b.loop);
+    for (x86::Isa isa : vector_isas()) EXPECT_EQ(c.vector_loop(isa), shape == 1) << x86::isa_name(isa);
+    std::vector<double> av(4 * 20);
+    for (size_t q = 0; q < av.size(); ++q) av[q] = 0.25 * static_cast<double>(q % 13) + 1.0;
+    for (int64_t iv : {0, 2, -1})
+      for (int64_t jv : {0, 2, 3})
+        for (int64_t n : {0, 5, 17, 19, 20}) c.run({array_of(av, {4, 20})}, {iv, jv, n});
+  }
+}
+
+TEST(ElementLoop, RefusedLoopsStayScalar) {
+  // A sum carried across iterations, a float read before the body assigns it, a branch, a float32
+  // array, an index read as a value, a float read after the loop: no vector loop, same results.
+  for (int variant = 0; variant < 6; ++variant) {
+    SCOPED_TRACE(variant);
+    Builder b;
+    const int x = b.array(DType::Float64, 1, true), f = b.array(DType::Float32, 1, true);
+    const int m = b.param(EType::Int);
+    const int s = b.var(EType::Float);
+    b.set(s, EOp::Mov, entry_const(b, EType::Float, 0, 0.5));
+    counted_loop(b, m, [&](int k) {
+      const int v = b.load(x, {k}, EType::Float);
+      switch (variant) {
+        case 0: b.set(s, EOp::Add, s, v); b.store(x, {k}, s); break;
+        case 1: b.store(x, {k}, b.op(EOp::Mul, s, v)); b.set(s, EOp::Mov, v); break;
+        case 2: {
+          const int yes = b.block(), join = b.block();
+          b.br(b.cmp(ECond::Lt, v, entry_const(b, EType::Float, 0, 1.0)), yes, join);
+          b.at(yes);
+          b.store(x, {k}, b.op(EOp::Neg, v));
+          b.jump(join);
+          b.at(join);
+          break;
+        }
+        case 3: b.store(f, {k}, b.op(EOp::Add, b.load(f, {k}, EType::Float), v)); break;
+        case 4: b.store(x, {k}, b.op(EOp::Add, v, b.op(EOp::ToFloat, k))); break;
+        default: b.set(s, EOp::Mul, v, v); b.store(x, {k}, s); break;
+      }
+    });
+    b.result(s);
+    b.exit();
+    Vectorized c(b.loop);
+    for (x86::Isa isa : vector_isas()) EXPECT_FALSE(c.vector_loop(isa)) << x86::isa_name(isa);
+    for (int64_t n : {0, 3, 9, 17}) {
+      std::vector<double> xv(static_cast<size_t>(n));
+      std::vector<float> fv(static_cast<size_t>(n));
+      for (size_t q = 0; q < xv.size(); ++q) xv[q] = fv[q] = 0.75f * static_cast<float>(q) - 3.0f;
+      c.run({array_of(xv), array_of(fv)}, {n});
+    }
+  }
 }
 
 }  // namespace

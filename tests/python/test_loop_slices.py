@@ -414,3 +414,70 @@ def test_a_column_that_may_wrap_to_the_one_written():
         return A
 
     compiled(f, RNG.random((3, 20)), 20)
+
+
+# ---- vectorized inner loops (Note [Vectorized inner loops], jit/x86/element_loop_codegen.cpp) ----
+# Lengths around the vector widths (4 and 8 doubles): no vector, a remainder, several; exact results.
+
+
+@pytest.mark.parametrize("n", list(range(2, 30)) + [203])
+def test_jacobi_1d_whole_rows(n):
+    def kernel(TSTEPS, A, B):
+        for t in range(1, TSTEPS):
+            B[1:-1] = 0.33333 * (A[:-2] + A[1:-1] + A[2:])
+            A[1:-1] = 0.33333 * (B[:-2] + B[1:-1] + B[2:])
+
+    compiled(kernel, 4, RNG.random(n), RNG.random(n), rtol=0)
+
+
+def test_rows_of_2d_arrays_with_every_float_operation():
+    def slices(A, B, c):
+        for i in range(A.shape[0]):
+            B[i, 1:-1] = (A[i, :-2] - c) / (A[i, 2:] * A[i, 1:-1] + 1.5) - A[i, 1:-1]
+
+    def elements(A, B, c):
+        for i in range(A.shape[0]):
+            for j in range(1, A.shape[1] - 1):
+                B[i, j] = max(A[i, j - 1] - c, -A[i, j + 1]) / (abs(A[i, j]) + 1.5) - min(A[i, j], c)
+
+    a = RNG.random((5, 37)) - 0.5
+    a[2, 7] = np.nan
+    a[3, 9] = -0.0
+    a[4, 3] = -1.5
+    for kernel in (slices, elements):
+        compiled(kernel, a, np.zeros((5, 37)), 0.25, rtol=0)
+
+
+def test_in_place_slice_reading_ahead():
+    def kernel(A, T):
+        for t in range(T):
+            A[:-1] = A[1:] * 0.5 + A[:-1]
+
+    for n in (1, 2, 5, 9, 18, 41):
+        compiled(kernel, RNG.random(n), 3, rtol=0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 17, 40])
+def test_seidel_like_carried_elements_stay_sequential(n):
+    # A[i] reads A[i - 1] as this loop just wrote it: a vector of A[i - 1]s read at once would
+    # read the old values.
+    def kernel(A, B, T):
+        for t in range(T):
+            for i in range(1, A.shape[0]):
+                A[i] = A[i - 1] * 0.5 + B[i]
+
+    compiled(kernel, RNG.random(n), RNG.random(n), 3, rtol=0)
+
+
+@pytest.mark.parametrize("n", [3, 9, 17, 40])
+def test_seidel_2d_rows(n):
+    def kernel(TSTEPS, N, A):
+        for t in range(0, TSTEPS - 1):
+            for i in range(1, N - 1):
+                A[i, 1:-1] += (A[i - 1, :-2] + A[i - 1, 1:-1] + A[i - 1, 2:] + A[i, 2:] + A[i + 1, :-2] +
+                               A[i + 1, 1:-1] + A[i + 1, 2:])
+                for j in range(1, N - 1):
+                    A[i, j] += A[i, j - 1]
+                    A[i, j] /= 9.0
+
+    compiled(kernel, 3, n, RNG.random((n, n)), rtol=0)
