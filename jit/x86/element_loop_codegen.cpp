@@ -213,6 +213,10 @@ public:
     FuncNode* fn = cc_.addFunc(FuncSignatureT<int32_t, void*>(CallConvId::kHost));
     call_ = cc_.newIntPtr("call");
     fn->setArg(0, call_);
+    // The scalar code is legacy SSE: entered with the upper halves of the vector registers dirty
+    // (whatever AVX code ran last without clearing them), every SSE instruction on an Intel core
+    // carries a false dependency on them. Free on AMD cores, where that state costs nothing.
+    if (isa_ != Isa::Scalar) cc_.vzeroupper();
     const int nv = static_cast<int>(loop_.vars.size());
     const_ = element_loop_constants(loop_);
     nonneg_ = element_loop_nonnegative(loop_);
