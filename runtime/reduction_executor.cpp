@@ -429,7 +429,8 @@ void run_reduction(const ReductionLaunch& L) {
 
   // One long max or min in pieces across threads, combined in order: a NaN in any piece is the
   // result (NumPy's max propagates it), else a later piece wins only when strictly beyond.
-  if (L.extreme != 0 && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask && num_threads() > 1) {
+  if (L.extreme != 0 && !column && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask &&
+      num_threads() > 1) {
     const int64_t parts = std::min<int64_t>({num_threads(), base.n / kElementsPerTask, kMaxThreadsForPieces});
     int64_t off0[kMaxKernelOperands + 1] = {};
     kept.add_offsets(0, nops, off0);
