@@ -261,7 +261,7 @@ int64_t size_lower_bound(const SymInt& s) {
 std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call || node.args.empty()) return std::nullopt;
   const OpKind kind = node.op;
-  if (!is_reduction(kind) || kind == OpKind::Any || kind == OpKind::All) return std::nullopt;
+  if (!is_reduction(kind)) return std::nullopt;
   const OpAttrs& attrs = node.attrs;
   // Only reductions whose every argument has a typed form, and the defaults of dtype (out,
   // initial and where are not described): anything else changes what the library computes.
@@ -277,7 +277,9 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   // of bool and integers in the platform integer (uint64 for unsigned), means of them in
   // float64; max/min and argmax/argmin compare in the array's own type.
   DType value = in.dtype;
-  if (!is_float(in.dtype)) {
+  if (kind == OpKind::Any || kind == OpKind::All) {
+    value = DType::Bool;  // any is the max of the truth values, all their min (NaN is true)
+  } else if (!is_float(in.dtype)) {
     switch (kind) {
       case OpKind::Sum:
       case OpKind::Prod: value = in.dtype == DType::UInt8 ? DType::UInt64 : DType::Int64; break;
@@ -321,6 +323,8 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
     case OpKind::Prod: r.op = ReduceOp::Prod; break;
     case OpKind::Max: r.op = ReduceOp::Max; break;
     case OpKind::Min: r.op = ReduceOp::Min; break;
+    case OpKind::Any: r.op = ReduceOp::Max; break;
+    case OpKind::All: r.op = ReduceOp::Min; break;
     case OpKind::Mean: r.op = ReduceOp::Sum, r.mean = true; break;
     case OpKind::Var:
     case OpKind::Std:

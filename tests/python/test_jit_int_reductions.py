@@ -261,3 +261,41 @@ def test_row_blocked_chains_with_integer_reductions(shape):
             same(g, w)
     s = framejit.stats()
     assert s["extern_calls"] == 0 and s["reductions"] >= 4, s
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.uint8, np.float32, np.float64], ids=str)
+@pytest.mark.parametrize("layout", ["C", "F", "cols3"])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1], ids=str)
+def test_any_all_are_max_min_of_truth_values(dtype, layout, axis):
+    # any/all are bool max/min reductions of x != 0: NaN is true, -0.0 false, as in NumPy.
+    x = RNG.integers(0, 3, (300, 70)).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x[x == 2] = np.nan
+        x[0, :] = -0.0
+    x[:, 5] = 1  # a column of all-true, and one of all-false
+    x[:, 6] = 0
+    x = np.asfortranarray(x) if layout == "F" else x[:, ::3] if layout == "cols3" else x
+
+    def f(x):
+        return x.any(axis=axis), np.all(x, axis=axis), (x > 0).any(axis=axis, keepdims=True), np.all(x < 2, axis)
+
+    framejit.reset()
+    for got, want in run(f, x):
+        for g, w in zip(got, want):
+            same(g, w)
+    assert_compiled(4)
+
+
+def test_any_all_of_nothing_and_with_out_stay_with_numpy():
+    def f(x, out):
+        return x.any(), x.all(axis=0), np.any(x, axis=0, out=out)
+
+    compiled = framejit.compile(f, backend="jit")
+    for x in [np.zeros((0, 3)), np.ones((0, 3), np.uint8)]:
+        want_out, got_out = np.zeros(3, bool), np.zeros(3, bool)
+        want = f(x, want_out)
+        for _ in range(2):
+            got = compiled(x, got_out)
+            for g, w in zip(got[:2], want[:2]):
+                same(g, w)
+            assert got[2] is got_out and np.array_equal(got_out, want_out)
