@@ -51,6 +51,35 @@ struct Walk {
   }
 };
 
+// The offsets of consecutive positions of a Walk, stepped like an odometer: no divisions per
+// position (they cost as much as a 300-element row's kernel call).
+struct WalkCursor {
+  WalkCursor(const Walk& walk, int num_operands, int64_t idx) : walk_(walk), nops_(num_operands) {
+    walk.add_offsets(idx, nops_, off);
+    for (size_t i = walk.dims.size(); i-- > 0;) {
+      pos_[i] = idx % walk.dims[i]->size;
+      idx /= walk.dims[i]->size;
+    }
+  }
+  void next() {
+    for (size_t i = walk_.dims.size(); i-- > 0;) {
+      const Dim& d = *walk_.dims[i];
+      if (++pos_[i] < d.size) {
+        for (int k = 0; k < nops_; ++k) off[k] += d.stride[k];
+        return;
+      }
+      pos_[i] = 0;
+      for (int k = 0; k < nops_; ++k) off[k] -= (d.size - 1) * d.stride[k];
+    }
+  }
+  int64_t off[kMaxKernelOperands + 1] = {};
+
+private:
+  const Walk& walk_;
+  int nops_;
+  int64_t pos_[kMaxRank + 1] = {};
+};
+
 // Argmax over the whole array when it is not one row: each row's (first extreme, its index) comes
 // from the kernel, and a later row wins only with a strictly better value, or with NaN while the
 // best so far is not NaN (NumPy: the first NaN is the answer).
@@ -146,7 +175,8 @@ void buffered_column(ReductionFn fn, ReductionCall call, int nin, const Operand*
   thread_local std::vector<char> buffer;
   int64_t row_bytes = 0;  // one row of every input, packed
   for (int k = 0; k < nin; ++k) row_bytes += call.n * inputs[k].itemsize;
-  const int64_t block = std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, std::max<int64_t>(call.rows, 1));
+  const int64_t block =
+      std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, std::max<int64_t>(call.rows, 1));
   if (buffer.size() < static_cast<size_t>(block * row_bytes)) buffer.resize(block * row_bytes);
   char* data[kMaxKernelOperands];
   int64_t row_stride[kMaxKernelOperands], stride[kMaxKernelOperands];
@@ -525,9 +555,11 @@ void run_reduction(const ReductionLaunch& L) {
       if (best.size() < static_cast<size_t>(chunk * itemsize)) best.resize(chunk * itemsize);
       call.out_value = best.data();
     }
+    WalkCursor cursor(kept, nops, begin / chunks);
     for (int64_t w = begin; w < end; ++w) {
-      int64_t off0[kMaxKernelOperands + 1] = {};
-      kept.add_offsets(w / chunks, nops, off0);
+      if (w > begin && w % chunks == 0) cursor.next();
+      int64_t off0[kMaxKernelOperands + 1];
+      std::copy_n(cursor.off, kMaxKernelOperands + 1, off0);
       if (column) {
         int64_t j0 = (w % chunks) * chunk;
         call.n = std::min(chunk, jsize - j0);

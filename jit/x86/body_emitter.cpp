@@ -155,10 +155,6 @@ void BodyEmitter::move(const ax::Vec& dst, const ax::Vec& src) {
   else cc_.movaps(dst.xmm(), src.xmm());
 }
 
-void BodyEmitter::load_mem(DType t, const ax::Vec& dst, const ax::Mem& m) {
-  load_bytes(t, dst, m, rt::dtype_itemsize(t));
-}
-
 ax::Vec BodyEmitter::int_to_value(DType t, const ax::Gp& g) {
   const bool f32 = is_f32(t);
   ax::Xmm s = cc_.newXmm();

@@ -91,8 +91,6 @@ public:
   void max_min(bool is_max, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   void unary(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a);
   void binary_math(ScalarOp op, DType t, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
-  // One element of any dtype from memory (reduction lane folding).
-  void load_mem(DType t, const ax::Vec& dst, const ax::Mem& m);
   // An int64 register converted to float t, in every lane.
   ax::Vec int_to_value(DType t, const ax::Gp& g);
 
@@ -109,6 +107,8 @@ public:
   // neither read nor written (no fault past the end of an array), and load as zero.
   void load_masked(DType t, const ax::Vec& dst, const ax::Gp& ptr, const ax::KReg& k);
   void store_masked(DType t, const ax::Gp& ptr, const ax::Vec& src, const ax::KReg& k);
+  // Avx512: dst = k ? a : b per element of `itemsize` bytes (1, 4 or 8).
+  void k_select(int itemsize, const ax::KReg& k, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   // A parameter (double or int64 at `mem`) converted to t, in every lane.
   ax::Vec param(DType t, const ax::Mem& mem, bool is_int);
   // dst = src (whole register).
@@ -137,7 +137,6 @@ private:
   void movdqu(const Operand& dst, const Operand& src);
   // Avx512: a lane predicate as bool bytes (byte j = bit j of k).
   void k_to_bool(const ax::KReg& k, const ax::Vec& dst);
-  void k_select(int itemsize, const ax::KReg& k, const ax::Vec& dst, const ax::Vec& a, const ax::Vec& b);
   void bits(DType t, InstId vex_ps, InstId vex_pd, InstId sse_ps, InstId sse_pd, const ax::Vec& dst,
             const ax::Vec& a, const ax::Vec& b);
   ax::Vec mask_constant(DType t, bool sign_only);

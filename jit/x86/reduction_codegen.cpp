@@ -143,7 +143,7 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, contiguous)), 0);
     cc.je(scalar_loop);
     std::vector<ax::Vec> vhoisted = hoist(ve, ir, call, params_offset);
-    ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1) + vbytes, 64);
+    ax::Mem scratch = cc.newStack(vbytes * std::max(nin, 1), 64);
     std::vector<ax::Gp> vptr, vinc;
     vector_inputs(cc, ve, isa, ir.input_dtypes, ptr, stride, scratch, vptr, vinc);
     std::vector<ax::Vec> vacc(kUnroll);
@@ -196,20 +196,51 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     cc.add(i, lanes);
     cc.jmp(single);
     cc.bind(vector_done);
+    Label tail_done = cc.newLabel();
+    // Float sums and products keep the scalar tail: a row shorter than a vector then adds in
+    // order, as NumPy's does (bit for bit: int64 means of 5 elements round as NumPy's).
+    const bool float_fold = (dtype == DType::Float32 || dtype == DType::Float64) &&
+                            (op == ReduceOp::Sum || op == ReduceOp::Prod);
+    if (isa == Isa::Avx512 && !float_fold) {
+      // Note [Masked tail] (pointwise_codegen.cpp): the last rem < W elements in one masked pass,
+      // the lanes past the row set to the identity.
+      cc.test(rem, rem);
+      cc.jz(tail_done);
+      ax::Gp bits = cc.newInt64("tail_bits");
+      cc.xor_(bits, bits);
+      cc.bts(bits, rem);
+      cc.dec(bits);
+      ax::KReg tail = cc.newKq("tail");
+      cc.kmovq(tail, bits);
+      std::vector<ax::Vec> loaded(nin);
+      for (int k = 0; k < nin; ++k) {
+        loaded[k] = ve.newv();
+        ve.load_masked(ir.input_dtypes[k], loaded[k], vptr[k], tail);
+      }
+      const ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+      if (store) ve.store_masked(dtype, ptr[nin], v, tail);
+      ax::Vec t = ve.newv();
+      ve.k_select(itemsize, tail, t, v, reduce_identity(ve, op, dtype));
+      reduce_combine(ve, op, dtype, vacc[1], t);
+      cc.mov(i, n);
+    }
+    cc.bind(tail_done);
     if (leaves)
       for (int u = 0; u < kUnroll; ++u) reduce_combine(ve, op, dtype, vacc[u], vmid[u]);
-    for (int u = 1; u < kUnroll; ++u) reduce_combine(ve, op, dtype, vacc[0], vacc[u]);
-    // Fold the lanes into the scalar accumulator.
-    ax::Mem lanes_mem = scratch.cloneAdjusted(vbytes * std::max(nin, 1));
-    lanes_mem.setSize(vbytes);
-    cc.vmovups(lanes_mem, vacc[0]);
-    for (int l = 0; l < lanes; ++l) {
-      ax::Vec x = se.newv();
-      ax::Mem m = lanes_mem.cloneAdjusted(l * itemsize);
-      m.setSize(itemsize);
-      se.load_mem(dtype, x, m);
-      reduce_combine(se, op, dtype, sacc, x);
+    for (int step = 1; step < kUnroll; step *= 2)  // a tree: (0, 1) and (2, 3), then (0, 2)
+      for (int u = 0; u + step < kUnroll; u += 2 * step) reduce_combine(ve, op, dtype, vacc[u], vacc[u + step]);
+    // Fold the lanes in a tree too, halving the vector each step: log2(W) dependent combinations
+    // instead of W (a row of 333 float32 spent half its time folding one lane at a time). Lanes
+    // past the meaningful half compute on leftovers and are never read.
+    for (int bytes = lanes * itemsize / 2; bytes >= itemsize; bytes /= 2) {
+      ax::Vec t = ve.newv();
+      if (bytes == 32) cc.vextracti64x4(t.ymm(), vacc[0].zmm(), 1);
+      else if (bytes == 16 && isa == Isa::Avx512) cc.vextracti32x4(t.xmm(), vacc[0].ymm(), 1);
+      else if (bytes == 16) cc.vextracti128(t.xmm(), vacc[0].ymm(), 1);
+      else cc.vpsrldq(t.xmm(), vacc[0].xmm(), bytes);
+      reduce_combine(ve, op, dtype, vacc[0], t);
     }
+    reduce_combine(se, op, dtype, sacc, vacc[0]);
     // The vector loop stepped its own input pointers (and the stored values', already past
     // element i); the scalar tail continues the inputs from element i.
     advance_to(cc, ptr, stride, nin, i);

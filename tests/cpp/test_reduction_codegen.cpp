@@ -203,6 +203,51 @@ TEST_P(ReductionCodegen, StoresItsValuesAndRunsRowBlocked) {
     }
 }
 
+// Every row length up to three vectors and a NaN at every position: the masked tail (Avx512) and
+// the lane folds keep NumPy's max/min (NaN wins wherever it is; else the extreme), and the stored
+// values of a max are written for the tail's elements only (the word past the row is untouched).
+TEST_P(ReductionCodegen, MaxMinTailsAndFoldsSeeEveryPosition) {
+  ReductionKernelIR r;
+  r.prologue.input_dtypes = {DType::Float32};
+  r.prologue.body = {{ScalarOp::Load, DType::Float32, -1, -1, 0, 0}};
+  r.prologue.outputs = {0};
+  r.prologue.output_dtypes = {DType::Float32};
+  for (ReduceOp op : {ReduceOp::Max, ReduceOp::Min})
+    for (bool store : {false, true}) {
+      r.op = op;
+      r.store_value = store;
+      auto k = x86::generate_reduction(r, GetParam(), false);
+      ASSERT_TRUE(k) << k.error().message();
+      auto fn = reinterpret_cast<rt::ReductionFn>((*k)->entry);
+      for (int n = 1; n <= 50; ++n)
+        for (int nan_at = -1; nan_at < n; ++nan_at) {
+          std::vector<float> x(n + 1), values(n + 1, -99.0f);
+          for (int i = 0; i < n; ++i) x[i] = static_cast<float>((i * 37) % 53) - 20.0f;
+          x[n] = op == ReduceOp::Max ? 1e30f : -1e30f;  // past the row: must not be read
+          if (nan_at >= 0) x[nan_at] = NAN;
+          float out = -1.0f;
+          rt::ReductionCall call;
+          call.n = n;
+          call.contiguous = 1;
+          call.ptr[0] = reinterpret_cast<char*>(x.data());
+          call.stride[0] = 4;
+          call.ptr[1] = reinterpret_cast<char*>(values.data());
+          call.stride[1] = 4;
+          call.out = reinterpret_cast<char*>(&out);
+          call.finish = 1;
+          fn(&call);
+          float want = x[0];
+          for (int i = 1; i < n; ++i) want = op == ReduceOp::Max ? std::max(want, x[i]) : std::min(want, x[i]);
+          if (nan_at >= 0) ASSERT_TRUE(std::isnan(out)) << "n " << n << " NaN at " << nan_at;
+          else ASSERT_EQ(out, want) << reduce_op_name(op) << " n " << n;
+          if (!store) continue;
+          for (int i = 0; i < n; ++i)
+            if (i != nan_at) ASSERT_EQ(values[i], x[i]) << "n " << n << " i " << i;
+          ASSERT_EQ(values[n], -99.0f) << "n " << n;
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, ReductionCodegen, ::testing::ValuesIn(host_isas()),
                          [](const auto& info) { return std::string(x86::isa_name(info.param)); });
 
