@@ -182,60 +182,68 @@ namespace {
 // array) is used in place, a scalar broadcast as itself, and any other is copied into a buffer
 // laid out so (col's value repeated along each row), outputs copied back after. Threads take
 // tiles. Two dims only (the outer one of at least kShortRowTile rows).
-constexpr int64_t kShortRow = 8;
 constexpr int64_t kShortRowTile = 256;
 
 void run_short_rows(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs,
                     const Operand* operands, const int64_t* dims, const int64_t (*strides)[kMaxRank]) {
   const int64_t rows = dims[0], row = dims[1];
-  bool copied[kMaxKernelOperands];
-  for (int k = 0; k < num_operands; ++k) {
-    const int64_t s0 = strides[k][0], s1 = strides[k][1], size = operands[k].itemsize;
-    copied[k] = !((s1 == size && s0 == row * size) || (s0 == 0 && s1 == 0));
-  }
-  int64_t offset[kMaxKernelOperands], bytes = 0;
-  for (int k = 0; k < num_operands; ++k) {
-    offset[k] = bytes;
-    if (copied[k]) bytes += kShortRowTile * row * operands[k].itemsize;
-  }
+  int64_t row_stride[kMaxKernelOperands], col_stride[kMaxKernelOperands];
+  int itemsize[kMaxKernelOperands];
+  for (int k = 0; k < num_operands; ++k)
+    row_stride[k] = strides[k][0], col_stride[k] = strides[k][1], itemsize[k] = operands[k].itemsize;
   const int64_t tiles = (rows + kShortRowTile - 1) / kShortRowTile;
   parallel_for(tiles, std::max<int64_t>(1, kElementsPerChunk / (kShortRowTile * row)), [&](int64_t t0, int64_t t1) {
-    thread_local std::vector<char> area;
-    if (area.size() < static_cast<size_t>(bytes)) area.resize(bytes);
-    char* buffer[kMaxKernelOperands];
-    for (int k = 0; k < num_operands; ++k) buffer[k] = area.data() + offset[k];
-    PointwiseCall call = base;
-    call.contiguous = 1;
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t r0 = t * kShortRowTile, tile = std::min(kShortRowTile, rows - r0);
-      call.n = tile * row;
-      for (int k = 0; k < num_operands; ++k) {
-        char* data = operands[k].data + r0 * strides[k][0];
-        const int size = operands[k].itemsize;
-        if (!copied[k]) {
-          call.ptr[k] = data;
-          call.stride[k] = strides[k][1] == 0 ? 0 : size;
-          continue;
-        }
-        call.ptr[k] = buffer[k];
-        call.stride[k] = size;
-        if (k >= num_inputs) continue;
-        for (int64_t r = 0; r < tile; ++r)
-          copy_strided(true, buffer[k] + r * row * size, data + r * strides[k][0], strides[k][1], row, size);
-      }
-      fn(&call);
-      for (int k = num_inputs; k < num_operands; ++k) {
-        if (!copied[k]) continue;
-        char* data = operands[k].data + r0 * strides[k][0];
-        const int size = operands[k].itemsize;
-        for (int64_t r = 0; r < tile; ++r)
-          copy_strided(false, buffer[k] + r * row * size, data + r * strides[k][0], strides[k][1], row, size);
-      }
-    }
+    const int64_t r0 = t0 * kShortRowTile, r1 = std::min(t1 * kShortRowTile, rows);
+    char* data[kMaxKernelOperands];
+    for (int k = 0; k < num_operands; ++k) data[k] = operands[k].data + r0 * row_stride[k];
+    run_short_row_tiles(fn, base, num_operands, num_inputs, data, row_stride, col_stride, itemsize, r1 - r0, row);
   });
 }
 
 }  // namespace
+
+void run_short_row_tiles(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs, char* const* data,
+                         const int64_t* row_stride, const int64_t* col_stride, const int* itemsize, int64_t rows,
+                         int64_t row) {
+  bool copied[kMaxKernelOperands];
+  int64_t offset[kMaxKernelOperands], bytes = 0;
+  for (int k = 0; k < num_operands; ++k) {
+    const int64_t s0 = row_stride[k], s1 = col_stride[k], size = itemsize[k];
+    copied[k] = !((s1 == size && s0 == row * size) || (s0 == 0 && s1 == 0));
+    offset[k] = bytes;
+    if (copied[k]) bytes += kShortRowTile * row * size;
+  }
+  thread_local std::vector<char> area;
+  if (area.size() < static_cast<size_t>(bytes)) area.resize(bytes);
+  PointwiseCall call = base;
+  call.contiguous = 1;
+  for (int64_t r0 = 0; r0 < rows; r0 += kShortRowTile) {
+    const int64_t tile = std::min(kShortRowTile, rows - r0);
+    call.n = tile * row;
+    for (int k = 0; k < num_operands; ++k) {
+      char* at = data[k] + r0 * row_stride[k];
+      const int size = itemsize[k];
+      if (!copied[k]) {
+        call.ptr[k] = at;
+        call.stride[k] = col_stride[k] == 0 ? 0 : size;
+        continue;
+      }
+      call.ptr[k] = area.data() + offset[k];
+      call.stride[k] = size;
+      if (k >= num_inputs) continue;
+      for (int64_t r = 0; r < tile; ++r)
+        copy_strided(true, call.ptr[k] + r * row * size, at + r * row_stride[k], col_stride[k], row, size);
+    }
+    fn(&call);
+    for (int k = num_inputs; k < num_operands; ++k) {
+      if (!copied[k]) continue;
+      char* at = data[k] + r0 * row_stride[k];
+      const int size = itemsize[k];
+      for (int64_t r = 0; r < tile; ++r)
+        copy_strided(false, call.ptr[k] + r * row * size, at + r * row_stride[k], col_stride[k], row, size);
+    }
+  }
+}
 
 void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num_operands, const Operand* operands,
                    const ParamValue* params, int num_params) {

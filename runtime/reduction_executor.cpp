@@ -73,6 +73,21 @@ struct WalkCursor {
     }
   }
   int64_t off[kMaxKernelOperands + 1] = {};
+  // Positions left in the innermost dim's run, this one included.
+  int64_t left_in_run() const { return walk_.dims.back()->size - pos_[walk_.dims.size() - 1]; }
+  // m <= left_in_run() positions on.
+  void advance(int64_t m) {
+    const size_t last = walk_.dims.size() - 1;
+    const Dim& d = *walk_.dims[last];
+    if (pos_[last] + m < d.size) {
+      pos_[last] += m;
+      for (int k = 0; k < nops_; ++k) off[k] += m * d.stride[k];
+      return;
+    }
+    pos_[last] += m - 1;
+    for (int k = 0; k < nops_; ++k) off[k] += (m - 1) * d.stride[k];
+    next();
+  }
 
 private:
   const Walk& walk_;
@@ -501,8 +516,10 @@ void run_reduction(const ReductionLaunch& L) {
   }
 
   // One long max or min in pieces across threads, combined in order: a NaN in any piece is the
-  // result (NumPy's max propagates it), else a later piece wins only when strictly beyond.
-  if (L.extreme != 0 && !column && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask &&
+  // result (NumPy's max propagates it), else a later piece wins only when strictly beyond. Not
+  // any / all of bool: the kernel stops at the first True / False (Note [Settled truth values]),
+  // typically long before a second thread would have started.
+  if (L.extreme != 0 && L.value_dtype != DType::Bool && !column && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask &&
       num_threads() > 1) {
     const int64_t parts = std::min<int64_t>({num_threads(), base.n / kElementsPerTask, kMaxThreadsForPieces});
     int64_t off0[kMaxKernelOperands + 1] = {};
@@ -546,8 +563,29 @@ void run_reduction(const ReductionLaunch& L) {
     return;
   }
 
+  // Rows of one kept dim in one kernel call each run (Note [Reduction kernel ABI], row form with
+  // call->rows): outputs of a plain row reduction or argmax, one reduced row each.
+  const bool row_runs = !column && (!L.arg || base.contiguous) && combos == 1 &&
+                        !(pairwise_block > 0 && base.n > pairwise_block) && kept.count() > 1;
   parallel_for(work, grain, [&](int64_t begin, int64_t end) {
     ReductionCall call = base;
+    if (row_runs) {
+      const Dim& inner_kept = *kept.dims.back();
+      for (int k = 0; k < nin; ++k) call.row_stride[k] = inner_kept.stride[k];
+      call.out_stride = inner_kept.stride[nin];
+      call.finish = 1;
+      WalkCursor cursor(kept, nops, begin);
+      for (int64_t w = begin; w < end;) {
+        const int64_t run = std::min(cursor.left_in_run(), end - w);
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + cursor.off[k];
+        call.out = L.out + cursor.off[nin];
+        call.rows = run;
+        row_fn(&call);
+        w += run;
+        if (w < end) cursor.advance(run);
+      }
+      return;
+    }
     // A column arg-reduction's best values, one per output of a chunk (kept per thread: a chunk's
     // 128 KB would be a fresh mmap per task from malloc).
     if (column && L.arg) {
@@ -558,12 +596,16 @@ void run_reduction(const ReductionLaunch& L) {
     WalkCursor cursor(kept, nops, begin / chunks);
     for (int64_t w = begin; w < end; ++w) {
       if (w > begin && w % chunks == 0) cursor.next();
-      int64_t off0[kMaxKernelOperands + 1];
-      std::copy_n(cursor.off, kMaxKernelOperands + 1, off0);
+      // NB: the cursor's offsets are used in place, not copied: a block copy reads them back
+      // wider than they were just written, a store-forwarding stall per row (a third of the
+      // executor's time over rows of a few hundred elements).
+      const int64_t* off0 = cursor.off;
+      int64_t shifted[kMaxKernelOperands + 1];
       if (column) {
         int64_t j0 = (w % chunks) * chunk;
         call.n = std::min(chunk, jsize - j0);
-        for (int k = 0; k < nops; ++k) off0[k] += j0 * inner.stride[k];
+        for (int k = 0; k < nops; ++k) shifted[k] = off0[k] + j0 * inner.stride[k];
+        off0 = shifted;
       }
       if (L.arg && combos > 1) {
         // The flattened argmax: every dim is reduced, the rows are in C order.
@@ -604,10 +646,14 @@ void run_reduction(const ReductionLaunch& L) {
       }
       for (int64_t c = 0; c < combos; ++c) {
         int64_t off[kMaxKernelOperands + 1];
-        std::memcpy(off, off0, sizeof off);
-        outer_reduced.add_offsets(c, nops, off);
-        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off[k];
-        call.out = L.out + off[nin];
+        const int64_t* at = off0;  // (NB: no copy for one combination, see above)
+        if (combos > 1) {
+          std::copy_n(off0, nops, off);
+          outer_reduced.add_offsets(c, nops, off);
+          at = off;
+        }
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + at[k];
+        call.out = L.out + at[nin];
         call.accumulate = c > 0;
         call.finish = c == combos - 1;
         if (buffered_columns)

@@ -18,32 +18,6 @@ namespace framejit::jit::x86::detail {
 // executor combines rows of a flattened argmax). Integer and bool values have no NaN: pass 2 is
 // the equality test alone, done by the emitter's integer comparison (bool bytes, then one bit per
 // lane).
-namespace {
-
-// One bit per lane of a bool value (lane 0 lowest) in `bits`; bits above `lanes` are cleared.
-// `lanes` 1 reads lane 0 alone, whatever the ISA.
-void bool_lane_bits(ax::Compiler& cc, Isa isa, const ax::Vec& b, const ax::Gp& bits, int lanes) {
-  if (lanes > 1 && isa == Isa::Avx512) {
-    ax::KReg k = cc.newKq();
-    cc.vptestmb(k, b.zmm(), b.zmm());
-    cc.kmovq(bits, k);
-  } else if (lanes > 1) {
-    // Bool bytes are 0 or 1: shifting each 16-bit pair left by 7 moves bit 0 of both bytes to
-    // their top bits, which vpmovmskb collects.
-    ax::Ymm t = cc.newYmm();
-    cc.vpsllw(t, b.ymm(), 7);
-    cc.vpmovmskb(bits.r32(), t);
-  } else {
-    // NB: pextrw, not movd: the allocator may turn a spilled movd source into a memory operand
-    // with a general-purpose destination, a form that does not exist (see store_bytes).
-    isa == Isa::Scalar ? cc.pextrw(bits.r32(), b.xmm(), 0) : cc.vpextrw(bits.r32(), b.xmm(), 0);
-  }
-  if (lanes < 32) cc.and_(bits.r32(), (1 << lanes) - 1);
-  else if (lanes == 32) cc.mov(bits.r32(), bits.r32());  // clears bits 32-63
-}
-
-}  // namespace
-
 Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
   const PointwiseKernelIR& ir = r.prologue;
   const DType dtype = r.dtype();
@@ -56,13 +30,23 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
   RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin);
   const ax::Gp call = rk.call, n = rk.n, i = rk.i;
   BodyEmitter se(cc, isa, 1);
-  ax::Vec best = reduce_identity(se, extreme, dtype);
-  emit_row_fold(cc, isa, r, extreme, rk, se, best);
+  ax::Gp out = cc.newIntPtr("out");
+  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out)));
+  RowLoop rows = begin_rows(cc, rk);
+  // A bool row's extreme is True for argmax (False for argmin) whenever the row has one, so pass 2
+  // alone searches for it, as NumPy's memchr does (Note [Settled truth values]); a row without
+  // one gives index 0 and the other value.
+  const bool search = dtype == DType::Bool;
+  ax::Vec best;
+  if (search) {
+    best = se.int_constant(dtype, r.op == ReduceOp::ArgMax);
+  } else {
+    best = reduce_identity(se, extreme, dtype);
+    emit_row_fold(cc, isa, r, extreme, rk, se, best);
+  }
 
   // Pass 2, from the row's start again.
-  cc.xor_(i, i);
-  for (int k = 0; k < nin; ++k)
-    cc.mov(rk.ptr[k], ax::qword_ptr(call, static_cast<int>(offsetof(rt::ReductionCall, ptr) + 8 * k)));
+  row_start(cc, rk, rows.row, nin);
   Label found = cc.newLabel(), scalar_loop = cc.newLabel();
   if (isa != Isa::Scalar) {
     const int vbytes = vector_bytes(isa);
@@ -157,18 +141,21 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
   for (int k = 0; k < nin; ++k) cc.add(rk.ptr[k], rk.stride[k]);
   cc.inc(i);
   cc.jmp(top);
-  cc.bind(not_found);  // unreachable (pass 1 folded the very values pass 2 compares): say index 0
+  // Unreachable after pass 1 (it folded the very values pass 2 compares); a bool row without the
+  // value searched for.
+  cc.bind(not_found);
   cc.xor_(i, i);
+  if (search) se.move(best, se.int_constant(dtype, r.op != ReduceOp::ArgMax));
   cc.bind(found);
-  ax::Gp out = cc.newIntPtr("out");
-  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out)));
   cc.mov(ax::qword_ptr(out), i);
-  Label done = cc.newLabel();
-  cc.mov(out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out_value)));
-  cc.test(out, out);
-  cc.jz(done);
-  se.store(dtype, out, best);
-  cc.bind(done);
+  Label stored = cc.newLabel();
+  ax::Gp out_value = cc.newIntPtr("out_value");  // (with one row only)
+  cc.mov(out_value, ax::qword_ptr(call, offsetof(rt::ReductionCall, out_value)));
+  cc.test(out_value, out_value);
+  cc.jz(stored);
+  se.store(dtype, out_value, best);
+  cc.bind(stored);
+  next_row(cc, rk, rows, out, nin);
   cc.endFunc();
   return cc.finalize();
 }

@@ -22,6 +22,9 @@ namespace detail {
 // call->out (outer reduced dims the executor walks); with call->finish the result is divided by
 // call->divisor (mean, var) and square-rooted (std) before it is stored. With store_value the row
 // kernel also writes each element's prologue value to operand nin (ptr[nin], stride[nin]).
+// With call->rows > 1 it reduces that many rows, one output each: row r's operands start at
+// ptr[k] + r * row_stride[k] and its output at out + r * out_stride (a kernel call per row cost
+// as much as a row of a few hundred elements); accumulate and finish apply to every row.
 //
 // Column form (column_reduction_codegen.cpp): out[j] = op(out[j], value[r, j]) for each reduced
 // row r in order, vectorized over j. Arg form (arg_reduction_codegen.cpp): the row form's fold
@@ -32,6 +35,14 @@ constexpr int kUnroll = 4;
 // Float sums: unrolled iterations per leaf (Note [Pairwise sums] in runtime/reduction_executor.cpp),
 // so each accumulator lane sums 16 elements before they join the next level, as NumPy's leaves do.
 constexpr int kLeafIterations = 16;
+
+// Note [Settled truth values]
+// np.any of a bool array stops at its first True (NumPy's logical_or reduction searches for a
+// nonzero byte with memchr), so on typical data it reads a few bytes of each row: a kernel that
+// reads every byte ran 0.5x NumPy there. The row kernel's vector loop of a bool max / min (any /
+// all, and the first pass of argmax / argmin of bool) checks its accumulators after each unrolled
+// step and stops once a lane holds True (max) or False (min): no later element can change the
+// result. The column form combines whole rows and has no such point.
 
 // Note [Integer reductions]
 // NumPy 1.24 reduces bool, int32, int64 and uint8 arrays as follows, and the loop IR says so
@@ -122,6 +133,60 @@ void emit_finish(BodyEmitter& e, const ReductionKernelIR& r, const ax::Vec& divi
   }
 }
 
+RowLoop begin_rows(ax::Compiler& cc, RowKernel& rk) {
+  RowLoop l;
+  l.rows = cc.newInt64("rows"), l.row = cc.newInt64("row");
+  ax::Gp one = cc.newInt64("one");
+  cc.mov(l.rows, ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, rows)));
+  cc.mov(one, 1);
+  cc.cmp(l.rows, one);
+  cc.cmovl(l.rows, one);
+  cc.xor_(l.row, l.row);
+  l.top = cc.newLabel();
+  cc.bind(l.top);
+  return l;
+}
+
+void row_start(ax::Compiler& cc, RowKernel& rk, const ax::Gp& row, int num_operands) {
+  for (int k = 0; k < num_operands; ++k) {
+    cc.mov(rk.ptr[k], row);
+    cc.imul(rk.ptr[k], ax::qword_ptr(rk.call, static_cast<int>(offsetof(rt::ReductionCall, row_stride) + 8 * k)));
+    cc.add(rk.ptr[k], ax::qword_ptr(rk.call, static_cast<int>(offsetof(rt::ReductionCall, ptr) + 8 * k)));
+  }
+  cc.xor_(rk.i, rk.i);
+}
+
+void next_row(ax::Compiler& cc, RowKernel& rk, RowLoop& l, const ax::Gp& out, int num_operands) {
+  Label done = cc.newLabel();
+  cc.inc(l.row);
+  cc.cmp(l.row, l.rows);
+  cc.jge(done);
+  cc.add(out, ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, out_stride)));
+  row_start(cc, rk, l.row, num_operands);
+  cc.jmp(l.top);
+  cc.bind(done);
+}
+
+void bool_lane_bits(ax::Compiler& cc, Isa isa, const ax::Vec& b, const ax::Gp& bits, int lanes) {
+  if (lanes > 1 && isa == Isa::Avx512) {
+    ax::KReg k = cc.newKq();
+    cc.vptestmb(k, b.zmm(), b.zmm());
+    cc.kmovq(bits, k);
+  } else if (lanes > 1) {
+    // Bool bytes are 0 or 1: shifting each 16-bit pair left by 7 moves bit 0 of both bytes to
+    // their top bits, which vpmovmskb collects.
+    ax::Ymm t = cc.newYmm();
+    cc.vpsllw(t, b.ymm(), 7);
+    cc.vpmovmskb(bits.r32(), t);
+  } else {
+    // NB: pextrw, not movd: the allocator may turn a spilled movd source into a memory operand
+    // with a general-purpose destination, a form that does not exist (see store_bytes).
+    isa == Isa::Scalar ? cc.pextrw(bits.r32(), b.xmm(), 0) : cc.vpextrw(bits.r32(), b.xmm(), 0);
+  }
+  if (lanes < 32) cc.and_(bits.r32(), (1 << lanes) - 1);
+  else if (lanes == 32) cc.mov(bits.r32(), bits.r32());  // clears bits 32-63
+}
+
 void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, ReduceOp op, RowKernel& rk,
                    BodyEmitter& se, const ax::Vec& sacc) {
   const PointwiseKernelIR& ir = r.prologue;
@@ -161,7 +226,10 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
       cc.mov(leaf, kLeafIterations);
     }
     Label unrolled = cc.newLabel(), single = cc.newLabel(), vector_done = cc.newLabel();
+    Label tail_done = cc.newLabel(), settled = cc.newLabel();
     ax::Gp rem = cc.newInt64("rem");
+    // Note [Settled truth values]: any / all (bool max / min) stop at the first True / False.
+    const bool stops = dtype == DType::Bool && !store && (op == ReduceOp::Max || op == ReduceOp::Min);
     auto one_vector = [&](const ax::Vec& acc) {
       std::vector<ax::Vec> vals = emit_body(ve, ir, load_inputs(cc, ve, ir, vptr, &vinc), vhoisted);
       if (store) {
@@ -177,6 +245,21 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     cc.jl(single);
     for (int u = 0; u < kUnroll; ++u) one_vector(vacc[u]);
     cc.add(i, kUnroll * lanes);
+    if (stops) {
+      ax::Vec all = ve.newv();
+      ve.move(all, vacc[0]);
+      for (int u = 1; u < kUnroll; ++u) reduce_combine(ve, op, dtype, all, vacc[u]);
+      ax::Gp bits = cc.newInt64("truth_bits");
+      bool_lane_bits(cc, isa, all, bits, lanes);
+      if (op == ReduceOp::Max) {
+        cc.test(bits, bits);
+      } else {
+        ax::Gp every = cc.newInt64("every_lane");
+        cc.mov(every, lanes == 64 ? ~uint64_t{0} : (uint64_t{1} << lanes) - 1);
+        cc.cmp(bits, every);
+      }
+      cc.jne(settled);
+    }
     if (leaves) {
       cc.dec(leaf);
       cc.jnz(unrolled);
@@ -195,8 +278,12 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
     one_vector(vacc[0]);
     cc.add(i, lanes);
     cc.jmp(single);
+    if (stops) {
+      cc.bind(settled);  // the result is known: the lanes fold to it, the rest is not read
+      cc.mov(i, n);
+      cc.jmp(tail_done);
+    }
     cc.bind(vector_done);
-    Label tail_done = cc.newLabel();
     // Float sums and products keep the scalar tail: a row shorter than a vector then adds in
     // order, as NumPy's does (bit for bit: int64 means of 5 elements round as NumPy's).
     const bool float_fold = (dtype == DType::Float32 || dtype == DType::Float64) &&
@@ -290,27 +377,30 @@ using namespace detail;
 namespace {
 
 Error build_row(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa) {
-  const int nin = static_cast<int>(r.prologue.input_dtypes.size());
-  RowKernel rk = begin_row_kernel<rt::ReductionCall>(cc, isa, nin + (r.store_value ? 1 : 0));
+  using Call = rt::ReductionCall;
+  const int nops = static_cast<int>(r.prologue.input_dtypes.size()) + (r.store_value ? 1 : 0);
+  RowKernel rk = begin_row_kernel<Call>(cc, isa, nops);
   const DType dtype = r.dtype();
   BodyEmitter se(cc, isa, 1);
   ax::Gp out = cc.newIntPtr("out");
-  cc.mov(out, ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, out)));
+  cc.mov(out, ax::qword_ptr(rk.call, offsetof(Call, out)));
+  RowLoop rows = begin_rows(cc, rk);
   ax::Vec sacc = reduce_identity(se, r.op, dtype);
   Label fresh = cc.newLabel();
-  cc.cmp(ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, accumulate)), 0);
+  cc.cmp(ax::qword_ptr(rk.call, offsetof(Call, accumulate)), 0);
   cc.je(fresh);
   se.load(dtype, sacc, out);
   cc.bind(fresh);
   emit_row_fold(cc, isa, r, r.op, rk, se, sacc);
   if (r.mean || r.sqrt) {
     Label store = cc.newLabel();
-    cc.cmp(ax::qword_ptr(rk.call, offsetof(rt::ReductionCall, finish)), 0);
+    cc.cmp(ax::qword_ptr(rk.call, offsetof(Call, finish)), 0);
     cc.je(store);
     emit_finish(se, r, load_divisor(cc, se, dtype, rk.call), sacc);
     cc.bind(store);
   }
   se.store(dtype, out, sacc);
+  next_row(cc, rk, rows, out, nops);
   cc.endFunc();
   return cc.finalize();
 }

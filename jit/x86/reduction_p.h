@@ -18,6 +18,22 @@ void reduce_combine(BodyEmitter& e, ReduceOp op, DType dtype, const ax::Vec& acc
 /// Elements per vector-loop step of a reduction prologue (Note [Element widths]).
 int reduction_lanes(Isa isa, const ReductionKernelIR& r);
 
+/// Note [Reduction kernel ABI]: the row form's loop over call->rows rows (at least one). Emitted
+/// as: begin_rows, the row's code (from rk's pointers, i = 0), its store at `out`, next_row.
+struct RowLoop {
+  ax::Gp rows, row;
+  Label top;
+};
+RowLoop begin_rows(ax::Compiler& cc, RowKernel& rk);
+/// rk's pointers at row `row`'s start (call->ptr + row * call->row_stride), i = 0.
+void row_start(ax::Compiler& cc, RowKernel& rk, const ax::Gp& row, int num_operands);
+/// Steps `out` by call->out_stride and the pointers to the next row, and loops while rows remain.
+void next_row(ax::Compiler& cc, RowKernel& rk, RowLoop& l, const ax::Gp& out, int num_operands);
+
+/// One bit per lane of a bool value (lane 0 lowest) in `bits`; bits above `lanes` are cleared.
+/// `lanes` 1 reads lane 0 alone, whatever the ISA.
+void bool_lane_bits(ax::Compiler& cc, Isa isa, const ax::Vec& b, const ax::Gp& bits, int lanes);
+
 /// Folds the prologue's value over the row (elements rk.i .. rk.n-1, pointers rk.ptr stepping
 /// rk.stride) into `sacc` (scalar width) with `op`. Contiguous rows run vector accumulators (see
 /// Note [Reduction kernel ABI]); the pointers and rk.i are consumed.

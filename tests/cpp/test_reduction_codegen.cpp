@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -245,6 +246,55 @@ TEST_P(ReductionCodegen, MaxMinTailsAndFoldsSeeEveryPosition) {
             if (i != nan_at) ASSERT_EQ(values[i], x[i]) << "n " << n << " i " << i;
           ASSERT_EQ(values[n], -99.0f) << "n " << n;
         }
+    }
+}
+
+// call->rows > 1 (Note [Reduction kernel ABI]): one call over several rows gives each output what a
+// call per row gives, for the row kernel (with mean's finish and with accumulate) and the arg
+// kernel, rows strided in both directions, outputs strided, contiguous and strided rows; the
+// outputs between them are untouched.
+TEST_P(ReductionCodegen, SeveralRowsPerCall) {
+  for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::ArgMax, ReduceOp::ArgMin})
+    for (bool mean : {false, true}) {
+      if (mean && op != ReduceOp::Sum) continue;
+      ReductionKernelIR r = squared_deviation(op, mean, DType::Float64);
+      auto k = x86::generate_reduction(r, GetParam(), false);
+      ASSERT_TRUE(k) << k.error().message();
+      auto fn = reinterpret_cast<rt::ReductionFn>((*k)->entry);
+      const bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+      for (int64_t cols : {1, 5, 17, 100})
+        for (bool strided : {false, true})
+          for (int64_t accumulate : {0, 1}) {
+            if (arg && accumulate) continue;
+            const int64_t rows = 7, step = strided ? 2 : 1;
+            std::vector<double> x(rows * cols * step);
+            for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 101) * 0.125;
+            std::vector<double> one(3 * rows, 5.0), all(3 * rows, 5.0);  // outputs 3 apart
+            rt::ReductionCall call;
+            call.n = cols;
+            call.contiguous = !strided;
+            call.stride[0] = 8 * step;
+            call.params[0].f = 0.5;
+            call.accumulate = accumulate;
+            call.finish = 1;
+            call.divisor = cols;
+            for (int64_t row = 0; row < rows; ++row) {  // a call per row
+              call.ptr[0] = reinterpret_cast<char*>(x.data()) + row * cols * step * 8;
+              call.out = reinterpret_cast<char*>(&one[3 * row]);
+              fn(&call);
+            }
+            // Rows from the last to the first: a negative row stride, and out_stride 24 bytes.
+            call.rows = rows;
+            call.ptr[0] = reinterpret_cast<char*>(x.data()) + (rows - 1) * cols * step * 8;
+            call.row_stride[0] = -cols * step * 8;
+            call.out = reinterpret_cast<char*>(&all[3 * (rows - 1)]);
+            call.out_stride = -24;
+            fn(&call);
+            for (int64_t i = 0; i < 3 * rows; ++i)
+              ASSERT_EQ(std::memcmp(&one[i], &all[i], 8), 0)
+                  << reduce_op_name(op) << " mean " << mean << " cols " << cols << " strided " << strided
+                  << " accumulate " << accumulate << " at " << i;
+          }
     }
 }
 

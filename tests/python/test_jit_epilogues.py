@@ -127,3 +127,23 @@ def test_attention_scores_read_a_transposed_view():
     check(attention, (q, k, v), np.float32, 64)
     s = framejit.stats()
     assert s["gemms"] == 2 and s["extern_calls"] == 0, s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 4, 7])
+def test_narrow_products_run_the_epilogue_in_tiles(n, dtype):
+    # Fewer than 8 columns under many rows: the epilogue runs tiles of rows per call (Note [Short
+    # rows as tiles]); its operands: the bias (copied per tile), a full residual of C's shape, a
+    # column of C's height, a transposed one (strided rows), and a scalar.
+    m, k = 3001, 5
+    x, w, b = operands(m, k, n, dtype)
+    r = RNG.standard_normal((m, n)).astype(dtype)
+    col = RNG.standard_normal((m, 1)).astype(dtype)
+    rt = np.asfortranarray(RNG.standard_normal((m, n)).astype(dtype))
+
+    def layer(x, w, b, r, col, rt):
+        return np.maximum(x @ w + b, 0) * 0.5 + r - col * rt
+
+    check(layer, (x, w, b, r, col, rt), dtype, k)
+    s = framejit.stats()
+    assert s["gemms"] == 1 and s["kernels"] == 1 and s["extern_calls"] == 0, s
