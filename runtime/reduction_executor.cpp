@@ -519,8 +519,8 @@ void run_reduction(const ReductionLaunch& L) {
   // result (NumPy's max propagates it), else a later piece wins only when strictly beyond. Not
   // any / all of bool: the kernel stops at the first True / False (Note [Settled truth values]),
   // typically long before a second thread would have started.
-  if (L.extreme != 0 && L.value_dtype != DType::Bool && !column && work == 1 && combos == 1 && base.n >= 2 * kElementsPerTask &&
-      num_threads() > 1) {
+  if (L.extreme != 0 && L.value_dtype != DType::Bool && !column && work == 1 && combos == 1 &&
+      base.n >= 2 * kElementsPerTask && num_threads() > 1) {
     const int64_t parts = std::min<int64_t>({num_threads(), base.n / kElementsPerTask, kMaxThreadsForPieces});
     int64_t off0[kMaxKernelOperands + 1] = {};
     kept.add_offsets(0, nops, off0);
