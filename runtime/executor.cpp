@@ -182,21 +182,23 @@ namespace {
 // array) is used in place, a scalar broadcast as itself, and any other is copied into a buffer
 // laid out so (col's value repeated along each row), outputs copied back after. Threads take
 // tiles. Two dims only (the outer one of at least kShortRowTile rows).
-constexpr int64_t kShortRowTile = 256;
+constexpr int64_t kTileElements = 4096;  // strided rows as tiles: elements per tile, at least
 
 void run_short_rows(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs,
-                    const Operand* operands, const int64_t* dims, const int64_t (*strides)[kMaxRank]) {
+                    const Operand* operands, const int64_t* dims, const int64_t (*strides)[kMaxRank],
+                    int64_t tile_rows) {
   const int64_t rows = dims[0], row = dims[1];
   int64_t row_stride[kMaxKernelOperands], col_stride[kMaxKernelOperands];
   int itemsize[kMaxKernelOperands];
   for (int k = 0; k < num_operands; ++k)
     row_stride[k] = strides[k][0], col_stride[k] = strides[k][1], itemsize[k] = operands[k].itemsize;
-  const int64_t tiles = (rows + kShortRowTile - 1) / kShortRowTile;
-  parallel_for(tiles, std::max<int64_t>(1, kElementsPerChunk / (kShortRowTile * row)), [&](int64_t t0, int64_t t1) {
-    const int64_t r0 = t0 * kShortRowTile, r1 = std::min(t1 * kShortRowTile, rows);
+  const int64_t tiles = (rows + tile_rows - 1) / tile_rows;
+  parallel_for(tiles, std::max<int64_t>(1, kElementsPerChunk / (tile_rows * row)), [&](int64_t t0, int64_t t1) {
+    const int64_t r0 = t0 * tile_rows, r1 = std::min(t1 * tile_rows, rows);
     char* data[kMaxKernelOperands];
     for (int k = 0; k < num_operands; ++k) data[k] = operands[k].data + r0 * row_stride[k];
-    run_short_row_tiles(fn, base, num_operands, num_inputs, data, row_stride, col_stride, itemsize, r1 - r0, row);
+    run_short_row_tiles(fn, base, num_operands, num_inputs, data, row_stride, col_stride, itemsize, r1 - r0, row,
+                        tile_rows);
   });
 }
 
@@ -204,21 +206,21 @@ void run_short_rows(PointwiseFn fn, const PointwiseCall& base, int num_operands,
 
 void run_short_row_tiles(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs, char* const* data,
                          const int64_t* row_stride, const int64_t* col_stride, const int* itemsize, int64_t rows,
-                         int64_t row) {
+                         int64_t row, int64_t tile_rows) {
   bool copied[kMaxKernelOperands];
   int64_t offset[kMaxKernelOperands], bytes = 0;
   for (int k = 0; k < num_operands; ++k) {
     const int64_t s0 = row_stride[k], s1 = col_stride[k], size = itemsize[k];
     copied[k] = !((s1 == size && s0 == row * size) || (s0 == 0 && s1 == 0));
     offset[k] = bytes;
-    if (copied[k]) bytes += kShortRowTile * row * size;
+    if (copied[k]) bytes += tile_rows * row * size;
   }
   thread_local std::vector<char> area;
   if (area.size() < static_cast<size_t>(bytes)) area.resize(bytes);
   PointwiseCall call = base;
   call.contiguous = 1;
-  for (int64_t r0 = 0; r0 < rows; r0 += kShortRowTile) {
-    const int64_t tile = std::min(kShortRowTile, rows - r0);
+  for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+    const int64_t tile = std::min(tile_rows, rows - r0);
     call.n = tile * row;
     for (int k = 0; k < num_operands; ++k) {
       char* at = data[k] + r0 * row_stride[k];
@@ -272,7 +274,13 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
 
   // Note [Short rows as tiles].
   if (nd == 2 && row < kShortRow && rows >= kShortRowTile && kernel.buffered_inputs > 0)
-    return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides);
+    return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides, kShortRowTile);
+  // Strided rows of up to a few hundred elements (x[::2, 1::3] * 2), as tiles too: a tile of rows
+  // is copied into one buffer and runs as one kernel call, where Note [Buffered strided rows]
+  // below makes a call (and a copy loop) per row.
+  if (nd == 2 && !base.contiguous && row <= kTileElements / 4 && rows >= 2 && kernel.buffered_inputs > 0)
+    return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides,
+                          std::min(rows, kTileElements / row));
 
   // Note [Buffered strided rows]: rows shorter than a vector or two gain nothing from it.
   const bool buffered = !base.contiguous && kernel.buffered_inputs > 0 && row >= kMinBufferedRow;

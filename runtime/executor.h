@@ -103,13 +103,15 @@ int collapse_dims(int rank, const int64_t* shape, int num_operands, const Operan
 
 /// Rows shorter than this run as tiles (Note [Short rows as tiles] in executor.cpp).
 constexpr int64_t kShortRow = 8;
+/// ... under at least this many rows, and this many rows per tile.
+constexpr int64_t kShortRowTile = 256;
 /// Note [Short rows as tiles] (executor.cpp): `rows` rows of `row` elements through a pointwise
 /// kernel, tiles of consecutive rows per call (operands whose tile is not one contiguous run, or a
 /// scalar, are copied through a buffer). Operand k starts at data[k] and steps row_stride[k] bytes
-/// per row, col_stride[k] per element. On the calling thread: a GEMM's epilogue runs it per block.
+/// per row, col_stride[k] per element; tile_rows rows per call. On the calling thread: a GEMM's epilogue runs it per block.
 void run_short_row_tiles(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs, char* const* data,
                          const int64_t* row_stride, const int64_t* col_stride, const int* itemsize, int64_t rows,
-                         int64_t row);
+                         int64_t row, int64_t tile_rows);
 
 /// Runs `kernel` over the iteration space `shape` (rank dims). Dimensions are collapsed where
 /// every operand allows it, the innermost one becomes the kernel's row, and rows (or pieces of a

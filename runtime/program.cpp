@@ -725,7 +725,8 @@ void run_epilogue(void* ctx, void*, int64_t, int64_t m0, int64_t n0, int64_t mb,
   if (nb < kShortRow && mb > 1 && e->nin > 0) {
     char* data[kMaxKernelOperands];
     for (int k = 0; k < e->nops; ++k) data[k] = e->base[k] + m0 * e->row_stride[k] + n0 * e->col_stride[k];
-    run_short_row_tiles(e->fn, e->call, e->nops, e->nin, data, e->row_stride, e->col_stride, e->itemsize, mb, nb);
+    run_short_row_tiles(e->fn, e->call, e->nops, e->nin, data, e->row_stride, e->col_stride, e->itemsize, mb, nb,
+                        kShortRowTile);
     return;
   }
   PointwiseCall call = e->call;

@@ -461,3 +461,25 @@ def test_short_rows_and_strided_views(dtype):
     for got, want in run_both(f, x, col, wide):
         for g, w in zip(got, want):
             close(g, w, dtype)
+
+
+@pytest.mark.parametrize("row", [9, 111, 333, 1024, 1025])
+def test_strided_rows_as_tiles(row):
+    # Strided rows of up to kTileElements / 4 elements run tiles of rows through one buffer (longer
+    # ones a row at a time): strided and reversed inputs beside contiguous ones and broadcast
+    # columns, writes through strided views in place (read before written), int and float dtypes.
+    x = RNG.standard_normal((301, 3 * row)).astype(np.float32)
+    col = RNG.standard_normal((301, 1)).astype(np.float32)
+    i = RNG.integers(-100, 100, (301, 2 * row))
+
+    def f(x, col, i):
+        y = x.copy()
+        y[:, ::3] = y[:, 1::3] * 2 + y[:, ::3]
+        j = i.copy()
+        j[::-1, ::2] += i[:, 1::2] * 3
+        return x[::2, 1::3] * 2 + col[::2], x[::-1, ::-3] - 1, y, j, np.maximum(x[:, ::3], col)
+
+    for got, want in run_both(f, x, col, i):
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            np.testing.assert_array_equal(g, w)
