@@ -108,7 +108,8 @@ constexpr int64_t kShortRowTile = 256;
 /// Note [Short rows as tiles] (executor.cpp): `rows` rows of `row` elements through a pointwise
 /// kernel, tiles of consecutive rows per call (operands whose tile is not one contiguous run, or a
 /// scalar, are copied through a buffer). Operand k starts at data[k] and steps row_stride[k] bytes
-/// per row, col_stride[k] per element; tile_rows rows per call. On the calling thread: a GEMM's epilogue runs it per block.
+/// per row, col_stride[k] per element; tile_rows rows per call. On the calling thread: a GEMM's
+/// epilogue runs it per block.
 void run_short_row_tiles(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs, char* const* data,
                          const int64_t* row_stride, const int64_t* col_stride, const int* itemsize, int64_t rows,
                          int64_t row, int64_t tile_rows);
