@@ -200,3 +200,32 @@ def test_float16_compared_with_a_float_past_its_range():
     framejit.reset()
     for g, w in zip(framejit.compile(f)(x), f(x)):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize(
+    "s", [np.float64(0.5), np.float32(0.25), np.int64(2**60 + 1), np.int32(-3), np.uint8(7), np.bool_(True)], ids=repr
+)
+def test_comparisons_of_numpy_scalars_with_float64_and_int64_arrays_fuse(s):
+    # A NumPy scalar's value cannot change the loop beside float64 arrays (float64), nor an integer
+    # scalar's beside int64 arrays (int64): such comparisons fuse (azimint's r1 <= radius, with r1 a
+    # NumPy scalar from radius.max()); float32 arrays keep NumPy's value-based loop, unfused.
+    x = np.linspace(-4, 4, 101)
+    i = np.arange(-50, 51, dtype=np.int64) * (2**54)
+    x32 = np.array([16777216.0, 16777218.0, -1.0], np.float32)
+
+    def f(x, i, s):
+        r = x.max() * 0.125
+        return np.logical_and(r <= x, x < s), i >= s, s == x, (x > s) & (r < x), (x * r) != s
+
+    framejit.reset()
+    compiled = framejit.compile(f, backend="jit")
+    for _ in range(2):
+        for g, w in zip(compiled(x, i, s), f(x, i, s)):
+            np.testing.assert_array_equal(g, w)
+    assert framejit.stats()["extern_calls"] == (1 if isinstance(s, np.floating) else 0), framejit.stats()
+
+    def g(x32, s):
+        return x32 <= s, s > x32, x32 == np.float64(16777217.0)
+
+    for got, want in zip(framejit.compile(g)(x32, s), g(x32, s)):
+        np.testing.assert_array_equal(got, want)

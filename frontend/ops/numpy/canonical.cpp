@@ -145,6 +145,32 @@ const jit::TensorMeta* meta_of(const jit::Graph& graph, const Arg& a) {
 
 // ----- Pointwise: NumPy's loop signature --------------------------------------------------------
 
+
+// The loop dtype of a comparison among arrays and operands NumPy 1.x reads by value (NumPy scalars,
+// 0-d arrays), where their values cannot change it: float64 when every array is float64 (and no
+// operand is wider), int64 when every array is int64 and the rest are integers or bools. None
+// when every operand is read by value, or otherwise.
+std::optional<DType> by_value_comparison_dtype(const std::vector<std::pair<DType, bool>>& tensors,
+                                               const std::vector<OperandKind>& numbers) {
+  std::optional<DType> array_dtype;
+  bool floats = false;  // a float read by value, or a Python float
+  for (const auto& [t, by_value] : tensors) {
+    if (!by_value) {
+      if (array_dtype && *array_dtype != t) return std::nullopt;
+      array_dtype = t;
+      continue;
+    }
+    if (t != DType::Bool && t != DType::UInt8 && t != DType::Int32 && t != DType::Int64 && t != DType::Float32 &&
+        t != DType::Float64)
+      return std::nullopt;
+    floats |= t == DType::Float32 || t == DType::Float64;
+  }
+  for (OperandKind k : numbers) floats |= k == OperandKind::PyFloat;
+  if (array_dtype == DType::Float64) return DType::Float64;
+  if (array_dtype == DType::Int64 && !floats) return DType::Int64;
+  return std::nullopt;
+}
+
 void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>& args, const KwList& kwargs,
                       const jit::TensorMeta& result, CanonicalOp& c) {
   std::vector<Arg> operands = args;
@@ -168,6 +194,7 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
   bool scalar_object = false;
   bool zero_d = false;  // a 0-d array among the operands
   int max_rank = 0;
+  std::vector<std::pair<DType, bool>> tensors;  // dtype, and whether NumPy 1.x reads it by value
   for (const Arg& a : operands) {
     switch (a.kind) {
       case Arg::Kind::Node: {
@@ -183,6 +210,7 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
           zero_d |= m->rank() == 0;
           max_rank = std::max(max_rank, m->rank());
           arrays.push_back(m->dtype);
+          tensors.emplace_back(m->dtype, m->scalar_object || m->rank() == 0);
         }
         break;
       }
@@ -197,9 +225,17 @@ void decode_pointwise(const jit::Graph& graph, OpKind op, const std::vector<Arg>
   // scalar's are. NumPy 2 (NEP 50) and framejit.Tensor without NumPy promote by type.
   const NumPyHandles* np = numpy_handles();
   const bool by_value = scalar_object || (zero_d && max_rank > 0 && np && np->major < 2);
-  if (arrays.empty() || (by_value && jit::is_comparison_op(op))) return;
+  if (arrays.empty()) return;
   const size_t n = operands.size();
   std::vector<DType>& loop = c.attrs.loop_dtypes;
+  if (by_value && jit::is_comparison_op(op)) {
+    // Except where the value cannot matter: beside float64 arrays every scalar of ours compares in
+    // float64, and beside int64 arrays every integer or bool scalar in int64, whatever its value
+    // (NumPy ignores a scalar whose kind the arrays' reaches; none of ours is wider). A NumPy
+    // scalar compared with such an array (rmax * i / npt <= radius) then fuses.
+    if (auto t = by_value_comparison_dtype(tensors, numbers)) loop.assign(n, *t);
+    return;
+  }
   if (op == OpKind::Cast || op == OpKind::Positive) {
     if (operands[0].is_node()) loop = {meta_of(graph, operands[0])->dtype};
   } else if (jit::is_comparison_op(op)) {
