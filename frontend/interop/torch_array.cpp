@@ -134,7 +134,7 @@ struct ExportTable {
 };
 
 ExportTable& table() {
-  static thread_local ExportTable t;
+  static thread_local ExportTable t __attribute__((tls_model("initial-exec")));  // cupy_array.cpp says why
   return t;
 }
 
