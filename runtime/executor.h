@@ -126,8 +126,10 @@ struct ReductionLaunch {
   const Kernel* column = nullptr;  // the column-form kernel; null for argmax/argmin
   bool arg = false;                // argmax/argmin: out holds int64 indices
   bool arg_max = true;             // argmax (else argmin), for combining rows of a flattened arg
-  /// max (1) or min (-1), else 0: how the pieces of one long row combine when threads share it.
+  /// max (1) or min (-1), else 0, and `product`: how partial results combine (one long row's pieces
+  /// across threads; Note [Split column rows]). Neither, and not arg: a sum.
   int extreme = 0;
+  bool product = false;
   DType value_dtype = DType::Float32;  // the reduced values' type
   /// A float sum (sum, mean, var, std) in float32 or float64 (its output's dtype): long rows are
   /// summed pairwise (Note [Pairwise sums] in runtime/reduction_executor.cpp).

@@ -501,6 +501,7 @@ void launch_reduction(Run& run, const ReductionStep& step, const Bound& b) {
   launch.arg = step.arg();
   launch.arg_max = step.kind == ReduceKind::ArgMax;
   launch.extreme = step.kind == ReduceKind::Max ? 1 : step.kind == ReduceKind::Min ? -1 : 0;
+  launch.product = step.kind == ReduceKind::Prod;
   launch.value_dtype = step.value_dtype;
   launch.pairwise = pairwise_dtype(step);
   launch.ddof = step.ddof;

@@ -221,6 +221,71 @@ void buffered_column(ReductionFn fn, ReductionCall call, int nin, const Operand*
   }
 }
 
+// Note [Split column rows]
+// A column reduction with few outputs over many rows (x.sum(axis=0) of a (100000, 100) array,
+// x.mean(axis=-1) of a Fortran-order (1000, 1000)) is one task: the outputs are too few to split
+// across threads. Its rows are split instead, into parts fixed by the sizes alone (never by the
+// thread count, so the result is the same on every machine): part 0 reduces into the outputs,
+// part p > 0 into a scratch row of partial results, the parts run in parallel, and the partials
+// join the outputs in order, op(op(out, partial 1), partial 2)..., before the column kernel
+// finishes them (mean's division, std's root) in a call without rows. max/min join with the
+// kernel's own rule, (a > b || a is NaN) ? a : b, whose ties and NaN go where the sequential
+// order sends them, so their results do not change; float sums and products round a little
+// differently from one pass (closer to pairwise summation); integer ones wrap the same.
+constexpr int64_t kMinSplitRows = 64;         // rows per part, at least
+constexpr int64_t kMaxColumnParts = 16;
+
+template <typename T>
+void join_partials(const ReductionLaunch& L, char* out, int64_t out_stride, const char* partials, int64_t parts,
+                   int64_t n) {
+  const bool is_max = L.extreme > 0;
+  for (int64_t p = 0; p < parts; ++p) {
+    const char* part = partials + p * n * static_cast<int64_t>(sizeof(T));
+    for (int64_t j = 0; j < n; ++j) {
+      T a, b;
+      std::memcpy(&a, out + j * out_stride, sizeof a);
+      std::memcpy(&b, part + j * sizeof(T), sizeof b);
+      T r;
+      if (L.extreme != 0) {
+        bool keep_a = is_max ? a > b : a < b;
+        if constexpr (std::is_floating_point_v<T>) keep_a = keep_a || std::isnan(a);
+        r = keep_a ? a : b;
+      } else if constexpr (std::is_floating_point_v<T>) {
+        r = L.product ? a * b : a + b;
+      } else {  // wrap around, as the kernels' integer sums and products do
+        using U = std::make_unsigned_t<T>;
+        r = static_cast<T>(L.product ? static_cast<U>(a) * static_cast<U>(b) : static_cast<U>(a) + static_cast<U>(b));
+      }
+      std::memcpy(out + j * out_stride, &r, sizeof r);
+    }
+  }
+}
+
+void join_partials(const ReductionLaunch& L, char* out, int64_t out_stride, const char* partials, int64_t parts,
+                   int64_t n) {
+  switch (L.value_dtype) {
+    case DType::Float32: return join_partials<float>(L, out, out_stride, partials, parts, n);
+    case DType::Float64: return join_partials<double>(L, out, out_stride, partials, parts, n);
+    case DType::Int32: return join_partials<int32_t>(L, out, out_stride, partials, parts, n);
+    case DType::Int64: return join_partials<int64_t>(L, out, out_stride, partials, parts, n);
+    case DType::UInt64: return join_partials<uint64_t>(L, out, out_stride, partials, parts, n);
+    default: return join_partials<uint8_t>(L, out, out_stride, partials, parts, n);  // uint8, bool (0 or 1)
+  }
+}
+
+bool joinable(DType t) {
+  switch (t) {
+    case DType::Float32:
+    case DType::Float64:
+    case DType::Int32:
+    case DType::Int64:
+    case DType::UInt64:
+    case DType::UInt8:
+    case DType::Bool: return true;
+    default: return false;
+  }
+}
+
 // Note [Pairwise sums]
 // A float sum accumulated in one pass over n elements is off by up to about n/m ulps of its sum of
 // magnitudes (m: independent accumulator lanes), which for millions of elements is far from
@@ -498,6 +563,48 @@ void run_reduction(const ReductionLaunch& L) {
                                  : base.contiguous                   ? L.row->sum_block
                                                                      : L.row->sum_block_strided;
   const int64_t work = kept.count() * chunks;
+
+  // Note [Split column rows]: decided by the sizes alone (jsize below the output split's minimum
+  // keeps the outputs in one chunk whatever the thread count).
+  if (column && !L.arg && combos == 1 && kept.count() == 1 && jsize < 2 * kMinColumnChunk &&
+      base.rows >= 2 * kMinSplitRows && base.rows * jsize >= 2 * kElementsPerTask && joinable(L.value_dtype)) {
+    const int64_t parts =
+        std::min<int64_t>({kMaxColumnParts, base.rows / kMinSplitRows, base.rows * jsize / kElementsPerTask});
+    int64_t off0[kMaxKernelOperands + 1] = {};
+    kept.add_offsets(0, nops, off0);
+    std::vector<char> partials(static_cast<size_t>((parts - 1) * jsize * itemsize));
+    bool inputs_contiguous = true;
+    for (int k = 0; k < nin; ++k) inputs_contiguous &= base.stride[k] == 0 || base.stride[k] == L.inputs[k].itemsize;
+    parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        ReductionCall call = base;
+        const int64_t r0 = base.rows * p / parts, r1 = base.rows * (p + 1) / parts;
+        call.n = jsize;
+        call.rows = r1 - r0;
+        for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k] + r0 * base.row_stride[k];
+        if (p > 0) {
+          call.out = partials.data() + (p - 1) * jsize * itemsize;
+          call.out_stride = itemsize;
+          call.contiguous = inputs_contiguous;
+        } else {
+          call.out = L.out + off0[nin];
+        }
+        if (p == 0 ? buffered_columns : !inputs_contiguous)
+          buffered_column(column_fn, call, nin, L.inputs);
+        else
+          column_fn(&call);
+      }
+    });
+    join_partials(L, L.out + off0[nin], base.out_stride, partials.data(), parts - 1, jsize);
+    ReductionCall finish = base;  // no rows: finishes what the outputs hold
+    finish.n = jsize;
+    finish.rows = 0;
+    finish.out = L.out + off0[nin];
+    finish.accumulate = 1;
+    finish.finish = 1;
+    column_fn(&finish);
+    return;
+  }
   const int64_t per_task = count * (column ? chunk : 1);
   const int64_t grain = std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(per_task, 1));
 

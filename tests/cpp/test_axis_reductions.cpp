@@ -137,6 +137,8 @@ std::vector<R> run(const Kernels& k, const ReductionKernelIR& ir, const Case& c,
   l.column = k.column.get();
   l.arg = is_arg_reduce(ir.op);
   l.arg_max = ir.op == ReduceOp::ArgMax;
+  l.extreme = ir.op == ReduceOp::Max ? 1 : ir.op == ReduceOp::Min ? -1 : 0;
+  l.product = ir.op == ReduceOp::Prod;
   l.value_dtype = ir.dtype();
   l.ddof = ir.ddof;
   l.rank = rank;
@@ -310,6 +312,28 @@ TEST_P(AxisReductions, LongRowsSplitAcrossThreads) {
         check_case<float>(GetParam(), load_ir(op, DType::Float32), c, 14, nan);
         check_case<double>(GetParam(), load_ir(op, DType::Float64), c, 15, nan);
       }
+  }
+}
+
+// Note [Split column rows]: few outputs over many rows split the rows into parts fixed by the
+// sizes; the same result on 1, 2 or 4 threads (bit for bit), within the sum's bound, exact for
+// max and min (NaN included), with mean's division and std's root after the parts join, for C,
+// Fortran-order and sliced inputs.
+TEST_P(AxisReductions, ColumnRowsSplitIntoParts) {
+  for (const Case& c : {Case{{4000, 37}, {true, false}, Layout::C}, Case{{700, 500}, {false, true}, Layout::F},
+                        Case{{3000, 45}, {true, false}, Layout::Sliced}}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min})
+      for (bool nan : {false, true}) {
+        if (nan && (op == ReduceOp::Sum || op == ReduceOp::Prod)) continue;
+        check_case<float>(GetParam(), load_ir(op, DType::Float32), c, 21, nan);
+        check_case<double>(GetParam(), load_ir(op, DType::Float64), c, 22, nan);
+      }
+    check_case<float>(GetParam(), load_ir(ReduceOp::Sum, DType::Float32, true), c, 23);
+    ReductionKernelIR ir = load_ir(ReduceOp::Sum, DType::Float64, true, 1, false);
+    ir.prologue.body.push_back({ScalarOp::Mul, DType::Float64, 0, 0, -1, 0});
+    ir.prologue.outputs = {1};
+    ir.sqrt = true;
+    check_case<double>(GetParam(), ir, c, 24, false, true);
   }
 }
 

@@ -299,3 +299,26 @@ def test_any_all_of_nothing_and_with_out_stay_with_numpy():
             for g, w in zip(got[:2], want[:2]):
                 same(g, w)
             assert got[2] is got_out and np.array_equal(got_out, want_out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_column_rows_split_into_parts_are_exact(dtype, order):
+    # Note [Split column rows]: a few outputs over thousands of rows join partial results per part
+    # (integer sums and products wrap as one pass does, max/min/any/all exactly).
+    x = data((3000, 40), dtype, order)
+    axis = 0 if order == "C" else 1
+    x = x if order == "C" else np.asfortranarray(x.T)
+
+    def f(x):
+        return x.sum(axis=axis), x.prod(axis=axis), x.max(axis=axis), x.min(axis=axis), x.any(axis=axis), \
+            np.all(x, axis=axis), x.mean(axis=axis)
+
+    for got, want in run(f, x):
+        for name, g, w in zip(["sum", "prod", "max", "min", "any", "all", "mean"], got, want):
+            if name == "mean":
+                np.testing.assert_allclose(g, w, rtol=1e-13)
+                assert g.dtype == w.dtype
+            else:
+                same(g, w)
+    assert_compiled(7)
