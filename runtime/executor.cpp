@@ -14,6 +14,7 @@ namespace framejit::rt {
 namespace {
 // Rows shorter than this are not worth a thread; about 16 K elements of work per chunk.
 constexpr int64_t kElementsPerChunk = 1 << 15;
+constexpr int64_t kTileBytes = 8192;  // strided rows as tiles: bytes of every operand per tile, about
 constexpr int64_t kMinBufferedRow = 16;
 }  // namespace
 
@@ -182,7 +183,6 @@ namespace {
 // array) is used in place, a scalar broadcast as itself, and any other is copied into a buffer
 // laid out so (col's value repeated along each row), outputs copied back after. Threads take
 // tiles. Two dims only (the outer one of at least kShortRowTile rows).
-constexpr int64_t kTileElements = 4096;  // strided rows as tiles: elements per tile, at least
 
 void run_short_rows(PointwiseFn fn, const PointwiseCall& base, int num_operands, int num_inputs,
                     const Operand* operands, const int64_t* dims, const int64_t (*strides)[kMaxRank],
@@ -278,9 +278,13 @@ void run_pointwise(const Kernel& kernel, int rank, const int64_t* shape, int num
   // Strided rows of up to a few hundred elements (x[::2, 1::3] * 2), as tiles too: a tile of rows
   // is copied into one buffer and runs as one kernel call, where Note [Buffered strided rows]
   // below makes a call (and a copy loop) per row.
-  if (nd == 2 && !base.contiguous && row <= kTileElements / 4 && rows >= 2 && kernel.buffered_inputs > 0)
-    return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides,
-                          std::min(rows, kTileElements / row));
+  if (nd == 2 && !base.contiguous && rows >= 2 && kernel.buffered_inputs > 0) {
+    int64_t row_bytes = 0;
+    for (int k = 0; k < num_operands; ++k) row_bytes += row * operands[k].itemsize;
+    if (2 * row_bytes <= kTileBytes)
+      return run_short_rows(fn, base, num_operands, kernel.buffered_inputs, operands, dims, strides,
+                            std::min(rows, kTileBytes / row_bytes));
+  }
 
   // Note [Buffered strided rows]: rows shorter than a vector or two gain nothing from it.
   const bool buffered = !base.contiguous && kernel.buffered_inputs > 0 && row >= kMinBufferedRow;

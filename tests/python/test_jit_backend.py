@@ -465,8 +465,8 @@ def test_short_rows_and_strided_views(dtype):
 
 @pytest.mark.parametrize("row", [9, 111, 333, 1024, 1025])
 def test_strided_rows_as_tiles(row):
-    # Strided rows of up to kTileElements / 4 elements run tiles of rows through one buffer (longer
-    # ones a row at a time): strided and reversed inputs beside contiguous ones and broadcast
+    # Strided rows of up to kTileBytes / 2 bytes (every operand's elements) run tiles of rows through
+    # one buffer (longer ones a row at a time): strided and reversed inputs beside contiguous ones and broadcast
     # columns, writes through strided views in place (read before written), int and float dtypes.
     x = RNG.standard_normal((301, 3 * row)).astype(np.float32)
     col = RNG.standard_normal((301, 1)).astype(np.float32)
