@@ -49,11 +49,11 @@ Expected<PassReport> run_graph_passes(Graph& graph) {
 // The schedule passes, in order (each in jit/schedule/<name>.cpp).
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
                        const std::function<bool(const ReductionKernelIR&)>& accept_reduction, bool store_operands,
-                       bool half_products) {
+                       bool half_products, bool vector_products) {
   FusionState state(graph);
   // Which nodes are what, once. Reductions only when the backend generates reduction kernels:
   // without one they run as calls.
-  lower_nodes(state, accept_reduction != nullptr, half_products);
+  lower_nodes(state, accept_reduction != nullptr, half_products, vector_products);
   log_fusion_pass("lower_nodes", state);
   decompose_reductions(state);
   log_fusion_pass("decompose_reductions", state);
@@ -126,7 +126,7 @@ Expected<CompiledGraph> compile_graph(const Graph& graph, Backend& backend) {
   out.plan = plan_fusion(
       graph, [&](const PointwiseKernelIR& ir) { return backend.supports(ir); },
       [&](const ReductionKernelIR& ir) { return backend.supports(ir); }, backend.stores_reduction_operands(),
-      static_cast<bool>(backend.device_gemm(DType::BFloat16)));
+      static_cast<bool>(backend.device_gemm(DType::BFloat16)), backend.device().type == rt::DeviceType::CPU);
   if (rt::log_enabled(rt::LogTopic::Kernels) || !rt::dump_dir().empty()) {
     std::string text = "plan (" + std::string(backend.name()) + "):\n" + out.plan.to_string(graph);
     if (rt::log_enabled(rt::LogTopic::Kernels)) rt::log_write(rt::LogTopic::Kernels, text);

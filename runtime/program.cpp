@@ -1008,11 +1008,32 @@ bool run_device_gemm_step(Run& run, const GemmStep& step) {
   return finish();
 }
 
+// Note [Vector products]
+// A(m, k) @ v(k) runs as A @ v(k, 1), and v(k) @ B(k, n) as B^T @ v(k, 1) (B's strides swapped):
+// both are one-column products, which the GEMM runs as one pass over the matrix (Note
+// [Matrix-vector products] in jit/x86/gemv.cpp); as NumPy calls (they were) they cost a call's
+// overhead over OpenBLAS's gemv. The result, (m, 1) or (n, 1) C-ordered, is the vector NumPy
+// returns, byte for byte, so it is allocated as that vector.
 bool run_gemm_step(Run& run, const GemmStep& step) {
   if (step.device.type == DeviceType::CUDA) return run_device_gemm_step(run, step);
   ArrayRef a, b;
   LayoutScratch<1> a_scratch, b_scratch;
   if (!run.layout(step.a, a, a_scratch) || !run.layout(step.b, b, b_scratch)) return false;
+  int64_t vm_dims[2], vm_strides[2], vv_dims[2], vv_strides[2];
+  if (step.a_vector || step.b_vector) {
+    const ArrayRef matrix = step.a_vector ? b : a, vector = step.a_vector ? a : b;
+    if (matrix.nd != 2 || vector.nd != 1) {
+      run.host.fail(RunError::MatmulCoreDim, 0);
+      return false;
+    }
+    const int mr = step.a_vector ? 1 : 0;  // the matrix's dim that remains
+    vm_dims[0] = matrix.dims[mr], vm_dims[1] = matrix.dims[1 - mr];
+    vm_strides[0] = matrix.strides[mr], vm_strides[1] = matrix.strides[1 - mr];
+    vv_dims[0] = vector.dims[0], vv_dims[1] = 1;
+    vv_strides[0] = vector.strides[0], vv_strides[1] = vector.itemsize;
+    a = ArrayRef{matrix.data, 2, vm_dims, vm_strides, matrix.itemsize};
+    b = ArrayRef{vector.data, 2, vv_dims, vv_strides, vector.itemsize};
+  }
   std::unique_ptr<char[]> a_copy, b_copy;
   StridedLayout a_copied, b_copied;
   if ((!is_aligned(a) && !aligned_copy(a, a_copied, a_copy)) || (!is_aligned(b) && !aligned_copy(b, b_copied, b_copy))) {
@@ -1029,7 +1050,8 @@ bool run_gemm_step(Run& run, const GemmStep& step) {
     b_bstride[d] = batch_stride(b, rank, d);
   }
   Value out;
-  if (!run.host.alloc(out, step.dtype, rank, out_shape, nullptr)) return false;
+  // A vector product's result drops C's size-1 column (Note [Vector products]).
+  if (!run.host.alloc(out, step.dtype, step.a_vector || step.b_vector ? 1 : rank, out_shape, nullptr)) return false;
   run.set(step.output, out);
   const Value& c = run.vals[step.output];
   const int64_t item = dtype_itemsize(step.dtype);

@@ -174,6 +174,7 @@ private:
 /// C = A @ B through the backend's GEMM (batch dims of A and B broadcast against each other).
 struct GemmStep {
   int a = -1, b = -1, output = -1;
+  bool a_vector = false, b_vector = false;  // Note [Vector products] (host only)
   DType dtype = DType::Float32;
   GemmFn gemm = nullptr;  // host products
   /// Where the product runs. On a CUDA device: framejit's own kernel with the epilogue inside

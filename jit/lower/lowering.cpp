@@ -339,7 +339,7 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
   return r;
 }
 
-std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products) {
+std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products, bool vector_products) {
   if (node.kind != NodeKind::Call || node.args.size() != 2 || !node.kwargs.empty()) return std::nullopt;
   if (node.op != OpKind::Matmul && node.op != OpKind::Dot) return std::nullopt;
   if (!node.args[0].is_node() || !node.args[1].is_node()) return std::nullopt;
@@ -352,7 +352,12 @@ std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, boo
   if (!is_float(m.dtype) || (rt::dtype_is_half(m.dtype) && !half_products) ||
       ma.dtype != m.dtype || mb.dtype != m.dtype || m.scalar_object)
     return std::nullopt;
-  if (ma.rank() < 2 || mb.rank() < 2 || ma.scalar_object || mb.scalar_object) return std::nullopt;
+  if (ma.scalar_object || mb.scalar_object) return std::nullopt;
+  if (vector_products && ((ma.rank() == 1 && mb.rank() == 2) || (ma.rank() == 2 && mb.rank() == 1))) {
+    if (m.rank() != 1) return std::nullopt;
+    return MatmulNode{a, b, m.dtype, ma.rank() == 1, mb.rank() == 1};
+  }
+  if (ma.rank() < 2 || mb.rank() < 2) return std::nullopt;
   // np.dot of N-d arrays pairs every batch of A with every batch of B; only matmul broadcasts them.
   if (mb.rank() > 2 && node.op != OpKind::Matmul) return std::nullopt;
   return MatmulNode{a, b, m.dtype};

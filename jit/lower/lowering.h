@@ -65,11 +65,18 @@ std::optional<ReductionNode> lower_reduction(const Graph& graph, const Node& nod
 
 /// A matrix product C = A @ B run by framejit's GEMM: A and B of rank >= 2 whose leading dims are
 /// batch dims broadcast against each other (B of rank 2 for np.dot), both float32 or both float64.
+///
+/// With `vector_products` (a host backend's), one operand may be a vector beside a matrix:
+/// A(m, k) @ v(k) is A @ v(k, 1) and v(k) @ B(k, n) is v(1, k) @ B, each result without its
+/// size-1 dim, as in NumPy (Note [Vector products] in runtime/program.cpp).
 struct MatmulNode {
   int a;
   int b;
   DType dtype;
+  bool a_vector = false;  // a is 1-D (and b 2-D)
+  bool b_vector = false;  // b is 1-D (and a 2-D)
 };
-std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products = false);
+std::optional<MatmulNode> lower_matmul(const Graph& graph, const Node& node, bool half_products = false,
+                                       bool vector_products = false);
 
 }  // namespace framejit::jit

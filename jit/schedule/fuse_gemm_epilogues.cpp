@@ -45,6 +45,7 @@ void fuse_gemm_epilogues(FusionState& state) {
     for (int c : g.inputs) {
       const int gemm = plan.gemm_of[c];
       if (gemm < 0 || plan.gemm_epilogue[gemm] >= 0) continue;
+      if (plan.gemms[gemm].a_vector || plan.gemms[gemm].b_vector) continue;  // C is not a matrix
       const TensorMeta& cm = graph.node(c).meta;
       if (cm.dtype != out.dtype || !same_shape(cm, out)) continue;
       // Nothing but this group's members may read C. NB: members read through args only

@@ -93,8 +93,9 @@ struct FusionPlan {
 /// the open pointwise group takes the operand's computation as its prologue. `store_operands`:
 /// whether reductions store expensive operands for their groups (Backend::stores_reduction_operands).
 /// `half_products`: products of float16/bfloat16 run as GEMM steps (a device's; Note [Half types]).
+/// `vector_products`: so do products of a matrix and a vector (the host's; lower_matmul).
 FusionPlan plan_fusion(const Graph& graph, const std::function<bool(const PointwiseKernelIR&)>& accept,
                        const std::function<bool(const ReductionKernelIR&)>& accept_reduction = nullptr,
-                       bool store_operands = true, bool half_products = false);
+                       bool store_operands = true, bool half_products = false, bool vector_products = false);
 
 }  // namespace framejit::jit

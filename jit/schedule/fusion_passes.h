@@ -14,8 +14,8 @@ using AcceptReduction = std::function<bool(const ReductionKernelIR&)>;
 /// Classifies every call node once, through jit/lower's public entry points: pointwise, reduction
 /// (only when `reductions`: the backend generates reduction kernels), matmul or view (fills
 /// NodeRecord::pointwise / reduction / matmul / view); products of half types only with
-/// `half_products`.
-void lower_nodes(FusionState& state, bool reductions, bool half_products = false);
+/// `half_products`, of a matrix and a vector only with `vector_products` (lower_matmul).
+void lower_nodes(FusionState& state, bool reductions, bool half_products = false, bool vector_products = false);
 
 /// Turns each reduction into the kernels that compute it (NodeRecord::steps): one for sum, max,
 /// mean..., two for var and std (the mean into a plan temporary, then the mean of the squared

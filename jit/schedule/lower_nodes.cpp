@@ -4,7 +4,7 @@
 
 namespace framejit::jit {
 
-void lower_nodes(FusionState& state, bool reductions, bool half_products) {
+void lower_nodes(FusionState& state, bool reductions, bool half_products, bool vector_products) {
   const auto& nodes = state.graph.nodes();
   for (int i = 0; i < state.size(); ++i) {
     const Node& node = nodes[i];
@@ -14,7 +14,7 @@ void lower_nodes(FusionState& state, bool reductions, bool half_products) {
     // in this order, and stopping at the first yes, classifies and does the least work.
     if ((r.pointwise = lower_pointwise(state.graph, node))) continue;
     if (reductions && (r.reduction = lower_reduction(state.graph, node))) continue;
-    if ((r.matmul = lower_matmul(state.graph, node, half_products))) continue;
+    if ((r.matmul = lower_matmul(state.graph, node, half_products, vector_products))) continue;
     if ((r.view = lower_view(state.graph, node))) continue;
     r.index_put = lower_index_put(state.graph, node);
   }

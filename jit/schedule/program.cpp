@@ -307,6 +307,8 @@ Expected<rt::Program> schedule_program(const Graph& graph, const PlanKernels* co
       s.gemm().b = mm.b;
       s.gemm().output = i;
       s.gemm().dtype = mm.dtype;
+      s.gemm().a_vector = mm.a_vector;
+      s.gemm().b_vector = mm.b_vector;
       s.gemm().device = compiled->backend.device();
       if (s.gemm().device.type == rt::DeviceType::CPU) {
         s.gemm().gemm = compiled->backend.gemm(mm.dtype);

@@ -169,6 +169,45 @@ def test_products_with_one_row_or_column(dtype, mnk):
             np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mk", [(1, 1), (777, 333), (5, 4000), (3000, 3)])
+def test_matrix_vector_products_run_on_the_gemm(dtype, mk):
+    # Note [Vector products]: A @ v, v @ A, np.dot of a matrix and a vector, any layout and stride
+    # (Fortran order, reversed, every other element), then used by a kernel; shapes and dtypes as
+    # NumPy's, all GEMM steps. Products of int arrays, of two vectors and of 3-d with 1-d stay as
+    # they were.
+    m, k = mk
+    a = RNG.standard_normal((m, k)).astype(dtype)
+    v = RNG.standard_normal(2 * k).astype(dtype)
+    w = RNG.standard_normal(m).astype(dtype)
+
+    def f(a, af, v, w):
+        x = v[::2]
+        return (a @ x, w @ a, np.dot(a, v[:k]), np.dot(w[::-1], a), af @ x[::-1], a.T @ w * 2 + 1, x @ af.T)
+
+    framejit.reset()
+    tol = (1e-4 if dtype == np.float32 else 1e-11) * np.sqrt(max(m, k))
+    for got, want in run_both(f, a, np.asfortranarray(a), v, w):
+        for g, w_ in zip(got, want):
+            assert g.shape == w_.shape and g.dtype == w_.dtype
+            np.testing.assert_allclose(g, w_, rtol=tol, atol=tol)
+    s = framejit.stats()
+    assert s["gemms"] >= 7 and s["extern_calls"] == 0, s
+
+    i = np.arange(m * k).reshape(m, k)
+    cube = np.stack([a, a])
+
+    def g(i, a, v):
+        return i @ np.arange(k), v[:k] @ v[:k], cube @ v[:k], a @ v[:k]
+
+    for got, want in run_both(g, i, a, v):
+        for g_, w_ in zip(got, want):
+            assert np.shape(g_) == np.shape(w_) and g_.dtype == w_.dtype
+            np.testing.assert_allclose(g_, w_, rtol=tol, atol=tol)
+    with pytest.raises(ValueError):
+        framejit.compile(lambda a, v: a @ v)(a, v)  # 2k elements: NumPy's mismatch error
+
+
 def test_products_of_two_dtypes_cast_first():
     # NumPy casts both operands to the product's type; so does the graph, and the GEMM runs it.
     a = RNG.standard_normal((30, 40)).astype(np.float32)
