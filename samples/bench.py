@@ -17,6 +17,7 @@ import install_overhead
 import layernorm
 import loops
 import mlp
+import npbench_loops
 import npbench_suite
 import overhead
 import peak_memory
@@ -50,6 +51,7 @@ CASES = {
         peak_memory,
         loops,
         npbench_suite,
+        npbench_loops,
         sweep,
     )
 }

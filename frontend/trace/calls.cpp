@@ -57,6 +57,30 @@ std::string module_of(PyObject* fn) {
   graph_break(Raises{type.get()}, what);
 }
 
+// Note [Numba dispatchers]
+// Code written for Numba calls its own @numba.jit helpers (a kernel's conv2d, relu, matmul...).
+// Such a call is traced as a call of the helper's Python source, the dispatcher's py_func: what
+// the helper means in Python (what CPython runs with NUMBA_DISABLE_JIT), which is what framejit
+// compiles everywhere; the dispatcher's own machine code is not used. Numba's reading can differ
+// where Numba's typing does (its ints wrap at 64 bits, fastmath reorders sums): framejit keeps
+// Python's and NumPy's. The guard on py_func (an instance attribute) pins the helper. Only
+// dispatchers of an imported Numba are recognised (numba.core.dispatcher.Dispatcher).
+PyObject* numba_python_function(PyObject* obj) {  // borrowed, or null
+  PyObject* modules = PyImport_GetModuleDict();  // borrowed
+  PyObject* mod = PyDict_GetItemString(modules, "numba.core.dispatcher");  // borrowed
+  if (!mod) return nullptr;
+  OwnedRef cls = OwnedRef::steal(PyObject_GetAttrString(mod, "Dispatcher"));
+  if (!cls || !PyType_Check(cls.get())) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  if (!PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(cls.get()))) return nullptr;
+  PyObject** dictptr = _PyObject_GetDictPtr(obj);
+  if (!dictptr || !*dictptr) return nullptr;
+  PyObject* f = PyDict_GetItemString(*dictptr, "py_func");  // borrowed
+  return f && PyFunction_Check(f) ? f : nullptr;
+}
+
 }  // namespace
 
 VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
@@ -177,6 +201,11 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       if (VarPtr r = tables_object_call(*this, fn, args, kwargs)) return r;  // an nn.Module
       // obj(...) runs type(obj).__call__(obj, ...)
       PyObject* obj = as<ObjectVar>(fn)->obj.get();
+      if (PyObject* py_func = numba_python_function(obj)) {  // Note [Numba dispatchers]
+        OwnedRef name = OwnedRef::steal(PyUnicode_FromString("py_func"));
+        return call(wrap(py_func, child_source(SourceKind::InstanceAttr, fn->source, name.get())), std::move(args),
+                    std::move(kwargs));
+      }
       OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__call__"));
       PyObject* call_fn = _PyType_Lookup(Py_TYPE(obj), name.get());  // borrowed
       BREAK_IF(!call_fn || !PyFunction_Check(call_fn),
