@@ -81,6 +81,11 @@ std::vector<Case> catalog() {
     out.push_back({"stored_" + dn(t), squared_deviation(t, false, false, true)});
   }
   out.push_back({"mean_i32_as_f64", reduction(ReduceOp::Sum, DType::Int32, DType::Float64, true)});
+  // any / all: bool max / min of the truth values (jit/lower), from every kind of input.
+  for (DType t : {DType::Float32, DType::Float64, DType::Int32, DType::UInt8}) {
+    out.push_back({"any_" + dn(t), reduction(ReduceOp::Max, t, DType::Bool)});
+    out.push_back({"all_" + dn(t), reduction(ReduceOp::Min, t, DType::Bool)});
+  }
   // Note [Half types]: a half input widened to float32 by the prologue.
   for (DType h : {DType::Float16, DType::BFloat16}) {
     out.push_back({"sum_" + dn(h) + "_as_f32", reduction(ReduceOp::Sum, h, DType::Float32)});
