@@ -436,6 +436,26 @@ std::vector<ax::Vec> load_inputs(ax::Compiler& cc, BodyEmitter& e, const Pointwi
   return loaded;
 }
 
+ax::KReg first_lanes(ax::Compiler& cc, const ax::Gp& count) {
+  ax::Gp bits = cc.newInt64("tail_bits");
+  cc.xor_(bits, bits);
+  cc.bts(bits, count);
+  cc.dec(bits);  // (1 << count) - 1
+  ax::KReg k = cc.newKq("tail");
+  cc.kmovq(k, bits);
+  return k;
+}
+
+std::vector<ax::Vec> load_inputs_masked(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Gp>& ptrs,
+                                        const ax::KReg& k) {
+  std::vector<ax::Vec> loaded(ir.input_dtypes.size());
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    loaded[i] = e.newv();
+    e.load_masked(ir.input_dtypes[i], loaded[i], ptrs[i], k);
+  }
+  return loaded;
+}
+
 void advance_to(ax::Compiler& cc, const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, int count,
                 const ax::Gp& i) {
   ax::Gp off = cc.newInt64("off");

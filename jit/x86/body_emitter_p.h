@@ -185,6 +185,11 @@ std::vector<ax::Vec> load_inputs(ax::Compiler& cc, BodyEmitter& e, const Pointwi
 
 // ptr[k] += stride[k] * i for the first `count` operands: where a scalar tail continues a row
 // after a vector loop that stepped its own copies of the pointers.
+// Avx512 (Note [Masked tail] in pointwise_codegen.cpp): a lane mask of the first `count` (< 64) lanes.
+ax::KReg first_lanes(ax::Compiler& cc, const ax::Gp& count);
+// The inputs at `ptrs` loaded under lane mask `k` (the lanes it leaves out read as zero, unread).
+std::vector<ax::Vec> load_inputs_masked(BodyEmitter& e, const PointwiseKernelIR& ir, const std::vector<ax::Gp>& ptrs,
+                                        const ax::KReg& k);
 void advance_to(ax::Compiler& cc, const std::vector<ax::Gp>& ptr, const std::vector<ax::Gp>& stride, int count,
                 const ax::Gp& i);
 

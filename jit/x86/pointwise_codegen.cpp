@@ -83,18 +83,8 @@ Error build(ax::Compiler& cc, const PointwiseKernelIR& ir, Isa isa) {
       // The last rem < W elements in one masked pass (Note [Masked tail]).
       cc.test(rem, rem);
       cc.jz(done);
-      ax::Gp bits = cc.newInt64("tail_bits");
-      cc.xor_(bits, bits);
-      cc.bts(bits, rem);
-      cc.dec(bits);  // (1 << rem) - 1: one bit per element left
-      ax::KReg tail = cc.newKq("tail");
-      cc.kmovq(tail, bits);
-      std::vector<ax::Vec> loaded(nin);
-      for (int k = 0; k < nin; ++k) {
-        loaded[k] = ve.newv();
-        ve.load_masked(ir.input_dtypes[k], loaded[k], vptr[k], tail);
-      }
-      std::vector<ax::Vec> tvals = emit_body(ve, ir, loaded, vhoisted);
+      const ax::KReg tail = first_lanes(cc, rem);
+      std::vector<ax::Vec> tvals = emit_body(ve, ir, load_inputs_masked(ve, ir, vptr, tail), vhoisted);
       for (int j = 0; j < nout; ++j) ve.store_masked(ir.output_dtypes[j], voptr[j], tvals[ir.outputs[j]], tail);
       cc.jmp(done);
     } else {

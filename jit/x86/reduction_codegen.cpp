@@ -293,18 +293,8 @@ void emit_row_fold(ax::Compiler& cc, Isa isa, const ReductionKernelIR& r, Reduce
       // the lanes past the row set to the identity.
       cc.test(rem, rem);
       cc.jz(tail_done);
-      ax::Gp bits = cc.newInt64("tail_bits");
-      cc.xor_(bits, bits);
-      cc.bts(bits, rem);
-      cc.dec(bits);
-      ax::KReg tail = cc.newKq("tail");
-      cc.kmovq(tail, bits);
-      std::vector<ax::Vec> loaded(nin);
-      for (int k = 0; k < nin; ++k) {
-        loaded[k] = ve.newv();
-        ve.load_masked(ir.input_dtypes[k], loaded[k], vptr[k], tail);
-      }
-      const ax::Vec v = emit_body(ve, ir, loaded, vhoisted)[ir.outputs[0]];
+      const ax::KReg tail = first_lanes(cc, rem);
+      const ax::Vec v = emit_body(ve, ir, load_inputs_masked(ve, ir, vptr, tail), vhoisted)[ir.outputs[0]];
       if (store) ve.store_masked(dtype, ptr[nin], v, tail);
       ax::Vec t = ve.newv();
       ve.k_select(itemsize, tail, t, v, reduce_identity(ve, op, dtype));
