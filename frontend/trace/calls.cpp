@@ -64,7 +64,8 @@ std::string module_of(PyObject* fn) {
 // compiles everywhere; the dispatcher's own machine code is not used. Numba's reading can differ
 // where Numba's typing does (its ints wrap at 64 bits, fastmath reorders sums): framejit keeps
 // Python's and NumPy's. The guard on py_func (an instance attribute) pins the helper. Only
-// dispatchers of an imported Numba are recognised (numba.core.dispatcher.Dispatcher).
+// dispatchers of an imported Numba are recognised (numba.core.dispatcher.Dispatcher). Compiled
+// loops inline such a helper like any Python function (Tracer::numba_source, element_loops.cpp).
 PyObject* numba_python_function(PyObject* obj) {  // borrowed, or null
   PyObject* modules = PyImport_GetModuleDict();  // borrowed
   PyObject* mod = PyDict_GetItemString(modules, "numba.core.dispatcher");  // borrowed
@@ -82,6 +83,14 @@ PyObject* numba_python_function(PyObject* obj) {  // borrowed, or null
 }
 
 }  // namespace
+
+VarPtr Tracer::numba_source(const VarPtr& fn) {
+  if (fn->kind != VarKind::Object) return nullptr;
+  PyObject* py_func = numba_python_function(as<ObjectVar>(fn)->obj.get());
+  if (!py_func) return nullptr;
+  OwnedRef name = OwnedRef::steal(PyUnicode_FromString("py_func"));
+  return wrap(py_func, child_source(SourceKind::InstanceAttr, fn->source, name.get()));
+}
 
 VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
   if (auto* g = dynamic_cast<GradModeVar*>(fn.get()); g && g->role == GradModeVar::Role::Exit)
@@ -201,11 +210,7 @@ VarPtr Tracer::call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs) {
       if (VarPtr r = tables_object_call(*this, fn, args, kwargs)) return r;  // an nn.Module
       // obj(...) runs type(obj).__call__(obj, ...)
       PyObject* obj = as<ObjectVar>(fn)->obj.get();
-      if (PyObject* py_func = numba_python_function(obj)) {  // Note [Numba dispatchers]
-        OwnedRef name = OwnedRef::steal(PyUnicode_FromString("py_func"));
-        return call(wrap(py_func, child_source(SourceKind::InstanceAttr, fn->source, name.get())), std::move(args),
-                    std::move(kwargs));
-      }
+      if (VarPtr source = numba_source(fn)) return call(source, std::move(args), std::move(kwargs));
       OwnedRef name = OwnedRef::steal(PyUnicode_FromString("__call__"));
       PyObject* call_fn = _PyType_Lookup(Py_TYPE(obj), name.get());  // borrowed
       BREAK_IF(!call_fn || !PyFunction_Check(call_fn),

@@ -965,6 +965,9 @@ class LoopCompiler {
         loop->arrays.push_back({m.dtype, m.rank(), false});
         return array_val(static_cast<int>(array_vars.size()) - 1);
       }
+      case VarKind::Object:
+        if (VarPtr source = tx_.numba_source(v)) return from_trace(source, what);  // Note [Numba dispatchers]
+        refuse(what + " is " + var_kind_name(v->kind));
       default:
         refuse(what + " is " + var_kind_name(v->kind));
     }

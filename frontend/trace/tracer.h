@@ -150,6 +150,9 @@ public:
   VarPtr call(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr call_builtin(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
   VarPtr inline_function(const VarPtr& fn, std::vector<VarPtr> args, KwArgs kwargs);
+  /// A @numba.jit dispatcher's Python source, its py_func (Note [Numba dispatchers]); null when
+  /// `fn` is not one.
+  VarPtr numba_source(const VarPtr& fn);
   VarPtr load_attr(const VarPtr& obj, PyObject* name);  // name borrowed
   /// super(cls, self).name: a bound method of self (Python functions only).
   VarPtr super_attr(const VarPtr& cls, const VarPtr& self, PyObject* name);  // name borrowed

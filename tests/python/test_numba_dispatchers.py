@@ -73,3 +73,29 @@ def test_other_callables_still_break():
     c = Callable()
     x = np.arange(4.0)
     np.testing.assert_array_equal(framejit.compile(lambda x: c(x) + 1)(x), x * 3 + 1)
+
+
+@numba.njit
+def match(a, b):
+    if a + b == 3:
+        return 1
+    return 0
+
+
+def pairs(seq, table):
+    n = 0
+    for i in range(seq.shape[0] - 1):
+        n += match(seq[i], seq[i + 1])
+        table[i] = max(table[i], match(seq[i], seq[-1]))
+    return n
+
+
+def test_helpers_called_in_compiled_loops_are_inlined():
+    seq = np.random.default_rng(5).integers(0, 4, 500)
+    table, want_table = np.zeros(500, np.int64), np.zeros(500, np.int64)
+    framejit.reset()
+    got = framejit.compile(pairs, fullgraph=True)(seq, table)
+    assert got == pairs(seq, want_table)
+    np.testing.assert_array_equal(table, want_table)
+    s = framejit.stats()
+    assert s["loops"] == 1 and s["graph_breaks"] == 0, s
