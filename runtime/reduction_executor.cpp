@@ -187,17 +187,17 @@ ArgBest arg_range(ReductionFn fn, ReductionCall call, int64_t start, int64_t end
 constexpr int64_t kColumnBlockBytes = 16 << 10;
 
 void buffered_column(ReductionFn fn, ReductionCall call, int nin, const Operand* inputs) {
+  if (call.rows == 0) return fn(&call);  // reads no input
   thread_local std::vector<char> buffer;
   int64_t row_bytes = 0;  // one row of every input, packed
   for (int k = 0; k < nin; ++k) row_bytes += call.n * inputs[k].itemsize;
-  const int64_t block =
-      std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, std::max<int64_t>(call.rows, 1));
+  const int64_t block = std::clamp<int64_t>(kColumnBlockBytes / std::max<int64_t>(row_bytes, 1), 1, call.rows);
   if (buffer.size() < static_cast<size_t>(block * row_bytes)) buffer.resize(block * row_bytes);
   char* data[kMaxKernelOperands];
   int64_t row_stride[kMaxKernelOperands], stride[kMaxKernelOperands];
   for (int k = 0; k < nin; ++k) data[k] = call.ptr[k], row_stride[k] = call.row_stride[k], stride[k] = call.stride[k];
   const int64_t rows = call.rows, accumulate = call.accumulate, finish = call.finish;
-  for (int64_t r = 0; r < rows || (rows == 0 && r == 0);) {
+  for (int64_t r = 0; r < rows;) {
     const int64_t m = std::min(block, rows - r);
     char* slot = buffer.data();
     for (int k = 0; k < nin; ++k) {
@@ -216,7 +216,6 @@ void buffered_column(ReductionFn fn, ReductionCall call, int nin, const Operand*
     call.accumulate = accumulate || r > 0;
     call.finish = finish && r + m >= rows;
     fn(&call);
-    if (rows == 0) break;
     r += m;
   }
 }
