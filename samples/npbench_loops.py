@@ -10,18 +10,16 @@ the same source where the two versions compute differently (Numba's fastmath and
 np.empty memory make some of its results differ from NumPy's: adi's by 6800). Tuning framejit to
 these kernels would defeat their purpose: nobody does (they are read here, never copied)."""
 
-import importlib
 import json
 import math
 import statistics
 import sys
 import time
 
-import numpy as np
 
 import framejit
 from harness import CorrectnessError, Row, at_least, progress
-from npbench_suite import PRESET, checkout, close, fresh, load, outputs, timed
+from npbench_suite import PRESET, checkout, close, interleaved, load, outputs
 
 NAME = "npbench-loops"
 ROUNDS = 3
@@ -84,14 +82,7 @@ def run() -> list[Row]:
         breaks = stats["graph_breaks"]
         unbroken += breaks == 0
         progress(case, f"{breaks} break(s), {stats['loops']} loop(s)")
-        times = {"Numba": [], "framejit": []}
-        spent = {n: 0.0 for n in times}
-        for _ in range(ROUNDS):
-            for n, fn in (("Numba", numba_kernel), ("framejit", compiled)):
-                if spent[n] < BUDGET_S or not times[n]:
-                    t = timed(fn, args, arrays)
-                    times[n].append(t)
-                    spent[n] += t
+        times = interleaved({"Numba": numba_kernel, "framejit": compiled}, args, arrays, ROUNDS, BUDGET_S)
         med = {n: statistics.median(v) for n, v in times.items()}
         speedups.append(med["Numba"] / med["framejit"])
         rows.append(Row(case, "framejit", med["framejit"] * 1e3, "ms", ratio=med["framejit"] / med["Numba"],

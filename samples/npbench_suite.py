@@ -88,6 +88,20 @@ def timed(fn, args, arrays) -> float:
     return time.perf_counter() - t0
 
 
+def interleaved(contenders, args, arrays, rounds=ROUNDS, budget_s=BUDGET_S):
+    """Each contender's call times (s), contenders interleaved per round; one past `budget_s` of
+    total time stops (after at least one call)."""
+    times = {n: [] for n in contenders}
+    spent = {n: 0.0 for n in contenders}
+    for _ in range(rounds):
+        for n, fn in contenders.items():
+            if spent[n] < budget_s or not times[n]:
+                t = timed(fn, args, arrays)
+                times[n].append(t)
+                spent[n] += t
+    return times
+
+
 def run() -> list[Row]:
     root = checkout()
     if root is None:
@@ -127,14 +141,7 @@ def run() -> list[Row]:
             # reported, its time still counts as NPBench counts it.
             contenders["Numba"] = numba_kernel
         progress(case, f"{len(contenders)} contenders")
-        times = {n: [] for n in contenders}
-        spent = {n: 0.0 for n in contenders}
-        for _ in range(ROUNDS):
-            for n, fn in contenders.items():
-                if spent[n] < BUDGET_S or not times[n]:
-                    t = timed(fn, args, arrays)
-                    times[n].append(t)
-                    spent[n] += t
+        times = interleaved(contenders, args, arrays)
         med = {n: statistics.median(v) for n, v in times.items()}
         for n in contenders:
             rows.append(Row(case, n, med[n] * 1e3, "ms", ratio=med[n] / med["NumPy"],
