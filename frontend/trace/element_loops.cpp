@@ -237,6 +237,7 @@ struct VNode {
   APtr raw_start, raw_stop;
   bool start_none = false, stop_none = false, start_nonneg = false, flipped = false;
   jit::EOp op = jit::EOp::Add;
+  rt::DType wrap = rt::DType::Int64;  // Binary of small ints: wrapped to this type (Note [Small NumPy ints])
   VPtr a, b;
 };
 
@@ -1281,7 +1282,7 @@ class LoopCompiler {
       refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kind_name(a0) + " and " + kind_name(b0));
     if (nb == kNbPower) {
       if (b0.const_int == 2) return binary(kNbMultiply, a0, a0);
-      refuse("** other than ** 2");
+      return float_power(nb_full, a0, b0);
     }
     const Val a = as_small_int(a0, b0), b = as_small_int(b0, a0);
     std::optional<Meaning> m;
@@ -1372,13 +1373,7 @@ class LoopCompiler {
     if (m->wrap != rt::DType::Int64) {  // Note [Small NumPy ints]: back to the type's width
       r.lower.reset();
       r.other = m->wrap;
-      const int64_t bits = 8 * rt::dtype_itemsize(m->wrap);
-      if (rt::dtype_is_signed(m->wrap)) {
-        const int up = op2(jit::EOp::Shl, jit::EType::Int, r.var, iconst(64 - bits));
-        emit(mov(r.var, op2(jit::EOp::Shr, jit::EType::Int, up, iconst(64 - bits))));
-      } else {
-        emit(mov(r.var, op2(jit::EOp::BitAnd, jit::EType::Int, r.var, iconst((int64_t{1} << bits) - 1))));
-      }
+      emit(mov(r.var, wrapped(r.var, m->wrap)));
       return r;
     }
     if (m->type == jit::EType::Int && a.aff && b.aff) {
@@ -1386,6 +1381,39 @@ class LoopCompiler {
       if (nb == kNbMultiply && b.aff->terms.empty()) r.aff = affine_scale(a.aff, b.aff->c);
       if (nb == kNbMultiply && a.aff->terms.empty()) r.aff = affine_scale(b.aff, a.aff->c);
     }
+    return r;
+  }
+
+  // a ** b where NumPy computes it: a numpy.float64 on either side (a subclass of float, so its
+  // __rpow__ goes first), or a numpy.int64 with a float. NumPy's float64 power is the C library's
+  // pow(): inf, NaN or 0 where it overflows, has no real value or divides by zero, with a warning,
+  // never an exception. Python's own float ** (a complex result for a negative base, three
+  // different exceptions) and integer powers are not compiled.
+  Val float_power(int nb_full, const Val& a, const Val& b) {
+    auto no = [&] {
+      refuse(std::string("operator ") + nb_op_name(nb_full) + " on " + kinds_text(a.kinds) + " and " +
+             kinds_text(b.kinds) + " (only NumPy's float powers are compiled)");
+    };
+    const uint16_t plain = kInt | kFloat | kNpInt | kNpFloat;
+    if ((a.kinds & ~plain) || (b.kinds & ~plain)) no();
+    for (uint16_t ka = 1; ka < kUnbound; ka <<= 1) {
+      if (!(a.kinds & ka)) continue;
+      for (uint16_t kb = 1; kb < kUnbound; kb <<= 1) {
+        if (!(b.kinds & kb)) continue;
+        const uint16_t both = ka | kb;
+        if (!(both & kNpFloat) && !((both & kNpInt) && (both & kFloat))) no();
+      }
+    }
+    jit::EInstr i;
+    i.op = jit::EOp::Call2;
+    i.type = jit::EType::Float;
+    i.a = as_float(a);
+    i.b = as_float(b);
+    i.fn2 = [](double x, double y) { return std::pow(x, y); };
+    i.fn_name = "numpy.power";
+    Val r = num(kNpFloat, jit::EType::Float);
+    i.dst = r.var;
+    emit(i);
     return r;
   }
 
@@ -1481,6 +1509,11 @@ class LoopCompiler {
       if (dot) return vec_reduce(args[0], &args[1], rt::ShapeUse::Dot);
       if (is_attr(o, "numpy", "sum")) return vec_reduce(args[0], nullptr, rt::ShapeUse::Dot);
       return vec_flip(args[0]);
+    }
+    if (is_attr(o, "numpy", "minimum") || is_attr(o, "numpy", "maximum")) {
+      if (args.size() != 2) refuse("numpy.minimum/maximum arguments");
+      if (!as_vec(args[0]) && !as_vec(args[1])) refuse("numpy.minimum/maximum of " + kind_name(args[0]));
+      return vec_binary(0, args[0], args[1], is_attr(o, "numpy", "minimum") ? jit::EOp::Min : jit::EOp::Max);
     }
     if (builtin("len")) {
       if (args.size() != 1) refuse("len() arguments");
@@ -1680,6 +1713,13 @@ class LoopCompiler {
     return i.dst;
   }
   int iconst(int64_t x) { return const_int(x).var; }
+  // An int64 computed from small ints of type d, wrapped to d's width (Note [Small NumPy ints]).
+  int wrapped(int v, rt::DType d) {
+    const int64_t bits = 8 * rt::dtype_itemsize(d);
+    if (!rt::dtype_is_signed(d)) return op2(jit::EOp::BitAnd, jit::EType::Int, v, iconst((int64_t{1} << bits) - 1));
+    const int up = op2(jit::EOp::Shl, jit::EType::Int, v, iconst(64 - bits));
+    return op2(jit::EOp::Shr, jit::EType::Int, up, iconst(64 - bits));
+  }
   int fresh(int var) {
     const int d = loop->new_var(loop->vars[var]);
     emit(mov(d, var));
@@ -1949,21 +1989,35 @@ class LoopCompiler {
     wrap(b, b1);
     return len;
   }
-  // Elementwise a <nb> b where one side is a vector.
-  Val vec_binary(int nb_full, const Val& a0, const Val& b0) {
+  // Two of one small int type (int8 ... uint32, as a vector or a number): that type, computed in
+  // int64 and wrapped to its width as for numbers (Note [Small NumPy ints]); else nothing.
+  static std::optional<rt::DType> small_pair(const Val& a, const Val& b) {
+    if (a.kinds != kNpOther || b.kinds != kNpOther || a.other != b.other) return std::nullopt;
+    const rt::DType d = a.other;
+    if (!rt::dtype_is_integer(d) || d == rt::DType::Int64 || d == rt::DType::UInt64 || d == rt::DType::Bool)
+      return std::nullopt;
+    return d;
+  }
+  // Elementwise a <nb> b where one side is a vector; with `extreme` (Min or Max), numpy.minimum or
+  // numpy.maximum of integers (of floats NumPy's minimum returns a NaN from either side, which
+  // the loop IR's min does not: refused).
+  Val vec_binary(int nb_full, const Val& a0, const Val& b0, std::optional<jit::EOp> extreme = std::nullopt) {
     const int nb = nb_full % kNbInplace;
-    if (nb != kNbAdd && nb != kNbSubtract && nb != kNbMultiply && nb != kNbTrueDivide)
-      refuse(std::string("operator ") + nb_op_name(nb_full) + " on an array slice");
+    const std::string what = extreme ? std::string(*extreme == jit::EOp::Min ? "numpy.minimum" : "numpy.maximum")
+                                     : std::string("operator ") + nb_op_name(nb_full);
+    if (!extreme && nb != kNbAdd && nb != kNbSubtract && nb != kNbMultiply && nb != kNbTrueDivide)
+      refuse(what + " on an array slice");
     std::optional<Val> av = as_vec(a0), bv = as_vec(b0);
     const Val& a = av ? *av : a0;
     const Val& b = bv ? *bv : b0;
+    const std::optional<rt::DType> small = extreme || nb != kNbTrueDivide ? small_pair(a, b) : std::nullopt;
     auto elem_type = [&](const Val& v) -> jit::EType {
       if (v.k == Val::K::Vec) {
-        need_numeric(v, "arithmetic");
+        if (!small) need_numeric(v, "arithmetic");
         return v.vec->type;
       }
-      if (v.k != Val::K::Num || (v.kinds & (kBool | kNpBool | kNpOther | kUnbound)))
-        refuse(std::string("operator ") + nb_op_name(nb_full) + " on an array slice and " + kind_name(v));
+      if (v.k != Val::K::Num || (v.kinds & (kBool | kNpBool | kUnbound)) || ((v.kinds & kNpOther) && !small))
+        refuse(what + " on an array slice and " + kind_name(v));
       const jit::EType t = loop->vars[v.var];
       if ((v.kinds & kFloatKinds) ? t != jit::EType::Float : t != jit::EType::Int || (v.kinds & kFloatKinds))
         refuse("a number of mixed kinds with an array slice");
@@ -1972,6 +2026,7 @@ class LoopCompiler {
     const jit::EType ta = elem_type(a), tb = elem_type(b);
     const jit::EType t = nb == kNbTrueDivide || ta == jit::EType::Float || tb == jit::EType::Float ? jit::EType::Float
                                                                                                    : jit::EType::Int;
+    if (extreme && t == jit::EType::Float) refuse(what + " of floats (NumPy's NaN rule is not compiled in loops)");
     VPtr na = a.k == Val::K::Vec ? a.vec : scalar_node(a, ta);
     VPtr nbn = b.k == Val::K::Vec ? b.vec : scalar_node(b, tb);
     int len;
@@ -1985,9 +2040,16 @@ class LoopCompiler {
     auto n = std::make_shared<VNode>();
     n->k = VNode::K::Binary;
     n->type = t;
-    n->op = nb == kNbAdd ? jit::EOp::Add : nb == kNbSubtract ? jit::EOp::Sub : nb == kNbMultiply ? jit::EOp::Mul : jit::EOp::Div;
+    n->op = extreme              ? *extreme
+            : nb == kNbAdd      ? jit::EOp::Add
+            : nb == kNbSubtract ? jit::EOp::Sub
+            : nb == kNbMultiply ? jit::EOp::Mul
+                                : jit::EOp::Div;
+    // (min and max of two values of one small type stay in it.)
+    if (small && !extreme) n->wrap = *small;
     n->a = na;
     n->b = nbn;
+    if (small) return vec_val(n, len, kNpOther, *small, key);
     return vec_val(n, len, t == jit::EType::Float ? kNpFloat : kNpInt, rt::DType::Int64, key);
   }
   Val vec_neg(const Val& v0) {
@@ -2072,7 +2134,8 @@ class LoopCompiler {
           x = to_float_var(x);
           y = to_float_var(y);
         }
-        return op2(n.op, n.type, x, y);
+        const int r = op2(n.op, n.type, x, y);
+        return n.wrap == rt::DType::Int64 ? r : wrapped(r, n.wrap);
       }
     }
     return -1;
@@ -2146,19 +2209,21 @@ class LoopCompiler {
     if ((n.k == VNode::K::View || n.k == VNode::K::Gather) && n.array == array) return true;
     return (n.a && reads_array(*n.a, array)) || (n.b && reads_array(*n.b, array));
   }
-  // Which elements two views of one array share, from how they were written: the same elements
-  // in the same order; none (a fixed index differing by a constant, both >= 0: no wrapping); or
-  // r reads target's element k or one after it (same axis and step > 0, r's start a constant
-  // distance at or after target's, both >= 0: clamping keeps the order), which a store of target
-  // in order reads before it writes.
+  // Which elements two views of one array share, from how they were written. Each view is one
+  // line of the array (its fixed indices pick the line) and a range along its axis; two views
+  // along the same axis with the same step and bounds as written therefore hold either the same
+  // elements in the same order (the same line) or none in common (another line), whatever their
+  // fixed indices are (`path[i, :]` and `path[k, :]`, i == k or not): a store of one in order
+  // reads the other's element k before writing it, or never. Likewise r reads target's element
+  // k or one after it, or nothing of it, when r's start is a constant distance at or after
+  // target's along the same axis and positive step (both >= 0: clamping keeps the order). Other
+  // views along other axes share nothing when a fixed index differs by a constant (both >= 0).
   static bool same_bound(const APtr& a, bool a_none, const APtr& b, bool b_none) {
     if (a_none || b_none) return a_none && b_none;
     return affine_diff(a, b) == std::optional<int64_t>(0);
   }
-  static bool same_elements(const VNode& r, const VNode& t) {
+  static bool same_elements_or_none(const VNode& r, const VNode& t) {
     if (r.axis != t.axis || r.step != t.step || r.flipped || t.flipped) return false;
-    for (size_t k = 0; k < r.fixed.size(); ++k)
-      if (static_cast<int>(k) != r.axis && affine_diff(r.fixed[k], t.fixed[k]) != std::optional<int64_t>(0)) return false;
     return same_bound(r.raw_start, r.start_none, t.raw_start, t.start_none) &&
            same_bound(r.raw_stop, r.stop_none, t.raw_stop, t.stop_none);
   }
@@ -2175,8 +2240,6 @@ class LoopCompiler {
     if (r.axis != t.axis || r.step != t.step || r.step <= 0 || r.flipped || t.flipped || !r.start_nonneg ||
         !t.start_nonneg)
       return false;
-    for (size_t k = 0; k < r.fixed.size(); ++k)
-      if (static_cast<int>(k) != r.axis && affine_diff(r.fixed[k], t.fixed[k]) != std::optional<int64_t>(0)) return false;
     auto zero = std::make_shared<Affine>();
     const std::optional<int64_t> d =
         affine_diff(r.start_none ? zero : r.raw_start, t.start_none ? zero : t.raw_start);
@@ -2188,7 +2251,7 @@ class LoopCompiler {
     switch (n.k) {
       case VNode::K::View:
         if (n.array != target.array) return false;
-        return !(same_elements(n, target) || disjoint(n, target) || (!bcast && read_ahead(n, target)));
+        return !(same_elements_or_none(n, target) || disjoint(n, target) || (!bcast && read_ahead(n, target)));
       case VNode::K::Gather:
         return n.array == target.array || reads_elsewhere(*n.a, target, bcast);
       case VNode::K::Scalar:

@@ -230,6 +230,105 @@ def test_float32_slices_are_copied_not_computed():
     assert framejit.stats()["loops"] == 0
 
 
+def test_floyd_warshall_on_int32_rows_with_minimum():
+    # NPBench's Numba version: int32 row arithmetic (an int32 element + an int32 row) and
+    # numpy.minimum of rows, the row read (row k) possibly the one written (i == k).
+    def kernel(path):
+        for k in range(path.shape[0]):
+            for i in range(path.shape[0]):
+                path[i, :] = np.minimum(path[i, :], path[i, k] + path[k, :])
+
+    p = RNG.integers(1, 50, (30, 30)).astype(np.int32)
+    p[RNG.random((30, 30)) < 0.3] = 999
+    compiled(kernel, p)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32, np.uint32])
+def test_small_int_rows_wrap_at_their_width(dtype):
+    def f(a, b, out):
+        for i in range(a.shape[0]):
+            out[i, :] = np.maximum(a[i, :] * b[i, :] + a[i, 0], b[i, :] - a[i, :])
+
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, (6, 9), endpoint=True).astype(dtype)
+    b = RNG.integers(info.min, info.max, (6, 9), endpoint=True).astype(dtype)
+    with np.errstate(over="ignore"):
+        compiled(f, a, b, np.zeros((6, 9), dtype))
+
+
+def test_minimum_and_maximum_of_int64_rows_and_numbers():
+    def f(a, out):
+        for i in range(a.shape[0]):
+            out[i, :] = np.minimum(a[i, :], 7) + np.maximum(-3, a[i, ::-1])
+
+    compiled(f, RNG.integers(-20, 20, (5, 8)), np.zeros((5, 8), np.int64))
+
+
+def test_what_small_int_rows_do_not_compile_still_runs():
+    def mixed(a, b, out):  # int32 with int16: another type, not compiled
+        for i in range(a.shape[0]):
+            out[i, :] = a[i, :] + b[i, :]
+
+    def float_min(x, out):  # NumPy's minimum keeps a NaN from either side
+        for i in range(x.shape[0]):
+            out[i, :] = np.minimum(x[i, :], 0.5)
+
+    x = RNG.random((20, 4))
+    x[3, 1] = np.nan
+    for fn, args in ((mixed, (RNG.integers(0, 9, (20, 4)).astype(np.int32),
+                               RNG.integers(0, 9, (20, 4)).astype(np.int16), np.zeros((20, 4), np.int32))),
+                     (float_min, (x, np.zeros((20, 4))))):
+        want = copies(args)
+        fn(*want)
+        framejit.reset()
+        got = copies(args)
+        framejit.compile(fn)(*got)
+        np.testing.assert_array_equal(got[-1], want[-1])
+        assert framejit.stats()["loops"] == 0
+
+
+def test_numpy_float_powers():
+    # nbody's `inv_r3[i, j] **= -1.5`: an element (numpy.float64) to a float power is NumPy's
+    # power (C's pow: NaN for a negative base, inf for 0 to a negative power, no exception).
+    def f(x, e, k):
+        s = 0.0
+        for i in range(x.shape[0]):
+            for j in range(x.shape[1]):
+                if x[i, j] != 1.0:
+                    x[i, j] **= -1.5
+                s += x[i, j] ** e + k[i] ** 0.5  # numpy.int64 ** float: NumPy's too
+        return s
+
+    x = RNG.random((6, 7)) * 4 - 1
+    x[0, 0], x[1, 1], x[2, 2] = 0.0, -0.0, 1.0
+    with np.errstate(all="ignore"):
+        want_x = x.copy()
+        want = f(want_x, 0.25, np.arange(6))
+        framejit.reset()
+        got_x = x.copy()
+        got = framejit.compile(f)(got_x, 0.25, np.arange(6))
+    assert framejit.stats()["loops"] == 1 and framejit.stats()["graph_breaks"] == 0
+    np.testing.assert_array_equal(got_x, want_x)
+    assert type(got) is type(want)
+    assert np.isnan(got) and np.isnan(want)  # a negative base to 0.25
+    with np.errstate(all="ignore"):
+        y, k = np.abs(x) + 1.5, np.arange(6)
+        assert framejit.compile(f)(y.copy(), 3.0, k) == pytest.approx(f(y.copy(), 3.0, k), rel=1e-13)
+
+
+def test_python_float_powers_are_not_compiled():
+    def f(x):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += float(x[i]) ** 0.5  # a Python float: a complex result for a negative one
+        return s
+
+    x = RNG.random(30) - 0.5
+    framejit.reset()
+    assert framejit.compile(f)(x) == f(x)
+    assert framejit.stats()["loops"] == 0
+
+
 # ---- NumPy's errors ----------------------------------------------------------------------------------
 
 
