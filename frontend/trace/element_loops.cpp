@@ -212,7 +212,7 @@ struct Val {
   }
 };
 
-enum : int { kMethodSum = 1, kMethodDot = 2 };
+enum : int { kMethodSum = 1, kMethodDot = 2, kMethodCopy = 3 };
 
 // One node of a lazy vector (Note [Slices in element loops]); element k of each kind:
 struct VNode {
@@ -558,6 +558,8 @@ class LoopCompiler {
     loop = std::make_shared<jit::ElementLoop>();
     array_vars.clear();
     param_vars.clear();
+    made_arrays_.clear();
+    arrays_made_ = 0;
     outer_.clear();
     slot_var_.clear();
     tag_var_.clear();
@@ -696,7 +698,7 @@ class LoopCompiler {
     d.kinds = kUnbound;
     return d;
   }
-  static void widen(State& s, const State& seed) {
+  void widen(State& s, const State& seed) const {
     for (size_t k = 0; k < s.stack.size() && k < seed.stack.size(); ++k)
       if (s.stack[k].k == Val::K::Num) s.stack[k].kinds |= seed.stack[k].kinds;
     for (size_t k = 0; k < s.locals.size() && k < seed.locals.size(); ++k) {
@@ -1041,9 +1043,11 @@ class LoopCompiler {
     for (Val& v : s.stack) fix(v);
   }
 
-  // A view a local may hold (Note [Slices in element loops]): a slice, or a row A[i].
-  static bool held_view(const Val& v) {
-    return (v.k == Val::K::Vec && v.vec->k == VNode::K::View) || (v.k == Val::K::Array && !v.prefix.empty());
+  // A view a local may hold (Note [Slices in element loops]): a slice, or a row A[i]; or an
+  // array the loop made (Note [Arrays made in loops]).
+  bool held_view(const Val& v) const {
+    return (v.k == Val::K::Vec && v.vec->k == VNode::K::View) || (v.k == Val::K::Array && !v.prefix.empty()) ||
+           (v.k == Val::K::Array && made_arrays_.count(v.array));
   }
   void store_local(State& s, int slot, Val v) {
     if (held_view(v)) {
@@ -1483,8 +1487,12 @@ class LoopCompiler {
   }
 
   // ---- calls ----------------------------------------------------------------------------------------
-  Val call(const Val& fn, std::vector<Val> args) {
+  Val call(State& s, const Val& fn, std::vector<Val> args) {
     if (fn.k != Val::K::Func) refuse("a call of " + kind_name(fn));
+    if (fn.method == kMethodCopy) {
+      if (!args.empty()) refuse("copy() with arguments");
+      return make_array(s, fn.items[0], MadeFill::Copy);
+    }
     if (fn.method == kMethodSum) {
       if (!args.empty()) refuse("sum() with arguments");
       return vec_reduce(fn.items[0], nullptr, rt::ShapeUse::Dot);
@@ -1509,6 +1517,12 @@ class LoopCompiler {
       if (dot) return vec_reduce(args[0], &args[1], rt::ShapeUse::Dot);
       if (is_attr(o, "numpy", "sum")) return vec_reduce(args[0], nullptr, rt::ShapeUse::Dot);
       return vec_flip(args[0]);
+    }
+    for (auto [name, fill] : {std::pair{"copy", MadeFill::Copy}, std::pair{"zeros_like", MadeFill::Zeros},
+                              std::pair{"empty_like", MadeFill::None}}) {
+      if (!is_attr(o, "numpy", name)) continue;
+      if (args.size() != 1) refuse(std::string("numpy.") + name + " arguments");
+      return make_array(s, args[0], fill);
     }
     if (is_attr(o, "numpy", "minimum") || is_attr(o, "numpy", "maximum")) {
       if (args.size() != 2) refuse("numpy.minimum/maximum arguments");
@@ -2352,6 +2366,86 @@ class LoopCompiler {
       store_at(arr.array, std::move(index), i.dst);
     });
   }
+  // Note [Arrays made in loops]
+  // `un = u.copy()` (numpy.copy, zeros_like, empty_like) of a whole array in a loop body makes a new
+  // array each time it runs. The loop gives each such call one array instead, made once before it
+  // (a graph node numpy.empty_like(u)), and refills it each time: that is what NumPy's new arrays
+  // would hold as long as nothing still sees the array made the time before. A local holds it as
+  // it holds a view (where paths meet holding different ones, it is no longer bound), so when it is
+  // made again the locals still holding it or a view of it lose them (reading one then refuses the
+  // loop: `b = a` kept from the trip before), a value on the stack holding it refuses the loop, and
+  // the code after the loop never sees it (only numbers leave a loop). The n-th array made in a
+  // pass of the interpretation is the same array in every pass. Copies of slices or rows (another
+  // shape) and arguments (dtype=, order=) are not compiled: the loop is traced as before.
+  enum class MadeFill : uint8_t { None, Zeros, Copy };
+  static bool refers_to(const Val& v, int array) {
+    if (v.k == Val::K::Array && v.array == array) return true;
+    if (v.k == Val::K::Vec && reads_array(*v.vec, array)) return true;
+    for (const Val& x : v.items)
+      if (refers_to(x, array)) return true;
+    return false;
+  }
+  Val make_array(State& s, const Val& src, MadeFill fill) {
+    if (src.k != Val::K::Array || !src.prefix.empty())
+      refuse("a new array like " + kind_name(src) + " (only whole arrays are copied in loops)");
+    const VarPtr& of = array_vars[src.array];
+    auto it = made_vars_.find({of.get(), arrays_made_});
+    if (it == made_vars_.end()) {
+      OwnedRef np = OwnedRef::steal(PyImport_ImportModule("numpy"));
+      OwnedRef fn = np ? OwnedRef::steal(PyObject_GetAttrString(np.get(), "empty_like")) : OwnedRef();
+      if (!fn) {
+        PyErr_Clear();
+        refuse("internal: numpy.empty_like");
+      }
+      VarPtr made = tx_.call(std::make_shared<BuiltinVar>(fn), {of}, {});
+      it = made_vars_.emplace(std::pair{of.get(), arrays_made_}, made).first;
+    }
+    ++arrays_made_;
+    const Val a = from_trace(it->second, "an array made in the loop");
+    loop->arrays[a.array].written = true;
+    made_arrays_.insert(a.array);
+    for (Val& l : s.locals)
+      if (refers_to(l, a.array)) l = dead_local();
+    for (const Val& v : s.stack)
+      if (refers_to(v, a.array)) refuse("an array made in the loop is made again while still in use");
+    if (fill == MadeFill::None) return a;
+    const int rank = loop->arrays[a.array].rank;
+    std::vector<int> dims(rank), at(rank);
+    for (int d = 0; d < rank; ++d) dims[d] = dim(src.array, d).var;
+    const int zero = fill == MadeFill::Zeros ? zero_here(rt::dtype_is_float(loop->arrays[a.array].dtype)
+                                                             ? jit::EType::Float
+                                                             : jit::EType::Int)
+                                             : -1;
+    std::function<void(int)> nest = [&](int d) {
+      if (d < rank) {
+        counted(dims[d], [&](int k) {
+          at[d] = k;
+          nest(d + 1);
+        });
+        return;
+      }
+      int x = zero;
+      if (fill == MadeFill::Copy) {
+        jit::EInstr ld;
+        ld.op = jit::EOp::Load;
+        ld.array = src.array;
+        ld.index = at;
+        ld.type = rt::dtype_is_float(loop->arrays[src.array].dtype) ? jit::EType::Float : jit::EType::Int;
+        ld.dst = x = loop->new_var(ld.type);
+        emit(ld);
+      }
+      jit::EInstr st;
+      st.op = jit::EOp::Store;
+      st.array = a.array;
+      st.index = at;
+      st.a = x;
+      st.type = loop->vars[x];
+      emit(st);
+    };
+    nest(0);
+    return a;
+  }
+
   // A loop array of the trace's numpy.empty_like(array k), made once per loop (a graph node
   // before the loop node; unused, it goes with dead code if the loop is refused).
   int scratch_like(int k) {
@@ -2797,6 +2891,10 @@ class LoopCompiler {
           r.array = obj.array;
         } else if (obj.k == Val::K::Array && n == "ndim" && obj.prefix.empty()) {
           r = const_int(loop->arrays[obj.array].rank);
+        } else if (obj.k == Val::K::Array && obj.prefix.empty() && n == "copy" && method) {
+          r = Val{Val::K::Func};
+          r.method = kMethodCopy;
+          r.items.push_back(obj);
         } else if ((obj.k == Val::K::Vec || obj.k == Val::K::Array) && (n == "sum" || n == "dot") && method) {
           r = Val{Val::K::Func};
           r.method = n == "sum" ? kMethodSum : kMethodDot;
@@ -2953,7 +3051,7 @@ class LoopCompiler {
           fn = lower;
           if (upper.k != Val::K::Null) args.insert(args.begin(), upper);
         }
-        s.stack.push_back(call(fn, std::move(args)));
+        s.stack.push_back(call(s, fn, std::move(args)));
         return false;
       }
       case Op::GetIter: {
@@ -3165,6 +3263,11 @@ class LoopCompiler {
   std::set<int> widened_;       // int locals held as floats (Note [Widened locals]; kept across passes)
   std::map<int, int> tag_var_;  // per pass: their tags' variables
   std::map<const Var*, VarPtr> scratch_vars_;  // scratch_like's arrays (kept across passes)
+  // Note [Arrays made in loops]: per (array copied, n-th made in a pass), its array (kept across
+  // passes); which loop arrays they are in this pass, and how many were made in it.
+  std::map<std::pair<const Var*, int>, VarPtr> made_vars_;
+  std::set<int> made_arrays_;
+  int arrays_made_ = 0;
   InlineCtx* inl_ = nullptr;               // the function being inlined (Note [Calls in element loops])
   int inline_depth_ = 0;
   int64_t next_symbol_ = 0;                // per pass: Affine symbols

@@ -329,6 +329,90 @@ def test_python_float_powers_are_not_compiled():
     assert framejit.stats()["loops"] == 0
 
 
+# ---- arrays made in loops (Note [Arrays made in loops]) ------------------------------------------
+
+
+@pytest.mark.parametrize("nit", [0, 1, 7, 40])
+def test_a_copy_each_trip_compiles_and_a_new_trip_count_does_not_recompile(nit):
+    def jacobi(u, nit):
+        for q in range(nit):
+            un = u.copy()
+            u[1:-1] = 0.5 * (un[:-2] + un[2:])
+        return u
+
+    cf = compiled(jacobi, RNG.random(50), nit)
+    for other in (3, 11):  # other trip counts: the same compiled code
+        u = RNG.random(50)
+        np.testing.assert_array_equal(cf(u.copy(), other), jacobi(u.copy(), other))
+    assert framejit.stats()["recompiles"] == 0
+
+
+def test_two_d_copies_zeros_and_empty_arrays_in_loops():
+    def poisson(p, b, nit):
+        for q in range(nit):
+            pn = np.copy(p)
+            r = np.zeros_like(p)
+            t = np.empty_like(b)
+            for i in range(1, p.shape[0] - 1):
+                for j in range(1, p.shape[1] - 1):
+                    t[i, j] = pn[i - 1, j] + pn[i + 1, j] + pn[i, j - 1] + pn[i, j + 1]
+                    r[i, j] = 0.25 * (t[i, j] - b[i, j]) - pn[i, j]
+                    p[i, j] = pn[i, j] + r[i, j]
+            p[0, :] = p[1, :]
+        return p
+
+    compiled(poisson, RNG.random((9, 12)), RNG.random((9, 12)), 5)
+
+
+def test_integer_and_bool_copies():
+    def f(a, m, n):
+        s = 0
+        for q in range(n):
+            c = a.copy()
+            mm = m.copy()
+            for i in range(c.shape[0]):
+                if mm[i]:
+                    c[i] += q
+                a[i] = c[i] * 2 - a[i]
+                s += c[i]
+        return s
+
+    compiled(f, RNG.integers(-5, 5, 20).astype(np.int32), RNG.random(20) < 0.5, 6)
+
+
+def test_what_sees_an_earlier_copy_is_not_compiled():
+    def earlier(x, n):  # b is the copy made the trip before: NumPy's array, not the one refilled
+        s = 0.0
+        for i in range(n):
+            a = x.copy()
+            a[0] = i
+            if i > 0:
+                s += b[0]  # noqa: F821 (bound on the first trip)
+            b = a
+        return s
+
+    def after(x, n):  # the last copy read after the loop
+        a = x
+        for i in range(n):
+            a = x.copy()
+            a[0] = i
+        return a
+
+    def row(x, n):  # a copy of a row: another shape
+        s = 0.0
+        for i in range(n):
+            r = x[i % 3].copy()
+            s += r[0]
+        return s
+
+    for fn, args in ((earlier, (RNG.random(5), 30)), (after, (RNG.random(5), 30)), (row, (RNG.random((3, 4)), 30))):
+        want = fn(*copies(args))
+        framejit.reset()
+        got = framejit.compile(fn)(*copies(args))
+        np.testing.assert_array_equal(got, want)
+        assert framejit.stats()["loops"] == 0, fn.__name__
+
+
 # ---- NumPy's errors ----------------------------------------------------------------------------------
 
 
