@@ -185,6 +185,9 @@ std::vector<char> run(const Kernels& k, const ReductionKernelIR& ir, const Case&
   l.column = k.column.get();
   l.arg = is_arg_reduce(ir.op);
   l.arg_max = ir.op == ReduceOp::ArgMax;
+  // How split rows' partial results join (Note [Split column rows]), as rt::Program sets them.
+  l.extreme = ir.op == ReduceOp::Max ? 1 : ir.op == ReduceOp::Min ? -1 : 0;
+  l.product = ir.op == ReduceOp::Prod;
   l.value_dtype = ir.dtype();
   l.rank = rank;
   l.shape = c.shape.data();

@@ -168,6 +168,9 @@ bool run_both(const ReductionKernelIR& r, const std::vector<unsigned char>& in, 
   L.column = cpu_k->column.get();
   L.arg = is_arg_reduce(r.op);
   L.arg_max = r.op == ReduceOp::ArgMax;
+  // How split rows' partial results join (Note [Split column rows]), as rt::Program sets them.
+  L.extreme = r.op == ReduceOp::Max ? 1 : r.op == ReduceOp::Min ? -1 : 0;
+  L.product = r.op == ReduceOp::Prod;
   L.value_dtype = r.dtype();
   L.rank = rank;
   L.shape = l.shape.data();
