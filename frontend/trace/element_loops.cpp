@@ -2366,6 +2366,17 @@ class LoopCompiler {
       store_at(arr.array, std::move(index), i.dst);
     });
   }
+  // The trace's numpy.empty_like(of): a graph node before the loop node (unused, it goes with dead
+  // code if the loop is refused).
+  VarPtr empty_like(const VarPtr& of) {
+    OwnedRef np = OwnedRef::steal(PyImport_ImportModule("numpy"));
+    OwnedRef fn = np ? OwnedRef::steal(PyObject_GetAttrString(np.get(), "empty_like")) : OwnedRef();
+    if (!fn) {
+      PyErr_Clear();
+      refuse("internal: numpy.empty_like");
+    }
+    return tx_.call(std::make_shared<BuiltinVar>(fn), {of}, {});
+  }
   // Note [Arrays made in loops]
   // `un = u.copy()` (numpy.copy, zeros_like, empty_like) of a whole array in a loop body makes a new
   // array each time it runs. The loop gives each such call one array instead, made once before it
@@ -2390,16 +2401,7 @@ class LoopCompiler {
       refuse("a new array like " + kind_name(src) + " (only whole arrays are copied in loops)");
     const VarPtr& of = array_vars[src.array];
     auto it = made_vars_.find({of.get(), arrays_made_});
-    if (it == made_vars_.end()) {
-      OwnedRef np = OwnedRef::steal(PyImport_ImportModule("numpy"));
-      OwnedRef fn = np ? OwnedRef::steal(PyObject_GetAttrString(np.get(), "empty_like")) : OwnedRef();
-      if (!fn) {
-        PyErr_Clear();
-        refuse("internal: numpy.empty_like");
-      }
-      VarPtr made = tx_.call(std::make_shared<BuiltinVar>(fn), {of}, {});
-      it = made_vars_.emplace(std::pair{of.get(), arrays_made_}, made).first;
-    }
+    if (it == made_vars_.end()) it = made_vars_.emplace(std::pair{of.get(), arrays_made_}, empty_like(of)).first;
     ++arrays_made_;
     const Val a = from_trace(it->second, "an array made in the loop");
     loop->arrays[a.array].written = true;
@@ -2451,16 +2453,7 @@ class LoopCompiler {
   int scratch_like(int k) {
     const VarPtr& of = array_vars[k];
     auto it = scratch_vars_.find(of.get());
-    if (it == scratch_vars_.end()) {
-      OwnedRef np = OwnedRef::steal(PyImport_ImportModule("numpy"));
-      OwnedRef fn = np ? OwnedRef::steal(PyObject_GetAttrString(np.get(), "empty_like")) : OwnedRef();
-      if (!fn) {
-        PyErr_Clear();
-        refuse("internal: numpy.empty_like");
-      }
-      VarPtr made = tx_.call(std::make_shared<BuiltinVar>(fn), {of}, {});
-      it = scratch_vars_.emplace(of.get(), made).first;
-    }
+    if (it == scratch_vars_.end()) it = scratch_vars_.emplace(of.get(), empty_like(of)).first;
     const Val s = from_trace(it->second, "a scratch array");
     loop->arrays[s.array].written = true;
     return s.array;
