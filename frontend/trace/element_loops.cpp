@@ -1487,11 +1487,11 @@ class LoopCompiler {
   }
 
   // ---- calls ----------------------------------------------------------------------------------------
-  Val call(State& s, const Val& fn, std::vector<Val> args) {
+  Val call(const Val& fn, std::vector<Val> args) {
     if (fn.k != Val::K::Func) refuse("a call of " + kind_name(fn));
     if (fn.method == kMethodCopy) {
       if (!args.empty()) refuse("copy() with arguments");
-      return make_array(s, fn.items[0], MadeFill::Copy);
+      return make_array(fn.items[0], MadeFill::Copy);
     }
     if (fn.method == kMethodSum) {
       if (!args.empty()) refuse("sum() with arguments");
@@ -1522,7 +1522,7 @@ class LoopCompiler {
                               std::pair{"empty_like", MadeFill::None}}) {
       if (!is_attr(o, "numpy", name)) continue;
       if (args.size() != 1) refuse(std::string("numpy.") + name + " arguments");
-      return make_array(s, args[0], fill);
+      return make_array(args[0], fill);
     }
     if (is_attr(o, "numpy", "minimum") || is_attr(o, "numpy", "maximum")) {
       if (args.size() != 2) refuse("numpy.minimum/maximum arguments");
@@ -2381,22 +2381,16 @@ class LoopCompiler {
   // `un = u.copy()` (numpy.copy, zeros_like, empty_like) of a whole array in a loop body makes a new
   // array each time it runs. The loop gives each such call one array instead, made once before it
   // (a graph node numpy.empty_like(u)), and refills it each time: that is what NumPy's new arrays
-  // would hold as long as nothing still sees the array made the time before. A local holds it as
-  // it holds a view (where paths meet holding different ones, it is no longer bound), so when it is
-  // made again the locals still holding it or a view of it lose them (reading one then refuses the
-  // loop: `b = a` kept from the trip before), a value on the stack holding it refuses the loop, and
-  // the code after the loop never sees it (only numbers leave a loop). The n-th array made in a
-  // pass of the interpretation is the same array in every pass. Copies of slices or rows (another
-  // shape) and arguments (dtype=, order=) are not compiled: the loop is traced as before.
+  // would hold as long as nothing still sees the array made the time before. Nothing can: a local
+  // holds it as it holds a view, and where paths meet holding different ones it is no longer bound
+  // — at a loop's head the array of the trip before meets none (a loop's locals enter it holding
+  // numbers), so reading one there (`b = a` kept from the trip before) refuses the loop — and the
+  // code after the loop never sees it (only numbers leave a loop). Each call is interpreted once
+  // per pass, and the n-th array made in a pass is the same array in every pass. Copies of slices
+  // or rows (another shape) and arguments (dtype=, order=) are not compiled: the loop is traced as
+  // before.
   enum class MadeFill : uint8_t { None, Zeros, Copy };
-  static bool refers_to(const Val& v, int array) {
-    if (v.k == Val::K::Array && v.array == array) return true;
-    if (v.k == Val::K::Vec && reads_array(*v.vec, array)) return true;
-    for (const Val& x : v.items)
-      if (refers_to(x, array)) return true;
-    return false;
-  }
-  Val make_array(State& s, const Val& src, MadeFill fill) {
+  Val make_array(const Val& src, MadeFill fill) {
     if (src.k != Val::K::Array || !src.prefix.empty())
       refuse("a new array like " + kind_name(src) + " (only whole arrays are copied in loops)");
     const VarPtr& of = array_vars[src.array];
@@ -2406,10 +2400,6 @@ class LoopCompiler {
     const Val a = from_trace(it->second, "an array made in the loop");
     loop->arrays[a.array].written = true;
     made_arrays_.insert(a.array);
-    for (Val& l : s.locals)
-      if (refers_to(l, a.array)) l = dead_local();
-    for (const Val& v : s.stack)
-      if (refers_to(v, a.array)) refuse("an array made in the loop is made again while still in use");
     if (fill == MadeFill::None) return a;
     const int rank = loop->arrays[a.array].rank;
     std::vector<int> dims(rank), at(rank);
@@ -2448,8 +2438,7 @@ class LoopCompiler {
     return a;
   }
 
-  // A loop array of the trace's numpy.empty_like(array k), made once per loop (a graph node
-  // before the loop node; unused, it goes with dead code if the loop is refused).
+  // A loop array shaped like array k, made once per loop (empty_like).
   int scratch_like(int k) {
     const VarPtr& of = array_vars[k];
     auto it = scratch_vars_.find(of.get());
@@ -3044,7 +3033,7 @@ class LoopCompiler {
           fn = lower;
           if (upper.k != Val::K::Null) args.insert(args.begin(), upper);
         }
-        s.stack.push_back(call(s, fn, std::move(args)));
+        s.stack.push_back(call(fn, std::move(args)));
         return false;
       }
       case Op::GetIter: {
