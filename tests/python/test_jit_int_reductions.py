@@ -47,6 +47,14 @@ def run(fn, *args):
     return [(compiled(*args), want) for _ in range(2)]
 
 
+def same_items(runs, name="sum"):
+    """Each run's results (a tuple) element by element as `same` checks them."""
+    for got, want in runs:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            same(g, w, name)
+
+
 def assert_compiled(min_reductions=1):
     s = framejit.stats()
     assert s["extern_calls"] == 0, s
@@ -83,9 +91,7 @@ def test_function_and_method_forms(name, shape, axis, order, dtype):
     def f(x):
         return fn(x, axis=axis), getattr(x, name)(axis)
 
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w, name)
+    same_items(run(f, x), name)
     assert_compiled(2)
 
 
@@ -112,9 +118,7 @@ def test_arg_first_extreme_and_sliced_input(name, dtype):
     def f(x):
         return getattr(np, name)(x), getattr(np, name)(x, -1), getattr(np, name)(x, 0)
 
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x))
     assert_compiled(3)
 
 
@@ -124,9 +128,7 @@ def test_bool_argmax_is_the_first_true_and_argmin_the_first_false():
 
     for m in [np.zeros((5, 9), bool), np.ones((5, 9), bool), np.eye(5, 9, 3, dtype=bool)]:
         framejit.reset()
-        for got, want in run(f, m):
-            for g, w in zip(got, want):
-                same(g, w)
+        same_items(run(f, m))
         assert_compiled(4)
 
 
@@ -149,9 +151,7 @@ def test_common_forms():
             mask.mean(),
         )
 
-    for got, want in run(f, x, labels, counts, mask):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x, labels, counts, mask))
     assert_compiled(9)
 
 
@@ -164,9 +164,7 @@ def test_overflow_wraps_as_in_numpy():
     def f(big, i32, u8, i32p):
         return big.sum(), i32.sum(), u8.sum(), u8.prod(), i32p.prod(), big.prod(), np.sum(u8.reshape(10, 100), 1)
 
-    for got, want in run(f, big, i32, u8, i32p):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, big, i32, u8, i32p))
     assert_compiled(7)
 
 
@@ -185,9 +183,7 @@ def test_extremes_of_each_type():
             def f(y):
                 return y.max(), y.min(), y.argmax(), y.argmin()
 
-            for got, want in run(f, y):
-                for g, w in zip(got, want):
-                    same(g, w)
+            same_items(run(f, y))
             assert_compiled(4)
 
 
@@ -198,9 +194,7 @@ def test_int_mean_is_summed_in_float64():
     def f(x):
         return x.mean(), np.mean(x, keepdims=True)
 
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x))
     assert_compiled(2)
 
 
@@ -211,9 +205,7 @@ def test_var_std_ddof(dtype):
     def f(x):
         return x.var(0, ddof=1), np.std(x, -1, ddof=1), x.var()
 
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w, "var")
+    same_items(run(f, x), "var")
     assert_compiled(3)
 
 
@@ -224,9 +216,7 @@ def test_prologues_of_several_dtypes_fuse():
     def f(x, y):
         return ((x > 0) & (y < 0.5)).sum(-1), (x * 2 + 1).max(0), np.argmin(x - 3, -1), (y > 0).mean(), (x % 7).prod(0)
 
-    for got, want in run(f, x, y):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x, y))
     s = framejit.stats()
     assert s["extern_calls"] == 0 and s["reductions"] == 5, s
 
@@ -241,9 +231,7 @@ def test_dtypes_left_to_numpy_stay_correct():
         return x.sum(), x.max(), x.mean(), x.argmax(), x.sum(dtype=np.int32)
 
     for x in xs:
-        for got, want in run(f, x):
-            for g, w in zip(got, want):
-                same(g, w)
+        same_items(run(f, x))
 
 
 @pytest.mark.parametrize("shape", [(8, 33), (512, 300)], ids=str)
@@ -256,9 +244,7 @@ def test_row_blocked_chains_with_integer_reductions(shape):
         c = (x > 0).sum(-1, keepdims=True)
         return (x - m).sum(-1), x * 2 - c, (x == m).argmax(-1), (x - m).mean(-1)
 
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x))
     s = framejit.stats()
     assert s["extern_calls"] == 0 and s["reductions"] >= 4, s
 
@@ -280,9 +266,7 @@ def test_any_all_are_max_min_of_truth_values(dtype, layout, axis):
         return x.any(axis=axis), np.all(x, axis=axis), (x > 0).any(axis=axis, keepdims=True), np.all(x < 2, axis)
 
     framejit.reset()
-    for got, want in run(f, x):
-        for g, w in zip(got, want):
-            same(g, w)
+    same_items(run(f, x))
     assert_compiled(4)
 
 
