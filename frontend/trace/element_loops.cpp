@@ -3259,8 +3259,38 @@ class LoopCompiler {
 
 }  // namespace
 
+namespace {
+
+// Note [Short loops that branch]
+// A loop over a constant range of at most kUnrolledTrips trips is unrolled: each trip's
+// whole-array statements join one graph, with the loop variable a constant in each. Unrolled, an
+// `if` on an element (`for i in range(10): if x[i] > 0.5: ...`) is a branch on data: a graph break
+// that sends the whole loop to CPython. So a short loop whose body branches (any conditional jump
+// before its exit: if, while, and/or, break under a condition) is offered to the element-loop
+// compiler like a long one; what it refuses (whole-array statements on 2-d arrays, ...) is
+// unrolled as before.
+constexpr int64_t kUnrolledTrips = 16;
+
+// Whether the `for` loop whose GET_ITER is at code unit `get_iter` of `f` has a conditional jump
+// in its body.
+bool loop_body_branches(const TraceFrame& f, int get_iter) {
+  const uint16_t* code = f.instrs;
+  Ins it = decode(code, f.num_instrs, get_iter);
+  if (it.next >= f.num_instrs) return false;
+  const Ins head = decode(code, f.num_instrs, it.next);
+  if (head.op != Op::ForIter) return false;
+  const int exit = jump_target(head);
+  for (int at = head.next; at < exit && at < f.num_instrs;) {
+    const Ins i = decode(code, f.num_instrs, at);
+    if (jump_target(i) >= 0 && !unconditional(i) && i.op != Op::ForIter) return true;
+    at = i.next;
+  }
+  return false;
+}
+
+}  // namespace
+
 VarPtr Tracer::pending_range_for(const std::vector<VarPtr>& args) {
-  constexpr Py_ssize_t kUnrolledTrips = 16;  // shorter loops over constants unroll as before
   if (!cfg_.element_loops || in_body() || !current_ || args.empty() || args.size() > 3) return nullptr;
   if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return nullptr;
   if (under_handler()) return nullptr;  // what the loop raises must meet the handler: CPython runs it
@@ -3290,20 +3320,19 @@ VarPtr Tracer::pending_range_for(const std::vector<VarPtr>& args) {
   }
   const Py_ssize_t trips = PyObject_Length(r.get());
   if (trips < 0) PyErr_Clear();
-  if (!runtime && trips >= 0 && trips <= kUnrolledTrips) return nullptr;
+  if (!runtime && trips >= 0 && trips <= kUnrolledTrips && !loop_body_branches(f, f.ip)) return nullptr;
   VarPtr v = wrap_const(r.get());
   pending_range_ = PendingRange{r, args};
   return v;
 }
 
 bool Tracer::offers_array_loop(const VarPtr& v) {
-  constexpr int64_t kUnrolledTrips = 16;  // as pending_range_for
   if (!cfg_.element_loops || in_body() || !current_ || !v || v->kind != VarKind::Tensor) return false;
   if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return false;
   if (under_handler()) return false;
   const jit::TensorMeta& m = meta(v);
   if (m.rank() == 0 || m.device.type != rt::DeviceType::CPU || m.scalar_object) return false;
-  return !m.shape[0].is_const() || m.shape[0].const_value() > kUnrolledTrips;
+  return !m.shape[0].is_const() || m.shape[0].const_value() > kUnrolledTrips || loop_body_branches(*current_, current_->cur_offset);
 }
 
 int Tracer::compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,

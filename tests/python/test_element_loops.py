@@ -709,3 +709,46 @@ def test_an_element_stored_one_iteration_back_is_carried():
         with pytest.raises(IndexError):
             (f if a is got else _running)(a, np.arange(12.0), 1)
     np.testing.assert_array_equal(got, want)
+
+
+# ---- short loops that branch (Note [Short loops that branch]) ------------------------------------
+
+
+def test_a_short_constant_loop_that_branches_on_elements_compiles():
+    # range(10) is unrolled when its body does not branch; an `if` on an element would then be a
+    # branch on data and send the whole function to CPython.
+    def f(x):
+        s = 0.0
+        for i in range(10):
+            if x[i] > 0.5:
+                s += x[i]
+        return s
+
+    def g(x):
+        n = 0
+        for v in x:  # a 4-element array (its size a constant: 0/1 sizes and fixed lengths)
+            if v < 0.2 or v > 0.8:
+                n += 1
+        return n
+
+    compiled(f, RNG.random(12))
+    compiled(g, np.array([0.1, 0.5, 0.9, 0.3]))
+
+
+def test_edit_distance_of_one_element_each():
+    # Sizes of 1 are constants: range(1, m + 1) is one trip, unrolled before this.
+    compiled(edit_distance, np.array([1]), np.array([2]))
+    compiled(edit_distance, np.array([3]), np.array([3]))
+
+
+def test_a_short_loop_without_branches_still_unrolls():
+    def f(x, y):
+        for k in range(3):
+            y = y * 0.5 + x
+        return y
+
+    framejit.reset()
+    x = RNG.random(8)
+    np.testing.assert_array_equal(framejit.compile(f)(x, x), f(x, x))
+    s = framejit.stats()
+    assert s["loops"] == 0 and s["graph_breaks"] == 0 and s["kernels"] == 1, s
