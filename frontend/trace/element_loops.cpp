@@ -419,8 +419,14 @@ bool is_attr(PyObject* obj, const char* module, const char* name) {
 class LoopCompiler {
  public:
   LoopCompiler(Tracer& tx, TraceFrame& f, int get_iter_at, std::vector<VarPtr> bounds, const Tracer::LoopAccess& access,
-               VarPtr over_array)
-      : tx_(tx), f_(f), gi_(get_iter_at), bounds_(std::move(bounds)), access_(access), over_(std::move(over_array)) {}
+               VarPtr over_array, VarPtr while_cond)
+      : tx_(tx),
+        f_(f),
+        gi_(get_iter_at),
+        bounds_(std::move(bounds)),
+        access_(access),
+        over_(std::move(over_array)),
+        cond_(std::move(while_cond)) {}
 
   // Compiles the loop; the code unit after it. Throws Refused.
   int run() {
@@ -449,9 +455,13 @@ class LoopCompiler {
   // ---- the region -------------------------------------------------------------------------------
   void scan_region() {
     Ins gi = decode(f_.instrs, f_.num_instrs, gi_);
-    Ins fi = decode(f_.instrs, f_.num_instrs, gi.next);
-    if (fi.op != Op::ForIter) refuse("the range is not iterated by a for statement");
-    exit_ = jump_target(fi);
+    if (cond_) {  // Note [While loops]: the first test jumps to where the loop exits
+      exit_ = jump_target(gi);
+    } else {
+      Ins fi = decode(f_.instrs, f_.num_instrs, gi.next);
+      if (fi.op != Op::ForIter) refuse("the range is not iterated by a for statement");
+      exit_ = jump_target(fi);
+    }
     find_copied_tails();
     // for ... else: a break jumps past the else block, which then belongs to the loop too.
     int past_else = -1;
@@ -599,7 +609,9 @@ class LoopCompiler {
         set_tag(slot, v.kinds);
       }
     }
-    s.stack.push_back(over_ ? over_array(from_trace(over_, "the array iterated")) : range_from_bounds());
+    s.stack.push_back(cond_   ? from_trace(cond_, "the loop's condition")
+                      : over_ ? over_array(from_trace(over_, "the array iterated"))
+                              : range_from_bounds());
     const int entry = edge(0, block_id(gi_), std::move(s), /*conditional=*/false);
     while (true) {
       int next = -1;
@@ -3220,6 +3232,7 @@ class LoopCompiler {
   std::vector<VarPtr> bounds_;
   const Tracer::LoopAccess& access_;
   VarPtr over_;  // `for x in over_`: the array iterated, else null (a range)
+  VarPtr cond_;  // a `while` loop: its first test's value (Note [While loops])
 
   std::vector<Ins> ins_;
   std::map<int, int> index_;  // code unit -> ins_ index
@@ -3326,6 +3339,28 @@ VarPtr Tracer::pending_range_for(const std::vector<VarPtr>& args) {
   return v;
 }
 
+// Note [While loops]
+// `while cond:` compiles (3.11-3.13) to a first test, a conditional jump forward to the code after
+// the loop, then the body, which ends in a jump back to its own start (conditional on 3.11, after
+// the test again on 3.12+). Reached with the first test's value popped, such a loop is offered to
+// the element-loop compiler whole, as a `for` is at its GET_ITER: the region is the first test up
+// to where it jumps, the value the entry's stack. So a loop that runs until its data says so
+// (`while err > tol:`), a branch on data at every trip when unrolled, is one Loop node; what the
+// compiler refuses is traced as before.
+bool Tracer::offers_while_loop(const TraceFrame& f) {
+  if (!cfg_.element_loops || in_body() || under_handler()) return false;
+  if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return false;
+  const Ins test = decode(f.instrs, f.num_instrs, f.cur_offset);
+  const int exit = jump_target(test);
+  if (exit <= test.next || unconditional(test) || exit > f.num_instrs) return false;
+  Ins last;
+  for (int at = test.next; at < exit;) {
+    last = decode(f.instrs, f.num_instrs, at);
+    at = last.next;
+  }
+  return last.next == exit && jump_target(last) == test.next;
+}
+
 bool Tracer::offers_array_loop(const VarPtr& v) {
   if (!cfg_.element_loops || in_body() || !current_ || !v || v->kind != VarKind::Tensor) return false;
   if (out_.array_kind != ArrayKind::None && out_.array_kind != ArrayKind::NumPy) return false;
@@ -3336,12 +3371,13 @@ bool Tracer::offers_array_loop(const VarPtr& v) {
 }
 
 int Tracer::compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
-                                 const LoopAccess& access, std::string* why, const VarPtr& over_array) {
+                                 const LoopAccess& access, std::string* why, const VarPtr& over_array,
+                                 const VarPtr& while_cond) {
   if (out_.device.type != rt::DeviceType::CPU) {
     *why = "the graph runs on a device";
     return -1;
   }
-  LoopCompiler c(*this, f, get_iter_at, bounds, access, over_array);
+  LoopCompiler c(*this, f, get_iter_at, bounds, access, over_array, while_cond);
   int exit = -1;
   try {
     exit = c.run();

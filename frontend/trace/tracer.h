@@ -262,12 +262,17 @@ public:
   VarPtr pending_range_for(const std::vector<VarPtr>& args);
   /// Compiles the `for` loop whose GET_ITER is at code unit `get_iter_at` of `f`, over range(*bounds),
   /// into one Loop node and binds what it sets; returns the code unit after the loop. -1 with `why`
-  /// set when it cannot (nothing has changed then).
+  /// set when it cannot (nothing has changed then). With `while_cond`, the `while` loop whose first
+  /// test is the jump at `get_iter_at` (Note [While loops]), the test's value popped.
   int compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,
-                           const LoopAccess& access, std::string* why, const VarPtr& over_array = nullptr);
+                           const LoopAccess& access, std::string* why, const VarPtr& over_array = nullptr,
+                           const VarPtr& while_cond = nullptr);
   /// Whether `for x in v` is offered to the loop compiler whole (over_array): a NumPy array of
   /// rank >= 1 on the CPU whose length is a run-time value or above the unroll limit.
   bool offers_array_loop(const VarPtr& v);
+  /// Whether the conditional jump `f` is at is a `while` statement's first test, and the loop is
+  /// offered to the loop compiler whole (Note [While loops]).
+  bool offers_while_loop(const TraceFrame& f);
 
   // -- side effects (frontend/trace/side_effects.cpp, Note [Side effects]) --
   /// obj.name = value on an object that existed before the call (logged, not done).

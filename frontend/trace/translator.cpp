@@ -299,7 +299,22 @@ struct Interpreter {
   void jump_to(int target) { f.ip = target; }
 
   void branch(bool jump_if, int target, const VarPtr& cond) {
+    if (target > f.ip && tx.offers_while_loop(f)) {  // Note [While loops]
+      if (const int after = whole_loop({}, nullptr, cond); after >= 0) return jump_to(after);
+    }
     if (tx.truth(cond, "branch condition") == jump_if) jump_to(target);
+  }
+
+  // Note [Element loops]: the loop at this instruction as one node (over a range, over an array's
+  // elements, or a `while` after its first test); the code unit after it, or -1 (logged why) to
+  // trace it as before.
+  int whole_loop(const std::vector<VarPtr>& bounds, const VarPtr& over, const VarPtr& while_cond = nullptr) {
+    std::string why;
+    Tracer::LoopAccess access{[this](int i) { return load_fast(i); }, [this](PyObject* n) { return load_global(n); }};
+    const int after = tx.compile_element_loop(f, f.cur_offset, bounds, access, &why, over, while_cond);
+    if (after < 0 && rt::log_enabled(rt::LogTopic::Graph))
+      rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
+    return after;
   }
 
   void store_fast(int i, VarPtr v) {
@@ -849,17 +864,6 @@ struct Interpreter {
           break;
         }
         case Op::GetIter: {  // (iterable -- iterator)
-          // Note [Element loops]: the whole loop as one node (over a range, or over an array's
-          // elements); the code unit after it, or -1 (logged why) to unroll it.
-          auto whole_loop = [&](const std::vector<VarPtr>& bounds, const VarPtr& over) {
-            std::string why;
-            Tracer::LoopAccess access{[this](int i) { return load_fast(i); },
-                                      [this](PyObject* n) { return load_global(n); }};
-            const int after = tx.compile_element_loop(f, f.cur_offset, bounds, access, &why, over);
-            if (after < 0 && rt::log_enabled(rt::LogTopic::Graph))
-              rt::log_write(rt::LogTopic::Graph, "loop at " + tx.location() + " not compiled as a loop: " + why);
-            return after;
-          };
           int after = -1;
           if (auto& pr = tx.pending_range(); pr && f.stack.back()->kind == VarKind::Const &&
                                              const_value(f.stack.back()) == pr->range.get()) {

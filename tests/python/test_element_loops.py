@@ -752,3 +752,57 @@ def test_a_short_loop_without_branches_still_unrolls():
     np.testing.assert_array_equal(framejit.compile(f)(x, x), f(x, x))
     s = framejit.stats()
     assert s["loops"] == 0 and s["graph_breaks"] == 0 and s["kernels"] == 1, s
+
+
+# ---- while loops (Note [While loops]) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-6, 10.0])
+def test_a_while_loop_until_the_data_converges(tol):
+    # Runs until a value computed from the arrays says so: unrolled, a branch on data every trip.
+    def relax(u, tol):
+        udiff = 1
+        trips = 0
+        while udiff > tol:
+            un = u.copy()
+            u[1:-1] = 0.5 * (un[:-2] + un[2:]) + 0.01
+            udiff = (np.sum(u) - np.sum(un)) / np.sum(u)
+            trips += 1
+        return trips
+
+    cf = compiled(relax, RNG.random(40), tol)
+    for n in (10, 77):  # other sizes: the same compiled code
+        u = RNG.random(n)
+        want_u, got_u = u.copy(), u.copy()
+        assert cf(got_u, tol) == relax(want_u, tol)
+        np.testing.assert_array_equal(got_u, want_u)
+    assert framejit.stats()["recompiles"] == 0
+
+
+def test_while_not_with_break_and_else():
+    def f(x, limit):
+        i = 0
+        found = -1
+        while not i >= x.shape[0]:
+            if x[i] > limit:
+                found = i
+                break
+            i += 1
+        else:
+            found = -2
+        return found, i
+
+    compiled(f, RNG.random(30), 0.9)
+    compiled(f, RNG.random(30), 2.0)  # no break: the else block
+
+
+def test_a_while_loop_the_compiler_refuses_still_runs():
+    def halve(x):  # rebinds an array each trip: traced as before (a break on its data)
+        while x.max() > 1.0:
+            x = x * 0.5
+        return x
+
+    x = RNG.random(10) * 40
+    framejit.reset()
+    np.testing.assert_array_equal(framejit.compile(halve)(x), halve(x))
+    assert framejit.stats()["loops"] == 0
