@@ -1538,8 +1538,9 @@ class LoopCompiler {
     }
     if (is_attr(o, "numpy", "minimum") || is_attr(o, "numpy", "maximum")) {
       if (args.size() != 2) refuse("numpy.minimum/maximum arguments");
-      if (!as_vec(args[0]) && !as_vec(args[1])) refuse("numpy.minimum/maximum of " + kind_name(args[0]));
-      return vec_binary(0, args[0], args[1], is_attr(o, "numpy", "minimum") ? jit::EOp::Min : jit::EOp::Max);
+      const jit::EOp op = is_attr(o, "numpy", "minimum") ? jit::EOp::Min : jit::EOp::Max;
+      if (as_vec(args[0]) || as_vec(args[1])) return vec_binary(0, args[0], args[1], op);
+      return numbers_extreme(op, args[0], args[1]);
     }
     if (builtin("len")) {
       if (args.size() != 1) refuse("len() arguments");
@@ -2025,8 +2026,7 @@ class LoopCompiler {
     return d;
   }
   // Elementwise a <nb> b where one side is a vector; with `extreme` (Min or Max), numpy.minimum or
-  // numpy.maximum of integers (of floats NumPy's minimum returns a NaN from either side, which
-  // the loop IR's min does not: refused).
+  // numpy.maximum (of floats: Minimum or Maximum, a NaN from either side).
   Val vec_binary(int nb_full, const Val& a0, const Val& b0, std::optional<jit::EOp> extreme = std::nullopt) {
     const int nb = nb_full % kNbInplace;
     const std::string what = extreme ? std::string(*extreme == jit::EOp::Min ? "numpy.minimum" : "numpy.maximum")
@@ -2052,7 +2052,6 @@ class LoopCompiler {
     const jit::EType ta = elem_type(a), tb = elem_type(b);
     const jit::EType t = nb == kNbTrueDivide || ta == jit::EType::Float || tb == jit::EType::Float ? jit::EType::Float
                                                                                                    : jit::EType::Int;
-    if (extreme && t == jit::EType::Float) refuse(what + " of floats (NumPy's NaN rule is not compiled in loops)");
     VPtr na = a.k == Val::K::Vec ? a.vec : scalar_node(a, ta);
     VPtr nbn = b.k == Val::K::Vec ? b.vec : scalar_node(b, tb);
     int len;
@@ -2066,7 +2065,7 @@ class LoopCompiler {
     auto n = std::make_shared<VNode>();
     n->k = VNode::K::Binary;
     n->type = t;
-    n->op = extreme              ? *extreme
+    n->op = extreme              ? numpy_extreme(*extreme, t)
             : nb == kNbAdd      ? jit::EOp::Add
             : nb == kNbSubtract ? jit::EOp::Sub
             : nb == kNbMultiply ? jit::EOp::Mul
@@ -2077,6 +2076,31 @@ class LoopCompiler {
     n->b = nbn;
     if (small) return vec_val(n, len, kNpOther, *small, key);
     return vec_val(n, len, t == jit::EType::Float ? kNpFloat : kNpInt, rt::DType::Int64, key);
+  }
+  // numpy.minimum/maximum as the loop IR's op for elements of type t: Python's min/max on
+  // integers, NaN-propagating Minimum/Maximum on floats.
+  static jit::EOp numpy_extreme(jit::EOp min_or_max, jit::EType t) {
+    if (t == jit::EType::Int) return min_or_max;
+    return min_or_max == jit::EOp::Min ? jit::EOp::Minimum : jit::EOp::Maximum;
+  }
+  // numpy.minimum/maximum of two numbers: a numpy.float64 (a float on either side) or numpy.int64.
+  Val numbers_extreme(jit::EOp op, const Val& a, const Val& b) {
+    const uint16_t ok = kInt | kFloat | kNpInt | kNpFloat;
+    for (const Val* v : {&a, &b})
+      if (v->k != Val::K::Num || (v->kinds & ~ok))
+        refuse("numpy.minimum/maximum of " + kind_name(*v) + " (" + kinds_text(v->kinds) + ")");
+    const bool flt = ((a.kinds | b.kinds) & kFloatKinds) || loop->vars[a.var] == jit::EType::Float ||
+                     loop->vars[b.var] == jit::EType::Float;
+    const jit::EType t = flt ? jit::EType::Float : jit::EType::Int;
+    jit::EInstr i;
+    i.op = numpy_extreme(op, t);
+    i.type = t;
+    i.a = flt ? as_float(a) : a.var;
+    i.b = flt ? as_float(b) : b.var;
+    Val r = num(flt ? kNpFloat : kNpInt, t);
+    i.dst = r.var;
+    emit(i);
+    return r;
   }
   Val vec_neg(const Val& v0) {
     Val v = *as_vec(v0);

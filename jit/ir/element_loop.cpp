@@ -31,6 +31,8 @@ const char* op_name(EOp op) {
     case EOp::Abs: return "abs";
     case EOp::Min: return "min";
     case EOp::Max: return "max";
+    case EOp::Minimum: return "minimum";
+    case EOp::Maximum: return "maximum";
     case EOp::BitAnd: return "and";
     case EOp::BitOr: return "or";
     case EOp::BitXor: return "xor";
@@ -110,7 +112,8 @@ bool int_only(EOp op) {
 }
 
 bool float_only(EOp op) {
-  return op == EOp::Div || op == EOp::Sqrt || op == EOp::Call1 || op == EOp::Call2;
+  return op == EOp::Div || op == EOp::Sqrt || op == EOp::Call1 || op == EOp::Call2 || op == EOp::Minimum ||
+         op == EOp::Maximum;
 }
 
 }  // namespace
@@ -549,6 +552,8 @@ rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* cal
           if (is_int) di = ib > ia ? ib : ia;
           else df = fb > fa ? fb : fa;
           break;
+        case EOp::Minimum: df = fa <= fb || fa != fa ? fa : fb; break;
+        case EOp::Maximum: df = fa >= fb || fa != fa ? fa : fb; break;
         case EOp::BitAnd: di = ia & ib; break;
         case EOp::BitOr: di = ia | ib; break;
         case EOp::BitXor: di = ia ^ ib; break;
@@ -715,8 +720,8 @@ bool reads_a(EOp op) {
 bool reads_b(EOp op) {
   switch (op) {
     case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Div: case EOp::FloorDiv: case EOp::Mod:
-    case EOp::Min: case EOp::Max: case EOp::BitAnd: case EOp::BitOr: case EOp::BitXor: case EOp::Shl:
-    case EOp::Shr: case EOp::Cmp: case EOp::Call2:
+    case EOp::Min: case EOp::Max: case EOp::Minimum: case EOp::Maximum: case EOp::BitAnd: case EOp::BitOr:
+    case EOp::BitXor: case EOp::Shl: case EOp::Shr: case EOp::Cmp: case EOp::Call2:
       return true;
     default: return false;
   }

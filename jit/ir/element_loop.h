@@ -48,6 +48,8 @@ enum class EOp : uint8_t {
              //   a % b takes the sign of b (Int and Float).
   Neg, Abs,  // Int checked: INT64_MIN is IntOverflow
   Min, Max,  // Python's min(a, b) and max(a, b): b < a ? b : a (b > a): a NaN `a` stays
+  Minimum, Maximum,  // Float: numpy.minimum and maximum, (a <= b || a is NaN) ? a : b (a >= b): a NaN
+                     // on either side is the result
   BitAnd, BitOr, BitXor, Invert,  // Int
   Shl,       // Int a << b; checked: a negative b, or bits shifted out, is IntOverflow; else wraps
   Shr,       // Int a >> b, arithmetic; b >= 64 gives 0 or -1; a negative b is IntOverflow (checked)

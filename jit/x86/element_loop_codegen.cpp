@@ -188,7 +188,8 @@ std::vector<std::vector<char>> live_in(const ElementLoop& loop) {
 // Instructions an if-converted arm may hold: cheap, and unable to fail or to touch memory.
 bool speculable(const EInstr& e) {
   switch (e.op) {
-    case EOp::Const: case EOp::Mov: case EOp::Min: case EOp::Max: case EOp::BitAnd: case EOp::BitOr:
+    case EOp::Const: case EOp::Mov: case EOp::Min: case EOp::Max: case EOp::Minimum: case EOp::Maximum:
+    case EOp::BitAnd: case EOp::BitOr:
     case EOp::BitXor: case EOp::Invert: case EOp::Cmp: case EOp::Not: case EOp::ToFloat: case EOp::Dim:
       return true;
     case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Neg: case EOp::Abs:
@@ -980,7 +981,8 @@ private:
         case EOp::Div:
           ok &= !e.checked;
           [[fallthrough]];
-        case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Min: case EOp::Max:
+        case EOp::Add: case EOp::Sub: case EOp::Mul: case EOp::Min: case EOp::Max: case EOp::Minimum:
+        case EOp::Maximum:
           float_read(e.a);
           float_read(e.b);
           break;
@@ -1539,6 +1541,25 @@ private:
         case EOp::Div: cc_.vdivpd(d, vec.at(e.a), vec.at(e.b)); break;
         case EOp::Min: cc_.vminpd(d, vec.at(e.b), vec.at(e.a)); break;
         case EOp::Max: cc_.vmaxpd(d, vec.at(e.b), vec.at(e.a)); break;
+        case EOp::Minimum: case EOp::Maximum: {
+          // a where a <= b (a >= b) or a is NaN, else b.
+          const ax::Vec a = vec.at(e.a), b = vec.at(e.b);
+          const uint32_t keep_a = e.op == EOp::Minimum ? 2 : 13;  // LE_OS, GE_OS
+          if (zmm) {
+            ax::KReg k = cc_.newKq(), nan = cc_.newKq();
+            cc_.vcmppd(k, a, b, keep_a);
+            cc_.vcmppd(nan, a, a, 3);  // UNORD_Q
+            cc_.korw(k, k, nan);
+            cc_.k(k).vblendmpd(d, b, a);
+          } else {
+            ax::Vec m = newv(), nan = newv();
+            cc_.vcmppd(m, a, b, keep_a);
+            cc_.vcmppd(nan, a, a, 3);
+            cc_.vorpd(m, m, nan);
+            cc_.vblendvpd(d, b, a, m);
+          }
+          break;
+        }
         case EOp::Neg: cc_.vxorpd(d, vec.at(e.a), vconst(kSignBit)); break;
         case EOp::Abs: cc_.vandpd(d, vec.at(e.a), vconst(~kSignBit)); break;
         case EOp::Sqrt: cc_.vsqrtpd(d, vec.at(e.a)); break;
@@ -1885,6 +1906,22 @@ private:
           }
         }
         return;
+      case EOp::Minimum: case EOp::Maximum: {
+        // a where a <= b (b <= a for maximum) or a is NaN, else b: two compare masks, or-ed,
+        // select a over b.
+        ax::Xmm keep = ftmp(), nan = ftmp(), r = ftmp();
+        cc_.movapd(keep, X(e.op == EOp::Minimum ? e.a : e.b));
+        cc_.cmpsd(keep, X(e.op == EOp::Minimum ? e.b : e.a), 2);  // LE
+        cc_.movapd(nan, X(e.a));
+        cc_.cmpsd(nan, X(e.a), 3);  // UNORD
+        cc_.orpd(keep, nan);
+        cc_.movapd(r, X(e.a));
+        cc_.andpd(r, keep);
+        cc_.andnpd(keep, X(e.b));
+        cc_.orpd(r, keep);
+        cc_.movapd(X(e.dst), r);
+        return;
+      }
       case EOp::BitAnd: int_binary(e, ax::Inst::kIdAnd); return;
       case EOp::BitOr: int_binary(e, ax::Inst::kIdOr); return;
       case EOp::BitXor: int_binary(e, ax::Inst::kIdXor); return;

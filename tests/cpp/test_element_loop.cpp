@@ -1620,7 +1620,8 @@ TEST(ElementLoop, FloatConstantOperands) {
   // NaN, zeros and infinities, both as values and as branches, in every operand order.
   const double constants[] = {0.0, -0.0, 1.0, -1.5, 0.1, 1e300, kInf, -kInf, kNaN, -kNaN};
   const double xs[] = {0.0, -0.0, 1.0, -1.5, 2.5, 0.1, 1e-310, kInf, -kInf, kNaN};
-  const EOp ops[] = {EOp::Add, EOp::Sub, EOp::Mul, EOp::Div, EOp::Min, EOp::Max, EOp::FloorDiv, EOp::Mod};
+  const EOp ops[] = {EOp::Add, EOp::Sub,      EOp::Mul, EOp::Div,     EOp::Min,
+                     EOp::Max, EOp::FloorDiv, EOp::Mod, EOp::Minimum, EOp::Maximum};
   const ECond conds[] = {ECond::Lt, ECond::Le, ECond::Eq, ECond::Ne, ECond::Gt, ECond::Ge};
   for (double c : constants) {
     SCOPED_TRACE("constant " + std::to_string(c));
@@ -2310,7 +2311,9 @@ TEST(ElementLoop, VectorizedJacobiRows) {
     const int s = b.op(EOp::Mul, entry_const(b, EType::Float, 0, 0.33333), b.op(EOp::Add, b.op(EOp::Add, x, y), z));
     const int mn = b.op(EOp::Min, x, y), mx = b.op(EOp::Max, y, z);
     const int q = b.op(EOp::Div, b.op(EOp::Sub, mn, f), b.op(EOp::Sqrt, b.op(EOp::Abs, mx)));
-    const int t = b.op(EOp::Add, b.op(EOp::Neg, q), b.op(EOp::Mul, s, b.fconst(-0.0)));
+    const int t0 = b.op(EOp::Add, b.op(EOp::Neg, q), b.op(EOp::Mul, s, b.fconst(-0.0)));
+    // numpy.minimum/maximum: a NaN from either side.
+    const int t = b.op(EOp::Add, t0, b.op(EOp::Sub, b.op(EOp::Minimum, x, z), b.op(EOp::Maximum, z, y)));
     b.store(out, {r, b.op(EOp::Add, k, o)}, s);
     b.store(out2, {b.op(EOp::Add, k, o)}, t);
   });

@@ -47,7 +47,7 @@ def check(got, want, rtol):
         else:
             np.testing.assert_array_equal(got, want)
     elif isinstance(want, (float, np.floating)):
-        assert got == pytest.approx(want, rel=rtol, abs=0)
+        assert got == pytest.approx(want, rel=rtol, abs=0, nan_ok=True)
     else:
         assert got == want
 
@@ -269,22 +269,36 @@ def test_what_small_int_rows_do_not_compile_still_runs():
         for i in range(a.shape[0]):
             out[i, :] = a[i, :] + b[i, :]
 
-    def float_min(x, out):  # NumPy's minimum keeps a NaN from either side
-        for i in range(x.shape[0]):
-            out[i, :] = np.minimum(x[i, :], 0.5)
+    args = (RNG.integers(0, 9, (20, 4)).astype(np.int32), RNG.integers(0, 9, (20, 4)).astype(np.int16),
+            np.zeros((20, 4), np.int32))
+    want = copies(args)
+    mixed(*want)
+    framejit.reset()
+    got = copies(args)
+    framejit.compile(mixed)(*got)
+    np.testing.assert_array_equal(got[-1], want[-1])
+    assert framejit.stats()["loops"] == 0
 
-    x = RNG.random((20, 4))
-    x[3, 1] = np.nan
-    for fn, args in ((mixed, (RNG.integers(0, 9, (20, 4)).astype(np.int32),
-                               RNG.integers(0, 9, (20, 4)).astype(np.int16), np.zeros((20, 4), np.int32))),
-                     (float_min, (x, np.zeros((20, 4))))):
-        want = copies(args)
-        fn(*want)
-        framejit.reset()
-        got = copies(args)
-        framejit.compile(fn)(*got)
-        np.testing.assert_array_equal(got[-1], want[-1])
-        assert framejit.stats()["loops"] == 0
+
+def test_float_minimum_and_maximum_keep_nans_from_either_side():
+    # NumPy's minimum and maximum return a NaN on either side (Python's min keeps only the first).
+    def rows(x, y, out):
+        for i in range(x.shape[0]):
+            out[i, :] = np.minimum(x[i, :], y[i, :]) - np.maximum(0.5, x[i, ::-1])
+
+    def numbers(x, y):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += np.minimum(x[i], y[i]) + np.maximum(x[i], 0.25) * 2
+        return s
+
+    x, y = RNG.standard_normal((25, 9)), RNG.standard_normal((25, 9))
+    x[1, 2] = y[4, 4] = x[6, 6] = y[6, 6] = np.nan
+    x[2, :2], y[2, :2] = [0.0, -0.0], [-0.0, 0.0]  # equal: the first one, as NumPy
+    compiled(rows, x, y, np.zeros((25, 9)))
+    compiled(numbers, x[:, 0].copy(), y[:, 0].copy())
+    x[3, 0] = np.nan
+    compiled(numbers, x[:, 0].copy(), y[:, 0].copy())
 
 
 def test_numpy_float_powers():
