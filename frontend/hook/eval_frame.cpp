@@ -120,7 +120,12 @@ void report_limit(CodeState& cs) {
   std::string msg = "framejit: " + cs.name + " hit config.recompile_limit (" +
                     std::to_string(settings().recompile_limit) + "); it runs in CPython from now on";
   if (rt::log_enabled(rt::LogTopic::Recompiles)) rt::log_write(rt::LogTopic::Recompiles, msg);
-  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
+  // A warning only for code framejit compiled something of: a function none of whose captures
+  // held a graph (a library's helper a graph break handed to CPython, called with new arguments
+  // each time) loses nothing, and a warning about it is noise.
+  const bool compiled_some =
+      std::any_of(cs.entries.begin(), cs.entries.end(), [](const auto& e) { return e->program != nullptr; });
+  if (compiled_some && PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 1) < 0) PyErr_Clear();
 }
 
 void give_up(CodeState& cs, const std::string& reason) {

@@ -1,5 +1,6 @@
 """Guards and the per-code cache: hits, what must not recompile, what must, recompile_limit."""
 
+import collections
 import math
 import warnings
 
@@ -369,6 +370,25 @@ def test_recompile_limit(backend):
     r.run(np.arange(4, dtype=np.uint16))
     assert framejit.stats()["captured"] <= 3
     assert framejit.stats()["frames"] >= frames
+
+
+def test_no_recompile_limit_warning_for_code_that_compiled_nothing():
+    # A namedtuple's __new__ (made by exec: not library code by its file name) breaks on its first
+    # instruction; called with new argument types each time it reaches the limit, but running it
+    # in CPython loses nothing: no warning (the recompiles log still says so).
+    point = collections.namedtuple("point", "x y")
+
+    def f(x, v):
+        p = point(v, x)
+        return p.y * 2
+
+    cf = framejit.compile(f)
+    values = [1, 2.0, "a", b"b", (1,), [1], {1: 2}, None, 3j, frozenset(), range(2), object()]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for v in values:
+            np.testing.assert_array_equal(cf(np.ones(3), v), f(np.ones(3), v))
+    assert not [str(x.message) for x in w if "recompile_limit" in str(x.message)]
 
 
 def test_recompile_limit_default_is_8():
