@@ -739,6 +739,13 @@ class Generator:
                 "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n    {t}[: i + 1] += {a0}[-i - 1 :] * 2.0",
                 "{t} = {a0} * 1.0\nfor i in range({t}.shape[0] - 2):\n    {t}[i + 1 : -1] = 0.5 * ({t}[i + 2 :] + {t}[i + 1 : -1])",
                 "{t} = {a0} * 1.0\nfor i in range(1, {t}.shape[0]):\n    {t}[i:] += {t}[i - 1] * 0.25",
+                # Note [While loops], Note [Arrays made in loops], Note [Short loops that branch]
+                "{t} = 0\nwhile {t} < {a0}.shape[0] and {a0}[{t}] < 1.0:\n    {t} += 1",
+                "{t} = {a0} * 1.0\nk = 0\nwhile k < 3:\n    u = {t}.copy()\n    {t}[1:] = 0.5 * (u[1:] + u[:-1])\n"
+                "    k += 1",
+                "{t} = 0.0\nfor i in range(3):\n    if {a0}[i % {a0}.shape[0]] > 0.5:\n        {t} += {a0}[i % {a0}.shape[0]]",
+                "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n"
+                "    {t}[i:] = np.maximum({t}[i:], {a0}[i:]) - np.minimum({a0}[i], 0.5)",
             ])
         else:
             body = r.choice([
