@@ -2122,4 +2122,11 @@ void optimize_element_loop(ElementLoop& loop) {
   for (int k = 0; k < 8 && promote_carried_loads(loop); ++k) rounds();
 }
 
+bool element_loop_may_fail(const ElementLoop& loop) {
+  for (const EBlock& b : loop.blocks)
+    for (const EInstr& e : b.instrs)
+      if (can_fail(e)) return true;
+  return false;
+}
+
 }  // namespace framejit::jit

@@ -146,6 +146,10 @@ rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* cal
 /// The result verifies if `loop` did. compile_element_loop runs it on a copy.
 void optimize_element_loop(ElementLoop& loop);
 
+/// Whether running `loop` may stop it with an error (an index out of bounds, a checked operation,
+/// a Fail): such a loop runs even when nothing reads what it computes, as CPython would run it.
+bool element_loop_may_fail(const ElementLoop& loop);
+
 /// Per variable: the Const instruction (in `loop`) that is its only assignment and comes before
 /// every read of it on every path, or null. Such a variable holds that constant wherever it is read.
 std::vector<const EInstr*> element_loop_constants(const ElementLoop& loop);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "jit/ir/element_loop.h"
 #include "jit/passes/passes.h"
 #include "runtime/dtype.h"
 
@@ -17,6 +18,9 @@ bool has_side_effects(const Node& node) {
 
 bool may_raise_on_values(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return false;
+  // A compiled loop raises where CPython's would (an index out of bounds, a division by zero),
+  // also when nothing reads what it computes.
+  if (node.op == OpKind::Loop) return node.attrs.element_loop && element_loop_may_fail(*node.attrs.element_loop);
   // NumPy raises ValueError for an integer array raised to a negative integer power; whether it
   // does depends on the exponent's values, so only running the call can tell. (Exponents that are
   // constants were checked when the graph was traced.)

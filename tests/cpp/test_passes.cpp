@@ -7,6 +7,7 @@
 
 #include "tests/cpp/canonical_calls.h"
 
+#include "jit/ir/element_loop.h"
 #include "jit/passes/passes.h"
 #include "jit/pipeline.h"
 #include "runtime/log.h"
@@ -54,6 +55,45 @@ TEST(DeadCodeElimination, KeepsWhatTheOutputAndLiveNodesUse) {
   g.set_output({n(c), Arg::integer(1)});
   EXPECT_EQ(dead_code_elimination(g), 0);
   EXPECT_EQ(g.num_calls(), 3);
+}
+
+TEST(DeadCodeElimination, KeepsLoopsThatMayRaise) {
+  // A compiled loop whose results nothing reads still runs when it may stop with an error (a load
+  // whose index may be out of bounds), as CPython's loop would raise; one that cannot fail goes.
+  auto loop_node = [](Graph& g, int x, bool loads) {
+    auto loop = std::make_shared<ElementLoop>();
+    loop->arrays.push_back({rt::DType::Float64, 1, false});
+    loop->blocks.emplace_back();
+    const int i = loop->new_var(EType::Int);
+    EInstr c;
+    c.op = EOp::Const;
+    c.dst = i;
+    loop->blocks[0].instrs.push_back(c);
+    if (loads) {
+      EInstr ld;
+      ld.op = EOp::Load;
+      ld.type = EType::Float;
+      ld.array = 0;
+      ld.index = {i};
+      ld.dst = loop->new_var(EType::Float);
+      loop->blocks[0].instrs.push_back(ld);
+    }
+    EInstr exit;
+    exit.op = EOp::Exit;
+    loop->blocks[0].instrs.push_back(exit);
+    OpAttrs attrs;
+    attrs.element_loop = loop;
+    jit::TensorMeta object;
+    object.kind = ValueKind::Object;
+    return g.add_call(OpKind::Loop, std::move(attrs), "framejit.loop", {n(x)}, {}, object);
+  };
+  Graph g;
+  int x = g.add_placeholder("x", tensor({4}));
+  loop_node(g, x, true);
+  loop_node(g, x, false);
+  g.set_output({n(x)});
+  EXPECT_EQ(dead_code_elimination(g), 1);
+  EXPECT_EQ(g.num_calls(), 1);
 }
 
 TEST(SideEffects, Classification) {

@@ -806,3 +806,25 @@ def test_a_while_loop_the_compiler_refuses_still_runs():
     framejit.reset()
     np.testing.assert_array_equal(framejit.compile(halve)(x), halve(x))
     assert framejit.stats()["loops"] == 0
+
+
+def test_a_loop_whose_results_nothing_reads_still_raises():
+    # Dead code to the graph (nothing reads what it computes), but CPython raises in it.
+    def reads_past_the_end(x):
+        for i in range(x.shape[0] + 1):
+            y = x[i] * 2.0  # noqa: F841
+        return 1
+
+    def then_breaks(x, axis):  # the error in the loop comes before the graph break's
+        v = 0.0
+        for i in range(3):
+            if x[i % x.shape[0]] > 0.5:
+                v += x[i % x.shape[0]]
+        return np.max(x, axis=axis)
+
+    for fn, args in ((reads_past_the_end, (RNG.random(20),)), (then_breaks, (np.zeros(0), -3))):
+        with pytest.raises(Exception) as want:
+            fn(*args)
+        framejit.reset()
+        with pytest.raises(type(want.value)):
+            framejit.compile(fn)(*args)
