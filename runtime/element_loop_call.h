@@ -11,13 +11,24 @@ namespace framejit::rt {
 enum class LoopError : int32_t {
   None = 0,
   IndexOutOfBounds,  // IndexError: detail = {index, axis, size}
-  ZeroDivision,      // ZeroDivisionError: a Python int or float divided by zero
+  ZeroDivision,      // ZeroDivisionError: a Python int or float divided by zero; detail[0] says
+                     //   which message CPython gives (ZeroDivisionMessage)
   IntOverflow,       // a Python int left the 64 bits compiled loops hold them in
   MathDomain,        // ValueError: math domain error (math.sqrt(-1), math.log(0))
   MathRange,         // OverflowError: math range error (math.exp(1000))
   FloatToInt,        // int(x) of a NaN (ValueError) or an infinity (OverflowError): detail[0] = 1 for NaN
   ShapeMismatch,     // ValueError: 1-d operands of lengths detail[0] and detail[1] that do not fit together,
                      // in the words of ShapeUse detail[2]
+};
+
+/// CPython's ZeroDivisionError message for what divided by zero (LoopError::ZeroDivision's detail[0]).
+enum class ZeroDivisionMessage : int64_t {
+  IntTrueDivide = 0,  // "division by zero": int / int
+  TrueDivide,         // "float division by zero"
+  IntFloorDivide,     // "integer division or modulo by zero"
+  IntModulo,          // "integer modulo by zero"
+  FloorDivide,        // "float floor division by zero"
+  Modulo,             // "float modulo" ("float modulo by zero" from 3.13)
 };
 
 /// Where a ShapeMismatch happened (NumPy words each differently).

@@ -785,7 +785,20 @@ void PyHost::fail_loop(rt::LoopError error, const int64_t* detail) {
                    static_cast<long long>(detail[0]), static_cast<long long>(detail[1]),
                    static_cast<long long>(detail[2]));
       return;
-    case L::ZeroDivision: PyErr_SetString(PyExc_ZeroDivisionError, "division by zero"); return;
+    case L::ZeroDivision: {
+      using M = rt::ZeroDivisionMessage;
+      const char* what = "division by zero";
+      switch (static_cast<M>(detail[0])) {
+        case M::IntTrueDivide: break;
+        case M::TrueDivide: what = "float division by zero"; break;
+        case M::IntFloorDivide: what = "integer division or modulo by zero"; break;
+        case M::IntModulo: what = "integer modulo by zero"; break;
+        case M::FloorDivide: what = "float floor division by zero"; break;
+        case M::Modulo: what = PY_VERSION_HEX >= 0x030D0000 ? "float modulo by zero" : "float modulo"; break;
+      }
+      PyErr_SetString(PyExc_ZeroDivisionError, what);
+      return;
+    }
     case L::IntOverflow:
       PyErr_SetString(PyExc_OverflowError,
                       "framejit: a Python int in a compiled loop outgrew 64 bits (compiled loops hold ints in 64 "

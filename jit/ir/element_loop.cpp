@@ -144,6 +144,7 @@ std::string ElementLoop::to_string() const {
       s += op_name(e.op);
       if (e.op == EOp::Cmp) s += std::string(".") + cond_name(e.cond) + ":" + type_char(e.type);
       if (e.checked) s += ".checked";
+      if (e.op == EOp::Div && e.checked && e.imm) s += ".ints";
       switch (e.op) {
         case EOp::Const:
           s += " " + (e.type == EType::Int ? std::to_string(e.imm) : format_double(e.fimm));
@@ -445,6 +446,25 @@ LoopError math_check(const EInstr& e, double r, double a, double b) {
 
 }  // namespace
 
+rt::ZeroDivisionMessage zero_division_message(const EInstr& e) {
+  using M = rt::ZeroDivisionMessage;
+  const bool is_int = e.type == EType::Int;
+  switch (e.op) {
+    case EOp::FloorDiv: return is_int ? M::IntFloorDivide : M::FloorDivide;
+    case EOp::Mod: return is_int ? M::IntModulo : M::Modulo;
+    default: return e.imm ? M::IntTrueDivide : M::TrueDivide;
+  }
+}
+
+namespace {
+
+LoopError zero_division(rt::ElementLoopCall* call, const EInstr& e) {
+  call->detail[0] = static_cast<int64_t>(zero_division_message(e));
+  return LoopError::ZeroDivision;
+}
+
+}  // namespace
+
 rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* call) {
   // One slot per variable in the array of its type (the other stays unused).
   std::vector<int64_t> iv(loop.vars.size(), 0);
@@ -506,14 +526,14 @@ rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* cal
           }
           break;
         case EOp::Div:
-          if (e.checked && fb == 0) return LoopError::ZeroDivision;
+          if (e.checked && fb == 0) return zero_division(call, e);
           df = fa / fb;
           break;
         case EOp::FloorDiv: case EOp::Mod:
           if (is_int) {
             int64_t q, r;
             if (ib == 0) {
-              if (e.checked) return LoopError::ZeroDivision;
+              if (e.checked) return zero_division(call, e);
               q = r = 0;
             } else if (ib == -1) {
               // Apart: INT64_MIN / -1 traps in hardware (and is UB in C++).
@@ -531,7 +551,7 @@ rt::LoopError run_element_loop(const ElementLoop& loop, rt::ElementLoopCall* cal
             }
             di = e.op == EOp::FloorDiv ? q : r;
           } else {
-            if (e.checked && fb == 0) return LoopError::ZeroDivision;
+            if (e.checked && fb == 0) return zero_division(call, e);
             df = e.op == EOp::FloorDiv ? element_floordiv(fa, fb) : element_mod(fa, fb);
           }
           break;
@@ -786,6 +806,7 @@ bool same_computation(const EInstr& x, const EInstr& y, Same&& same) {
   if (x.op != y.op || x.type != y.type) return false;
   if (x.checked != y.checked && !(x.checked && !y.checked)) return false;
   if (x.op == EOp::Cmp && x.cond != y.cond) return false;
+  if (x.op == EOp::Div && x.imm != y.imm) return false;  // CPython's message (zero_division_message)
   if (x.op == EOp::Dim && (x.array != y.array || x.axis != y.axis)) return false;
   if (x.op == EOp::Load || x.op == EOp::Store) {
     if (x.array != y.array || x.index.size() != y.index.size()) return false;

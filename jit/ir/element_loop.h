@@ -41,7 +41,8 @@ enum class EOp : uint8_t {
   Const,     // dst = imm (Int) or fimm (Float)
   Mov,       // dst = a
   Add, Sub, Mul,  // dst's type; Int checked: IntOverflow instead of wrapping
-  Div,       // Float: a / b; checked: b == 0 raises ZeroDivision (else IEEE)
+  Div,       // Float: a / b; checked: b == 0 raises ZeroDivision (else IEEE); imm 1: of two
+             //   Python ints (CPython's message differs)
   FloorDiv,  // floor(a / b). Int: b == 0 is ZeroDivision when checked, 0 otherwise (NumPy);
   Mod,       //   INT64_MIN // -1 is IntOverflow when checked, wraps otherwise. Float: Python's and
              //   NumPy's divmod; checked: b == 0 is ZeroDivision, else NaN as NumPy gives.
@@ -158,6 +159,9 @@ std::vector<const EInstr*> element_loop_constants(const ElementLoop& loop);
 /// on every path, a parameter never; a loop counter stepped by 1 after testing it against a
 /// bound counts). An index held in one needs no wrapping.
 std::vector<char> element_loop_nonnegative(const ElementLoop& loop);
+
+/// The ZeroDivisionMessage of a checked Div, FloorDiv or Mod that divides by zero.
+rt::ZeroDivisionMessage zero_division_message(const EInstr& e);
 
 /// Python's float a // b and a % b (CPython's float_divmod); b == 0 gives NumPy's answers, a / b
 /// and NaN. Compiled loops call these too, so both forms agree to the bit.

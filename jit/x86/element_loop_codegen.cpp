@@ -1289,11 +1289,11 @@ private:
 
   // Jumps to `x == 0.0` (not NaN) errors: the checked float divisions. Nothing for a constant
   // divisor that is not zero.
-  void fail_if_zero(int v, LoopError e) {
-    if (is_const(v) && const_[v]->fimm != 0.0) return;
+  void fail_if_zero(const EInstr& e) {
+    if (is_const(e.b) && const_[e.b]->fimm != 0.0) return;
     ax::Xmm z = fconst(0);
-    cc_.ucomisd(X(v), z);
-    jump_if({Flags::FloatEq}, fail(e));
+    cc_.ucomisd(X(e.b), z);
+    jump_if({Flags::FloatEq}, fail(LoopError::ZeroDivision, static_cast<int64_t>(zero_division_message(e))));
   }
 
   // ---- blocks ----
@@ -1841,14 +1841,14 @@ private:
         }
         return;
       case EOp::Div:
-        if (e.checked) fail_if_zero(e.b, LoopError::ZeroDivision);
+        if (e.checked) fail_if_zero(e);
         float_binary(e, ax::Inst::kIdDivsd);
         return;
       case EOp::FloorDiv: case EOp::Mod:
         if (is_int) {
           int_floor_div_mod(e);
         } else {
-          if (e.checked) fail_if_zero(e.b, LoopError::ZeroDivision);
+          if (e.checked) fail_if_zero(e);
           double (*fn)(double, double) = e.op == EOp::FloorDiv ? element_floordiv : element_mod;
           const ax::Xmm b = X(e.b);
           invoke(reinterpret_cast<uint64_t>(fn), X(e.dst), X(e.a), &b);
@@ -2037,7 +2037,7 @@ private:
     cold_.push_back([=, this] {
       cc_.bind(zero);
       if (checked) {
-        cc_.jmp(fail(LoopError::ZeroDivision));
+        cc_.jmp(fail(LoopError::ZeroDivision, static_cast<int64_t>(zero_division_message(e))));
       } else {
         cc_.xor_(result.r32(), result.r32());  // NumPy: x // 0 == x % 0 == 0
         cc_.jmp(done);

@@ -828,3 +828,33 @@ def test_a_loop_whose_results_nothing_reads_still_raises():
         framejit.reset()
         with pytest.raises(type(want.value)):
             framejit.compile(fn)(*args)
+
+
+@pytest.mark.parametrize("which", range(6))
+def test_division_by_zero_gives_cpythons_message(which):
+    def f(x, d, fd, which):
+        s = 0.0
+        for i in range(x.shape[0]):
+            k = int(x[i])
+            if which == 0:
+                s += k // d  # integer division or modulo by zero
+            elif which == 1:
+                s += k % d  # integer modulo by zero
+            elif which == 2:
+                s += k / d  # division by zero
+            elif which == 3:
+                s += float(x[i]) // fd  # float floor division by zero
+            elif which == 4:
+                s += float(x[i]) % fd  # float modulo (3.13: float modulo by zero)
+            else:
+                s += float(x[i]) / fd  # float division by zero
+        return s
+
+    x = np.arange(1.0, 31.0)
+    with pytest.raises(ZeroDivisionError) as want:
+        f(x, 0, 0.0, which)
+    framejit.reset()
+    with pytest.raises(ZeroDivisionError) as got:
+        framejit.compile(f)(x, 0, 0.0, which)
+    assert str(got.value) == str(want.value)
+    assert framejit.stats()["loops"] == 1
