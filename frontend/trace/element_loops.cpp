@@ -521,9 +521,9 @@ class LoopCompiler {
 
   // Note [Copied tails]
   // CPython 3.12 copies a short block that ends the function into the jumps that reach it: a
-  // `break` becomes POP_TOP, LOAD_FAST x, RETURN_VALUE right inside the loop. The copy is pure
-  // loads and a return, so it means exactly what the original after the loop means: it is read as
-  // a jump there.
+  // `break` becomes POP_TOP, LOAD_FAST x, RETURN_VALUE right inside the loop (`return s, i`:
+  // two loads and a BUILD_TUPLE). The copy is pure loads (and tuples of them) and a return, so it
+  // means exactly what the original after the loop means: it is read as a jump there.
   void find_copied_tails() {
     std::vector<Ins> body, after;
     for (int at = gi_; at < exit_ && at < f_.num_instrs;)
@@ -531,7 +531,8 @@ class LoopCompiler {
     for (int at = exit_; at < f_.num_instrs;)
       after.push_back(decode(f_.instrs, f_.num_instrs, at)), at = after.back().next;
     auto pure_load = [](Op op) {
-      return op == Op::LoadFast || op == Op::LoadFastCheck || op == Op::LoadConst || op == Op::LoadFastLoadFast;
+      return op == Op::LoadFast || op == Op::LoadFastCheck || op == Op::LoadConst || op == Op::LoadFastLoadFast ||
+             op == Op::BuildTuple;
     };
     for (size_t r = 0; r < body.size(); ++r) {
       if (body[r].op != Op::ReturnValue && body[r].op != Op::ReturnConst) continue;
@@ -1335,6 +1336,7 @@ class LoopCompiler {
         break;
       case kNbTrueDivide:
         i.op = jit::EOp::Div;
+        i.imm = !((a.kinds | b.kinds) & ~(kInt | kBool));  // int / int: CPython's own message
         break;
       case kNbFloorDivide:
         i.op = jit::EOp::FloorDiv;
