@@ -383,13 +383,13 @@ std::unique_ptr<CacheEntry> compile_frame(const CompileConfig& cfg, PyFunctionOb
     stats().trace_ms += ms_since(t0);
     if (broke && !partial) st = Status::unsupported(broke->message());
     // A partial graph whose outputs are all inputs and constants, that writes no input and holds
-    // nothing that may raise (a compiled loop whose index may be out of bounds: CPython raises
-    // there before the break), has nothing to run.
-    const bool may_raise = std::any_of(og.graph.nodes().begin(), og.graph.nodes().end(), [&](const jit::Node& n) {
+    // nothing with an effect or that may raise (a compiled loop whose index may be out of bounds:
+    // CPython raises there before the break), has nothing to run.
+    const bool must_run = std::any_of(og.graph.nodes().begin(), og.graph.nodes().end(), [&](const jit::Node& n) {
       return jit::has_side_effects(n) || jit::may_raise_on_values(og.graph, n);
     });
     const bool has_graph =
-        !broke || (partial && (!og.graph.outputs().empty() || !og.input_writes.empty() || may_raise));
+        !broke || (partial && (!og.graph.outputs().empty() || !og.input_writes.empty() || must_run));
     if (!broke || partial) entry->replays = std::move(replays);
     if (st.is_ok() && has_graph) {
       // Tensor graphs follow NEP 50 natively, and so does NumPy 2 (Note [Native promotion]).
