@@ -3393,7 +3393,8 @@ bool Tracer::offers_array_loop(const VarPtr& v) {
   if (under_handler()) return false;
   const jit::TensorMeta& m = meta(v);
   if (m.rank() == 0 || m.device.type != rt::DeviceType::CPU || m.scalar_object) return false;
-  return !m.shape[0].is_const() || m.shape[0].const_value() > kUnrolledTrips || loop_body_branches(*current_, current_->cur_offset);
+  return !m.shape[0].is_const() || m.shape[0].const_value() > kUnrolledTrips ||
+         loop_body_branches(*current_, current_->cur_offset);
 }
 
 int Tracer::compile_element_loop(TraceFrame& f, int get_iter_at, const std::vector<VarPtr>& bounds,

@@ -743,7 +743,8 @@ class Generator:
                 "{t} = 0\nwhile {t} < {a0}.shape[0] and {a0}[{t}] < 1.0:\n    {t} += 1",
                 "{t} = {a0} * 1.0\nk = 0\nwhile k < 3:\n    u = {t}.copy()\n    {t}[1:] = 0.5 * (u[1:] + u[:-1])\n"
                 "    k += 1",
-                "{t} = 0.0\nfor i in range(3):\n    if {a0}[i % {a0}.shape[0]] > 0.5:\n        {t} += {a0}[i % {a0}.shape[0]]",
+                "{t} = 0.0\nfor i in range(3):\n    if {a0}[i % {a0}.shape[0]] > 0.5:\n"
+                "        {t} += {a0}[i % {a0}.shape[0]]",
                 "{t} = np.zeros({a0}.shape[0])\nfor i in range({a0}.shape[0]):\n"
                 "    {t}[i:] = np.maximum({t}[i:], {a0}[i:]) - np.minimum({a0}[i], 0.5)",
             ])
