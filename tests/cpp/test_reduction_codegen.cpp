@@ -41,11 +41,14 @@ ReductionKernelIR squared_deviation(ReduceOp op, bool mean, DType dt) {
 
 // The old row-kernel entry: reduce the last of two dims, out strided over the first.
 void run_rows(const rt::Kernel& k, const int64_t* shape, const rt::Operand* in, int nin, char* out, int64_t out_stride,
-              const rt::ParamValue* p, int np, DType dt) {
+              const rt::ParamValue* p, int np, DType dt, ReduceOp op) {
   bool reduced[2] = {false, true};
   int64_t os[2] = {out_stride, 0};
   rt::ReductionLaunch l;
   l.row = &k;
+  // How split rows' partial results join (Note [Split column rows]), as rt::Program sets them.
+  l.extreme = op == ReduceOp::Max ? 1 : op == ReduceOp::Min ? -1 : 0;
+  l.product = op == ReduceOp::Prod;
   l.value_dtype = dt;
   l.rank = 2;
   l.shape = shape;
@@ -77,7 +80,7 @@ void check(Isa isa, ReduceOp op, bool mean, int64_t rows, int64_t cols, bool tra
   rt::ParamValue p[1];
   p[0].f = 0.5;
   (void)so;
-  run_rows(**k, shape, in, 1, reinterpret_cast<char*>(out.data()), it, p, 1, dt);
+  run_rows(**k, shape, in, 1, reinterpret_cast<char*>(out.data()), it, p, 1, dt, op);
   for (int64_t r = 0; r < rows; ++r) {
     double acc = op == ReduceOp::Sum ? 0 : (op == ReduceOp::Max ? -INFINITY : INFINITY);
     for (int64_t c = 0; c < cols; ++c) {
@@ -125,10 +128,10 @@ TEST_P(ReductionCodegen, MaxPropagatesNaNAndSumKeepsNegativeZero) {
   int64_t shape[2] = {2, 19}, sx[2] = {19 * 4, 4}, so[1] = {4};
   rt::Operand in[1] = {{reinterpret_cast<char*>(x), sx, 4}};
   (void)so;
-  run_rows(**kmax, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32);
+  run_rows(**kmax, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32, ReduceOp::Max);
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_EQ(out[1], 0.0f);
-  run_rows(**ksum, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32);
+  run_rows(**ksum, shape, in, 1, reinterpret_cast<char*>(out), 4, nullptr, 0, DType::Float32, ReduceOp::Sum);
   EXPECT_TRUE(std::isnan(out[0]));
   EXPECT_TRUE(std::signbit(out[1])) << "a sum of -0.0 stays -0.0, as in NumPy";
 }
