@@ -1529,7 +1529,7 @@ namespace {
 // stores), result shape and time,
 // so a slow program shows which of its steps is slow (the benchmarks time whole calls).
 void profile_step(std::string& line, int index, const Step& s, const Value* values, double us) {
-  static const char* const kKinds[] = {"kernel", "reduce", "gemm", "chain", "extern", "size", "store"};
+  static const char* const kKinds[] = {"kernel", "reduce", "gemm", "chain", "extern", "size", "store", "loop"};
   char buf[96];
   std::snprintf(buf, sizeof buf, " %d:%s", index, kKinds[static_cast<int>(s.kind)]);
   line += buf;

@@ -5,10 +5,12 @@
 #include <frameobject.h>  // PyFrame_New (Note [Tracebacks of run-time errors])
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "frontend/interop/cupy_array.h"
@@ -66,9 +68,11 @@ struct PyCall {
   // Where the user's code made the node (Note [Tracebacks of run-time errors]), or null.
   std::shared_ptr<const std::vector<jit::SourceFrame>> where;
   // Note [Creation without the library]: zeros/empty/ones/full(_like) made by the host itself.
-  enum class Native : uint8_t { None, Zeros, Empty, Fill } native = Native::None;
+  // Note [Integer steps without the library]: IntArith, `op` on the Python ints in `shape`.
+  enum class Native : uint8_t { None, Zeros, Empty, Fill, IntArith } native = Native::None;
   int like = -1;                  // *_like: the value whose shape it takes
-  std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints)
+  std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints); IntArith: the operands
+  char op = 0;                    // IntArith: + - * / (floor) % or n (negation)
   uint64_t fill = 0;              // Fill: the value's bytes in the result's dtype (the low itemsize)
 };
 
@@ -172,6 +176,56 @@ bool native_creation(const jit::Graph& graph, const jit::Node& n, rt::Device dev
               : n.op == OpKind::ZerosLike || n.op == OpKind::Zeros ? PyCall::Native::Zeros
                                                                    : PyCall::Native::Empty;
   return true;
+}
+
+// Note [Integer steps without the library]
+// Sizes reach a graph's loops through Python integer arithmetic (`D = np.zeros((m + 1, n + 1))`,
+// `range(1, m + 1)`): calls of operator.add and friends, ~1 us each through the interpreter,
+// several per call of a small compiled loop. On Python ints that fit 64 bits the host computes
+// them itself, as CPython would; anything else (an overflow, a zero divisor, an operand that is
+// not an int at run time) is the library's call, which gives CPython's big int or its exception.
+bool native_int_arith(const jit::Graph& graph, const jit::Node& n, PyCall* c) {
+  static const std::pair<std::string_view, char> kOps[] = {{"operator.add", '+'}, {"operator.sub", '-'},
+                                                            {"operator.mul", '*'}, {"operator.floordiv", '/'},
+                                                            {"operator.mod", '%'}, {"operator.neg", 'n'}};
+  if (n.meta.kind != jit::ValueKind::Scalar || n.meta.dtype != DType::Int64 || !n.kwargs.empty()) return false;
+  char op = 0;
+  for (const auto& [name, o] : kOps)
+    if (n.target == name) op = o;
+  if (!op || n.args.size() != (op == 'n' ? 1u : 2u)) return false;
+  for (const jit::Arg& a : n.args) {
+    if (a.kind == jit::Arg::Kind::Int) continue;
+    if (!a.is_node()) return false;
+    const jit::TensorMeta& m = graph.node(static_cast<int>(a.i)).meta;
+    if (m.kind != jit::ValueKind::Scalar || m.dtype != DType::Int64) return false;
+  }
+  c->native = PyCall::Native::IntArith;
+  c->op = op;
+  c->shape = n.args;
+  return true;
+}
+
+// Python's int operation `op` on x and y, or nullopt where the library's call must decide (a result
+// past 64 bits, a zero divisor).
+std::optional<long long> int_arith(char op, long long x, long long y) {
+  long long r = 0;
+  switch (op) {
+    case '+': return __builtin_add_overflow(x, y, &r) ? std::nullopt : std::optional<long long>(r);
+    case '-': return __builtin_sub_overflow(x, y, &r) ? std::nullopt : std::optional<long long>(r);
+    case '*': return __builtin_mul_overflow(x, y, &r) ? std::nullopt : std::optional<long long>(r);
+    case 'n': return x == LLONG_MIN ? std::nullopt : std::optional<long long>(-x);
+    case '/':
+    case '%': {
+      if (y == 0 || (x == LLONG_MIN && y == -1)) return std::nullopt;
+      long long q = x / y, m = x % y;
+      if (m != 0 && ((m < 0) != (y < 0))) {  // Python rounds the quotient down: the remainder takes y's sign
+        q -= 1;
+        m += y;
+      }
+      return op == '/' ? q : m;
+    }
+    default: return std::nullopt;
+  }
 }
 
 bool has_value(const jit::Arg& a) {
@@ -605,7 +659,31 @@ bool PyHost::run_extern(int node, rt::Value* values) {
   bool inplace = false;
   const PyCall* c = p_.call_of(node);
   const bool on_device = p_.device().type == rt::DeviceType::CUDA;
-  if (c && c->native != PyCall::Native::None && (on_device || &arrays_ == array_adapter(ArrayKind::NumPy))) {
+  if (c && c->native == PyCall::Native::IntArith) {
+    long long x[2] = {0, 0};
+    bool ints = true;
+    for (size_t k = 0; k < c->shape.size() && ints; ++k) {
+      const jit::Arg& a = c->shape[k];
+      if (a.kind == jit::Arg::Kind::Int) {
+        x[k] = a.i;
+        continue;
+      }
+      const rt::Value& v = values[a.i];
+      PyObject* o = static_cast<PyObject*>(v.handle);  // borrowed; null for a size the program computed
+      ints = v.kind == rt::Value::Kind::Number && v.is_int && (!o || PyLong_CheckExact(o) || PyBool_Check(o));
+      x[k] = v.number.i;
+    }
+    if (std::optional<long long> r = ints ? int_arith(c->op, x[0], x[1]) : std::nullopt) {
+      if (values[node].handle) release(values[node]);
+      rt::Value& v = values[node];
+      v = rt::Value{};
+      v.kind = rt::Value::Kind::Number;
+      v.is_int = true;
+      v.number.i = *r;
+      return true;
+    }
+  }
+  if (c && c->native != PyCall::Native::None && c->native != PyCall::Native::IntArith && (on_device || &arrays_ == array_adapter(ArrayKind::NumPy))) {
     int64_t dims[rt::kMaxRank];
     int rank = 0;
     bool ok = true;
@@ -1142,6 +1220,7 @@ Expected<std::unique_ptr<Program>> wrap_program(const jit::Graph& graph, rt::Pro
       const jit::Node& n = nodes[s.node];
       if (n.meta.kind == jit::ValueKind::Tensor && !n.meta.scalar_object) c->result_dtype = static_cast<int>(n.meta.dtype);
       if (jit && c->result_dtype >= 0) native_creation(graph, n, device, &*c);
+      if (jit) native_int_arith(graph, n, &*c);
       if (n.target == "framejit._C._index_put" && !n.args.empty() && n.args[0].kind == jit::Arg::Kind::Node &&
           std::find(s.release.begin(), s.release.end(), static_cast<int>(n.args[0].i)) != s.release.end()) {
         c->inplace_base = static_cast<int>(n.args[0].i);

@@ -73,7 +73,14 @@ VarPtr scalar_binary(Tracer& tx, const char* op, const VarPtr& a, const VarPtr& 
     sb = tx.as_sym(b);
   }
   std::string o = op;
-  if (sa && sb && PyLong_CheckExact(r.get())) {
+  // SymInt's algebra is 64-bit and wraps (`n - k` is n + k * -1): it stays exact for size-like
+  // values. A huge operand or result (`n - (-2**63)`) is the plain call, CPython's big int.
+  auto size_like = [](PyObject* x) {
+    int overflow = 0;
+    const long long v = PyLong_CheckExact(x) ? PyLong_AsLongLongAndOverflow(x, &overflow) : 0;
+    return PyLong_CheckExact(x) && !overflow && v > -(1LL << 31) && v < (1LL << 31);
+  };
+  if (sa && sb && size_like(r.get()) && size_like(ha.get()) && size_like(hb.get())) {
     if (o == "add") sym = *sa + *sb;
     if (o == "sub") sym = *sa - *sb;
     if (o == "mul") sym = *sa * *sb;

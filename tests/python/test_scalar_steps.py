@@ -168,3 +168,33 @@ def test_python_number_recurrences_trace_in_linear_time():
     for w in (1, 30):
         assert compiled(w, 24) == escape(w, 24)  # (2^24 list entries before the fix: a failure, not a hang)
     assert framejit.stats()["trace_ms"] < 2000
+
+
+def size_arithmetic(a, k):
+    n = a.shape[0]
+    return n + k, n - k, n * k, n // k, n % k, -(n - k), a.sum()
+
+
+@pytest.mark.parametrize("k", [3, -3, 7, -7, 1, 2**62, -(2**63)])
+def test_size_arithmetic_on_python_ints(k):
+    # Note [Integer steps without the library]: 64-bit results the host's own, Python's floor rules;
+    # what needs more bits is the library's big int, as in CPython.
+    for n in (7, 12, 0):
+        framejit.reset()
+        got = run_both(size_arithmetic, np.ones(n), k)
+        assert all(type(v) is int for v in got[:6])
+
+
+def test_size_arithmetic_past_64_bits():
+    # A constant past 64 bits is not captured: those statements run in CPython.
+    compiled = framejit.compile(size_arithmetic)
+    for n in (7, 0):
+        assert compiled(np.ones(n), 2**70) == size_arithmetic(np.ones(n), 2**70)
+
+
+def test_size_arithmetic_zero_divisor():
+    compiled = framejit.compile(size_arithmetic)
+    compiled(np.ones(5), 3)
+    with pytest.raises(ZeroDivisionError):
+        compiled(np.ones(5), 0)
+    assert compiled(np.ones(5), 2)[:6] == (7, 3, 10, 2, 1, -3)
