@@ -78,7 +78,8 @@ using CC = ax::CondCode;
 // version go to the same blocks. In that version, a row whose index variables are the counter and
 // variables the loop does not assign (A[k, j] for counter k) is an induction pointer: computed
 // after the preheader's tests, stepped by step * stride where the counter steps (no imul per
-// element).
+// element). And an element of an array the loop does not store into, at indices it does not
+// assign (`a[i - 1]` in a loop over j), is loaded once there (plan_invariant_loads).
 //
 // Floats compare with ucomisd, which reports "unordered" (a NaN operand) as ZF = PF = CF = 1:
 // a < b is `ucomisd b, a; ja`, a <= b `jae` (CF = 0 excludes NaN), a == b is ZF = 1 with PF = 0
@@ -238,6 +239,7 @@ public:
     plan_layout();
     plan_hoists();
     plan_versions();
+    plan_invariant_loads();
     plan_induced();
     plan_vectors();
     for (const std::optional<VectorPlan>& v : vplans_)
@@ -325,6 +327,7 @@ private:
     int64_t step = 0;                // what the counter's one assignment adds
     std::vector<char> counter_kept;  // per block: no path from the header to it steps the counter
     std::vector<Hoist> induced;      // rows of the counter and invariant variables, in the fast version
+    std::vector<const EInstr*> invariant_loads;  // loaded once before the version without checks
   };
 
   // A vector loop (Note [Vectorized inner loops]): the body block, its loads and stores in order
@@ -499,9 +502,12 @@ private:
     };
     for (const Fact& f : lp.invariant) assume(f);
     counter_fresh_ = !lp.counter_kept.empty() && lp.counter_kept[b];
+    // A variable holding counter + c that is not live at the header was computed in this
+    // iteration, from the header's counter when no block before this one stepped it (a write
+    // in this block forgets it again).
     if (counter_fresh_)
       for (const auto& [f, c] : lp.counted)
-        if (f.var == lp.counter) assume(f);
+        if (f.var == lp.counter || !live_in_[lp.header][f.var]) assume(f);
   }
 
   // After instruction e in the version without checks: a variable holding counter + c with the
@@ -804,6 +810,55 @@ private:
         }
       }
     }
+  }
+
+  // Loads a versioned loop's version without checks makes once, after its preheader's tests
+  // (Note [Element loop code]): every index one the loop does not assign (in range, tested there),
+  // of an array the loop does not store into, into a variable this load is the loop's only
+  // assignment of and that is not live at the header (so nothing reads it before the load in an
+  // iteration, or after a loop that never ran it). The element cannot change while the loop runs,
+  // and reading it early cannot fail.
+  void plan_invariant_loads() {
+    const int nb = static_cast<int>(loop_.blocks.size());
+    for (LoopInfo& lp : loops_) {
+      if (!lp.versioned) continue;
+      std::vector<int> defs(loop_.vars.size(), 0);
+      std::vector<char> stored(loop_.arrays.size(), 0);
+      for (int b = 0; b < nb; ++b) {
+        if (!lp.body[b]) continue;
+        auto note = [&](int x) {
+          for (const EInstr& e : loop_.blocks[x].instrs) {
+            if (writes_dst(e.op)) ++defs[e.dst];
+            if (e.op == EOp::Store) stored[e.array] = 1;
+          }
+        };
+        note(b);
+        if (ifconv_[b])
+          for (int x : ifconv_[b]->arm)
+            if (x >= 0) note(x);
+      }
+      for (int b = 0; b < nb; ++b) {
+        if (!lp.body[b]) continue;
+        for (const EInstr& e : loop_.blocks[b].instrs) {
+          if (e.op != EOp::Load || stored[e.array] || uses_[e.dst] == 0 || defs[e.dst] != 1 ||
+              live_in_[lp.header][e.dst] || is_const(e.dst))
+            continue;
+          bool checked = true;
+          for (size_t k = 0; k < e.index.size(); ++k) {
+            const Fact f{e.array, static_cast<int>(k), e.index[k]};
+            checked &= defs[e.index[k]] == 0 &&
+                       std::find(lp.invariant.begin(), lp.invariant.end(), f) != lp.invariant.end();
+          }
+          if (checked) lp.invariant_loads.push_back(&e);
+        }
+      }
+    }
+  }
+
+  bool invariant_load(const EInstr& e) const {
+    if (fast_loop_ < 0) return false;
+    const std::vector<const EInstr*>& v = loops_[fast_loop_].invariant_loads;
+    return std::find(v.begin(), v.end(), &e) != v.end();
   }
 
   // Rows of a versioned loop that the counter and invariant variables index: induction pointers in
@@ -1383,6 +1438,28 @@ private:
     }
   }
 
+  // After a versioned loop's preheader passed its tests: its invariant loads, their indices known in
+  // range (the facts the version without checks assumes).
+  void emit_invariant_loads(int l) {
+    if (loops_[l].invariant_loads.empty()) return;
+    const IndexCache saved = cache_;
+    const int block = cur_block_;
+    fast_loop_ = l;
+    cur_block_ = loops_[l].header;
+    cache_ = {};
+    assume_facts(loops_[l].header);
+    for (const EInstr* e : loops_[l].invariant_loads) {
+      mat_gp_.clear();
+      mat_xmm_.clear();
+      load(*e);
+    }
+    fast_loop_ = -1;
+    cur_block_ = block;
+    cache_ = saved;
+    mat_gp_.clear();
+    mat_xmm_.clear();
+  }
+
   // After a versioned loop's preheader passed its tests, in the contiguous version: its vector
   // loop, W iterations at a time while counter + W <= bound, when it has one; the loop without
   // checks then runs the rest from the counter's new value (Note [Vectorized inner loops]).
@@ -1621,6 +1698,7 @@ private:
             version_checks(versioned_from(b));
             emit_vector_loop(versioned_from(b));
             emit_induced(versioned_from(b));
+            emit_invariant_loads(versioned_from(b));
           }
           jump(ifconv_[b]->join, next, b);
         } else {
@@ -1634,10 +1712,12 @@ private:
           version_checks(versioned_from(b));
           emit_vector_loop(versioned_from(b));
           emit_induced(versioned_from(b));
+          emit_invariant_loads(versioned_from(b));
         }
         jump(e.target, next, b);
         continue;
       }
+      if (invariant_load(e)) continue;  // loaded before the loop
       mat_gp_.clear();
       mat_xmm_.clear();
       instr(e);
