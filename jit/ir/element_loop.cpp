@@ -691,8 +691,9 @@ namespace framejit::jit {
 //  - propagate_copies: `d = mov s` where that is d's only assignment, it comes before every read
 //    of d, and s is assigned at most once, before it: every read of d reads s. A copy of a constant
 //    becomes the constant.
-//  - coalesce: `t = op ...; ...; x = mov t` with t read only up to there, and x neither read nor
-//    written between, computes op into x directly (and the reads of t between read x).
+//  - coalesce: `t = op ...; ...; x = mov t` with t read only in that block, x neither read nor
+//    written between, nor written after the copy before the last read of t, computes op into x
+//    directly (and the reads of t read x).
 //  - hoist_common: an instruction both arms of a branch start with (the same operation on the
 //    same operands, or on constants of equal value) runs once before the branch.
 //  - sink_updates: `x = mov i; i = add i, 1; ...reads of x...` moves the add after the reads of
@@ -1343,16 +1344,23 @@ bool coalesce(ElementLoop& loop) {
       if (e.op != EOp::Mov || e.a == e.dst) continue;
       const int x = e.dst, t = e.a;
       if (in.ndefs[t] != 1 || in.is_param[t]) continue;
+      if (std::find(loop.results.begin(), loop.results.end(), t) != loop.results.end()) continue;  // Exit's
       const Pos d = in.def[t];
       if (d.b != b || d.k >= k || !has_dst(instrs[d.k].op) || instrs[d.k].dst != t) continue;
       // t may also be read between its def and the copy (`t = sub acc, p; store t; acc = mov t`):
       // those reads read x then, which holds t's value there.
+      // And after it (forward made `acc = mov t; store acc` read t) while x keeps that value.
       bool ok = true;
-      for (const Pos& r : in.reads[t]) ok &= r.b == b && r.k > d.k && r.k <= k;
+      int last = k;  // the last instruction that reads t
+      for (const Pos& r : in.reads[t]) {
+        ok &= r.b == b && r.k > d.k;
+        last = std::max(last, r.k);
+      }
       for (int j = d.k + 1; j < k && ok; ++j) ok = !reads_var(loop, instrs[j], x) && !writes_var(instrs[j], x);
+      for (int j = k + 1; j < last && ok; ++j) ok = !writes_var(instrs[j], x);
       if (!ok) continue;
       instrs[d.k].dst = x;
-      for (int j = d.k + 1; j < k; ++j)
+      for (int j = d.k + 1; j <= last; ++j)
         for_each_operand(instrs[j], [&](int& v) {
           if (v == t) v = x;
         });

@@ -858,3 +858,24 @@ def test_division_by_zero_gives_cpythons_message(which):
         framejit.compile(f)(x, 0, 0.0, which)
     assert str(got.value) == str(want.value)
     assert framejit.stats()["loops"] == 1
+
+
+def _invariant_element(a, b, i, n):
+    s = 0.0
+    for j in range(n):
+        s += a[i] * b[j]
+        b[j] = s
+    return s
+
+
+def test_an_element_the_loop_cannot_change_is_loaded_once():
+    # Loaded before the loop only where its index passed the preheader's test: an index out of
+    # range still raises where the loop reads it, and not at all when the loop never runs.
+    a, b = RNG.random(5), RNG.random(9)
+    compiled(_invariant_element, a, b, 3, 9)
+    compiled(_invariant_element, a, b, -1, 9)
+    compiled(_invariant_element, a, b, 7, 0)
+    f = framejit.compile(_invariant_element)
+    for fn in (f, _invariant_element):
+        with pytest.raises(IndexError):
+            fn(a, b.copy(), 5, 3)
