@@ -140,7 +140,11 @@ bool native_creation(const jit::Graph& graph, const jit::Node& n, rt::Device dev
   const bool ones = n.op == OpKind::Ones || n.op == OpKind::OnesLike;
   if (!like && n.op != OpKind::Zeros && n.op != OpKind::Empty && !ones && !full) return false;
   if ((ones || full) && !on_device) return false;
-  if (n.meta.kind != jit::ValueKind::Tensor || n.meta.scalar_object || n.args.size() != (full ? 2u : 1u)) return false;
+  // The dtype may come positionally (np.zeros((m, n), np.int64)): the result's, in the meta.
+  const size_t nargs = full ? 2u : 1u;
+  const bool positional_dtype = n.args.size() == nargs + 1 && n.args.back().kind == jit::Arg::Kind::DType;
+  if (n.meta.kind != jit::ValueKind::Tensor || n.meta.scalar_object || (n.args.size() != nargs && !positional_dtype))
+    return false;
   for (const auto& [k, v] : n.kwargs)
     if (k != "dtype") return false;
   std::optional<uint64_t> fill;

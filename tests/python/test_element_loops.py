@@ -440,7 +440,8 @@ def test_creation_without_numpys_python_functions():
         a = np.zeros_like(x)
         b = np.zeros((n, x.shape[0]), np.int64)
         c = np.empty_like(x, dtype=np.float32)
-        return a, b, c.shape, c.dtype, c.flags.c_contiguous
+        d = np.zeros(n + 1, np.float32)  # a positional dtype is the host's allocation too
+        return a, b, c.shape, c.dtype, c.flags.c_contiguous, d
 
     framejit.reset()
     cf = framejit.compile(f)
@@ -449,7 +450,8 @@ def test_creation_without_numpys_python_functions():
         for g, w in zip(got[:2], want[:2]):
             assert g.dtype == w.dtype and g.shape == w.shape and g.flags.c_contiguous == w.flags.c_contiguous
             np.testing.assert_array_equal(g, w)
-        assert got[2:] == want[2:]
+        assert got[2:5] == want[2:5]
+        assert got[5].dtype == np.float32 and got[5].tolist() == want[5].tolist()
 
 
 def test_a_step_known_positive_and_rows_indexed_twice():
