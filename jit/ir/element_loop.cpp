@@ -1551,14 +1551,75 @@ std::vector<char> nonnegative_of(const ElementLoop& loop, const Cfg& g) {
   return nn;
 }
 
+// An upper bound on the bit length of each Int variable's values, for those never negative (64:
+// unknown, or possibly negative): constants, Bool and unsigned loads, and what and/or/xor, shifts by
+// constants, + and * make of them. A least fixpoint over the assignments, from 0 up: a carried
+// `crc = ((crc << 1) ^ 0x1021) & 0xFFFF` stays at 16 bits, and a counter that only grows reaches
+// 64 in at most 64 rounds.
+std::vector<int> bit_widths(const ElementLoop& loop, const Cfg& g) {
+  constexpr int kUnknown = 64;
+  const size_t nv = loop.vars.size();
+  const VarInfo vi = analyze(loop, g);
+  const std::vector<const EInstr*> consts = constants_of(loop, g, vi);
+  std::vector<int> w(nv, 0);
+  for (size_t v = 0; v < nv; ++v)
+    if (loop.vars[v] != EType::Int || vi.is_param[v]) w[v] = kUnknown;
+  auto cap = [](int x) { return x > 63 ? kUnknown : x; };
+  auto width_of = [&](const EInstr& e) -> int {
+    const int a = reads_a(e.op) ? w[e.a] : 0, b = reads_b(e.op) ? w[e.b] : 0;
+    const bool b_const = reads_b(e.op) && consts[e.b] && consts[e.b]->type == EType::Int;
+    const int64_t c = b_const ? consts[e.b]->imm : -1;
+    switch (e.op) {
+      case EOp::Const: return e.type == EType::Int && e.imm >= 0 ? std::bit_width(static_cast<uint64_t>(e.imm)) : kUnknown;
+      case EOp::Mov: return a;
+      case EOp::Cmp: case EOp::Not: return 1;
+      case EOp::Load:
+        switch (loop.arrays[e.array].dtype) {
+          case DType::Bool: return 1;
+          case DType::UInt8: return 8;
+          case DType::UInt16: return 16;
+          case DType::UInt32: return 32;
+          default: return kUnknown;
+        }
+      case EOp::BitAnd: return std::min(a, b);  // at most the operand known >= 0
+      case EOp::Min: return a == kUnknown || b == kUnknown ? kUnknown : std::min(a, b);
+      case EOp::BitOr: case EOp::BitXor: case EOp::Max: return std::max(a, b);
+      case EOp::Add: return a == kUnknown || b == kUnknown ? kUnknown : cap(std::max(a, b) + 1);
+      case EOp::Mul: return a == kUnknown || b == kUnknown ? kUnknown : cap(a + b);
+      case EOp::Shl: return a == kUnknown || c < 0 || c > 63 ? kUnknown : cap(a + static_cast<int>(c));
+      case EOp::Shr:
+        if (a == kUnknown) return kUnknown;
+        return c >= 0 && c <= 63 ? std::max(0, a - static_cast<int>(c)) : a;
+      case EOp::FloorDiv: return b == kUnknown ? kUnknown : a;
+      case EOp::Mod: return b;
+      default: return kUnknown;
+    }
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int b : g.order)
+      for (const EInstr& e : loop.blocks[b].instrs) {
+        if (!has_dst(e.op) || loop.vars[e.dst] != EType::Int || w[e.dst] == kUnknown) continue;
+        const int x = e.type == EType::Int || e.op == EOp::Cmp || e.op == EOp::Not ? width_of(e) : kUnknown;
+        if (x > w[e.dst]) {
+          w[e.dst] = x;
+          changed = true;
+        }
+      }
+  }
+  return w;
+}
+
 // Checked operations that cannot fail on what their operands can hold become unchecked (and
-// so free to move or go): a - b and -a of values >= 0, a + c for a >= 0 and a constant c < 0,
+// so free to move or go): + , * and << by a constant of values whose bit widths (bit_widths) leave
+// the result in 63 bits, a - b and -a of values >= 0, a + c for a >= 0 and a constant c < 0,
 // a + 1 for an a below something (a loop counter after its test, or a copy of one), a >> b with
 // b >= 0, |a| with a >= 0, and floor division and modulo of a >= 0 by a constant other than 0
 // and -1.
 bool uncheck(ElementLoop& loop) {
   const Cfg g = build_cfg(loop);
   const std::vector<char> nn = nonnegative_of(loop, g);
+  const std::vector<int> width = bit_widths(loop, g);
   const VarInfo vi = analyze(loop, g);
   const std::vector<const EInstr*> consts = constants_of(loop, g, vi);
   auto const_value = [&](int v, int64_t& c) {
@@ -1577,8 +1638,11 @@ bool uncheck(ElementLoop& loop) {
         case EOp::Sub: safe = nn[e.a] && nn[e.b]; break;
         case EOp::Add:
           safe = (nn[e.a] && const_value(e.b, c) && c < 0) ||
-                 (const_value(e.b, c) && c == 1 && below(loop, g, vi, b, k, e.a));
+                 (const_value(e.b, c) && c == 1 && below(loop, g, vi, b, k, e.a)) ||
+                 std::max(width[e.a], width[e.b]) <= 62;
           break;
+        case EOp::Mul: safe = width[e.a] + width[e.b] <= 63; break;
+        case EOp::Shl: safe = const_value(e.b, c) && c >= 0 && c < 64 && width[e.a] + c <= 63; break;
         case EOp::Neg: case EOp::Abs: safe = nn[e.a] != 0; break;
         case EOp::Shr: safe = nn[e.b] != 0; break;
         case EOp::FloorDiv: case EOp::Mod: safe = nn[e.a] && const_value(e.b, c) && c != 0 && c != -1; break;

@@ -881,3 +881,29 @@ def test_an_element_the_loop_cannot_change_is_loaded_once():
     for fn in (f, _invariant_element):
         with pytest.raises(IndexError):
             fn(a, b.copy(), 5, 3)
+
+
+def _crc(data):
+    crc = 0xFFFF
+    for i in range(data.shape[0]):
+        crc ^= int(data[i]) << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
+    return crc
+
+
+def _packed(data):
+    s = 0
+    for i in range(data.shape[0]):
+        s = (s << 9) | int(data[i])
+    return s
+
+
+def test_bit_widths_drop_overflow_checks_only_where_nothing_overflows():
+    # A CRC's values stay in 16 bits: its shifts need no check. Nine bits per byte pass 64 bits
+    # after seven bytes: still checked, framejit's error where CPython would grow a big int.
+    data = RNG.integers(0, 256, 300).astype(np.uint8)
+    compiled(_crc, data)
+    compiled(_packed, data[:6])
+    with pytest.raises(OverflowError, match="outgrew 64 bits"):
+        framejit.compile(_packed)(data[:40])
