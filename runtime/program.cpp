@@ -1484,6 +1484,12 @@ bool run_loop_step(Run& run, const LoopStep& L) {
     }
     if (L.result_array[k] || library_scalar) {
       const DType dt = library_scalar ? (is_int ? DType::Int64 : DType::Float64) : L.result_dtypes[k];
+      if (L.result_scalar[k] || library_scalar) {
+        const bool flag = bits != 0;
+        if (!run.host.make_scalar(v, dt, dt == DType::Bool ? static_cast<const void*>(&flag) : &bits)) return false;
+        run.set(id, v);
+        continue;
+      }
       if (!run.host.alloc(v, dt, 0, nullptr, nullptr)) return false;
       if (dt == DType::Bool) *reinterpret_cast<bool*>(v.data) = bits != 0;
       else std::memcpy(v.data, &bits, sizeof bits);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,15 @@ public:
   virtual bool run_extern(int node, Value* values) = 0;
   /// Replaces the 0-d array `v` by the library's scalar (NumPy's float32...). False on failure.
   virtual bool to_scalar(Value& v) = 0;
+  /// The library's scalar of `dtype` holding the element at `bytes` into `out` (a compiled loop's
+  /// NumPy-scalar result); through a 0-d array unless the host makes scalars directly.
+  virtual bool make_scalar(Value& out, DType dtype, const void* bytes) {
+    if (!alloc(out, dtype, 0, nullptr, nullptr)) return false;
+    std::memcpy(out.data, bytes, dtype_itemsize(dtype));
+    if (to_scalar(out)) return true;
+    release(out);
+    return false;
+  }
   /// Reads an Object value as a number (a NumPy scalar where a Python float was traced...).
   virtual bool read_number(const Value& v, bool want_int, ParamValue& out) = 0;
   virtual void fail(RunError error, int64_t detail) = 0;

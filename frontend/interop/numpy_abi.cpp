@@ -47,6 +47,7 @@ NumPyHandles* g_handles = nullptr;
 // NumPy's C-API table (Note [NumPy's C-API table]). Indices and signatures from numpy_api.py and
 // the generated __multiarray_api.h of NumPy 1.24 and 2.x.
 constexpr int kSlotGetNDArrayCVersion = 0;  // unsigned int PyArray_GetNDArrayCVersion(void)
+constexpr int kSlotScalar = 60;              // PyArray_Scalar(data, descr, base)
 constexpr int kSlotNewFromDescr = 94;        // PyArray_NewFromDescr, StealRef(2)
 constexpr int kSlotSetBaseObject = 282;      // PyArray_SetBaseObject, StealRef(2)
 // NPY_ABI_VERSION's major byte: 0x01000009 for every NumPy 1.x, 0x02000000 for 2.x.
@@ -81,6 +82,7 @@ NumPyCApi load_capi(int major) {
   if (abi_major != 1 && abi_major != 2) return api;  // a table layout this file was not written for
   api.new_from_descr = reinterpret_cast<decltype(api.new_from_descr)>(table[kSlotNewFromDescr]);
   api.set_base_object = reinterpret_cast<decltype(api.set_base_object)>(table[kSlotSetBaseObject]);
+  api.scalar = reinterpret_cast<decltype(api.scalar)>(table[kSlotScalar]);
   return api;
 }
 }  // namespace

@@ -68,6 +68,9 @@ struct NumPyCApi {
                               PyObject*) = nullptr;
   /// PyArray_SetBaseObject (slot 282): (array, base (steals)) -> 0, or -1 with an exception set.
   int (*set_base_object)(PyObject*, PyObject*) = nullptr;
+  /// PyArray_Scalar (slot 60): (element data, descr (borrowed), base or null) -> the NumPy scalar
+  /// of that element (numpy.float64...), a new reference.
+  PyObject* (*scalar)(void*, PyObject*, PyObject*) = nullptr;
 };
 
 /// Handles to NumPy objects, imported once (new refs held for the life of the process).

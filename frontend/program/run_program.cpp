@@ -387,6 +387,7 @@ public:
   }
   bool run_extern(int node, rt::Value* values) override;
   bool to_scalar(rt::Value& v) override;
+  bool make_scalar(rt::Value& out, DType dtype, const void* bytes) override;
   bool read_number(const rt::Value& v, bool want_int, rt::ParamValue& out) override;
   void fail(rt::RunError error, int64_t detail) override;
   void fail_loop(rt::LoopError error, const int64_t* detail) override;
@@ -767,13 +768,33 @@ bool PyHost::run_extern(int node, rt::Value* values) {
   return true;
 }
 
-// NumPy hands back a scalar (numpy.float32, numpy.int64...) for a full reduction: arr[()].
+// NumPy hands back a scalar (numpy.float32, numpy.int64...) for a full reduction: arr[()], which
+// for a NumPy array is PyArray_Scalar of its one element (no tuple, no item lookup).
 bool PyHost::to_scalar(rt::Value& v) {
-  OwnedRef empty = OwnedRef::steal(PyTuple_New(0));
-  PyObject* scalar = empty ? PyObject_GetItem(static_cast<PyObject*>(v.handle), empty.get()) : nullptr;  // new ref
+  PyObject* arr = static_cast<PyObject*>(v.handle);  // borrowed
+  const NumPyHandles* np = &arrays_ == array_adapter(ArrayKind::NumPy) ? numpy_handles() : nullptr;
+  PyObject* scalar;  // new ref
+  if (np && np->capi.scalar && Py_TYPE(arr) == np->ndarray && v.nd == 0) {
+    scalar = np->capi.scalar(v.data, as_ndarray(arr)->descr, arr);
+  } else {
+    OwnedRef empty = OwnedRef::steal(PyTuple_New(0));
+    scalar = empty ? PyObject_GetItem(arr, empty.get()) : nullptr;
+  }
   if (!scalar) return false;
   release(v);
   classify(scalar, v, arrays_);  // steals scalar
+  return true;
+}
+
+bool PyHost::make_scalar(rt::Value& out, DType dtype, const void* bytes) {
+  const NumPyHandles* np = &arrays_ == array_adapter(ArrayKind::NumPy) ? numpy_handles() : nullptr;
+  PyObject* descr = np ? np->dtypes[static_cast<int>(dtype)] : nullptr;  // borrowed
+  if (!np || !np->capi.scalar || !descr || rt::dtype_itemsize(dtype) > 8) return rt::RunHost::make_scalar(out, dtype, bytes);
+  alignas(8) char element[8];  // NumPy reads the element in place: an aligned copy
+  std::memcpy(element, bytes, static_cast<size_t>(rt::dtype_itemsize(dtype)));
+  PyObject* scalar = np->capi.scalar(element, descr, nullptr);  // new ref
+  if (!scalar) return false;
+  classify(scalar, out, arrays_);  // steals scalar
   return true;
 }
 
