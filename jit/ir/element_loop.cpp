@@ -710,7 +710,7 @@ namespace framejit::jit {
 //    that can fail stays: a Load whose value is unused writes a variable nothing reads (the code
 //    generator then only checks its index), checked arithmetic stays as it is.
 //  - unroll_constant_loops and promote_carried_loads (after the others, then they run again):
-//    Note [Unrolling] and Note [Carried elements].
+//    Note [Unrolling] and Note [Carried elements]; last, Note [Reassociated extremes].
 //
 // Variables are mutable, so "comes before" is dominance at the instruction level, and a
 // parameter counts as assigned before the entry block. Errors keep their place: only
@@ -1843,6 +1843,79 @@ bool eliminate_dead(ElementLoop& loop, std::vector<int>& sink) {
   return changed;
 }
 
+// Note [Reassociated extremes]
+// `D[i, j] = min(D[i - 1, j] + 1, D[i, j - 1] + 1, D[i - 1, j - 1] + cost)`: with D[i, j - 1] carried
+// in a register (Note [Carried elements]), each iteration waits for the last one's result through
+// `+ 1` and then both mins in order. Integer min and max are associative and commutative (the
+// value is the same whichever of equal values wins), so where `t = min(x, y); r = min(t, c)` has
+// only x depending on a value the loop carries, it becomes `t = min(y, c); r = min(t, x)`: the
+// carried chain is one min long. (Floats keep their order: which NaN or which zero wins depends
+// on it.)
+bool reassociate_extremes(ElementLoop& loop) {
+  const Cfg g = build_cfg(loop);
+  const std::vector<NaturalLoop> loops = natural_loops(g);
+  const Liveness live = liveness(loop, g);
+  const VarInfo vi = analyze(loop, g);
+  const size_t nv = loop.vars.size();
+  bool changed = false;
+  for (const NaturalLoop& l : loops) {
+    // Carried: live at the header and computed in the loop; a counter (`i = i + c`) or a flag
+    // (`f = const`) is ready early in an iteration and does not count.
+    std::vector<char> assigned(nv, 0), carried(nv, 0);
+    auto cheap = [&](const EInstr& e) {
+      return e.op == EOp::Const || ((e.op == EOp::Add || e.op == EOp::Sub) && e.a == e.dst && vi.ndefs[e.b] == 1 &&
+                                    !vi.is_param[e.b] && loop.blocks[vi.def[e.b].b].instrs[vi.def[e.b].k].op == EOp::Const);
+    };
+    for (size_t b = 0; b < loop.blocks.size(); ++b)
+      if (l.body[b])
+        for (const EInstr& e : loop.blocks[b].instrs)
+          if (has_dst(e.op) && !cheap(e)) assigned[e.dst] = 1;
+    for (size_t v = 0; v < nv; ++v) carried[v] = live.in[l.header][v] && assigned[v];
+    // What depends on a carried value within an iteration (a few passes in block order suffice
+    // for a heuristic: a miss only keeps the order as written). A load starts afresh: its indices
+    // are addresses, known early.
+    for (int round = 0; round < 3; ++round)
+      for (int b : g.order) {
+        if (!l.body[b]) continue;
+        for (const EInstr& e : loop.blocks[b].instrs) {
+          if (!has_dst(e.op) || carried[e.dst] || e.op == EOp::Load) continue;
+          bool dep = false;
+          for_each_operand(e, [&](int v) { dep |= carried[v] != 0; });
+          if (dep) carried[e.dst] = 1;
+        }
+      }
+    for (int b : g.order) {
+      if (!l.body[b]) continue;
+      std::vector<EInstr>& in = loop.blocks[b].instrs;
+      for (size_t k = 0; k < in.size(); ++k) {
+        EInstr& outer = in[k];
+        if ((outer.op != EOp::Min && outer.op != EOp::Max) || loop.vars[outer.dst] != EType::Int) continue;
+        for (int side = 0; side < 2; ++side) {
+          const int t = side ? outer.b : outer.a, c = side ? outer.a : outer.b;
+          if (vi.ndefs[t] != 1 || vi.is_param[t] || vi.reads[t].size() != 1 || vi.def[t].b != b) continue;
+          if (std::find(loop.results.begin(), loop.results.end(), t) != loop.results.end()) continue;
+          const size_t j = static_cast<size_t>(vi.def[t].k);
+          EInstr& inner = in[j];
+          if (j >= k || inner.op != outer.op || loop.vars[inner.dst] != EType::Int) continue;
+          int x = inner.a, y = inner.b;
+          if (!carried[x]) std::swap(x, y);
+          if (!carried[x] || carried[y] || carried[c]) continue;
+          bool kept = true;  // x and c hold at j what they hold at k
+          for (size_t m = j + 1; m < k; ++m) kept &= !writes_var(in[m], x) && !writes_var(in[m], c);
+          if (!kept) continue;
+          inner.a = y;
+          inner.b = c;
+          outer.a = t;
+          outer.b = x;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return changed;
+}
+
 // Note [Carried elements]
 // `for k in ...: A[i, j] -= A[i, k] * A[k, j]`: each iteration loads A[i, j] and ends storing it,
 // so the next load waits for the store to reach memory and come back. Where an innermost loop's
@@ -2213,6 +2286,7 @@ void optimize_element_loop(ElementLoop& loop) {
   // Each of these changes the loop's blocks: one at a time, cleaned up after.
   for (int k = 0; k < 4 && unroll_constant_loops(loop); ++k) rounds();
   for (int k = 0; k < 8 && promote_carried_loads(loop); ++k) rounds();
+  if (reassociate_extremes(loop)) rounds();
 }
 
 bool element_loop_may_fail(const ElementLoop& loop) {

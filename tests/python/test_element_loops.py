@@ -907,3 +907,18 @@ def test_bit_widths_drop_overflow_checks_only_where_nothing_overflows():
     compiled(_packed, data[:6])
     with pytest.raises(OverflowError, match="outgrew 64 bits"):
         framejit.compile(_packed)(data[:40])
+
+
+def _lcs(a, b):
+    D = np.zeros((a.shape[0] + 1, b.shape[0] + 1), np.int64)
+    for i in range(1, a.shape[0] + 1):
+        for j in range(1, b.shape[0] + 1):
+            D[i, j] = max(D[i - 1, j] - 1, D[i, j - 1] - 1, D[i - 1, j - 1] + (2 if a[i - 1] == b[j - 1] else -3))
+    return D
+
+
+def test_carried_integer_extremes_reassociated():
+    # Note [Reassociated extremes]: min/max of ints taken in another order, the same values (the
+    # scores go negative, with many ties).
+    compiled(_lcs, RNG.integers(0, 3, 40), RNG.integers(0, 3, 55))
+    compiled(edit_distance, RNG.integers(0, 4, 30), RNG.integers(0, 4, 20), loops=3)
