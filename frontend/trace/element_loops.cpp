@@ -3210,6 +3210,22 @@ class LoopCompiler {
   }
 
   // ---- results ------------------------------------------------------------------------------------
+  // Whether the code after the loop loads locals and constants (into a tuple) and returns them.
+  bool only_returned_after() const {
+    for (int at = exit_; at < f_.num_instrs;) {
+      const Ins i = decode(f_.instrs, f_.num_instrs, at);
+      switch (i.op) {
+        case Op::LoadFast: case Op::LoadFastCheck: case Op::LoadFastLoadFast: case Op::LoadConst:
+        case Op::BuildTuple: case Op::Nop: case Op::Cache: case Op::ExtendedArg:
+          at = i.next;
+          continue;
+        case Op::ReturnValue: case Op::ReturnConst: return true;
+        default: return false;
+      }
+    }
+    return false;
+  }
+
   // The loop's results; false when a local needs a kind tag first (the pass is made again).
   bool finish() {
     if (!exit_state_) refuse("the loop never ends (no path reaches its end)");
@@ -3232,8 +3248,10 @@ class LoopCompiler {
       // NumPy 2 promotes a NumPy scalar strongly and a Python number weakly: the trace, which goes
       // on with a Python number (Note [Kind tags]), would give the code after the loop NumPy 1's
       // dtypes where CPython has a numpy.float64.
+      // Code after the loop that only returns locals (`return s`, `return s, i`) hands back the
+      // object itself, made by its tag: nothing is promoted.
       const NumPyHandles* np = numpy_handles();
-      if (mixed && (k & kNumpyKinds) && (k & ~kNumpyKinds) && (!np || np->major >= 2))
+      if (mixed && (k & kNumpyKinds) && (k & ~kNumpyKinds) && (!np || np->major >= 2) && !only_returned_after())
         refuse("local '" + local_name(slot) + "' is read after the loop and may be " + kinds_text(k) +
                ", which NumPy 2 promotes differently");
       if (mixed && !tagged_.count(slot)) {
