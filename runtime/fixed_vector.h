@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <new>
+#include <type_traits>
 
 namespace framejit::rt {
 
@@ -10,8 +12,13 @@ namespace framejit::rt {
 /// counts are bounded before any launch).
 template <typename T, size_t N>
 class FixedVector {
+  // Nothing to destroy, and nothing constructed before it is pushed: a Value's default members
+  // are not zeroed N times per launch.
+  static_assert(std::is_trivially_destructible_v<T>);
+
 public:
-  void push_back(const T& v) { items_[size_++] = v; }
+  FixedVector() {}
+  void push_back(const T& v) { new (&items_[size_++]) T(v); }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   void clear() { size_ = 0; }
@@ -26,7 +33,9 @@ public:
   const T* end() const { return items_ + size_; }
 
 private:
-  T items_[N];
+  union {
+    T items_[N];
+  };
   size_t size_ = 0;
 };
 
