@@ -705,7 +705,7 @@ namespace framejit::jit {
 //  - hoist_invariants: an instruction in a loop that cannot fail and does not read memory, whose
 //    operands the loop does not assign, moves to the loop's preheader.
 //  - simplify_flags: `c ? (x = 0) : (x = 1)` becomes `x = not c`, and not(a < b) for Ints a >= b.
-//  - fold_identities: Int x + 0, x - 0 and x * 1 become copies of x.
+//  - fold_identities: Int x + 0, x - 0 and x * 1 become copies of x; a Float x * 2.0 is x + x.
 //  - eliminate_dead: an instruction whose result nothing reads and that cannot fail goes. One
 //    that can fail stays: a Load whose value is unused writes a variable nothing reads (the code
 //    generator then only checks its index), checked arithmetic stays as it is.
@@ -1711,9 +1711,18 @@ bool fold_identities(ElementLoop& loop) {
   const Cfg g = build_cfg(loop);
   const std::vector<const EInstr*> cst = constants_of(loop, g, analyze(loop, g));
   auto is = [&](int v, int64_t x) { return v >= 0 && cst[v] && cst[v]->type == EType::Int && cst[v]->imm == x; };
+  auto is_two = [&](int v) { return v >= 0 && cst[v] && cst[v]->type == EType::Float && cst[v]->fimm == 2.0; };
   bool changed = false;
   for (EBlock& blk : loop.blocks)
     for (EInstr& e : blk.instrs) {
+      if (e.type == EType::Float && e.op == EOp::Mul && !e.checked && (is_two(e.a) || is_two(e.b))) {
+        // 2.0 * x is x + x to the bit (inf, NaN and -0.0 included), a cycle shorter.
+        const int x = is_two(e.a) ? e.b : e.a;
+        e.op = EOp::Add;
+        e.a = e.b = x;
+        changed = true;
+        continue;
+      }
       if (e.type != EType::Int) continue;
       int keep = -1;
       if ((e.op == EOp::Add || e.op == EOp::Sub) && is(e.b, 0)) keep = e.a;

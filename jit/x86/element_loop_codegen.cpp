@@ -1878,6 +1878,16 @@ private:
     if ((e.op == EOp::Add || e.op == EOp::Mul) && is_const(a) && !is_const(b) && !std::isnan(const_[a]->fimm))
       std::swap(a, b);
     const ax::Xmm d = X(e.dst);
+    if (isa_ != Isa::Scalar) {
+      // With AVX, the three-operand form: no copy of a into d first (a scalar VEX instruction
+      // keeps the upper halves clean, so it mixes with the SSE code at no cost).
+      const InstId vex = id == ax::Inst::kIdAddsd   ? ax::Inst::kIdVaddsd
+                         : id == ax::Inst::kIdSubsd ? ax::Inst::kIdVsubsd
+                         : id == ax::Inst::kIdMulsd ? ax::Inst::kIdVmulsd
+                                                    : ax::Inst::kIdVdivsd;
+      cc_.emit(vex, d, X(a), XO(b));
+      return;
+    }
     if (e.dst == b && e.dst != a) {
       ax::Xmm t = ftmp();
       cc_.movapd(t, X(a));

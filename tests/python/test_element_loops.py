@@ -934,3 +934,19 @@ def test_carried_integer_extremes_reassociated():
     # scores go negative, with many ties).
     compiled(_lcs, RNG.integers(0, 3, 40), RNG.integers(0, 3, 55))
     compiled(edit_distance, RNG.integers(0, 4, 30), RNG.integers(0, 4, 20), loops=3)
+
+
+def _doubled(x, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = 2.0 * x[i]
+        out[i, 1] = x[i] * 2.0 * 0.5
+    return out
+
+
+def test_doubling_is_an_add_to_the_bit():
+    # 2.0 * x runs as x + x: the same bits for infinities, NaNs, -0.0, subnormals and overflow.
+    x = np.array([1.5, -0.0, 0.0, np.inf, -np.inf, np.nan, 5e-324, -1e-310, 1.7e308, -1e308, 3.0])
+    with np.errstate(over="ignore"):
+        want = _doubled(x, np.zeros((11, 2)))
+        got = compiled(_doubled, x, np.zeros((11, 2)))(x, np.zeros((11, 2)))
+    assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
