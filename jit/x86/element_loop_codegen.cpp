@@ -236,6 +236,7 @@ public:
     for (const EBlock& b : loop_.blocks) size_ += b.instrs.size();
 
     plan_if_conversions();
+    plan_tests();
     plan_layout();
     plan_hoists();
     plan_versions();
@@ -526,6 +527,50 @@ private:
   }
 
   // ---- planning ----
+
+  // `t = x & m; ...; c = t <op> 0` where only c reads t and x keeps its value between: the compare
+  // is `test x, m` (the same flags: ZF, SF of x & m, CF = OF = 0) and t is never computed (a CRC's
+  // `if crc & 0x8000:`).
+  void plan_tests() {
+    for (size_t b = 0; b < loop_.blocks.size(); ++b) {
+      const std::vector<EInstr>& in = loop_.blocks[b].instrs;
+      // Whether t is read after instruction k only once rewritten (in this block or after it).
+      auto dead_after = [&](size_t k, int t) {
+        for (size_t q = k + 1; q < in.size(); ++q) {
+          if (reads_var(loop_, in[q], t)) return false;
+          if (writes_dst(in[q].op) && in[q].dst == t) return true;
+        }
+        for (int s : successors(loop_.blocks[b]))
+          if (live_in_[s][t]) return false;
+        return true;
+      };
+      for (size_t k = 0; k < in.size(); ++k) {
+        const EInstr& c = in[k];
+        if (c.op != EOp::Cmp || c.type != EType::Int) continue;
+        int t = c.a;
+        if (is_const(t)) t = c.b;
+        const int zero = t == c.a ? c.b : c.a;
+        if (is_const(t) || !is_int_const(zero) || ival(zero) != 0 || !dead_after(k, t)) continue;
+        size_t j = k;
+        while (j > 0 && !(writes_dst(in[j - 1].op) && in[j - 1].dst == t)) --j;
+        if (j == 0) continue;
+        const EInstr& a = in[--j];
+        if (a.op != EOp::BitAnd) continue;
+        const int x = is_const(a.a) ? a.b : a.a, m = is_const(a.a) ? a.a : a.b;
+        const std::optional<int32_t> mask = imm32(m);
+        if (is_const(x) || !mask) continue;
+        bool kept = true;
+        for (size_t q = j + 1; q < k; ++q)
+          kept &= !(writes_dst(in[q].op) && in[q].dst == x) && !reads_var(loop_, in[q], t);
+        if (!kept) continue;
+        tests_[&c] = {x, *mask};
+        folded_ands_.push_back(&a);
+      }
+    }
+  }
+  bool folded_and(const EInstr& e) const {
+    return std::find(folded_ands_.begin(), folded_ands_.end(), &e) != folded_ands_.end();
+  }
 
   void plan_if_conversions() {
     const int nb = static_cast<int>(loop_.blocks.size());
@@ -1314,7 +1359,8 @@ private:
       }
       if (std::optional<int32_t> i = imm32(b)) {
         // test sets OF = 0, so every signed condition against 0 reads the same from it.
-        if (*i == 0) cc_.test(G(a), G(a));
+        if (auto t = tests_.find(&e); *i == 0 && t != tests_.end()) cc_.test(G(t->second.first), t->second.second);
+        else if (*i == 0) cc_.test(G(a), G(a));
         else cc_.cmp(G(a), *i);
       } else {
         cc_.cmp(G(a), G(b));
@@ -1718,6 +1764,7 @@ private:
         continue;
       }
       if (invariant_load(e)) continue;  // loaded before the loop
+      if (folded_and(e)) continue;      // its compare tests the operand (plan_tests)
       mat_gp_.clear();
       mat_xmm_.clear();
       instr(e);
@@ -2631,6 +2678,8 @@ private:
   std::vector<LoopInfo> loops_;
   std::vector<std::optional<VectorPlan>> vplans_;  // per loop: its vector loop, when it has one
   std::vector<int> innermost_;                       // per block: its innermost loop, or -1
+  std::map<const EInstr*, std::pair<int, int32_t>> tests_;  // compares made `test x, mask` (plan_tests)
+  std::vector<const EInstr*> folded_ands_;                  // the ands they replace
   std::vector<std::vector<ax::Gp>> hoisted_;         // per loop: its hoists' registers (this version)
   // An induction pointer of a loop's version without checks, and what it steps by.
   struct Induced {

@@ -950,3 +950,24 @@ def test_doubling_is_an_add_to_the_bit():
         want = _doubled(x, np.zeros((11, 2)))
         got = compiled(_doubled, x, np.zeros((11, 2)))(x, np.zeros((11, 2)))
     assert got.view(np.int64).tolist() == want.view(np.int64).tolist()
+
+
+def _masks(x):
+    n = 0
+    for i in range(x.shape[0]):
+        v = x[i]
+        if v & 0x8000:
+            n += 1
+        if (v & -8) < 0:
+            n += 10
+        if (v & 3) == 0:
+            n += 100
+        if (v & 0x7FFFFFFF) > 5:
+            n += 1000
+    return n
+
+
+def test_masked_compares_test_the_operand():
+    # `if v & m:` compares `test v, m` (plan_tests): the same answers for every sign and mask.
+    compiled(_masks, RNG.integers(-2**40, 2**40, 300))
+    compiled(_masks, np.array([0, -1, 1, 0x8000, -0x8000, 2**31, -(2**63), 2**63 - 1, 3, 4, -4]))
