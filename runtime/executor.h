@@ -55,6 +55,7 @@ struct ReductionCall {
   int64_t finish = 0;      // the last call for these outputs: apply mean's division and sqrt
   int64_t divisor = 1;     // mean: count - ddof
   char* out_value = nullptr;  // argmax/argmin (row form): also store the extreme value here
+  int64_t extreme_only = 0;   // argmax/argmin (row form, not bool): only the extreme, at out_value
 };
 using ReductionFn = void (*)(const ReductionCall*);
 

@@ -133,13 +133,16 @@ bool later_row_wins(DType t, const char* v, const char* best, bool is_max) {
 // pieces here: each piece gives its first extreme and index (copied into a contiguous buffer first
 // when strided, so the kernel's vector loop reads it), and the pieces combine in order by
 // later_row_wins: the first index of the extreme, the first NaN, as over the whole row. A single
-// long contiguous row is split across threads.
+// long contiguous row is split across threads. And a long contiguous range is read once, not 1.5
+// times: its blocks' extremes first (the kernel's first pass alone), then both passes over the
+// first block that holds the best (np.argmax of 1 M float32 on one thread: 0.6x -> 1.0x NumPy's).
 struct ArgBest {
   int64_t index = -1;
   alignas(8) char value[8] = {};
 };
 
 constexpr int64_t kArgBlock = 2048;          // strided rows: elements per buffered piece
+constexpr int64_t kArgContiguousBlock = int64_t{1} << 14;  // a long contiguous range's blocks
 constexpr int64_t kArgPiece = int64_t{1} << 17;  // a long row's pieces per thread, at least
 
 // The first extreme of elements [start, end) of the row `call` points at (index from the row's
@@ -157,6 +160,24 @@ ArgBest arg_range(ReductionFn fn, ReductionCall call, int64_t start, int64_t end
   alignas(8) char value[8];
   call.out = reinterpret_cast<char*>(&index);
   call.out_value = value;
+  if (!buffered && value_dtype != DType::Bool && end - start > 2 * kArgContiguousBlock) {
+    // The blocks' extremes, in order; then both passes over the first block holding the best.
+    call.extreme_only = 1;
+    int64_t first = -1;
+    alignas(8) char extreme[8];
+    for (int64_t b = start; b < end; b += kArgContiguousBlock) {
+      call.n = std::min(kArgContiguousBlock, end - b);
+      for (int k = 0; k < nin; ++k) call.ptr[k] = data[k] + b * stride[k];
+      fn(&call);
+      if (first < 0 || later_row_wins(value_dtype, value, extreme, is_max)) {
+        first = b;
+        std::memcpy(extreme, value, sizeof value);
+      }
+    }
+    call.extreme_only = 0;
+    start = first;
+    end = std::min(first + kArgContiguousBlock, end);
+  }
   for (int64_t b = start; b < end;) {
     const int64_t m = buffered ? std::min(kArgBlock, end - b) : end - b;
     call.n = m;
@@ -744,7 +765,7 @@ void run_reduction(const ReductionLaunch& L) {
         }
         continue;
       }
-      if (L.arg && !column && !base.contiguous) {  // Note [Long and strided arg rows]
+      if (L.arg && !column && (!base.contiguous || base.n > 2 * kArgContiguousBlock)) {  // Note [Long and strided arg rows]
         for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k];
         const ArgBest best = arg_range(row_fn, call, 0, base.n, nin, L.inputs, L.value_dtype, L.arg_max);
         std::memcpy(L.out + off0[nin], &best.index, sizeof best.index);

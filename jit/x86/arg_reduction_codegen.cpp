@@ -44,6 +44,19 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
     best = reduce_identity(se, extreme, dtype);
     emit_row_fold(cc, isa, r, extreme, rk, se, best);
   }
+  // call->extreme_only: pass 1 alone, its extreme to out_value (the executor finds which block of a
+  // long row holds the first extreme, then runs both passes on that block only).
+  Label row_done = cc.newLabel();
+  if (!search) {
+    Label both = cc.newLabel();
+    cc.cmp(ax::qword_ptr(call, offsetof(rt::ReductionCall, extreme_only)), 0);
+    cc.je(both);
+    ax::Gp value_out = cc.newIntPtr("value_out");
+    cc.mov(value_out, ax::qword_ptr(call, offsetof(rt::ReductionCall, out_value)));
+    se.store(dtype, value_out, best);
+    cc.jmp(row_done);
+    cc.bind(both);
+  }
 
   // Pass 2, from the row's start again.
   row_start(cc, rk, rows.row, nin);
@@ -155,6 +168,7 @@ Error build_arg_reduction(ax::Compiler& cc, const ReductionKernelIR& r, Isa isa)
   cc.jz(stored);
   se.store(dtype, out_value, best);
   cc.bind(stored);
+  cc.bind(row_done);
   next_row(cc, rk, rows, out, nin);
   cc.endFunc();
   return cc.finalize();

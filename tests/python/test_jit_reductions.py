@@ -206,6 +206,32 @@ def test_argmax_first_nan_and_first_tie():
     assert_compiled(5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32], ids=["f32", "f64", "i32"])
+def test_long_arg_rows_by_blocks(dtype):
+    # Note [Long and strided arg rows]: a long contiguous row's blocks give their extremes first,
+    # then the first block holding the best gives the index; ties and NaNs across blocks as NumPy.
+    n, block = 100_003, 1 << 14
+    base = np.random.default_rng(3).integers(-50, 50, n).astype(dtype)
+    cases = {}
+    for name, at in {"first": [0], "last": [n - 1], "two blocks": [block + 5, 3 * block + 1], "edge": [block - 1, block]}.items():
+        x = base.copy()
+        x[at] = 99
+        x[[a + 1 for a in at if a + 1 < n]] = -99
+        cases[name] = x
+    if np.dtype(dtype).kind == "f":
+        for name, at in {"nan late": [2 * block + 7], "nan twice": [block + 3, 4 * block], "nan first": [0]}.items():
+            x = base.copy()
+            x[at] = np.nan
+            cases[name] = x
+        z = np.zeros(n, dtype)
+        z[::3] = -0.0
+        cases["zeros"] = z
+    f = framejit.compile(lambda x: (np.argmax(x), np.argmin(x), np.argmax(x.reshape(1, -1), axis=1)))
+    for name, x in cases.items():
+        got, want = f(x), (np.argmax(x), np.argmin(x), np.argmax(x.reshape(1, -1), axis=1))
+        assert got[0] == want[0] and got[1] == want[1] and got[2].tolist() == want[2].tolist(), name
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=["f32", "f64", "i32", "i64"])
 def test_argmax_in_the_column_form(dtype):
     # Note [Column arg-reductions]: rows of 2 and 8 of a C array, and axis=1 of Fortran ones, are
