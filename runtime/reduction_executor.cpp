@@ -765,7 +765,8 @@ void run_reduction(const ReductionLaunch& L) {
         }
         continue;
       }
-      if (L.arg && !column && (!base.contiguous || base.n > 2 * kArgContiguousBlock)) {  // Note [Long and strided arg rows]
+      // Note [Long and strided arg rows]
+      if (L.arg && !column && (!base.contiguous || base.n > 2 * kArgContiguousBlock)) {
         for (int k = 0; k < nin; ++k) call.ptr[k] = L.inputs[k].data + off0[k];
         const ArgBest best = arg_range(row_fn, call, 0, base.n, nin, L.inputs, L.value_dtype, L.arg_max);
         std::memcpy(L.out + off0[nin], &best.index, sizeof best.index);

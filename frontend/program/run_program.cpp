@@ -688,7 +688,8 @@ bool PyHost::run_extern(int node, rt::Value* values) {
       return true;
     }
   }
-  if (c && c->native != PyCall::Native::None && c->native != PyCall::Native::IntArith && (on_device || &arrays_ == array_adapter(ArrayKind::NumPy))) {
+  const bool creation = c && c->native != PyCall::Native::None && c->native != PyCall::Native::IntArith;
+  if (creation && (on_device || &arrays_ == array_adapter(ArrayKind::NumPy))) {
     int64_t dims[rt::kMaxRank];
     int rank = 0;
     bool ok = true;
@@ -789,7 +790,8 @@ bool PyHost::to_scalar(rt::Value& v) {
 bool PyHost::make_scalar(rt::Value& out, DType dtype, const void* bytes) {
   const NumPyHandles* np = &arrays_ == array_adapter(ArrayKind::NumPy) ? numpy_handles() : nullptr;
   PyObject* descr = np ? np->dtypes[static_cast<int>(dtype)] : nullptr;  // borrowed
-  if (!np || !np->capi.scalar || !descr || rt::dtype_itemsize(dtype) > 8) return rt::RunHost::make_scalar(out, dtype, bytes);
+  if (!np || !np->capi.scalar || !descr || rt::dtype_itemsize(dtype) > 8)
+    return rt::RunHost::make_scalar(out, dtype, bytes);
   alignas(8) char element[8];  // NumPy reads the element in place: an aligned copy
   std::memcpy(element, bytes, static_cast<size_t>(rt::dtype_itemsize(dtype)));
   PyObject* scalar = np->capi.scalar(element, descr, nullptr);  // new ref

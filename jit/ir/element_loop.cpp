@@ -1570,7 +1570,8 @@ std::vector<int> bit_widths(const ElementLoop& loop, const Cfg& g) {
     const bool b_const = reads_b(e.op) && consts[e.b] && consts[e.b]->type == EType::Int;
     const int64_t c = b_const ? consts[e.b]->imm : -1;
     switch (e.op) {
-      case EOp::Const: return e.type == EType::Int && e.imm >= 0 ? std::bit_width(static_cast<uint64_t>(e.imm)) : kUnknown;
+      case EOp::Const:
+        return e.type == EType::Int && e.imm >= 0 ? std::bit_width(static_cast<uint64_t>(e.imm)) : kUnknown;
       case EOp::Mov: return a;
       case EOp::Cmp: case EOp::Not: return 1;
       case EOp::Load:
@@ -1872,8 +1873,10 @@ bool reassociate_extremes(ElementLoop& loop) {
     // (`f = const`) is ready early in an iteration and does not count.
     std::vector<char> assigned(nv, 0), carried(nv, 0);
     auto cheap = [&](const EInstr& e) {
-      return e.op == EOp::Const || ((e.op == EOp::Add || e.op == EOp::Sub) && e.a == e.dst && vi.ndefs[e.b] == 1 &&
-                                    !vi.is_param[e.b] && loop.blocks[vi.def[e.b].b].instrs[vi.def[e.b].k].op == EOp::Const);
+      if (e.op == EOp::Const) return true;
+      if ((e.op != EOp::Add && e.op != EOp::Sub) || e.a != e.dst) return false;
+      if (vi.ndefs[e.b] != 1 || vi.is_param[e.b]) return false;
+      return loop.blocks[vi.def[e.b].b].instrs[vi.def[e.b].k].op == EOp::Const;
     };
     for (size_t b = 0; b < loop.blocks.size(); ++b)
       if (l.body[b])

@@ -213,7 +213,8 @@ def test_long_arg_rows_by_blocks(dtype):
     n, block = 100_003, 1 << 14
     base = np.random.default_rng(3).integers(-50, 50, n).astype(dtype)
     cases = {}
-    for name, at in {"first": [0], "last": [n - 1], "two blocks": [block + 5, 3 * block + 1], "edge": [block - 1, block]}.items():
+    places = {"first": [0], "last": [n - 1], "two blocks": [block + 5, 3 * block + 1], "edge": [block - 1, block]}
+    for name, at in places.items():
         x = base.copy()
         x[at] = 99
         x[[a + 1 for a in at if a + 1 < n]] = -99
