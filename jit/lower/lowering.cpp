@@ -97,6 +97,26 @@ bool op_supported(ScalarOp op, DType t) {
 
 bool pointwise_dtype(DType t) { return is_float(t) || is_int(t) || t == DType::Bool; }
 
+namespace {
+
+// Whether value v is C-ordered at run time, not only dense: an input guarded C-contiguous, a
+// creation, or elementwise work on such values alone (a kernel's output takes its inputs' memory
+// order: x2 + f, f Fortran-ordered, is Fortran-ordered, though its meta says Contiguous).
+bool surely_c_order(const Graph& graph, int v, int depth = 0) {
+  const Node& n = graph.node(v);
+  if (n.meta.kind != ValueKind::Tensor) return true;  // a number broadcasts
+  if (n.meta.layout != Layout::Contiguous || depth > 16) return false;
+  if (n.kind == NodeKind::Placeholder) return true;
+  if (n.kind != NodeKind::Call) return false;
+  if (is_creation(n.op)) return true;
+  if (!pointwise_info(n.op) && n.op != OpKind::Cast && n.op != OpKind::Copy) return false;
+  bool c = true;
+  for (const Arg& a : n.args) a.for_each_node([&](int u) { c = c && surely_c_order(graph, u, depth + 1); });
+  return c;
+}
+
+}  // namespace
+
 std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& node) {
   if (node.kind != NodeKind::Call) return std::nullopt;
   const TensorMeta& m = node.meta;
@@ -104,13 +124,13 @@ std::optional<PointwiseNode> lower_pointwise(const Graph& graph, const Node& nod
   // hands back as the library's scalar (Note [Scalar steps]).
   if (m.kind != ValueKind::Tensor || !pointwise_dtype(m.dtype)) return std::nullopt;
   if (node.op == OpKind::Copy) {
-    // x.copy() or numpy.copy(x) of a C-contiguous array: the identity kernel, whose result takes
+    // x.copy() or numpy.copy(x) of a C-ordered array: the identity kernel, whose result takes
     // its input's memory order (Note [Output memory order]), C, as both calls do there. Of other
     // layouts the library copies (x.copy() is C-ordered, numpy.copy keeps the order).
     if (node.args.size() != 1 || !node.args[0].is_node() || !node.kwargs.empty()) return std::nullopt;
     const TensorMeta& in = graph.node(static_cast<int>(node.args[0].i)).meta;
-    if (in.kind != ValueKind::Tensor || in.scalar_object || in.layout != Layout::Contiguous || in.dtype != m.dtype ||
-        m.scalar_object)
+    if (in.kind != ValueKind::Tensor || in.scalar_object || in.dtype != m.dtype || m.scalar_object ||
+        !surely_c_order(graph, static_cast<int>(node.args[0].i)))
       return std::nullopt;
     const int source = static_cast<int>(node.args[0].i);
     return PointwiseNode{ScalarOp::Cast, m.dtype, {{PointwiseOperand::Kind::Tensor, source, 0}}, {m.dtype}};

@@ -87,3 +87,20 @@ def test_scan_over_a_written_fortran_input_keeps_numpys_layout():
     want = _scan_over_written_input(*args())
     framejit.reset()
     np.testing.assert_array_equal(framejit.compile(_scan_over_written_input)(*args()), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_copy_of_a_fortran_ordered_result_is_c_ordered(backend):
+    # fuzz seed 424242 program 8115: `(c // f).copy()`, f Fortran-ordered: the quotient takes f's
+    # memory order (as NumPy's does) and the copy ran as the identity kernel, which keeps its
+    # input's order; ndarray.copy is C-ordered, so a later reshape made a copy where NumPy views.
+    def f(c, x):
+        q = c // x
+        v = q.copy()
+        r = v.reshape(-1, 9)
+        np.transpose(v, (2, 1, 0))[-2:] += 2.0
+        return r, v.flags.c_contiguous, np.copy(q).flags.f_contiguous
+
+    c = np.random.default_rng(1).random((9, 1, 1))
+    x = np.asfortranarray(np.random.default_rng(2).random((9, 9, 4)).astype(np.float32)) + 1
+    check_sequence(f, [(c, x)], backend=backend)
