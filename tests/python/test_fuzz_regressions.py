@@ -104,3 +104,20 @@ def test_copy_of_a_fortran_ordered_result_is_c_ordered(backend):
     c = np.random.default_rng(1).random((9, 1, 1))
     x = np.asfortranarray(np.random.default_rng(2).random((9, 9, 4)).astype(np.float32)) + 1
     check_sequence(f, [(c, x)], backend=backend)
+
+
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) >= "2.0.0", reason="NumPy 1's value-based casting")
+def test_a_numpy_scalar_at_an_extreme_still_guards_its_value():
+    # fuzz seed 5050 program 13385: traced first with np.int64(-2**63), float32 - it is float64; the
+    # probe compared that value with int64's extremes only (all float64), found no dependence and
+    # guarded nothing, so np.int64(6) reused the float64 graph where NumPy gives float32.
+    def f(x0, x1):
+        v1 = np.minimum(x0, x0)  # a NumPy scalar
+        x0 -= -5
+        return x1 @ x1.T - v1
+
+    cf = framejit.compile(f)
+    for v in (-(2**63), 6, 2**62, 0):
+        x1 = np.ones((1, 4), np.float32)
+        got, want = cf(np.array(v), x1), f(np.array(v), x1)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), v

@@ -61,12 +61,14 @@ def _probes(spec):
         kind = "t"
     if kind == "t" and spec[2] == 0 and _NUMPY_MAJOR < 2:
         dt = np.dtype(spec[1])
+        # And 0: a NumPy scalar's stand-in is its own value, which may already be an extreme
+        # (np.int64(-2**63) - float32 is float64, 6 - float32 is float32).
         if dt.kind in "iu":
             info = np.iinfo(dt)
-            vals = (info.max, info.min)
+            vals = (info.max, info.min, 0)
         elif dt.kind == "f":
             info = np.finfo(dt)
-            vals = (info.max, info.tiny)
+            vals = (info.max, info.tiny, 0.0)
         else:
             return ()
         if spec[3]:
