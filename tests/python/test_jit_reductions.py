@@ -231,6 +231,14 @@ def test_long_arg_rows_by_blocks(dtype):
     for name, x in cases.items():
         got, want = f(x), (np.argmax(x), np.argmin(x), np.argmax(x.reshape(1, -1), axis=1))
         assert got[0] == want[0] and got[1] == want[1] and got[2].tolist() == want[2].tolist(), name
+        # Strided: gathered a block at a time (blocks of 2048), the same way round.
+        both = np.empty((2, n), dtype, order="F")
+        both[0], both[1] = x, x[::-1]
+        got, want = f(both[0]), (np.argmax(both[0]), np.argmin(both[0]), np.argmax(both[:1], axis=1))
+        assert got[0] == want[0] and got[1] == want[1] and got[2].tolist() == want[2].tolist(), name
+        g = framejit.compile(lambda y: (np.argmax(y, axis=1), np.argmin(y, axis=1)))
+        for a, b in zip(g(both), (np.argmax(both, axis=1), np.argmin(both, axis=1))):
+            assert a.tolist() == b.tolist(), name
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64], ids=["f32", "f64", "i32", "i64"])
