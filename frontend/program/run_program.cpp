@@ -68,11 +68,12 @@ struct PyCall {
   // Where the user's code made the node (Note [Tracebacks of run-time errors]), or null.
   std::shared_ptr<const std::vector<jit::SourceFrame>> where;
   // Note [Creation without the library]: zeros/empty/ones/full(_like) made by the host itself.
-  // Note [Integer steps without the library]: IntArith, `op` on the Python ints in `shape`.
+  // Note [Integer steps without the library]: IntArith, `op` on the Python ints in `operands`.
   enum class Native : uint8_t { None, Zeros, Empty, Fill, IntArith } native = Native::None;
   int like = -1;                  // *_like: the value whose shape it takes
-  std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints); IntArith: the operands
-  char op = 0;                    // IntArith: + - * / (floor) % or n (negation)
+  std::vector<jit::Arg> shape;    // zeros/empty: the dims (ints, or value ids of ints)
+  std::vector<jit::Arg> operands;  // IntArith: ints, or value ids of ints
+  char op = 0;                     // IntArith: + - * / (floor) % or n (negation)
   uint64_t fill = 0;              // Fill: the value's bytes in the result's dtype (the low itemsize)
 };
 
@@ -205,7 +206,7 @@ bool native_int_arith(const jit::Graph& graph, const jit::Node& n, PyCall* c) {
   }
   c->native = PyCall::Native::IntArith;
   c->op = op;
-  c->shape = n.args;
+  c->operands = n.args;
   return true;
 }
 
@@ -667,8 +668,8 @@ bool PyHost::run_extern(int node, rt::Value* values) {
   if (c && c->native == PyCall::Native::IntArith) {
     long long x[2] = {0, 0};
     bool ints = true;
-    for (size_t k = 0; k < c->shape.size() && ints; ++k) {
-      const jit::Arg& a = c->shape[k];
+    for (size_t k = 0; k < c->operands.size() && ints; ++k) {
+      const jit::Arg& a = c->operands[k];
       if (a.kind == jit::Arg::Kind::Int) {
         x[k] = a.i;
         continue;

@@ -528,6 +528,19 @@ private:
 
   // ---- planning ----
 
+  // Calls f on every instruction of loop lp: its blocks' and their if-converted arms'.
+  template <typename F>
+  void for_each_in_loop(const LoopInfo& lp, F&& f) const {
+    for (size_t b = 0; b < loop_.blocks.size(); ++b) {
+      if (!lp.body[b]) continue;
+      for (const EInstr& e : loop_.blocks[b].instrs) f(e);
+      if (ifconv_[b])
+        for (int x : ifconv_[b]->arm)
+          if (x >= 0)
+            for (const EInstr& e : loop_.blocks[x].instrs) f(e);
+    }
+  }
+
   // `t = x & m; ...; c = t <op> 0` where only c reads t and x keeps its value between: the compare
   // is `test x, m` (the same flags: ZF, SF of x & m, CF = OF = 0) and t is never computed (a CRC's
   // `if crc & 0x8000:`).
@@ -869,19 +882,10 @@ private:
       if (!lp.versioned) continue;
       std::vector<int> defs(loop_.vars.size(), 0);
       std::vector<char> stored(loop_.arrays.size(), 0);
-      for (int b = 0; b < nb; ++b) {
-        if (!lp.body[b]) continue;
-        auto note = [&](int x) {
-          for (const EInstr& e : loop_.blocks[x].instrs) {
-            if (writes_dst(e.op)) ++defs[e.dst];
-            if (e.op == EOp::Store) stored[e.array] = 1;
-          }
-        };
-        note(b);
-        if (ifconv_[b])
-          for (int x : ifconv_[b]->arm)
-            if (x >= 0) note(x);
-      }
+      for_each_in_loop(lp, [&](const EInstr& e) {
+        if (writes_dst(e.op)) ++defs[e.dst];
+        if (e.op == EOp::Store) stored[e.array] = 1;
+      });
       for (int b = 0; b < nb; ++b) {
         if (!lp.body[b]) continue;
         for (const EInstr& e : loop_.blocks[b].instrs) {
@@ -957,17 +961,9 @@ private:
       LoopInfo& lp = loops_[l];
       if (lp.preheader < 0) continue;
       std::vector<char> written(nv, 0);
-      auto note_writes = [&](int b) {
-        for (const EInstr& e : loop_.blocks[b].instrs)
-          if (writes_dst(e.op)) written[e.dst] = 1;
-      };
-      for (int b = 0; b < nb; ++b) {
-        if (!lp.body[b]) continue;
-        note_writes(b);
-        if (ifconv_[b])
-          for (int x : ifconv_[b]->arm)
-            if (x >= 0) note_writes(x);
-      }
+      for_each_in_loop(lp, [&](const EInstr& e) {
+        if (writes_dst(e.op)) written[e.dst] = 1;
+      });
       for (int b = 0; b < nb; ++b) {
         if (!lp.body[b] || innermost_[b] != static_cast<int>(l)) continue;
         for (const EInstr& e : loop_.blocks[b].instrs) {
